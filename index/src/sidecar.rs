@@ -1,0 +1,300 @@
+//! The sidecar: one file per block holding every indexed column's entry.
+//!
+//! Layout, version 1 (all integers little-endian):
+//!
+//! ```text
+//! offset   size  field
+//! 0        8     magic "SIEVEIDX"
+//! 8        4     format version (1)
+//! 12       4     column count c
+//! 16       40·c  directory, one record per column:
+//!                  u8 kind code · u8 flags (bit 0: has nulls) · u16 name length · u32 payload
+//!                  length · u64 key count · u64 NDV estimate · u64 payload offset ·
+//!                  u64 payload checksum (XXH3-64)
+//! …        …     column names (UTF-8), concatenated, zero-padded to a multiple of 8
+//! …        8     header checksum: XXH3-64 of every byte before it
+//! …        …     payloads in directory order, each at the next multiple of 8, zero-padded
+//! ```
+//!
+//! Payloads start 8-aligned so fingerprints can be probed in place; the reader copies a buffer
+//! that is not 8-aligned in memory once. Opening is strict: anything but exactly this layout (a
+//! truncated, corrupt, reordered or unknown-version file) is an error, never a panic and never a
+//! filter that could say "no" wrongly. Writing the same entries twice gives the same bytes.
+
+use bytes::Bytes;
+use xxhash_rust::xxh3::xxh3_64;
+
+use crate::column_index::ColumnIndex;
+use crate::error::IndexError;
+use crate::filter::ColumnFilter;
+use crate::kind::EntryKind;
+
+pub const MAGIC: [u8; 8] = *b"SIEVEIDX";
+pub const VERSION: u32 = 1;
+const PREAMBLE: usize = 16;
+const RECORD: usize = 40;
+const FLAG_HAS_NULL: u8 = 1;
+
+fn align8(n: usize) -> usize {
+    n.div_ceil(8) * 8
+}
+
+fn header_len(names_len: usize, columns: usize) -> usize {
+    PREAMBLE + RECORD * columns + align8(names_len) + 8
+}
+
+/// Serializes one block's column entries. Fails only if a name or payload exceeds the format's
+/// field widths (64 KiB, 4 GiB).
+pub fn encode(columns: &[ColumnIndex]) -> Result<Vec<u8>, IndexError> {
+    let names_len: usize = columns.iter().map(|c| c.column.len()).sum();
+    let mut offset = header_len(names_len, columns.len());
+    let mut out = Vec::with_capacity(
+        offset
+            + columns
+                .iter()
+                .map(|c| align8(c.payload.len()))
+                .sum::<usize>(),
+    );
+    out.extend_from_slice(&MAGIC);
+    out.extend_from_slice(&VERSION.to_le_bytes());
+    out.extend_from_slice(
+        &u32::try_from(columns.len())
+            .map_err(|_| too_large("column count"))?
+            .to_le_bytes(),
+    );
+    for c in columns {
+        out.push(c.kind.code());
+        out.push(if c.has_null { FLAG_HAS_NULL } else { 0 });
+        out.extend_from_slice(
+            &u16::try_from(c.column.len())
+                .map_err(|_| too_large("column name"))?
+                .to_le_bytes(),
+        );
+        out.extend_from_slice(
+            &u32::try_from(c.payload.len())
+                .map_err(|_| too_large("payload"))?
+                .to_le_bytes(),
+        );
+        out.extend_from_slice(&c.key_count.to_le_bytes());
+        out.extend_from_slice(&c.ndv_estimate.to_le_bytes());
+        out.extend_from_slice(&(offset as u64).to_le_bytes());
+        out.extend_from_slice(&xxh3_64(&c.payload).to_le_bytes());
+        offset = align8(offset + c.payload.len());
+    }
+    for c in columns {
+        out.extend_from_slice(c.column.as_bytes());
+    }
+    out.resize(align8(out.len()), 0);
+    out.extend_from_slice(&xxh3_64(&out).to_le_bytes());
+    for c in columns {
+        out.extend_from_slice(&c.payload);
+        out.resize(align8(out.len()), 0);
+    }
+    Ok(out)
+}
+
+fn too_large(what: &str) -> IndexError {
+    IndexError::Corrupt(format!("{what} too large for the sidecar format"))
+}
+
+/// One column's entry of an open sidecar.
+#[derive(Debug, Clone)]
+pub struct SidecarColumn {
+    pub column: String,
+    pub kind: EntryKind,
+    pub has_null: bool,
+    pub key_count: u64,
+    pub ndv_estimate: u64,
+    pub payload_len: u64,
+    pub filter: ColumnFilter,
+}
+
+impl SidecarColumn {
+    /// False only if the block holds no non-null value with this hash.
+    #[inline]
+    pub fn may_contain(&self, hash: u64) -> bool {
+        self.filter.may_contain(hash)
+    }
+}
+
+/// An opened, fully validated sidecar.
+#[derive(Debug, Clone)]
+pub struct Sidecar {
+    columns: Vec<SidecarColumn>,
+    byte_len: usize,
+}
+
+/// Reads fixed-width fields off the front of a byte slice the caller has length-checked.
+struct Reader<'a>(&'a [u8]);
+
+impl Reader<'_> {
+    fn take<const N: usize>(&mut self) -> [u8; N] {
+        let (head, rest) = self.0.split_at(N);
+        self.0 = rest;
+        head.try_into().expect("split at N")
+    }
+}
+
+/// A directory record as stored, before it is checked against the rest of the file.
+struct Record {
+    code: u8,
+    flags: u8,
+    name_len: usize,
+    payload_len: usize,
+    key_count: u64,
+    ndv_estimate: u64,
+    offset: u64,
+    checksum: u64,
+}
+
+impl Record {
+    fn read(r: &mut Reader<'_>) -> Self {
+        let [code, flags] = r.take();
+        Self {
+            code,
+            flags,
+            name_len: usize::from(u16::from_le_bytes(r.take())),
+            payload_len: u32::from_le_bytes(r.take()) as usize,
+            key_count: u64::from_le_bytes(r.take()),
+            ndv_estimate: u64::from_le_bytes(r.take()),
+            offset: u64::from_le_bytes(r.take()),
+            checksum: u64::from_le_bytes(r.take()),
+        }
+    }
+}
+
+impl Sidecar {
+    pub fn open(bytes: Bytes) -> Result<Self, IndexError> {
+        let bytes = align_in_memory(bytes);
+        let byte_len = bytes.len();
+        let preamble = bytes
+            .get(..PREAMBLE)
+            .ok_or(IndexError::Truncated("preamble"))?;
+        if preamble[..8] != MAGIC {
+            return Err(IndexError::BadMagic);
+        }
+        let version = u32::from_le_bytes(preamble[8..12].try_into().expect("4 bytes"));
+        if version != VERSION {
+            return Err(IndexError::UnsupportedVersion(version, VERSION));
+        }
+        let count = u32::from_le_bytes(preamble[12..16].try_into().expect("4 bytes")) as usize;
+        let records = count
+            .checked_mul(RECORD)
+            .and_then(|len| bytes.get(PREAMBLE..PREAMBLE + len))
+            .ok_or(IndexError::Truncated("directory"))?;
+
+        let mut reader = Reader(records);
+        let records: Vec<Record> = (0..count).map(|_| Record::read(&mut reader)).collect();
+        let names_len: usize = records.iter().map(|r| r.name_len).sum();
+        let header_end = header_len(names_len, count);
+        let header = bytes
+            .get(..header_end)
+            .ok_or(IndexError::Truncated("header"))?;
+        let (covered, stored) = header.split_at(header_end - 8);
+        if xxh3_64(covered) != u64::from_le_bytes(stored.try_into().expect("8 bytes")) {
+            return Err(IndexError::Corrupt("header checksum mismatch".into()));
+        }
+
+        let mut names = &bytes[PREAMBLE + RECORD * count..];
+        let mut expected_offset = header_end;
+        let mut columns: Vec<SidecarColumn> = Vec::with_capacity(count);
+        for record in records {
+            let Record {
+                code,
+                flags,
+                name_len,
+                payload_len,
+                key_count,
+                ndv_estimate,
+                offset,
+                checksum,
+            } = record;
+            let (name, rest) = names.split_at(name_len);
+            names = rest;
+            let column = std::str::from_utf8(name)
+                .map_err(|_| IndexError::Corrupt("column name is not UTF-8".into()))?
+                .to_string();
+            if columns.iter().any(|c| c.column == column) {
+                return Err(IndexError::Corrupt(format!(
+                    "column {column:?} appears twice"
+                )));
+            }
+            let kind = EntryKind::from_code(code).ok_or_else(|| {
+                IndexError::Corrupt(format!("unknown entry kind {code} for {column:?}"))
+            })?;
+            if flags & !FLAG_HAS_NULL != 0 {
+                return Err(IndexError::Corrupt(format!(
+                    "unknown flags {flags:#x} for {column:?}"
+                )));
+            }
+            if offset != expected_offset as u64 {
+                return Err(IndexError::Corrupt(format!(
+                    "entry {column:?} is not where the layout puts it"
+                )));
+            }
+            let end = expected_offset + payload_len;
+            if end > byte_len {
+                return Err(IndexError::Truncated("payload"));
+            }
+            let payload = bytes.slice(expected_offset..end);
+            if xxh3_64(&payload) != checksum {
+                return Err(IndexError::Corrupt(format!(
+                    "checksum mismatch in {column:?}"
+                )));
+            }
+            let filter = ColumnFilter::open(kind, key_count, payload)?;
+            columns.push(SidecarColumn {
+                column,
+                kind,
+                has_null: flags & FLAG_HAS_NULL != 0,
+                key_count,
+                ndv_estimate,
+                payload_len: payload_len as u64,
+                filter,
+            });
+            expected_offset = align8(end);
+            if bytes[end..expected_offset.min(byte_len)].iter().any(|&b| b != 0) {
+                return Err(IndexError::Corrupt("padding is not zero".into()));
+            }
+        }
+        if expected_offset != byte_len {
+            return Err(IndexError::Corrupt(format!(
+                "sidecar is {byte_len} bytes, its layout ends at {expected_offset}"
+            )));
+        }
+        Ok(Self { columns, byte_len })
+    }
+
+    pub fn column(&self, name: &str) -> Option<&SidecarColumn> {
+        self.columns.iter().find(|c| c.column == name)
+    }
+
+    pub fn columns(&self) -> &[SidecarColumn] {
+        &self.columns
+    }
+
+    /// Bytes of the file, for byte-bounded caches.
+    pub fn byte_len(&self) -> usize {
+        self.byte_len
+    }
+}
+
+/// Object stores hand out buffers at any address; in-place probes need payloads 8-aligned in
+/// memory, and payload offsets are multiples of 8, so the buffer itself must be.
+fn align_in_memory(bytes: Bytes) -> Bytes {
+    if bytes.as_ptr().align_offset(8) == 0 {
+        return bytes;
+    }
+    let mut words = vec![0u64; bytes.len().div_ceil(8)];
+    bytemuck::cast_slice_mut::<u64, u8>(&mut words)[..bytes.len()].copy_from_slice(&bytes);
+    Bytes::from_owner(AlignedWords(words, bytes.len()))
+}
+
+/// u64-backed storage that lends itself out as its first `.1` bytes.
+struct AlignedWords(Vec<u64>, usize);
+
+impl AsRef<[u8]> for AlignedWords {
+    fn as_ref(&self) -> &[u8] {
+        &bytemuck::cast_slice::<u64, u8>(&self.0)[..self.1]
+    }
+}

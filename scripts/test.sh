@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Runs every test suite of the workspace and ends with one summary line ("N passed, N failed").
+# The target dir lives outside the clone so CI runs and later clones reuse the build.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+if ! command -v cargo >/dev/null 2>&1; then
+  echo "cargo not found: install Rust (https://rustup.rs) and run again" >&2
+  exit 1
+fi
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/sieve-target}"
+export CARGO_TERM_COLOR=never
+
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+# --all-targets also runs each criterion bench once, so benches cannot rot.
+cargo test --workspace --all-targets 2>&1 | tee "$log"
+status=${PIPESTATUS[0]}
+
+awk '/^test result:/ {
+       for (i = 1; i <= NF; i++) {
+         if ($(i+1) ~ /^passed/) p += $i
+         if ($(i+1) ~ /^failed/) f += $i
+         if ($(i+1) ~ /^ignored/) s += $i
+       }
+     }
+     END { printf "\nsummary: %d passed, %d failed, %d skipped\n", p, f, s }' "$log"
+exit "$status"
