@@ -12,5 +12,34 @@ pub fn estimate_ndv(hashes: &[u64]) -> u64 {
     for &hash in hashes {
         sketch.insert_hash(hash);
     }
-    sketch.count() as u64
+    // `count` truncates, which turns one distinct value into 0.
+    sketch.raw_count().round() as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hash::hash_bytes;
+
+    fn hashes(n: u64) -> Vec<u64> {
+        (0..n).map(|i| hash_bytes(&i.to_le_bytes())).collect()
+    }
+
+    /// Small counts decide between "min/max only", "exact list" and a filter: they must be exact.
+    #[test]
+    fn small_counts_are_exact() {
+        for n in 0..=64 {
+            let mut h = hashes(n);
+            h.extend(hashes(n)); // duplicates do not count
+            assert_eq!(estimate_ndv(&h), n);
+        }
+    }
+
+    #[test]
+    fn large_counts_are_within_two_percent() {
+        for n in [10_000, 100_000, 1_000_000] {
+            let estimate = estimate_ndv(&hashes(n)) as f64;
+            assert!((estimate / n as f64 - 1.0).abs() < 0.02, "{n}: {estimate}");
+        }
+    }
 }

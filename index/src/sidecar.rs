@@ -253,7 +253,10 @@ impl Sidecar {
                 filter,
             });
             expected_offset = align8(end);
-            if bytes[end..expected_offset.min(byte_len)].iter().any(|&b| b != 0) {
+            if bytes[end..expected_offset.min(byte_len)]
+                .iter()
+                .any(|&b| b != 0)
+            {
                 return Err(IndexError::Corrupt("padding is not zero".into()));
             }
         }

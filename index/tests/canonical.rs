@@ -17,10 +17,16 @@ fn hash_one(array: ArrayRef) -> u64 {
 }
 
 fn all_equal(arrays: Vec<ArrayRef>) {
-    let hashes: Vec<(DataType, u64)> =
-        arrays.into_iter().map(|a| (a.data_type().clone(), hash_one(a))).collect();
+    let hashes: Vec<(DataType, u64)> = arrays
+        .into_iter()
+        .map(|a| (a.data_type().clone(), hash_one(a)))
+        .collect();
     for (t, h) in &hashes {
-        assert_eq!(*h, hashes[0].1, "{t} hashes differently from {}", hashes[0].0);
+        assert_eq!(
+            *h, hashes[0].1,
+            "{t} hashes differently from {}",
+            hashes[0].0
+        );
     }
 }
 
@@ -114,7 +120,9 @@ fn zeros_and_nans_are_normalized() {
     all_equal(vec![
         Arc::new(Float64Array::from(vec![f64::NAN])),
         Arc::new(Float64Array::from(vec![-f64::NAN])),
-        Arc::new(Float64Array::from(vec![f64::from_bits(0x7ff0_0000_0000_0001)])),
+        Arc::new(Float64Array::from(vec![f64::from_bits(
+            0x7ff0_0000_0000_0001,
+        )])),
         Arc::new(Float32Array::from(vec![f32::NAN])),
     ]);
 }
@@ -122,11 +130,25 @@ fn zeros_and_nans_are_normalized() {
 #[test]
 fn distinct_values_hash_apart() {
     let h = |a: ArrayRef| hash_one(a);
-    assert_ne!(h(Arc::new(Int64Array::from(vec![1]))), h(Arc::new(Int64Array::from(vec![2]))));
-    assert_ne!(h(Arc::new(BooleanArray::from(vec![true]))), h(Arc::new(BooleanArray::from(vec![false]))));
     assert_ne!(
-        h(Arc::new(Decimal128Array::from(vec![15]).with_precision_and_scale(10, 1).unwrap())),
-        h(Arc::new(Decimal128Array::from(vec![15]).with_precision_and_scale(10, 0).unwrap())),
+        h(Arc::new(Int64Array::from(vec![1]))),
+        h(Arc::new(Int64Array::from(vec![2])))
+    );
+    assert_ne!(
+        h(Arc::new(BooleanArray::from(vec![true]))),
+        h(Arc::new(BooleanArray::from(vec![false])))
+    );
+    assert_ne!(
+        h(Arc::new(
+            Decimal128Array::from(vec![15])
+                .with_precision_and_scale(10, 1)
+                .unwrap()
+        )),
+        h(Arc::new(
+            Decimal128Array::from(vec![15])
+                .with_precision_and_scale(10, 0)
+                .unwrap()
+        )),
     );
 }
 
@@ -167,7 +189,9 @@ fn a_dictionary_without_values_is_all_nulls() {
 fn batches_accumulate() {
     let mut h = ColumnHashes::default();
     h.extend_from_array(&Int32Array::from(vec![1, 2])).unwrap();
-    h.extend_from_array(&Int64Array::from(vec![Some(3), None])).unwrap();
-    let whole = ColumnHashes::from_array(&Int64Array::from(vec![Some(1), Some(2), Some(3), None])).unwrap();
+    h.extend_from_array(&Int64Array::from(vec![Some(3), None]))
+        .unwrap();
+    let whole =
+        ColumnHashes::from_array(&Int64Array::from(vec![Some(1), Some(2), Some(3), None])).unwrap();
     assert_eq!(h, whole);
 }
