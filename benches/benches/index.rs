@@ -1,1 +1,95 @@
-fn main() {}
+//! Index benchmarks per filter kind at 10k / 100k / 1M keys, on the `t10b` c2 column (random
+//! doubles as text, every value distinct):
+//! - `build`: hashing the Arrow column + cardinality estimate + sort/dedup + filter construction
+//!   (throughput = keys/s, so ns/key is its inverse);
+//! - `probe`: `may_contain` on an opened sidecar, half present and half absent keys;
+//! - a table of bits/key and measured false-positive rate, printed first.
+//!
+//! `cargo bench -p sieve-benches --bench index` (add `-- build/binary_fuse8` to filter).
+
+use std::hint::black_box;
+use std::time::Duration;
+
+use criterion::{BenchmarkId, Criterion, Throughput};
+use sieve_benches::random_double_strings;
+use sieve_index::sidecar::{self, Sidecar};
+use sieve_index::{ColumnHashes, ColumnIndex, FilterKind};
+
+const SIZES: [usize; 3] = [10_000, 100_000, 1_000_000];
+const PROBES: usize = 4096;
+
+fn hashes(seed: u64, n: usize) -> ColumnHashes {
+    ColumnHashes::from_array(&random_double_strings(seed, n)).expect("strings hash")
+}
+
+fn open_sidecar(kind: FilterKind, n: usize) -> (Sidecar, ColumnIndex) {
+    let column = ColumnIndex::build("c2", kind, hashes(1, n));
+    let bytes = sidecar::encode(std::slice::from_ref(&column)).expect("encodes");
+    (Sidecar::open(bytes.into()).expect("opens"), column)
+}
+
+/// Bits per distinct key and false-positive rate over 1M absent keys, as a Markdown table.
+fn size_report() {
+    let absent = hashes(2, 1_000_000).hashes;
+    println!("| kind | keys | bits/key | FPR (1M absent keys) |\n|---|---|---|---|");
+    for kind in FilterKind::ALL {
+        for n in SIZES {
+            let (sidecar, column) = open_sidecar(kind, n);
+            let probe = &sidecar.columns()[0];
+            let false_positives = absent.iter().filter(|&&h| probe.may_contain(h)).count();
+            println!(
+                "| {kind} | {n} | {:.2} | {:.4}% |",
+                column.payload.len() as f64 * 8.0 / column.key_count as f64,
+                false_positives as f64 * 100.0 / absent.len() as f64
+            );
+        }
+    }
+}
+
+fn build(c: &mut Criterion) {
+    let mut group = c.benchmark_group("build");
+    group.sample_size(10).warm_up_time(Duration::from_millis(500));
+    for n in SIZES {
+        let strings = random_double_strings(1, n);
+        group.throughput(Throughput::Elements(n as u64));
+        for kind in FilterKind::ALL {
+            group.bench_with_input(BenchmarkId::new(kind.name(), n), &strings, |b, strings| {
+                b.iter(|| {
+                    let hashes = ColumnHashes::from_array(strings).expect("strings hash");
+                    black_box(ColumnIndex::build("c2", kind, hashes))
+                })
+            });
+        }
+    }
+    group.finish();
+}
+
+fn probe(c: &mut Criterion) {
+    let mut group = c.benchmark_group("probe");
+    group.sample_size(20).warm_up_time(Duration::from_millis(500));
+    group.throughput(Throughput::Elements(PROBES as u64));
+    for n in SIZES {
+        let present = hashes(1, PROBES / 2).hashes;
+        let mut keys = hashes(3, PROBES / 2).hashes;
+        keys.extend(present);
+        for kind in FilterKind::ALL {
+            let (sidecar, _) = open_sidecar(kind, n);
+            let column = sidecar.column("c2").expect("indexed");
+            group.bench_with_input(BenchmarkId::new(kind.name(), n), &keys, |b, keys| {
+                b.iter(|| keys.iter().filter(|&&h| column.may_contain(black_box(h))).count())
+            });
+        }
+    }
+    group.finish();
+}
+
+fn main() {
+    let mut criterion = Criterion::default().configure_from_args();
+    // `cargo bench` passes --bench; `cargo test` runs each benchmark once and skips the report.
+    if std::env::args().any(|a| a == "--bench") {
+        size_report();
+    }
+    build(&mut criterion);
+    probe(&mut criterion);
+    criterion.final_summary();
+}

@@ -18,7 +18,6 @@ use crate::kind::{EntryKind, FilterKind};
 /// Builds the payload of `kind` from sorted distinct `keys`. Returns the kind actually built: a
 /// binary fuse construction that fails falls back to the xor filter of the same width.
 pub fn build(kind: EntryKind, keys: &[u64], ndv_estimate: u64) -> (EntryKind, Vec<u8>) {
-    let filter = |k| EntryKind::Filter(k);
     match kind {
         EntryKind::MinMaxOnly => (kind, Vec::new()),
         EntryKind::Exact => (kind, exact::encode(keys)),
@@ -26,11 +25,11 @@ pub fn build(kind: EntryKind, keys: &[u64], ndv_estimate: u64) -> (EntryKind, Ve
         EntryKind::Filter(FilterKind::Xor16) => (kind, fuse::encode_xor16(keys)),
         EntryKind::Filter(FilterKind::BinaryFuse8) => match fuse::encode_fuse8(keys) {
             Some(payload) => (kind, payload),
-            None => (filter(FilterKind::Xor8), fuse::encode_xor8(keys)),
+            None => (EntryKind::Filter(FilterKind::Xor8), fuse::encode_xor8(keys)),
         },
         EntryKind::Filter(FilterKind::BinaryFuse16) => match fuse::encode_fuse16(keys) {
             Some(payload) => (kind, payload),
-            None => (filter(FilterKind::Xor16), fuse::encode_xor16(keys)),
+            None => (EntryKind::Filter(FilterKind::Xor16), fuse::encode_xor16(keys)),
         },
         EntryKind::Filter(FilterKind::Cuckoo12) => {
             (kind, Cuckoo::build(12, keys, ndv_estimate).into_bytes())
