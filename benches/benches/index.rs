@@ -48,7 +48,9 @@ fn size_report() {
 
 fn build(c: &mut Criterion) {
     let mut group = c.benchmark_group("build");
-    group.sample_size(10).warm_up_time(Duration::from_millis(500));
+    group
+        .sample_size(10)
+        .warm_up_time(Duration::from_millis(500));
     for n in SIZES {
         let strings = random_double_strings(1, n);
         group.throughput(Throughput::Elements(n as u64));
@@ -66,7 +68,9 @@ fn build(c: &mut Criterion) {
 
 fn probe(c: &mut Criterion) {
     let mut group = c.benchmark_group("probe");
-    group.sample_size(20).warm_up_time(Duration::from_millis(500));
+    group
+        .sample_size(20)
+        .warm_up_time(Duration::from_millis(500));
     group.throughput(Throughput::Elements(PROBES as u64));
     for n in SIZES {
         let present = hashes(1, PROBES / 2).hashes;
@@ -76,7 +80,11 @@ fn probe(c: &mut Criterion) {
             let (sidecar, _) = open_sidecar(kind, n);
             let column = sidecar.column("c2").expect("indexed");
             group.bench_with_input(BenchmarkId::new(kind.name(), n), &keys, |b, keys| {
-                b.iter(|| keys.iter().filter(|&&h| column.may_contain(black_box(h))).count())
+                b.iter(|| {
+                    keys.iter()
+                        .filter(|&&h| column.may_contain(black_box(h)))
+                        .count()
+                })
             });
         }
     }

@@ -1,2 +1,26 @@
-//! Sieve's table format on object storage (Parquet blocks, their index sidecars, segment metadata,
-//! snapshots and atomic commits). Built in the storage/engine issue; depends only on `sieve-index`.
+//! Sieve's table format on object storage: Parquet blocks with index sidecars, segment metadata
+//! with per-block statistics, versioned snapshots committed atomically, and the catalog.
+//!
+//! Knows nothing about SQL: the engine hands it Arrow batches to write and asks it which blocks a
+//! table version holds and what their sidecars say.
+
+mod block;
+mod cache;
+mod catalog;
+mod error;
+mod location;
+mod segment;
+mod snapshot;
+mod table;
+mod table_def;
+mod writer;
+
+pub use block::{BlockStats, IndexStats};
+pub use catalog::{Catalog, DEFAULT_DATABASE};
+pub use error::{Result, StorageError};
+pub use location::Storage;
+pub use segment::{BlockList, IndexColumnStats};
+pub use snapshot::Snapshot;
+pub use table::{SidecarFetch, Table};
+pub use table_def::{DEFAULT_BLOCK_ROWS, TableDef, TableOptions};
+pub use writer::{Committed, TableWriter};

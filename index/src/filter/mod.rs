@@ -29,7 +29,10 @@ pub fn build(kind: EntryKind, keys: &[u64], ndv_estimate: u64) -> (EntryKind, Ve
         },
         EntryKind::Filter(FilterKind::BinaryFuse16) => match fuse::encode_fuse16(keys) {
             Some(payload) => (kind, payload),
-            None => (EntryKind::Filter(FilterKind::Xor16), fuse::encode_xor16(keys)),
+            None => (
+                EntryKind::Filter(FilterKind::Xor16),
+                fuse::encode_xor16(keys),
+            ),
         },
         EntryKind::Filter(FilterKind::Cuckoo12) => {
             (kind, Cuckoo::build(12, keys, ndv_estimate).into_bytes())

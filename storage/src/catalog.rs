@@ -1,0 +1,183 @@
+//! Databases and table definitions, kept in the object store next to the data, so a restarted
+//! process or a second process on the same storage sees the same tables.
+//!
+//! `catalog/<db>/database.json` marks a database; `catalog/<db>/tables/<name>.json` holds a
+//! [`TableDef`]. Both are created with a conditional put, so two concurrent CREATEs of one name
+//! cannot both succeed.
+
+use futures::TryStreamExt;
+use object_store::path::Path;
+use object_store::{ObjectStoreExt, PutMode, PutOptions, PutPayload};
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Result, StorageError};
+use crate::location::Storage;
+use crate::table_def::TableDef;
+
+pub const DEFAULT_DATABASE: &str = "default";
+
+#[derive(Debug, Clone)]
+pub struct Catalog {
+    storage: Storage,
+}
+
+#[derive(Serialize, Deserialize)]
+struct DatabaseMarker {
+    name: String,
+}
+
+fn database_dir(db: &str) -> Path {
+    Path::from("catalog").join(db)
+}
+
+fn marker_path(db: &str) -> Path {
+    database_dir(db).join("database.json")
+}
+
+fn tables_dir(db: &str) -> Path {
+    database_dir(db).join("tables")
+}
+
+fn table_path(db: &str, name: &str) -> Path {
+    tables_dir(db).join(format!("{name}.json"))
+}
+
+fn file_stem(path: &Path) -> Option<String> {
+    path.filename()?.strip_suffix(".json").map(str::to_string)
+}
+
+impl Catalog {
+    /// Opens the catalog, creating the `default` database on first use.
+    pub async fn open(storage: Storage) -> Result<Self> {
+        let catalog = Self { storage };
+        match catalog.create_database(DEFAULT_DATABASE).await {
+            Ok(()) | Err(StorageError::DatabaseExists(_)) => Ok(catalog),
+            Err(e) => Err(e),
+        }
+    }
+
+    pub fn storage(&self) -> &Storage {
+        &self.storage
+    }
+
+    async fn create_once(&self, path: &Path, body: Vec<u8>) -> Result<bool> {
+        let opts = PutOptions {
+            mode: PutMode::Create,
+            ..Default::default()
+        };
+        match self
+            .storage
+            .store()
+            .put_opts(path, PutPayload::from(body), opts)
+            .await
+        {
+            Ok(_) => Ok(true),
+            Err(object_store::Error::AlreadyExists { .. }) => Ok(false),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    pub async fn create_database(&self, name: &str) -> Result<()> {
+        let body = serde_json::to_vec(&DatabaseMarker {
+            name: name.to_string(),
+        })?;
+        if self.create_once(&marker_path(name), body).await? {
+            Ok(())
+        } else {
+            Err(StorageError::DatabaseExists(name.to_string()))
+        }
+    }
+
+    pub async fn database_exists(&self, name: &str) -> Result<bool> {
+        match self.storage.store().head(&marker_path(name)).await {
+            Ok(_) => Ok(true),
+            Err(object_store::Error::NotFound { .. }) => Ok(false),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    async fn require_database(&self, name: &str) -> Result<()> {
+        if self.database_exists(name).await? {
+            Ok(())
+        } else {
+            Err(StorageError::UnknownDatabase(name.to_string()))
+        }
+    }
+
+    pub async fn list_databases(&self) -> Result<Vec<String>> {
+        let listing = self
+            .storage
+            .store()
+            .list_with_delimiter(Some(&Path::from("catalog")))
+            .await?;
+        let mut names = Vec::new();
+        for dir in listing.common_prefixes {
+            if let Some(name) = dir.filename() {
+                if self.database_exists(name).await? {
+                    names.push(name.to_string());
+                }
+            }
+        }
+        names.sort();
+        Ok(names)
+    }
+
+    /// Drops a database that holds no tables.
+    pub async fn drop_database(&self, name: &str) -> Result<()> {
+        self.require_database(name).await?;
+        if !self.list_tables(name).await?.is_empty() {
+            return Err(StorageError::DatabaseNotEmpty(name.to_string()));
+        }
+        self.storage.store().delete(&marker_path(name)).await?;
+        Ok(())
+    }
+
+    pub async fn create_table(&self, def: &TableDef) -> Result<()> {
+        self.require_database(&def.database).await?;
+        let body = serde_json::to_vec_pretty(def)?;
+        if self
+            .create_once(&table_path(&def.database, &def.name), body)
+            .await?
+        {
+            Ok(())
+        } else {
+            Err(StorageError::TableExists(
+                def.database.clone(),
+                def.name.clone(),
+            ))
+        }
+    }
+
+    pub async fn table(&self, db: &str, name: &str) -> Result<TableDef> {
+        match self.storage.store().get(&table_path(db, name)).await {
+            Ok(found) => Ok(serde_json::from_slice(&found.bytes().await?)?),
+            Err(object_store::Error::NotFound { .. }) => {
+                self.require_database(db).await?;
+                Err(StorageError::UnknownTable(db.to_string(), name.to_string()))
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    pub async fn list_tables(&self, db: &str) -> Result<Vec<String>> {
+        self.require_database(db).await?;
+        let mut names: Vec<String> = self
+            .storage
+            .store()
+            .list(Some(&tables_dir(db)))
+            .map_ok(|meta| file_stem(&meta.location))
+            .try_filter_map(|name| async move { Ok(name) })
+            .try_collect()
+            .await?;
+        names.sort();
+        Ok(names)
+    }
+
+    /// Removes the definition; the data under the table's id becomes unreachable (and is left for
+    /// a later cleanup, like any orphaned file).
+    pub async fn drop_table(&self, db: &str, name: &str) -> Result<()> {
+        self.table(db, name).await?;
+        self.storage.store().delete(&table_path(db, name)).await?;
+        Ok(())
+    }
+}

@@ -1,0 +1,35 @@
+//! Why a storage operation failed, worded for the person who typed the statement.
+
+use arrow_schema::ArrowError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StorageError {
+    #[error("storage: {0}")]
+    ObjectStore(#[from] object_store::Error),
+    #[error("parquet: {0}")]
+    Parquet(#[from] parquet::errors::ParquetError),
+    #[error("arrow: {0}")]
+    Arrow(#[from] ArrowError),
+    #[error("metadata: {0}")]
+    Json(#[from] serde_json::Error),
+    #[error("index: {0}")]
+    Index(#[from] sieve_index::IndexError),
+    #[error("invalid storage URL {0:?}: {1}")]
+    InvalidUrl(String, String),
+    #[error("database '{0}' already exists")]
+    DatabaseExists(String),
+    #[error("unknown database '{0}'")]
+    UnknownDatabase(String),
+    #[error("table '{0}.{1}' already exists")]
+    TableExists(String, String),
+    #[error("unknown table '{0}.{1}'")]
+    UnknownTable(String, String),
+    #[error("database '{0}' is not empty: drop its tables first")]
+    DatabaseNotEmpty(String),
+    #[error("{0}")]
+    Invalid(String),
+    #[error("background task failed: {0}")]
+    Task(#[from] tokio::task::JoinError),
+}
+
+pub type Result<T, E = StorageError> = std::result::Result<T, E>;

@@ -1,0 +1,93 @@
+//! Where tables live: an object store and the prefix inside it, from one URL.
+//!
+//! `file:///path` or a plain path (the embedded default), `memory://` (tests), and
+//! `s3://bucket/prefix` configured the way object_store users expect: AWS_ENDPOINT,
+//! AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION, AWS_ALLOW_HTTP.
+
+use std::sync::Arc;
+
+use object_store::ObjectStore;
+use object_store::aws::AmazonS3Builder;
+use object_store::local::LocalFileSystem;
+use object_store::memory::InMemory;
+use object_store::prefix::PrefixStore;
+use url::Url;
+
+use crate::cache::{Caches, DEFAULT_SIDECAR_CACHE_BYTES};
+use crate::error::{Result, StorageError};
+
+/// An object store rooted at the storage URL (every path Sieve writes is relative to it), with
+/// the caches every query on it shares.
+#[derive(Debug, Clone)]
+pub struct Storage {
+    store: Arc<dyn ObjectStore>,
+    url: String,
+    caches: Arc<Caches>,
+}
+
+impl Storage {
+    pub fn open(location: &str) -> Result<Self> {
+        let invalid = |why: &str| StorageError::InvalidUrl(location.to_string(), why.to_string());
+        let url = match Url::parse(location) {
+            Ok(url) if url.scheme().len() > 1 => url,
+            // A plain path (or a Windows drive letter) is a local directory.
+            _ => {
+                let path = std::path::absolute(location).map_err(|e| invalid(&e.to_string()))?;
+                Url::from_directory_path(&path).map_err(|_| invalid("not a directory path"))?
+            }
+        };
+        let store: Arc<dyn ObjectStore> = match url.scheme() {
+            "file" => {
+                let path = url
+                    .to_file_path()
+                    .map_err(|_| invalid("not a local path"))?;
+                std::fs::create_dir_all(&path).map_err(|e| invalid(&e.to_string()))?;
+                Arc::new(LocalFileSystem::new_with_prefix(&path)?)
+            }
+            "memory" => Arc::new(InMemory::new()),
+            "s3" | "s3a" => {
+                let bucket = url.host_str().ok_or_else(|| invalid("missing bucket"))?;
+                let s3 = AmazonS3Builder::from_env()
+                    .with_bucket_name(bucket)
+                    .build()?;
+                let prefix = url.path().trim_matches('/');
+                if prefix.is_empty() {
+                    Arc::new(s3)
+                } else {
+                    Arc::new(PrefixStore::new(s3, prefix))
+                }
+            }
+            other => {
+                return Err(invalid(&format!(
+                    "unsupported scheme {other:?}; use file://, s3:// or memory://"
+                )));
+            }
+        };
+        Ok(Self::new(store, url.to_string()))
+    }
+
+    pub fn new(store: Arc<dyn ObjectStore>, url: String) -> Self {
+        Self {
+            store,
+            url,
+            caches: Arc::new(Caches::new(DEFAULT_SIDECAR_CACHE_BYTES)),
+        }
+    }
+
+    /// A fresh in-memory store (clones share it).
+    pub fn in_memory() -> Self {
+        Self::new(Arc::new(InMemory::new()), "memory://".into())
+    }
+
+    pub fn caches(&self) -> &Caches {
+        &self.caches
+    }
+
+    pub fn store(&self) -> &Arc<dyn ObjectStore> {
+        &self.store
+    }
+
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+}

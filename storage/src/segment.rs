@@ -1,0 +1,202 @@
+//! Segment metadata: one row per block (location, sizes, per-column min/max/null count, per
+//! indexed column the filter kind, NDV estimate, keys and bytes), stored as an Arrow IPC file.
+//!
+//! Keeping statistics as typed Arrow columns means the planner prunes all blocks of a snapshot with
+//! one vectorised pass over arrays, without opening any Parquet footer.
+
+use std::sync::Arc;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::UInt64Type;
+use arrow_array::{ArrayRef, RecordBatch, StringArray, UInt64Array};
+use arrow_ipc::reader::FileReader;
+use arrow_ipc::writer::FileWriter;
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use arrow_select::concat::{concat, concat_batches};
+use bytes::Bytes;
+
+use crate::block::BlockStats;
+use crate::error::{Result, StorageError};
+use crate::table_def::TableDef;
+
+fn min_name(column: &str) -> String {
+    format!("min:{column}")
+}
+fn max_name(column: &str) -> String {
+    format!("max:{column}")
+}
+fn nulls_name(column: &str) -> String {
+    format!("nulls:{column}")
+}
+fn index_name(what: &str, column: &str) -> String {
+    format!("{what}:{column}")
+}
+
+/// The schema of a table's segment files; it follows from the table's definition.
+pub fn segment_schema(def: &TableDef) -> SchemaRef {
+    let u64_field = |name: String| Field::new(name, DataType::UInt64, false);
+    let mut fields = vec![
+        Field::new("block", DataType::Utf8, false),
+        u64_field("rows".into()),
+        u64_field("data_bytes".into()),
+        u64_field("sidecar_bytes".into()),
+    ];
+    for f in def.schema.fields() {
+        fields.push(Field::new(min_name(f.name()), f.data_type().clone(), true));
+        fields.push(Field::new(max_name(f.name()), f.data_type().clone(), true));
+        fields.push(u64_field(nulls_name(f.name())));
+    }
+    for c in &def.options.index_columns {
+        fields.push(Field::new(
+            index_name("index_kind", c),
+            DataType::Utf8,
+            false,
+        ));
+        for what in ["ndv", "index_keys", "index_bytes"] {
+            fields.push(u64_field(index_name(what, c)));
+        }
+    }
+    Arc::new(Schema::new(fields))
+}
+
+/// Serializes the blocks of one commit.
+pub fn encode_segment(def: &TableDef, blocks: &[BlockStats]) -> Result<Bytes> {
+    let schema = segment_schema(def);
+    let u64s = |f: &dyn Fn(&BlockStats) -> u64| -> ArrayRef {
+        Arc::new(UInt64Array::from_iter_values(blocks.iter().map(f)))
+    };
+    let concat_one = |f: &dyn Fn(&BlockStats) -> &ArrayRef| -> Result<ArrayRef> {
+        let parts: Vec<&dyn arrow_array::Array> = blocks.iter().map(|b| f(b).as_ref()).collect();
+        Ok(concat(&parts)?)
+    };
+    let mut columns: Vec<ArrayRef> = vec![
+        Arc::new(StringArray::from_iter_values(
+            blocks.iter().map(|b| b.id.as_str()),
+        )),
+        u64s(&|b| b.rows),
+        u64s(&|b| b.data_bytes),
+        u64s(&|b| b.sidecar_bytes),
+    ];
+    for i in 0..def.schema.fields().len() {
+        columns.push(concat_one(&|b| &b.mins[i])?);
+        columns.push(concat_one(&|b| &b.maxes[i])?);
+        columns.push(u64s(&|b| b.null_counts[i]));
+    }
+    for i in 0..def.options.index_columns.len() {
+        columns.push(Arc::new(StringArray::from_iter_values(
+            blocks.iter().map(|b| b.index[i].kind),
+        )));
+        columns.push(u64s(&|b| b.index[i].ndv_estimate));
+        columns.push(u64s(&|b| b.index[i].key_count));
+        columns.push(u64s(&|b| b.index[i].bytes));
+    }
+    let batch = RecordBatch::try_new(schema.clone(), columns)?;
+    let mut writer = FileWriter::try_new(Vec::new(), &schema)?;
+    writer.write(&batch)?;
+    writer.finish()?;
+    Ok(Bytes::from(writer.into_inner()?))
+}
+
+/// Every block of a snapshot, in commit order.
+#[derive(Debug, Clone)]
+pub struct BlockList {
+    batch: RecordBatch,
+}
+
+impl BlockList {
+    /// Concatenates decoded segment files (each must match the table's segment schema).
+    pub fn decode(def: &TableDef, segments: &[Bytes]) -> Result<Self> {
+        let schema = segment_schema(def);
+        let mut batches = Vec::new();
+        for bytes in segments {
+            let reader = FileReader::try_new(std::io::Cursor::new(bytes.clone()), None)?;
+            if reader.schema().fields() != schema.fields() {
+                return Err(StorageError::Invalid(
+                    "segment schema does not match its table".into(),
+                ));
+            }
+            for batch in reader {
+                batches.push(batch?);
+            }
+        }
+        Ok(Self {
+            batch: concat_batches(&schema, &batches)?,
+        })
+    }
+
+    pub fn len(&self) -> usize {
+        self.batch.num_rows()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn column(&self, name: &str) -> Option<&ArrayRef> {
+        self.batch.column_by_name(name)
+    }
+
+    fn u64_column(&self, name: &str) -> &UInt64Array {
+        self.column(name)
+            .expect("segment schema column")
+            .as_primitive::<UInt64Type>()
+    }
+
+    pub fn block_id(&self, i: usize) -> &str {
+        self.column("block")
+            .expect("segment schema column")
+            .as_string::<i32>()
+            .value(i)
+    }
+
+    pub fn rows(&self) -> &UInt64Array {
+        self.u64_column("rows")
+    }
+
+    pub fn data_bytes(&self) -> &UInt64Array {
+        self.u64_column("data_bytes")
+    }
+
+    pub fn sidecar_bytes(&self) -> &UInt64Array {
+        self.u64_column("sidecar_bytes")
+    }
+
+    /// Per-block minimums of a table column (null where unknown); None for an unknown column.
+    pub fn mins(&self, column: &str) -> Option<&ArrayRef> {
+        self.column(&min_name(column))
+    }
+
+    pub fn maxes(&self, column: &str) -> Option<&ArrayRef> {
+        self.column(&max_name(column))
+    }
+
+    pub fn null_counts(&self, column: &str) -> Option<&UInt64Array> {
+        self.column(&nulls_name(column))
+            .map(|a| a.as_primitive::<UInt64Type>())
+    }
+
+    /// Index statistics of an indexed column: (kind names, NDV estimates, keys, bytes) per block.
+    pub fn index_stats(&self, column: &str) -> Option<IndexColumnStats<'_>> {
+        Some(IndexColumnStats {
+            kinds: self
+                .column(&index_name("index_kind", column))?
+                .as_string::<i32>(),
+            ndv: self
+                .column(&index_name("ndv", column))?
+                .as_primitive::<UInt64Type>(),
+            keys: self
+                .column(&index_name("index_keys", column))?
+                .as_primitive::<UInt64Type>(),
+            bytes: self
+                .column(&index_name("index_bytes", column))?
+                .as_primitive::<UInt64Type>(),
+        })
+    }
+}
+
+pub struct IndexColumnStats<'a> {
+    pub kinds: &'a StringArray,
+    pub ndv: &'a UInt64Array,
+    pub keys: &'a UInt64Array,
+    pub bytes: &'a UInt64Array,
+}

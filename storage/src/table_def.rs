@@ -1,0 +1,96 @@
+//! A table's definition as the catalog stores it: schema, options and the id its data lives under.
+
+use std::sync::Arc;
+
+use arrow_schema::{Schema, SchemaRef};
+use serde::{Deserialize, Serialize};
+use sieve_index::{FilterKind, is_hashable};
+
+use crate::error::{Result, StorageError};
+
+pub const DEFAULT_BLOCK_ROWS: usize = 1_000_000;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TableOptions {
+    /// Columns with a filter in every block's sidecar.
+    pub index_columns: Vec<String>,
+    #[serde(with = "filter_name")]
+    pub filter: FilterKind,
+    pub block_rows: usize,
+}
+
+impl TableOptions {
+    /// Every column of a hashable type indexed with binary_fuse8, 1M-row blocks.
+    pub fn defaults_for(schema: &Schema) -> Self {
+        Self {
+            index_columns: schema
+                .fields()
+                .iter()
+                .filter(|f| is_hashable(f.data_type()))
+                .map(|f| f.name().clone())
+                .collect(),
+            filter: FilterKind::default(),
+            block_rows: DEFAULT_BLOCK_ROWS,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TableDef {
+    pub database: String,
+    pub name: String,
+    /// Unique per CREATE, so a table dropped and created again never sees the old data.
+    pub id: String,
+    pub schema: SchemaRef,
+    pub options: TableOptions,
+}
+
+impl TableDef {
+    pub fn new(
+        database: &str,
+        name: &str,
+        schema: SchemaRef,
+        options: TableOptions,
+    ) -> Result<Self> {
+        for column in &options.index_columns {
+            let field = schema.field_with_name(column).map_err(|_| {
+                StorageError::Invalid(format!(
+                    "index column '{column}' is not a column of '{name}'"
+                ))
+            })?;
+            if !is_hashable(field.data_type()) {
+                return Err(StorageError::Invalid(format!(
+                    "column '{column}' of type {} cannot be indexed",
+                    field.data_type()
+                )));
+            }
+        }
+        if options.block_rows == 0 {
+            return Err(StorageError::Invalid(
+                "block_rows must be at least 1".into(),
+            ));
+        }
+        Ok(Self {
+            database: database.to_string(),
+            name: name.to_string(),
+            id: uuid::Uuid::new_v4().simple().to_string(),
+            schema: Arc::new(Schema::new(schema.fields().clone())),
+            options,
+        })
+    }
+}
+
+mod filter_name {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use sieve_index::FilterKind;
+
+    pub fn serialize<S: Serializer>(kind: &FilterKind, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(kind.name())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<FilterKind, D::Error> {
+        String::deserialize(d)?
+            .parse()
+            .map_err(serde::de::Error::custom)
+    }
+}

@@ -1,0 +1,164 @@
+//! Streams batches into a table: cuts them into blocks of `block_rows` rows, encodes blocks in
+//! parallel (one per core in flight, which also bounds memory whatever the row count), uploads each
+//! block's Parquet file and sidecar concurrently, then commits one snapshot.
+//!
+//! Nothing is visible until [`TableWriter::finish`] commits; dropping the writer, or an error,
+//! leaves the table exactly as it was (uploaded blocks become harmless orphans).
+
+use std::sync::Arc;
+
+use arrow_array::RecordBatch;
+use object_store::{ObjectStoreExt, PutPayload};
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
+
+use crate::block::{BlockStats, encode_block};
+use crate::error::{Result, StorageError};
+use crate::segment::encode_segment;
+use crate::snapshot::{self, Delta, Snapshot};
+use crate::table::Table;
+
+pub struct TableWriter {
+    table: Table,
+    pending: Vec<RecordBatch>,
+    pending_rows: usize,
+    in_flight: Arc<Semaphore>,
+    tasks: JoinSet<Result<(usize, BlockStats)>>,
+    /// Blocks uploaded so far, with their position in the stream.
+    done: Vec<(usize, BlockStats)>,
+    blocks_started: usize,
+    rows_written: u64,
+}
+
+/// What a finished write committed.
+#[derive(Debug, Clone)]
+pub struct Committed {
+    pub rows: u64,
+    pub blocks: u64,
+    /// None when there was nothing to commit.
+    pub snapshot: Option<Snapshot>,
+}
+
+fn parallelism() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get())
+}
+
+impl TableWriter {
+    pub fn new(table: Table) -> Self {
+        Self {
+            table,
+            pending: Vec::new(),
+            pending_rows: 0,
+            in_flight: Arc::new(Semaphore::new(parallelism())),
+            tasks: JoinSet::new(),
+            done: Vec::new(),
+            blocks_started: 0,
+            rows_written: 0,
+        }
+    }
+
+    /// Rows handed to the writer so far (committed or not), for progress reports.
+    pub fn rows_written(&self) -> u64 {
+        self.rows_written
+    }
+
+    pub async fn write(&mut self, batch: RecordBatch) -> Result<()> {
+        if batch.schema().fields() != self.table.def().schema.fields() {
+            return Err(StorageError::Invalid(format!(
+                "rows do not match the columns of '{}': expected {:?}, got {:?}",
+                self.table.def().name,
+                self.table.def().schema.fields(),
+                batch.schema().fields()
+            )));
+        }
+        self.rows_written += batch.num_rows() as u64;
+        let block_rows = self.table.def().options.block_rows;
+        let mut offset = 0;
+        while offset < batch.num_rows() {
+            let take = (block_rows - self.pending_rows).min(batch.num_rows() - offset);
+            self.pending.push(batch.slice(offset, take));
+            self.pending_rows += take;
+            offset += take;
+            if self.pending_rows == block_rows {
+                self.dispatch().await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Hands the pending rows to an encoder once a slot is free; surfaces the first failure.
+    async fn dispatch(&mut self) -> Result<()> {
+        let permit = self
+            .in_flight
+            .clone()
+            .acquire_owned()
+            .await
+            .expect("semaphore is never closed");
+        while let Some(finished) = self.tasks.try_join_next() {
+            self.done.push(finished??);
+        }
+        let batches = std::mem::take(&mut self.pending);
+        self.pending_rows = 0;
+        let table = self.table.clone();
+        let sequence = self.blocks_started;
+        self.blocks_started += 1;
+        self.tasks.spawn(async move {
+            let def = table.def().clone();
+            let id = uuid::Uuid::new_v4().simple().to_string();
+            let encoded =
+                tokio::task::spawn_blocking(move || encode_block(&def, id, &batches)).await??;
+            let store = table.storage().store();
+            let (block_path, sidecar_path) = (
+                table.block_path(&encoded.stats.id),
+                table.sidecar_path(&encoded.stats.id),
+            );
+            futures::try_join!(
+                store.put(&block_path, PutPayload::from(encoded.parquet)),
+                store.put(&sidecar_path, PutPayload::from(encoded.sidecar)),
+            )?;
+            drop(permit);
+            Ok((sequence, encoded.stats))
+        });
+        Ok(())
+    }
+
+    /// Writes the last partial block, waits for every block, writes the segment and commits.
+    pub async fn finish(mut self) -> Result<Committed> {
+        if self.pending_rows > 0 {
+            self.dispatch().await?;
+        }
+        let mut blocks = std::mem::take(&mut self.done);
+        while let Some(finished) = self.tasks.join_next().await {
+            blocks.push(finished??);
+        }
+        if blocks.is_empty() {
+            return Ok(Committed {
+                rows: 0,
+                blocks: 0,
+                snapshot: None,
+            });
+        }
+        blocks.sort_by_key(|(sequence, _)| *sequence);
+        let blocks: Vec<BlockStats> = blocks.into_iter().map(|(_, b)| b).collect();
+
+        let segment = uuid::Uuid::new_v4().simple().to_string();
+        let bytes = encode_segment(self.table.def(), &blocks)?;
+        let store = self.table.storage().store();
+        store
+            .put(&self.table.segment_path(&segment), PutPayload::from(bytes))
+            .await?;
+        let delta = Delta {
+            segment,
+            rows: blocks.iter().map(|b| b.rows).sum(),
+            blocks: blocks.len() as u64,
+            data_bytes: blocks.iter().map(|b| b.data_bytes).sum(),
+            sidecar_bytes: blocks.iter().map(|b| b.sidecar_bytes).sum(),
+        };
+        let committed = snapshot::commit(self.table.storage(), &self.table.dir(), &delta).await?;
+        Ok(Committed {
+            rows: delta.rows,
+            blocks: delta.blocks,
+            snapshot: Some(committed),
+        })
+    }
+}

@@ -1,0 +1,261 @@
+//! The table format end to end on memory and local storage: write, list blocks, statistics,
+//! sidecars, concurrent appends, and atomicity when a write fails.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::UInt64Type;
+use arrow_array::{RecordBatch, StringArray, UInt64Array};
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use object_store::{ObjectStoreExt, PutPayload};
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use sieve_index::ColumnHashes;
+use sieve_storage::{Catalog, Storage, Table, TableDef, TableOptions};
+
+fn schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new("c1", DataType::UInt64, false),
+        Field::new("c2", DataType::Utf8, true),
+    ]))
+}
+
+fn batch(start: u64, n: u64) -> RecordBatch {
+    let c1 = UInt64Array::from_iter_values(start..start + n);
+    let c2 =
+        StringArray::from_iter((start..start + n).map(|i| (i % 7 != 0).then(|| format!("v{i}"))));
+    RecordBatch::try_new(schema(), vec![Arc::new(c1), Arc::new(c2)]).unwrap()
+}
+
+async fn new_table(storage: &Storage, block_rows: usize) -> Table {
+    let catalog = Catalog::open(storage.clone()).await.unwrap();
+    let mut options = TableOptions::defaults_for(&schema());
+    options.block_rows = block_rows;
+    let def = TableDef::new("default", "t", schema(), options).unwrap();
+    catalog.create_table(&def).await.unwrap();
+    Table::new(
+        storage.clone(),
+        catalog.table("default", "t").await.unwrap(),
+    )
+}
+
+async fn append(table: &Table, start: u64, rows: u64, batch_rows: u64) -> u64 {
+    let mut writer = table.writer();
+    let mut at = start;
+    while at < start + rows {
+        let n = batch_rows.min(start + rows - at);
+        writer.write(batch(at, n)).await.unwrap();
+        at += n;
+    }
+    writer.finish().await.unwrap().rows
+}
+
+/// Every c1 value in the table's committed blocks, read back from the Parquet files.
+async fn committed_c1(table: &Table) -> Vec<u64> {
+    let snapshot = table.snapshot().await.unwrap();
+    let blocks = table.blocks(&snapshot).await.unwrap();
+    let mut values = Vec::new();
+    for i in 0..blocks.len() {
+        let path = table.block_path(blocks.block_id(i));
+        let bytes = table
+            .storage()
+            .store()
+            .get(&path)
+            .await
+            .unwrap()
+            .bytes()
+            .await
+            .unwrap();
+        for b in ParquetRecordBatchReaderBuilder::try_new(bytes)
+            .unwrap()
+            .build()
+            .unwrap()
+        {
+            let b = b.unwrap();
+            values.extend(
+                b.column(0)
+                    .as_primitive::<UInt64Type>()
+                    .values()
+                    .iter()
+                    .copied(),
+            );
+        }
+    }
+    values
+}
+
+async fn storages() -> Vec<(Storage, Option<tempfile::TempDir>)> {
+    let dir = tempfile::tempdir().unwrap();
+    let local = Storage::open(dir.path().to_str().unwrap()).unwrap();
+    vec![(Storage::in_memory(), None), (local, Some(dir))]
+}
+
+#[tokio::test]
+async fn blocks_carry_statistics_and_sidecars() {
+    for (storage, _dir) in storages().await {
+        let table = new_table(&storage, 1000).await;
+        assert_eq!(append(&table, 0, 3500, 700).await, 3500);
+        let snapshot = table.snapshot().await.unwrap();
+        assert_eq!(
+            (snapshot.version, snapshot.rows, snapshot.blocks),
+            (1, 3500, 4)
+        );
+
+        let blocks = table.blocks(&snapshot).await.unwrap();
+        assert_eq!(blocks.rows().values().to_vec(), vec![1000, 1000, 1000, 500]);
+        let mins = blocks
+            .mins("c1")
+            .unwrap()
+            .as_primitive::<UInt64Type>()
+            .values()
+            .to_vec();
+        let maxes = blocks
+            .maxes("c1")
+            .unwrap()
+            .as_primitive::<UInt64Type>()
+            .values()
+            .to_vec();
+        assert_eq!(mins, vec![0, 1000, 2000, 3000]);
+        assert_eq!(maxes, vec![999, 1999, 2999, 3499]);
+        assert!(
+            blocks
+                .null_counts("c2")
+                .unwrap()
+                .values()
+                .iter()
+                .all(|&n| n > 0)
+        );
+        let index = blocks.index_stats("c2").unwrap();
+        assert!(index.kinds.iter().all(|k| k == Some("binary_fuse8")));
+        assert!(index.ndv.values().iter().all(|&n| n > 400));
+
+        let ids: Vec<&str> = (0..blocks.len()).map(|i| blocks.block_id(i)).collect();
+        let fetch = table.sidecars(&ids).await;
+        assert_eq!((fetch.unreadable, fetch.cache_hits), (0, 0));
+        assert_eq!(fetch.bytes_fetched, snapshot.sidecar_bytes);
+        let key = ColumnHashes::from_array(&StringArray::from(vec!["v2500"]))
+            .unwrap()
+            .hashes[0];
+        let holders: Vec<bool> = fetch
+            .sidecars
+            .iter()
+            .map(|s| s.as_ref().unwrap().column("c2").unwrap().may_contain(key))
+            .collect();
+        assert!(holders[2], "the block holding v2500 must say maybe");
+        let again = table.sidecars(&ids).await;
+        assert_eq!((again.cache_hits, again.bytes_fetched), (4, 0));
+
+        let mut c1 = committed_c1(&table).await;
+        c1.sort_unstable();
+        assert_eq!(c1, (0..3500).collect::<Vec<_>>());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_appends_both_land_without_loss_or_duplicates() {
+    for (storage, _dir) in storages().await {
+        let table = new_table(&storage, 500).await;
+        // Two independent handles, as two processes would have.
+        let other = Table::new(storage.clone(), table.def().clone());
+        let writers: Vec<_> = (0..4u64)
+            .map(|w| {
+                let t = if w % 2 == 0 {
+                    table.clone()
+                } else {
+                    other.clone()
+                };
+                tokio::spawn(async move { append(&t, w * 10_000, 2_200, 300).await })
+            })
+            .collect();
+        for w in writers {
+            assert_eq!(w.await.unwrap(), 2_200);
+        }
+        let snapshot = table.snapshot().await.unwrap();
+        assert_eq!((snapshot.version, snapshot.rows), (4, 8_800));
+        let c1 = committed_c1(&table).await;
+        assert_eq!(c1.len(), 8_800);
+        assert_eq!(
+            c1.iter().collect::<HashSet<_>>().len(),
+            8_800,
+            "a row was written twice"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_failed_or_abandoned_write_leaves_the_table_as_it_was() {
+    for (storage, _dir) in storages().await {
+        let table = new_table(&storage, 1000).await;
+        append(&table, 0, 1500, 500).await;
+        let before = table.snapshot().await.unwrap();
+
+        // Abandoned mid-way (a crash, a cancelled statement): blocks were uploaded, nothing committed.
+        let mut writer = table.writer();
+        writer.write(batch(10_000, 2_500)).await.unwrap();
+        drop(writer);
+        assert_eq!(table.snapshot().await.unwrap(), before);
+
+        // A bad batch in the middle of a stream fails the write and commits nothing.
+        let mut writer = table.writer();
+        writer.write(batch(20_000, 1_200)).await.unwrap();
+        let wrong = RecordBatch::try_new(
+            Arc::new(Schema::new(vec![Field::new("x", DataType::UInt64, false)])),
+            vec![Arc::new(UInt64Array::from(vec![1]))],
+        )
+        .unwrap();
+        let err = writer.write(wrong).await.unwrap_err();
+        assert!(
+            err.to_string().contains("do not match the columns"),
+            "{err}"
+        );
+        assert_eq!(table.snapshot().await.unwrap(), before);
+
+        // The table still takes writes, and only committed rows are visible.
+        append(&table, 1500, 500, 500).await;
+        let mut c1 = committed_c1(&table).await;
+        c1.sort_unstable();
+        assert_eq!(c1, (0..2000).collect::<Vec<_>>());
+    }
+}
+
+#[tokio::test]
+async fn a_corrupt_or_missing_sidecar_means_cannot_prune() {
+    let storage = Storage::in_memory();
+    let table = new_table(&storage, 100).await;
+    append(&table, 0, 300, 100).await;
+    let blocks = table
+        .blocks(&table.snapshot().await.unwrap())
+        .await
+        .unwrap();
+    let ids: Vec<&str> = (0..3).map(|i| blocks.block_id(i)).collect();
+    let store = storage.store();
+    store
+        .put(
+            &table.sidecar_path(ids[0]),
+            PutPayload::from_static(b"garbage"),
+        )
+        .await
+        .unwrap();
+    store.delete(&table.sidecar_path(ids[1])).await.unwrap();
+    let fetch = table.sidecars(&ids).await;
+    assert!(
+        fetch.sidecars[0].is_none() && fetch.sidecars[1].is_none() && fetch.sidecars[2].is_some()
+    );
+    assert_eq!(fetch.unreadable, 2);
+}
+
+#[tokio::test]
+async fn empty_writes_commit_nothing() {
+    let storage = Storage::in_memory();
+    let table = new_table(&storage, 100).await;
+    let committed = table.writer().finish().await.unwrap();
+    assert!(committed.snapshot.is_none());
+    assert_eq!(table.snapshot().await.unwrap().version, 0);
+    assert!(
+        table
+            .blocks(&table.snapshot().await.unwrap())
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
