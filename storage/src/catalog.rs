@@ -112,10 +112,10 @@ impl Catalog {
             .await?;
         let mut names = Vec::new();
         for dir in listing.common_prefixes {
-            if let Some(name) = dir.filename() {
-                if self.database_exists(name).await? {
-                    names.push(name.to_string());
-                }
+            if let Some(name) = dir.filename()
+                && self.database_exists(name).await?
+            {
+                names.push(name.to_string());
             }
         }
         names.sort();
