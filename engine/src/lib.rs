@@ -1,2 +1,18 @@
-//! Sieve's query engine over DataFusion: table provider with block pruning, write sink, table
-//! functions and catalog. Built in the storage/engine issue; depends only on `sieve-storage`.
+//! Sieve's query engine: DataFusion over Sieve tables. Scans prune blocks by min/max statistics and
+//! filter sidecars before reading Parquet; writes stream into blocks and commit atomically.
+
+mod catalog;
+mod error;
+mod numbers;
+mod options;
+mod provider;
+mod pruning;
+mod scan_exec;
+mod session;
+mod sink;
+mod storage_url;
+mod table_options;
+
+pub use options::SieveOptions;
+pub use pruning::PruneOutcome;
+pub use session::{Engine, QueryOutput, ScanStats, Session};

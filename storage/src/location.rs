@@ -44,7 +44,7 @@ impl Storage {
                 std::fs::create_dir_all(&path).map_err(|e| invalid(&e.to_string()))?;
                 Arc::new(LocalFileSystem::new_with_prefix(&path)?)
             }
-            "memory" => Arc::new(InMemory::new()),
+            "memory" => return Ok(Self::in_memory()),
             "s3" | "s3a" => {
                 let bucket = url.host_str().ok_or_else(|| invalid("missing bucket"))?;
                 let s3 = AmazonS3Builder::from_env()
@@ -74,9 +74,10 @@ impl Storage {
         }
     }
 
-    /// A fresh in-memory store (clones share it).
+    /// A fresh in-memory store (clones share it; each has its own URL).
     pub fn in_memory() -> Self {
-        Self::new(Arc::new(InMemory::new()), "memory://".into())
+        let url = format!("memory://{}", uuid::Uuid::new_v4().simple());
+        Self::new(Arc::new(InMemory::new()), url)
     }
 
     pub fn caches(&self) -> &Caches {

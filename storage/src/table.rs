@@ -79,10 +79,11 @@ impl Table {
         if let Some(found) = self.storage.caches().block_lists.get(&key) {
             return Ok(found);
         }
-        let segments: Vec<_> = futures::stream::iter(&snapshot.segments)
-            .map(|s| async move {
-                let path = self.segment_path(s);
-                self.storage.store().get(&path).await?.bytes().await
+        // Owned items and owned futures: a borrowed closure argument makes the future not Send.
+        let segments: Vec<_> = futures::stream::iter(snapshot.segments.clone())
+            .map(|segment| {
+                let (store, path) = (self.storage.store().clone(), self.segment_path(&segment));
+                async move { store.get(&path).await?.bytes().await }
             })
             .buffered(SIDECAR_FETCH_CONCURRENCY)
             .try_collect()
@@ -96,9 +97,9 @@ impl Table {
     /// at most [`SIDECAR_FETCH_CONCURRENCY`] at a time.
     pub async fn sidecars(&self, blocks: &[&str]) -> SidecarFetch {
         let cache = &self.storage.caches().sidecars;
-        let results: Vec<(Option<Arc<Sidecar>>, u64, bool)> = futures::stream::iter(blocks)
-            .map(|block| async move {
-                let path = self.sidecar_path(block);
+        let paths: Vec<Path> = blocks.iter().map(|b| self.sidecar_path(b)).collect();
+        let results: Vec<(Option<Arc<Sidecar>>, u64, bool)> = futures::stream::iter(paths)
+            .map(|path| async move {
                 let key = path.to_string();
                 if let Some(found) = cache.get(&key) {
                     return (Some(found), 0, true);

@@ -1,0 +1,68 @@
+//! Exposes the storage catalog to DataFusion: every database is a schema of the `sieve` catalog.
+//! Lookups go to storage each time, so tables created or dropped by another process are seen at
+//! once. Listing is async in storage and sync here, so SHOW DATABASES / SHOW TABLES are answered by
+//! the session from storage directly, and the listing methods below return nothing.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use datafusion::catalog::{CatalogProvider, SchemaProvider, TableProvider};
+use datafusion::error::Result;
+use sieve_storage::{Catalog, StorageError, Table};
+
+use crate::error::to_df;
+use crate::provider::SieveTable;
+
+pub const CATALOG_NAME: &str = "sieve";
+
+#[derive(Debug)]
+pub struct SieveCatalog {
+    catalog: Catalog,
+}
+
+impl SieveCatalog {
+    pub fn new(catalog: Catalog) -> Self {
+        Self { catalog }
+    }
+}
+
+impl CatalogProvider for SieveCatalog {
+    fn schema_names(&self) -> Vec<String> {
+        Vec::new()
+    }
+
+    fn schema(&self, name: &str) -> Option<Arc<dyn SchemaProvider>> {
+        Some(Arc::new(SieveSchema {
+            catalog: self.catalog.clone(),
+            database: name.to_string(),
+        }))
+    }
+}
+
+#[derive(Debug)]
+pub struct SieveSchema {
+    catalog: Catalog,
+    database: String,
+}
+
+#[async_trait]
+impl SchemaProvider for SieveSchema {
+    fn table_names(&self) -> Vec<String> {
+        Vec::new()
+    }
+
+    async fn table(&self, name: &str) -> Result<Option<Arc<dyn TableProvider>>> {
+        match self.catalog.table(&self.database, name).await {
+            Ok(def) => {
+                let table = Table::new(self.catalog.storage().clone(), def);
+                Ok(Some(Arc::new(SieveTable::new(table))))
+            }
+            Err(StorageError::UnknownTable(..)) => Ok(None),
+            Err(e) => Err(to_df(e)),
+        }
+    }
+
+    fn table_exist(&self, _name: &str) -> bool {
+        false
+    }
+}

@@ -1,0 +1,389 @@
+//! A SQL session over Sieve storage: DataFusion plans and runs queries and INSERTs; the statements
+//! whose meaning lives in Sieve's catalog (databases, CREATE/DROP TABLE, CTAS, SHOW, USE) are
+//! handled here. Every statement sees the storage as it is now: a second process's tables and
+//! commits are visible at once.
+
+use std::sync::Arc;
+
+use datafusion::arrow::array::{RecordBatch, StringArray, UInt64Array};
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use datafusion::common::{exec_err, plan_err};
+use datafusion::error::{DataFusionError, Result};
+use datafusion::execution::SessionStateBuilder;
+use datafusion::execution::context::SessionContext;
+use datafusion::logical_expr::{DdlStatement, LogicalPlan};
+use datafusion::physical_plan::{ExecutionPlan, collect};
+use datafusion::prelude::SessionConfig;
+use datafusion::sql::parser::{DFParser, Statement as DFStatement};
+use datafusion::sql::sqlparser::ast::{
+    CreateTable, ObjectName, ObjectType, SchemaName, Statement, Use,
+};
+use datafusion::sql::sqlparser::dialect::MySqlDialect;
+use sieve_storage::{Catalog, DEFAULT_DATABASE, Storage, StorageError, Table, TableDef};
+
+use crate::catalog::{CATALOG_NAME, SieveCatalog};
+use crate::error::to_df;
+use crate::numbers::NumbersFunction;
+use crate::options::SieveOptions;
+use crate::scan_exec::SieveScanExec;
+use crate::sink::write_stream;
+use crate::storage_url::object_store_url;
+use crate::table_options::{table_options, take_table_options};
+
+/// One storage location opened for SQL; cheap to clone, shared by its sessions.
+#[derive(Debug, Clone)]
+pub struct Engine {
+    catalog: Catalog,
+}
+
+impl Engine {
+    /// Opens `file:///…`, a plain directory path, `s3://bucket/prefix` or `memory://`.
+    pub async fn open(location: &str) -> Result<Self> {
+        Self::with_storage(Storage::open(location).map_err(to_df)?).await
+    }
+
+    pub async fn with_storage(storage: Storage) -> Result<Self> {
+        Ok(Self {
+            catalog: Catalog::open(storage).await.map_err(to_df)?,
+        })
+    }
+
+    pub fn storage(&self) -> &Storage {
+        self.catalog.storage()
+    }
+
+    pub fn session(&self) -> Result<Session> {
+        Session::new(self.catalog.clone())
+    }
+}
+
+/// What reading a statement's tables cost: the figures clients print after a result.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ScanStats {
+    pub blocks_total: u64,
+    pub blocks_read: u64,
+    pub rows_read: u64,
+    pub bytes_read: u64,
+}
+
+#[derive(Debug, Clone)]
+pub struct QueryOutput {
+    pub schema: SchemaRef,
+    pub batches: Vec<RecordBatch>,
+    /// Rows written or removed by DML and DDL; None for a query.
+    pub affected_rows: Option<u64>,
+    pub stats: ScanStats,
+}
+
+impl QueryOutput {
+    fn affected(rows: u64) -> Self {
+        Self {
+            schema: Arc::new(Schema::empty()),
+            batches: Vec::new(),
+            affected_rows: Some(rows),
+            stats: ScanStats::default(),
+        }
+    }
+
+    fn list(column: &str, values: Vec<String>) -> Result<Self> {
+        let schema = Arc::new(Schema::new(vec![Field::new(column, DataType::Utf8, false)]));
+        let batch =
+            RecordBatch::try_new(schema.clone(), vec![Arc::new(StringArray::from(values))])?;
+        Ok(Self {
+            schema,
+            batches: vec![batch],
+            affected_rows: None,
+            stats: ScanStats::default(),
+        })
+    }
+
+    pub fn row_count(&self) -> usize {
+        self.batches.iter().map(|b| b.num_rows()).sum()
+    }
+}
+
+pub struct Session {
+    ctx: SessionContext,
+    catalog: Catalog,
+}
+
+fn object_parts(name: &ObjectName) -> Vec<String> {
+    name.0
+        .iter()
+        .filter_map(|p| p.as_ident())
+        .map(|i| i.value.clone())
+        .collect()
+}
+
+impl Session {
+    fn new(catalog: Catalog) -> Result<Self> {
+        let config = SessionConfig::new()
+            .with_default_catalog_and_schema(CATALOG_NAME, DEFAULT_DATABASE)
+            .with_create_default_catalog_and_schema(false)
+            .with_option_extension(SieveOptions::default())
+            .set_str("datafusion.sql_parser.dialect", "mysql");
+        let state = SessionStateBuilder::new()
+            .with_config(config)
+            .with_default_features()
+            .build();
+        let ctx = SessionContext::new_with_state(state);
+        ctx.register_catalog(CATALOG_NAME, Arc::new(SieveCatalog::new(catalog.clone())));
+        ctx.register_udtf("numbers", Arc::new(NumbersFunction));
+        let rand = datafusion::functions::math::random()
+            .as_ref()
+            .clone()
+            .with_aliases(["rand"]);
+        ctx.register_udf(rand);
+        let storage = catalog.storage();
+        let url = object_store_url(storage)?;
+        ctx.register_object_store(url.as_ref(), storage.store().clone());
+        Ok(Self { ctx, catalog })
+    }
+
+    /// The database unqualified table names resolve in.
+    pub fn database(&self) -> String {
+        self.ctx
+            .state()
+            .config_options()
+            .catalog
+            .default_schema
+            .clone()
+    }
+
+    pub async fn use_database(&self, name: &str) -> Result<()> {
+        if !self.catalog.database_exists(name).await.map_err(to_df)? {
+            return Err(to_df(StorageError::UnknownDatabase(name.to_string())));
+        }
+        self.ctx
+            .state_ref()
+            .write()
+            .config_mut()
+            .options_mut()
+            .catalog
+            .default_schema = name.to_string();
+        Ok(())
+    }
+
+    /// Runs every statement of `sql` in order and returns the output of each.
+    pub async fn execute_all(&self, sql: &str) -> Result<Vec<QueryOutput>> {
+        let mut outputs = Vec::new();
+        for statement in DFParser::parse_sql_with_dialect(sql, &MySqlDialect {})? {
+            outputs.push(self.execute_statement(statement).await?);
+        }
+        Ok(outputs)
+    }
+
+    /// Runs one statement.
+    pub async fn execute(&self, sql: &str) -> Result<QueryOutput> {
+        let mut statements = DFParser::parse_sql_with_dialect(sql, &MySqlDialect {})?;
+        match (statements.pop_front(), statements.is_empty()) {
+            (Some(statement), true) => self.execute_statement(statement).await,
+            (None, _) => plan_err!("no statement to run"),
+            (Some(_), false) => plan_err!("one statement expected; use execute_all for scripts"),
+        }
+    }
+
+    async fn execute_statement(&self, statement: DFStatement) -> Result<QueryOutput> {
+        let DFStatement::Statement(sql) = statement else {
+            return self.run_in_datafusion(statement).await;
+        };
+        match *sql {
+            Statement::CreateDatabase {
+                db_name,
+                if_not_exists,
+                ..
+            } => {
+                self.create_database(&object_parts(&db_name), if_not_exists)
+                    .await
+            }
+            Statement::CreateSchema {
+                schema_name: SchemaName::Simple(name),
+                if_not_exists,
+                ..
+            } => {
+                self.create_database(&object_parts(&name), if_not_exists)
+                    .await
+            }
+            Statement::ShowDatabases { .. } | Statement::ShowSchemas { .. } => QueryOutput::list(
+                "Database",
+                self.catalog.list_databases().await.map_err(to_df)?,
+            ),
+            Statement::Use(Use::Object(name) | Use::Database(name) | Use::Schema(name)) => {
+                match object_parts(&name).as_slice() {
+                    [db] => self
+                        .use_database(db)
+                        .await
+                        .map(|()| QueryOutput::affected(0)),
+                    _ => plan_err!("USE takes one database name, got {name}"),
+                }
+            }
+            Statement::ShowTables { show_options, .. } => {
+                let db = match show_options.show_in.and_then(|s| s.parent_name) {
+                    Some(name) => object_parts(&name).join("."),
+                    None => self.database(),
+                };
+                let tables = self.catalog.list_tables(&db).await.map_err(to_df)?;
+                QueryOutput::list(&format!("Tables_in_{db}"), tables)
+            }
+            Statement::CreateTable(create) if !create.external => self.create_table(create).await,
+            Statement::Drop {
+                object_type,
+                if_exists,
+                names,
+                ..
+            } => match object_type {
+                ObjectType::Table => self.drop_tables(&names, if_exists).await,
+                ObjectType::Schema | ObjectType::Database => {
+                    self.drop_databases(&names, if_exists).await
+                }
+                other => plan_err!("DROP {other} is not supported"),
+            },
+            other => {
+                self.run_in_datafusion(DFStatement::Statement(Box::new(other)))
+                    .await
+            }
+        }
+    }
+
+    async fn create_database(&self, name: &[String], if_not_exists: bool) -> Result<QueryOutput> {
+        let [name] = name else {
+            return plan_err!("a database name has one part");
+        };
+        match self.catalog.create_database(name).await {
+            Ok(()) => Ok(QueryOutput::affected(1)),
+            Err(StorageError::DatabaseExists(_)) if if_not_exists => Ok(QueryOutput::affected(0)),
+            Err(e) => Err(to_df(e)),
+        }
+    }
+
+    async fn drop_databases(&self, names: &[ObjectName], if_exists: bool) -> Result<QueryOutput> {
+        for name in names {
+            let [db] = object_parts(name)
+                .try_into()
+                .map_err(|_| DataFusionError::Plan(format!("bad database name {name}")))?;
+            match self.catalog.drop_database(&db).await {
+                Ok(()) => {}
+                Err(StorageError::UnknownDatabase(_)) if if_exists => {}
+                Err(e) => return Err(to_df(e)),
+            }
+        }
+        Ok(QueryOutput::affected(0))
+    }
+
+    fn resolve(&self, name: &ObjectName) -> Result<(String, String)> {
+        match object_parts(name).as_slice() {
+            [table] => Ok((self.database(), table.clone())),
+            [db, table] => Ok((db.clone(), table.clone())),
+            _ => plan_err!("table names are `table` or `database.table`, got {name}"),
+        }
+    }
+
+    async fn drop_tables(&self, names: &[ObjectName], if_exists: bool) -> Result<QueryOutput> {
+        for name in names {
+            let (db, table) = self.resolve(name)?;
+            match self.catalog.drop_table(&db, &table).await {
+                Ok(()) => {}
+                Err(StorageError::UnknownTable(..)) if if_exists => {}
+                Err(e) => return Err(to_df(e)),
+            }
+        }
+        Ok(QueryOutput::affected(0))
+    }
+
+    /// CREATE TABLE, with Sieve's options; CREATE TABLE … AS SELECT writes and commits the rows
+    /// before the table is published, so a failed CTAS leaves no table behind.
+    async fn create_table(&self, mut create: CreateTable) -> Result<QueryOutput> {
+        let pairs = take_table_options(&mut create.table_options)?;
+        let (db, name) = self.resolve(&create.name)?;
+        let if_not_exists = create.if_not_exists;
+        if create.or_replace {
+            return plan_err!("CREATE OR REPLACE TABLE is not supported; DROP TABLE first");
+        }
+        match self.catalog.table(&db, &name).await {
+            Ok(_) if if_not_exists => return Ok(QueryOutput::affected(0)),
+            Ok(_) => return Err(to_df(StorageError::TableExists(db, name))),
+            Err(StorageError::UnknownTable(..)) => {}
+            Err(e) => return Err(to_df(e)),
+        }
+        let has_query = create.query.is_some();
+        let plan = self
+            .ctx
+            .state()
+            .statement_to_plan(DFStatement::Statement(Box::new(Statement::CreateTable(
+                create,
+            ))))
+            .await?;
+        let LogicalPlan::Ddl(DdlStatement::CreateMemoryTable(create)) = plan else {
+            return exec_err!("unexpected plan for CREATE TABLE");
+        };
+        let schema: SchemaRef = Arc::new(create.input.schema().as_arrow().clone());
+        let options = table_options(&schema, &pairs)?;
+        let def = TableDef::new(&db, &name, schema, options).map_err(to_df)?;
+        let mut rows = 0;
+        if has_query {
+            let table = Table::new(self.catalog.storage().clone(), def.clone());
+            let stream = self
+                .ctx
+                .execute_logical_plan(create.input.as_ref().clone())
+                .await?
+                .execute_stream()
+                .await?;
+            rows = write_stream(&table, stream).await?;
+        }
+        match self.catalog.create_table(&def).await {
+            Ok(()) => Ok(QueryOutput::affected(rows)),
+            Err(StorageError::TableExists(..)) if if_not_exists => Ok(QueryOutput::affected(0)),
+            Err(e) => Err(to_df(e)),
+        }
+    }
+
+    async fn run_in_datafusion(&self, statement: DFStatement) -> Result<QueryOutput> {
+        let plan = self.ctx.state().statement_to_plan(statement).await?;
+        let is_dml = matches!(plan, LogicalPlan::Dml(_));
+        let frame = self.ctx.execute_logical_plan(plan).await?;
+        let schema: SchemaRef = Arc::new(frame.schema().as_arrow().clone());
+        let physical = frame.create_physical_plan().await?;
+        let batches = collect(physical.clone(), self.ctx.task_ctx()).await?;
+        let stats = scan_stats(&physical);
+        if is_dml {
+            let count = batches
+                .first()
+                .and_then(|b| b.column(0).as_any().downcast_ref::<UInt64Array>())
+                .map_or(0, |c| c.value(0));
+            return Ok(QueryOutput {
+                stats,
+                ..QueryOutput::affected(count)
+            });
+        }
+        Ok(QueryOutput {
+            schema,
+            batches,
+            affected_rows: None,
+            stats,
+        })
+    }
+}
+
+/// Sums what the plan's Sieve scans read; bytes are the Parquet bytes actually fetched when the
+/// scan reports them.
+fn scan_stats(plan: &Arc<dyn ExecutionPlan>) -> ScanStats {
+    let mut stats = ScanStats::default();
+    if let Some(scan) = (plan.as_ref() as &dyn std::any::Any).downcast_ref::<SieveScanExec>() {
+        stats.blocks_total += scan.outcome().total as u64;
+        stats.blocks_read += scan.outcome().survivors.len() as u64;
+        stats.rows_read += scan.rows_in_blocks_read();
+        let scanned = scan.children()[0]
+            .metrics()
+            .and_then(|m| m.sum_by_name("bytes_scanned"));
+        stats.bytes_read += scanned.map_or(scan.bytes_in_blocks_read(), |v| v.as_usize() as u64);
+        return stats;
+    }
+    for child in plan.children() {
+        let s = scan_stats(child);
+        stats.blocks_total += s.blocks_total;
+        stats.blocks_read += s.blocks_read;
+        stats.rows_read += s.rows_read;
+        stats.bytes_read += s.bytes_read;
+    }
+    stats
+}

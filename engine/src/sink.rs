@@ -1,0 +1,64 @@
+//! INSERT INTO a Sieve table: streams DataFusion's output into the table writer, which commits
+//! one snapshot at the end (or nothing, if the statement fails or is cancelled).
+
+use std::fmt;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::datasource::sink::DataSink;
+use datafusion::error::Result;
+use datafusion::execution::{SendableRecordBatchStream, TaskContext};
+use datafusion::physical_plan::{DisplayAs, DisplayFormatType};
+use futures::StreamExt;
+use sieve_storage::Table;
+
+use crate::error::to_df;
+
+#[derive(Debug)]
+pub struct SieveSink {
+    table: Table,
+    schema: SchemaRef,
+}
+
+impl SieveSink {
+    pub fn new(table: Table) -> Self {
+        let schema = table.def().schema.clone();
+        Self { table, schema }
+    }
+}
+
+/// Writes a stream into a table and commits; returns the rows committed.
+pub async fn write_stream(table: &Table, mut data: SendableRecordBatchStream) -> Result<u64> {
+    let mut writer = table.writer();
+    while let Some(batch) = data.next().await {
+        writer.write(batch?).await.map_err(to_df)?;
+    }
+    Ok(writer.finish().await.map_err(to_df)?.rows)
+}
+
+impl DisplayAs for SieveSink {
+    fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(
+            f,
+            "SieveSink: table={}.{}",
+            self.table.def().database,
+            self.table.def().name
+        )
+    }
+}
+
+#[async_trait]
+impl DataSink for SieveSink {
+    fn schema(&self) -> &SchemaRef {
+        &self.schema
+    }
+
+    async fn write_all(
+        &self,
+        data: SendableRecordBatchStream,
+        _context: &Arc<TaskContext>,
+    ) -> Result<u64> {
+        write_stream(&self.table, data).await
+    }
+}

@@ -1,0 +1,72 @@
+//! `CREATE TABLE … WITH (index_columns = 'c1,c2', filter = 'xor8', block_rows = 100000)`.
+//! The same keys are accepted after OPTIONS(…) and as plain `key = value` pairs.
+
+use datafusion::arrow::datatypes::Schema;
+use datafusion::common::plan_err;
+use datafusion::error::Result;
+use datafusion::sql::sqlparser::ast::{CreateTableOptions, Expr, SqlOption, Value};
+use sieve_index::FilterKind;
+use sieve_storage::TableOptions;
+
+const KEYS: &str = "index_columns, filter, block_rows";
+
+fn literal(value: &Expr) -> Option<String> {
+    match value {
+        Expr::Value(v) => match &v.value {
+            Value::SingleQuotedString(s) | Value::DoubleQuotedString(s) => Some(s.clone()),
+            Value::Number(n, _) => Some(n.clone()),
+            _ => None,
+        },
+        Expr::Identifier(ident) => Some(ident.value.clone()),
+        _ => None,
+    }
+}
+
+/// Takes the options out of the statement (DataFusion does not know them) and applies them over
+/// the defaults for `schema`.
+pub fn take_table_options(options: &mut CreateTableOptions) -> Result<Vec<(String, String)>> {
+    let list = match std::mem::take(options) {
+        CreateTableOptions::None => return Ok(Vec::new()),
+        CreateTableOptions::With(list)
+        | CreateTableOptions::Options(list)
+        | CreateTableOptions::Plain(list)
+        | CreateTableOptions::TableProperties(list) => list,
+    };
+    let mut pairs = Vec::new();
+    for option in list {
+        match &option {
+            SqlOption::KeyValue { key, value } => match literal(value) {
+                Some(v) => pairs.push((key.value.to_ascii_lowercase(), v)),
+                None => return plan_err!("table option {key} needs a literal value, got {value}"),
+            },
+            other => return plan_err!("unsupported table option {other}; supported: {KEYS}"),
+        }
+    }
+    Ok(pairs)
+}
+
+pub fn table_options(schema: &Schema, pairs: &[(String, String)]) -> Result<TableOptions> {
+    let mut options = TableOptions::defaults_for(schema);
+    for (key, value) in pairs {
+        match key.as_str() {
+            "index_columns" | "index" => {
+                options.index_columns = value
+                    .split(',')
+                    .map(|c| c.trim().to_string())
+                    .filter(|c| !c.is_empty() && !c.eq_ignore_ascii_case("none"))
+                    .collect();
+            }
+            "filter" | "filter_kind" => {
+                options.filter = value
+                    .parse::<FilterKind>()
+                    .map_err(|e| datafusion::error::DataFusionError::Plan(e.to_string()))?;
+            }
+            "block_rows" => match value.parse::<usize>() {
+                Ok(n) if n > 0 => options.block_rows = n,
+                _ => return plan_err!("block_rows must be a positive integer, got {value:?}"),
+            },
+            other => return plan_err!("unknown table option {other:?}; supported: {KEYS}"),
+        }
+    }
+    Ok(options)
+}

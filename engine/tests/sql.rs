@@ -1,0 +1,203 @@
+//! The SQL surface end to end on memory and local storage: DDL, CTAS from numbers(), INSERT,
+//! point queries with and without pruning, errors, EXPLAIN ANALYZE.
+
+use datafusion::arrow::array::Array;
+use datafusion::arrow::util::display::array_value_to_string;
+use datafusion::arrow::util::pretty::pretty_format_batches;
+use sieve_engine::{Engine, QueryOutput, Session};
+
+async fn memory_session() -> Session {
+    Engine::open("memory://").await.unwrap().session().unwrap()
+}
+
+async fn run(session: &Session, sql: &str) -> QueryOutput {
+    session
+        .execute(sql)
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"))
+}
+
+fn text(output: &QueryOutput) -> String {
+    pretty_format_batches(&output.batches).unwrap().to_string()
+}
+
+/// The first row's value of a column, as text.
+fn value(output: &QueryOutput, column: usize) -> String {
+    array_value_to_string(output.batches[0].column(column), 0).unwrap()
+}
+
+fn single_u64(output: &QueryOutput) -> u64 {
+    value(output, 0).parse().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn databend_t10b_statement_runs_verbatim_and_point_queries_read_one_block() {
+    let session = memory_session().await;
+    let created = run(
+        &session,
+        "create table t10b with (block_rows = 20000) as select number as c1, cast(rand() as string) as c2 from numbers(100000)",
+    )
+    .await;
+    assert_eq!(created.affected_rows, Some(100_000));
+    let count = run(&session, "select count(*), count(distinct c1) from t10b").await;
+    assert_eq!(
+        text(&count).matches("100000").count(),
+        2,
+        "{}",
+        text(&count)
+    );
+
+    let probe = run(&session, "select c1, c2 from t10b where c1 = 54321").await;
+    assert_eq!(probe.row_count(), 1);
+    assert_eq!(probe.stats.blocks_total, 5);
+    assert_eq!(
+        probe.stats.blocks_read, 1,
+        "min/max prunes the other blocks"
+    );
+    let c2 = value(&probe, 1);
+
+    let point = run(&session, &format!("select c1 from t10b where c2 = '{c2}'")).await;
+    assert_eq!(single_u64(&point), 54321);
+    assert_eq!(
+        point.stats.blocks_read, 1,
+        "the filters prune the other blocks"
+    );
+
+    let absent = run(&session, "select c1 from t10b where c2 = 'not a number'").await;
+    assert_eq!(absent.row_count(), 0);
+    assert!(absent.stats.blocks_read <= 1);
+
+    run(&session, "set sieve.pruning = false").await;
+    let unpruned = run(&session, &format!("select c1 from t10b where c2 = '{c2}'")).await;
+    assert_eq!(single_u64(&unpruned), 54321);
+    assert_eq!(unpruned.stats.blocks_read, 5);
+}
+
+#[tokio::test]
+async fn ddl_insert_and_catalog_statements() {
+    let session = memory_session().await;
+    run(&session, "create database shop").await;
+    run(&session, "use shop").await;
+    run(&session, "create table items (id bigint not null, name varchar, price double) with (filter = 'xor16', block_rows = 2)").await;
+    let inserted = run(
+        &session,
+        "insert into items values (1, 'apple', 0.5), (2, 'pear', 0.75), (3, null, 1.0)",
+    )
+    .await;
+    assert_eq!(inserted.affected_rows, Some(3));
+    let rows = run(
+        &session,
+        "select id, name from items where name = 'pear' or id = 3 order by id",
+    )
+    .await;
+    assert_eq!(rows.row_count(), 2);
+    assert_eq!(
+        text(&run(&session, "show tables").await)
+            .matches("items")
+            .count(),
+        1
+    );
+    assert!(text(&run(&session, "show databases").await).contains("shop"));
+    let described = text(&run(&session, "describe items").await);
+    assert!(
+        described.contains("price") && described.contains("Float64"),
+        "{described}"
+    );
+    let qualified = run(&session, "select count(*) from shop.items").await;
+    assert_eq!(single_u64(&qualified) as usize, 3);
+    run(&session, "drop table items").await;
+    assert!(session.execute("select * from items").await.is_err());
+    run(&session, "drop table if exists items").await;
+    run(&session, "use default").await;
+    run(&session, "drop database shop").await;
+}
+
+#[tokio::test]
+async fn bad_input_gets_clear_errors() {
+    let session = memory_session().await;
+    let err = |sql: &'static str| {
+        let session = &session;
+        async move { session.execute(sql).await.unwrap_err().to_string() }
+    };
+    assert!(err("selec 1").await.to_lowercase().contains("expected"));
+    assert!(err("select * from nope").await.contains("nope"));
+    assert!(
+        err("use nowhere")
+            .await
+            .contains("unknown database 'nowhere'")
+    );
+    run(&session, "create table t (a int)").await;
+    assert!(
+        err("create table t (a int)")
+            .await
+            .contains("already exists")
+    );
+    run(&session, "create table if not exists t (a int)").await;
+    assert!(
+        err("create table u (a int) with (filter = 'xor9')")
+            .await
+            .contains("xor9")
+    );
+    assert!(
+        err("create table u (a int) with (colour = 'red')")
+            .await
+            .contains("unknown table option")
+    );
+    assert!(
+        err("create table u (a int) with (index_columns = 'b')")
+            .await
+            .contains("'b'")
+    );
+}
+
+#[tokio::test]
+async fn a_failing_ctas_leaves_no_table() {
+    let session = memory_session().await;
+    let failed = session
+        .execute("create table broken with (block_rows = 1000) as select cast(case when number = 5000 then 'x' else '1' end as int) as v from numbers(10000)")
+        .await;
+    assert!(failed.is_err());
+    assert!(session.execute("select * from broken").await.is_err());
+    let tables = run(&session, "show tables").await;
+    assert_eq!(tables.row_count(), 0);
+}
+
+#[tokio::test]
+async fn explain_analyze_shows_block_pruning() {
+    let session = memory_session().await;
+    run(&session, "create table t with (block_rows = 100) as select number as n, cast(number as string) as s from numbers(1000)").await;
+    let plan = text(&run(&session, "explain analyze select * from t where s = '555'").await);
+    for metric in [
+        "blocks_total=10",
+        "blocks_pruned_by_filter=",
+        "blocks_read=",
+        "sidecar_bytes_fetched=",
+        "sidecar_cache_hits=",
+    ] {
+        assert!(plan.contains(metric), "{metric} missing from\n{plan}");
+    }
+}
+
+#[tokio::test]
+async fn a_second_process_sees_tables_and_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let location = dir.path().to_str().unwrap();
+    let first = Engine::open(location).await.unwrap().session().unwrap();
+    run(
+        &first,
+        "create table shared as select number as n from numbers(10)",
+    )
+    .await;
+    let second = Engine::open(location).await.unwrap().session().unwrap();
+    assert_eq!(
+        single_u64(&run(&second, "select count(*) from shared").await),
+        10
+    );
+    run(&second, "insert into shared select number from numbers(5)").await;
+    assert_eq!(
+        single_u64(&run(&first, "select count(*) from shared").await),
+        15
+    );
+    let nulls = run(&first, "select count(*) from shared where n is null").await;
+    assert_eq!(nulls.batches[0].column(0).null_count(), 0);
+}
