@@ -14,8 +14,11 @@ fn rows(output: &QueryOutput) -> Vec<String> {
     let mut rows = Vec::new();
     for batch in &output.batches {
         for r in 0..batch.num_rows() {
-            let cells: Vec<String> =
-                batch.columns().iter().map(|c| array_value_to_string(c, r).unwrap()).collect();
+            let cells: Vec<String> = batch
+                .columns()
+                .iter()
+                .map(|c| array_value_to_string(c, r).unwrap())
+                .collect();
             rows.push(cells.join("|"));
         }
     }
@@ -51,8 +54,17 @@ fn literal(rng: &mut StdRng, column: &str) -> String {
             _ => text_literal(rng),
         },
         "d" => format!("DATE '2024-01-{:02}'", rng.random_range(1..29)),
-        "b" => if rng.random_bool(0.5) { "true" } else { "false" }.into(),
-        "dec" => format!("{}.{:02}", rng.random_range(0..30), [0, 25, 50][rng.random_range(0..3)]),
+        "b" => if rng.random_bool(0.5) {
+            "true"
+        } else {
+            "false"
+        }
+        .into(),
+        "dec" => format!(
+            "{}.{:02}",
+            rng.random_range(0..30),
+            [0, 25, 50][rng.random_range(0..3)]
+        ),
         other => unreachable!("{other}"),
     }
 }
@@ -67,8 +79,17 @@ fn value(rng: &mut StdRng, column: &str, row: usize) -> String {
         "f64" => format!("{}", rng.random_range(-20..20) as f64 / 4.0),
         "s" => text_literal(rng),
         "d" => format!("DATE '2024-01-{:02}'", rng.random_range(1..29)),
-        "b" => if rng.random_bool(0.5) { "true" } else { "false" }.into(),
-        "dec" => format!("{}.{:02}", rng.random_range(0..30), [0, 25, 50][rng.random_range(0..3)]),
+        "b" => if rng.random_bool(0.5) {
+            "true"
+        } else {
+            "false"
+        }
+        .into(),
+        "dec" => format!(
+            "{}.{:02}",
+            rng.random_range(0..30),
+            [0, 25, 50][rng.random_range(0..3)]
+        ),
         other => unreachable!("{other}"),
     }
 }
@@ -84,8 +105,15 @@ fn condition(rng: &mut StdRng) -> String {
             let list: Vec<String> = (0..n).map(|_| literal(rng, column)).collect();
             format!("{column} IN ({})", list.join(", "))
         }
-        2 => format!("({column} = {} OR {column} = {})", literal(rng, column), literal(rng, column)),
-        _ => format!("{column} IS NOT NULL AND {column} = {}", literal(rng, column)),
+        2 => format!(
+            "({column} = {} OR {column} = {})",
+            literal(rng, column),
+            literal(rng, column)
+        ),
+        _ => format!(
+            "{column} IS NOT NULL AND {column} = {}",
+            literal(rng, column)
+        ),
     }
 }
 
@@ -113,13 +141,20 @@ async fn load(session: &Session, rng: &mut StdRng) {
                     .iter()
                     .map(|c| {
                         let v = value(rng, c, row);
-                        if rng.random_ratio(1, 12) { "NULL".into() } else { v }
+                        if rng.random_ratio(1, 12) {
+                            "NULL".into()
+                        } else {
+                            v
+                        }
                     })
                     .collect();
                 format!("({})", cells.join(", "))
             })
             .collect();
-        session.execute(&format!("insert into t values {}", values.join(", "))).await.unwrap();
+        session
+            .execute(&format!("insert into t values {}", values.join(", ")))
+            .await
+            .unwrap();
     }
 }
 
@@ -138,7 +173,11 @@ async fn differential(location: &str, seed: u64) {
         let without = unpruned.execute(&sql).await;
         match (with, without) {
             (Ok(with), Ok(without)) => {
-                assert_eq!(rows(&with), rows(&without), "pruning changed the result of {sql}");
+                assert_eq!(
+                    rows(&with),
+                    rows(&without),
+                    "pruning changed the result of {sql}"
+                );
                 assert_eq!(without.stats.blocks_read, without.stats.blocks_total);
                 queries += 1;
                 pruned_some += usize::from(with.stats.blocks_read < with.stats.blocks_total);
@@ -151,8 +190,14 @@ async fn differential(location: &str, seed: u64) {
         }
     }
     assert!(queries > 120, "only {queries} queries ran");
-    assert!(pruned_some > queries / 3, "pruning skipped blocks in only {pruned_some} of {queries} queries");
-    assert!(matched_some > queries / 4, "only {matched_some} of {queries} queries found rows");
+    assert!(
+        pruned_some > queries / 3,
+        "pruning skipped blocks in only {pruned_some} of {queries} queries"
+    );
+    assert!(
+        matched_some > queries / 4,
+        "only {matched_some} of {queries} queries found rows"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
