@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Runs every test suite of the workspace and ends with one summary line ("N passed, N failed").
-# The target dir lives outside the clone so CI runs and later clones reuse the build.
+# Runs every test suite of the workspace, with a real MinIO for the S3 tests, and ends with one
+# summary line ("N passed, N failed"). Installs what a fresh machine lacks (MinIO, built with
+# `go install` at a pinned version). The target dir lives outside the clone so CI runs and later
+# clones reuse the build.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,8 +13,11 @@ fi
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/sieve-target}"
 export CARGO_TERM_COLOR=never
 
+source scripts/minio.sh
 log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+trap 'minio_stop; rm -f "$log"' EXIT
+minio_start || exit 1
+
 # --all-targets also runs each criterion bench once, so benches cannot rot.
 cargo test --workspace --all-targets 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}

@@ -84,10 +84,17 @@ async fn committed_c1(table: &Table) -> Vec<u64> {
     values
 }
 
+/// Memory, a local directory and, when SIEVE_TEST_S3_URL is set (scripts/test.sh starts MinIO
+/// and sets it), a fresh prefix in that bucket.
 async fn storages() -> Vec<(Storage, Option<tempfile::TempDir>)> {
     let dir = tempfile::tempdir().unwrap();
     let local = Storage::open(dir.path().to_str().unwrap()).unwrap();
-    vec![(Storage::in_memory(), None), (local, Some(dir))]
+    let mut all = vec![(Storage::in_memory(), None), (local, Some(dir))];
+    if let Ok(base) = std::env::var("SIEVE_TEST_S3_URL") {
+        let prefix = uuid::Uuid::new_v4().simple().to_string();
+        all.push((Storage::open(&format!("{base}/{prefix}")).unwrap(), None));
+    }
+    all
 }
 
 #[tokio::test]
