@@ -37,11 +37,18 @@ fn ms(d: Duration) -> String {
 }
 
 async fn run(session: &Session, sql: &str) -> QueryOutput {
-    session.execute(sql).await.unwrap_or_else(|e| panic!("{sql}: {e}"))
+    session
+        .execute(sql)
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"))
 }
 
 async fn measure(keys: &[String], mut session_for: impl AsyncFnMut() -> Session) -> Measured {
-    let mut m = Measured { latencies: Vec::new(), blocks_read: Vec::new(), rows: 0 };
+    let mut m = Measured {
+        latencies: Vec::new(),
+        blocks_read: Vec::new(),
+        rows: 0,
+    };
     for key in keys {
         let session = session_for().await;
         let sql = format!("select c1, c2 from t10b where c2 = '{key}'");
@@ -78,12 +85,21 @@ async fn main() {
     run(&session, &sql).await;
     let load = start.elapsed();
     let sizes = run(&session, "select count(*) from t10b").await;
-    assert_eq!(array_value_to_string(sizes.batches[0].column(0), 0).unwrap(), rows.to_string());
+    assert_eq!(
+        array_value_to_string(sizes.batches[0].column(0), 0).unwrap(),
+        rows.to_string()
+    );
 
     // Present keys spread over the table; absent keys that are not doubles at all.
     let step = rows / QUERIES as u64;
-    let ids: Vec<String> = (0..QUERIES as u64).map(|i| (i * step + step / 2).to_string()).collect();
-    let picked = run(&session, &format!("select c2 from t10b where c1 in ({})", ids.join(","))).await;
+    let ids: Vec<String> = (0..QUERIES as u64)
+        .map(|i| (i * step + step / 2).to_string())
+        .collect();
+    let picked = run(
+        &session,
+        &format!("select c2 from t10b where c1 in ({})", ids.join(",")),
+    )
+    .await;
     let mut present = Vec::new();
     for batch in &picked.batches {
         for r in 0..batch.num_rows() {
@@ -100,7 +116,11 @@ async fn main() {
     for (name, keys) in [("present", &present), ("absent", &absent)] {
         let warm = measure(keys, async || engine.session().expect("session")).await;
         let cold = measure(keys, async || {
-            Engine::open(&url).await.expect("storage opens").session().expect("session")
+            Engine::open(&url)
+                .await
+                .expect("storage opens")
+                .session()
+                .expect("session")
         })
         .await;
         let off = measure(keys, async || {
@@ -110,9 +130,19 @@ async fn main() {
         })
         .await;
         let expected_rows = if name == "present" { keys.len() } else { 0 };
-        for (mode, m) in [("on, warm cache", &warm), ("on, cold cache", &cold), ("off (baseline)", &off)] {
+        for (mode, m) in [
+            ("on, warm cache", &warm),
+            ("on, cold cache", &cold),
+            ("off (baseline)", &off),
+        ] {
             assert_eq!(m.rows, expected_rows, "{name} keys, pruning {mode}");
-            table.push((name, mode, median(&m.blocks_read), median(&m.latencies), p95(&m.latencies)));
+            table.push((
+                name,
+                mode,
+                median(&m.blocks_read),
+                median(&m.latencies),
+                p95(&m.latencies),
+            ));
         }
         println!(
             "{name} keys: pruned+warm median is {:.1}x faster than unpruned in the same run",
@@ -124,7 +154,9 @@ async fn main() {
         load.as_secs_f64(),
         rows as f64 / load.as_secs_f64()
     );
-    println!("\n| keys | pruning | blocks read (median) | latency median | p95 |\n|---|---|---|---|---|");
+    println!(
+        "\n| keys | pruning | blocks read (median) | latency median | p95 |\n|---|---|---|---|---|"
+    );
     for (keys, mode, blocks, med, p) in table {
         println!("| {keys} | {mode} | {blocks} | {} | {} |", ms(med), ms(p));
     }

@@ -48,24 +48,8 @@ fn literal(rng: &mut StdRng, column: &str) -> String {
             1 => "-1".into(),
             _ => rng.random_range(0..200).to_string(),
         },
-        "f64" => format!("{}", rng.random_range(-20..20) as f64 / 4.0),
-        "s" => match rng.random_range(0..6) {
-            0 => rng.random_range(0..50).to_string(),
-            _ => text_literal(rng),
-        },
-        "d" => format!("DATE '2024-01-{:02}'", rng.random_range(1..29)),
-        "b" => if rng.random_bool(0.5) {
-            "true"
-        } else {
-            "false"
-        }
-        .into(),
-        "dec" => format!(
-            "{}.{:02}",
-            rng.random_range(0..30),
-            [0, 25, 50][rng.random_range(0..3)]
-        ),
-        other => unreachable!("{other}"),
+        "s" if rng.random_ratio(1, 6) => rng.random_range(0..50).to_string(),
+        other => value(rng, other, 0),
     }
 }
 
