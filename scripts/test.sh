@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test suite of the workspace, with a real MinIO for the S3 tests, and ends with one
-# summary line ("N passed, N failed"). Installs what a fresh machine lacks (MinIO, built with
-# `go install` at a pinned version). The target dir lives outside the clone so CI runs and later
+# summary line ("N passed, N failed"). Installs what a fresh machine lacks: MinIO (built with
+# `go install` at a pinned version), the stock mysql client (mariadb-client) and the Python MySQL
+# drivers. The target dir lives outside the clone so CI runs and later
 # clones reuse the build.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -12,6 +13,18 @@ if ! command -v cargo >/dev/null 2>&1; then
 fi
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/sieve-target}"
 export CARGO_TERM_COLOR=never
+
+sudo=""
+[ "$(id -u)" = 0 ] || sudo="sudo"
+if ! command -v mysql >/dev/null 2>&1; then
+  echo "installing mariadb-client (the stock mysql command-line client)"
+  { $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq mariadb-client; } >/dev/null \
+    || { echo "could not install mariadb-client" >&2; exit 1; }
+fi
+if ! python3 -c "import pymysql, mysql.connector, pytest" 2>/dev/null; then
+  echo "installing PyMySQL, mysql-connector-python and pytest"
+  python3 -m pip install -q pymysql mysql-connector-python pytest || exit 1
+fi
 
 source scripts/minio.sh
 log=$(mktemp)

@@ -1,8 +1,45 @@
-//! Storage errors surface through DataFusion as external errors, their message intact.
+//! Storage errors surface through DataFusion as external errors, their message intact; front
+//! ends (the MySQL server, the shell) classify them to pick an error code.
 
 use datafusion::error::DataFusionError;
 use sieve_storage::StorageError;
 
 pub fn to_df(e: StorageError) -> DataFusionError {
     DataFusionError::External(Box::new(e))
+}
+
+/// What kind of mistake an error reports, for protocols that number their errors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorClass {
+    Syntax,
+    UnknownTable,
+    UnknownDatabase,
+    TableExists,
+    DatabaseExists,
+    NotSupported,
+    Other,
+}
+
+pub fn classify(error: &DataFusionError) -> ErrorClass {
+    let root = error.find_root();
+    if let DataFusionError::External(e) = root
+        && let Some(storage) = e.downcast_ref::<StorageError>()
+    {
+        return match storage {
+            StorageError::UnknownTable(..) => ErrorClass::UnknownTable,
+            StorageError::UnknownDatabase(_) => ErrorClass::UnknownDatabase,
+            StorageError::TableExists(..) => ErrorClass::TableExists,
+            StorageError::DatabaseExists(_) => ErrorClass::DatabaseExists,
+            _ => ErrorClass::Other,
+        };
+    }
+    match root {
+        DataFusionError::SQL(..) => ErrorClass::Syntax,
+        DataFusionError::NotImplemented(_) => ErrorClass::NotSupported,
+        // DataFusion's planner reports unresolved tables as "table '…' not found".
+        DataFusionError::Plan(message) if message.starts_with("table '") && message.ends_with("not found") => {
+            ErrorClass::UnknownTable
+        }
+        _ => ErrorClass::Other,
+    }
 }

@@ -13,6 +13,7 @@ mod sink;
 mod storage_url;
 mod table_options;
 
+pub use error::{ErrorClass, classify};
 pub use options::SieveOptions;
 pub use pruning::PruneOutcome;
 pub use session::{Engine, QueryOutput, ScanStats, Session};

@@ -164,13 +164,9 @@ impl Session {
         Ok(())
     }
 
-    /// Runs every statement of `sql` in order and returns the output of each.
-    pub async fn execute_all(&self, sql: &str) -> Result<Vec<QueryOutput>> {
-        let mut outputs = Vec::new();
-        for statement in DFParser::parse_sql_with_dialect(sql, &MySqlDialect {})? {
-            outputs.push(self.execute_statement(statement).await?);
-        }
-        Ok(outputs)
+    /// Splits a script into its statements (as SQL text), so callers can run and time each.
+    pub fn split_statements(sql: &str) -> Result<Vec<String>> {
+        Ok(DFParser::parse_sql_with_dialect(sql, &MySqlDialect {})?.iter().map(|s| s.to_string()).collect())
     }
 
     /// Runs one statement.
@@ -179,7 +175,7 @@ impl Session {
         match (statements.pop_front(), statements.is_empty()) {
             (Some(statement), true) => self.execute_statement(statement).await,
             (None, _) => plan_err!("no statement to run"),
-            (Some(_), false) => plan_err!("one statement expected; use execute_all for scripts"),
+            (Some(_), false) => plan_err!("one statement expected; split scripts with split_statements"),
         }
     }
 

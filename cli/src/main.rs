@@ -1,0 +1,51 @@
+//! `sieve`: point queries over huge tables on object storage, from a MySQL client or a shell.
+
+mod auth;
+mod mysql_backend;
+mod mysql_values;
+mod render;
+mod serve;
+mod shell;
+mod system_variables;
+
+use clap::{Parser, Subcommand};
+use sieve_engine::Engine;
+
+#[derive(Parser)]
+#[command(name = "sieve", version, about = "Point queries over huge tables on object storage", long_about = None)]
+struct Cli {
+    /// Where tables live: a directory (the embedded default), file:///path, s3://bucket/prefix
+    /// (configured by AWS_ENDPOINT, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION,
+    /// AWS_ALLOW_HTTP) or memory://
+    #[arg(long, global = true, env = "SIEVE_STORAGE", default_value = "./sieve-data")]
+    storage: String,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve the MySQL wire protocol (connect with `mysql -h127.0.0.1 -P3307 -uroot`)
+    Serve(serve::ServeArgs),
+    /// Run SQL: an interactive shell, `-e "…"`, or a script on standard input
+    Sql(shell::SqlArgs),
+}
+
+#[tokio::main]
+async fn main() {
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
+    let cli = Cli::parse();
+    let result = async {
+        let engine = Engine::open(&cli.storage).await.map_err(|e| e.to_string())?;
+        match cli.command {
+            Command::Serve(args) => serve::serve(engine, args).await,
+            Command::Sql(args) => shell::run(engine, args).await,
+        }
+    }
+    .await;
+    if let Err(message) = result {
+        eprintln!("sieve: {message}");
+        std::process::exit(1);
+    }
+}

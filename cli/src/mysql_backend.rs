@@ -1,0 +1,236 @@
+//! One MySQL connection: a Sieve session behind the wire protocol (opensrv-mysql). Queries run
+//! in the engine; driver chatter is answered directly; prepared statements substitute their
+//! parameters as SQL literals, which is all point lookups from drivers need.
+
+use std::collections::HashMap;
+use std::io;
+use std::sync::Arc;
+use std::time::Instant;
+
+use async_trait::async_trait;
+use datafusion::error::DataFusionError;
+use opensrv_mysql::{
+    AsyncMysqlShim, Column, ColumnFlags, ColumnType, ErrorKind, InitWriter, OkResponse, ParamParser,
+    QueryResultWriter, StatementMetaWriter, ValueInner,
+};
+use sieve_engine::{ErrorClass, QueryOutput, Session, classify};
+use tokio::io::AsyncWrite;
+
+use crate::auth::Account;
+use crate::mysql_values::{columns, write_batch};
+use crate::system_variables::{Chatter, VERSION, answer};
+
+pub struct Backend {
+    session: Session,
+    account: Arc<Account>,
+    connection_id: u32,
+    salt: [u8; 20],
+    statements: HashMap<u32, String>,
+    next_statement: u32,
+}
+
+impl Backend {
+    pub fn new(session: Session, account: Arc<Account>, connection_id: u32) -> Self {
+        // Printable, never NUL: some clients treat the salt as a C string.
+        let salt = std::array::from_fn(|_| rand::random_range(b'!'..=b'~'));
+        Self { session, account, connection_id, salt, statements: HashMap::new(), next_statement: 1 }
+    }
+
+    async fn run<W: AsyncWrite + Send + Unpin>(&mut self, query: &str, results: QueryResultWriter<'_, W>) -> io::Result<()> {
+        match answer(query, &self.session.database()) {
+            Some(Chatter::Ok) => return results.completed(OkResponse::default()).await,
+            Some(Chatter::Row(row)) => {
+                let cols: Vec<Column> = row
+                    .iter()
+                    .map(|(name, _)| Column {
+                        table: String::new(),
+                        column: name.clone(),
+                        coltype: ColumnType::MYSQL_TYPE_VAR_STRING,
+                        colflags: ColumnFlags::empty(),
+                    })
+                    .collect();
+                let mut writer = results.start(&cols).await?;
+                for (_, value) in &row {
+                    writer.write_col(value.as_deref())?;
+                }
+                writer.end_row().await?;
+                return writer.finish().await;
+            }
+            None => {}
+        }
+        let started = Instant::now();
+        match self.session.execute(query).await {
+            Ok(output) => {
+                log_slow(query, &output, started);
+                send(output, results).await
+            }
+            Err(e) => {
+                let (kind, message) = mysql_error(&e);
+                results.error(kind, message.as_bytes()).await
+            }
+        }
+    }
+}
+
+/// Statements over a second are logged with their size, so long loads show their rate.
+fn log_slow(query: &str, output: &QueryOutput, started: Instant) {
+    let elapsed = started.elapsed();
+    if elapsed.as_secs() >= 1 {
+        let rows = output.affected_rows.unwrap_or(output.row_count() as u64);
+        let rate = rows as f64 / elapsed.as_secs_f64();
+        let head: String = query.chars().take(80).collect();
+        log::info!("{rows} rows in {:.1} s ({rate:.0} rows/s): {head}", elapsed.as_secs_f64());
+    }
+}
+
+async fn send<W: AsyncWrite + Send + Unpin>(output: QueryOutput, results: QueryResultWriter<'_, W>) -> io::Result<()> {
+    if let Some(affected_rows) = output.affected_rows {
+        return results.completed(OkResponse { affected_rows, ..Default::default() }).await;
+    }
+    let cols = columns(&output.schema);
+    let mut rows = results.start(&cols).await?;
+    for batch in &output.batches {
+        write_batch(&mut rows, batch).await?;
+    }
+    rows.finish().await
+}
+
+fn mysql_error(e: &DataFusionError) -> (ErrorKind, String) {
+    let kind = match classify(e) {
+        ErrorClass::Syntax => ErrorKind::ER_PARSE_ERROR,
+        ErrorClass::UnknownTable => ErrorKind::ER_NO_SUCH_TABLE,
+        ErrorClass::UnknownDatabase => ErrorKind::ER_BAD_DB_ERROR,
+        ErrorClass::TableExists => ErrorKind::ER_TABLE_EXISTS_ERROR,
+        ErrorClass::DatabaseExists => ErrorKind::ER_DB_CREATE_EXISTS,
+        ErrorClass::NotSupported => ErrorKind::ER_NOT_SUPPORTED_YET,
+        ErrorClass::Other => ErrorKind::ER_UNKNOWN_ERROR,
+    };
+    (kind, e.to_string())
+}
+
+/// Where the `?` placeholders of a statement are, ignoring those inside quotes.
+fn placeholders(query: &str) -> Vec<usize> {
+    let mut quote = None;
+    let mut found = Vec::new();
+    for (i, c) in query.char_indices() {
+        match (quote, c) {
+            (None, '\'' | '"' | '`') => quote = Some(c),
+            (Some(q), _) if c == q => quote = None,
+            (None, '?') => found.push(i),
+            _ => {}
+        }
+    }
+    found
+}
+
+fn quote_text(text: &str) -> String {
+    format!("'{}'", text.replace('\\', "\\\\").replace('\'', "''"))
+}
+
+fn literal(value: ValueInner<'_>) -> String {
+    match value {
+        ValueInner::NULL => "NULL".into(),
+        ValueInner::Bytes(b) => quote_text(&String::from_utf8_lossy(b)),
+        ValueInner::Int(i) => i.to_string(),
+        ValueInner::UInt(u) => u.to_string(),
+        ValueInner::Double(d) => format!("{d:?}"),
+        ValueInner::Date(_) | ValueInner::Time(_) => {
+            let text = format!("{:?}", value);
+            quote_text(&text)
+        }
+    }
+}
+
+#[async_trait]
+impl<W: AsyncWrite + Send + Unpin> AsyncMysqlShim<W> for Backend {
+    type Error = io::Error;
+
+    fn version(&self) -> String {
+        VERSION.to_string()
+    }
+
+    fn connect_id(&self) -> u32 {
+        self.connection_id
+    }
+
+    fn salt(&self) -> [u8; 20] {
+        self.salt
+    }
+
+    async fn authenticate(&self, _plugin: &str, user: &[u8], salt: &[u8], auth_data: &[u8]) -> bool {
+        let ok = self.account.verify(user, salt, auth_data);
+        if !ok {
+            log::warn!("access denied for user '{}'", String::from_utf8_lossy(user));
+        }
+        ok
+    }
+
+    async fn on_prepare<'a>(&'a mut self, query: &'a str, info: StatementMetaWriter<'a, W>) -> io::Result<()> {
+        let id = self.next_statement;
+        self.next_statement += 1;
+        let params: Vec<Column> = placeholders(query)
+            .iter()
+            .map(|_| Column {
+                table: String::new(),
+                column: "?".into(),
+                coltype: ColumnType::MYSQL_TYPE_VAR_STRING,
+                colflags: ColumnFlags::empty(),
+            })
+            .collect();
+        self.statements.insert(id, query.to_string());
+        info.reply(id, &params, &[]).await
+    }
+
+    async fn on_execute<'a>(&'a mut self, id: u32, params: ParamParser<'a>, results: QueryResultWriter<'a, W>) -> io::Result<()> {
+        let Some(template) = self.statements.get(&id).cloned() else {
+            return results.error(ErrorKind::ER_UNKNOWN_STMT_HANDLER, b"unknown prepared statement").await;
+        };
+        let values: Vec<String> = params.into_iter().map(|p| literal(p.value.into_inner())).collect();
+        let slots = placeholders(&template);
+        if values.len() != slots.len() {
+            let message = format!("statement has {} parameters, {} given", slots.len(), values.len());
+            return results.error(ErrorKind::ER_WRONG_ARGUMENTS, message.as_bytes()).await;
+        }
+        let mut sql = String::with_capacity(template.len() + values.iter().map(String::len).sum::<usize>());
+        let mut last = 0;
+        for (slot, value) in slots.iter().zip(&values) {
+            sql.push_str(&template[last..*slot]);
+            sql.push_str(value);
+            last = slot + 1;
+        }
+        sql.push_str(&template[last..]);
+        self.run(&sql, results).await
+    }
+
+    async fn on_close<'a>(&'a mut self, id: u32)
+    where
+        W: 'async_trait,
+    {
+        self.statements.remove(&id);
+    }
+
+    async fn on_query<'a>(&'a mut self, query: &'a str, results: QueryResultWriter<'a, W>) -> io::Result<()> {
+        self.run(query, results).await
+    }
+
+    async fn on_init<'a>(&'a mut self, database: &'a str, writer: InitWriter<'a, W>) -> io::Result<()> {
+        match self.session.use_database(database).await {
+            Ok(()) => writer.ok().await,
+            Err(e) => {
+                let (kind, message) = mysql_error(&e);
+                writer.error(kind, message.as_bytes()).await
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn placeholders_skip_quoted_question_marks() {
+        assert_eq!(placeholders("select * from t where a = ? and b = '?' and c = ?"), vec![25, 45]);
+        assert_eq!(quote_text("it's"), "'it''s'");
+    }
+}

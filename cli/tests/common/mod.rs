@@ -1,0 +1,70 @@
+//! Runs the real `sieve` binary: `sieve sql` in-process calls and a `sieve serve` that lives as
+//! long as the test.
+
+#![allow(dead_code)] // each test file uses its own part of the helpers
+
+use std::net::TcpStream;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+pub const PASSWORD: &str = "s3cret";
+
+pub fn sieve() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_sieve"))
+}
+
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// A `sieve serve` on a free loopback port over a fresh directory; killed on drop.
+pub struct Server {
+    pub port: u16,
+    child: Child,
+    _dir: tempfile::TempDir,
+}
+
+impl Server {
+    pub fn start() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let port = free_port();
+        let child = sieve()
+            .args(["--storage", dir.path().to_str().unwrap(), "serve", "--port", &port.to_string()])
+            .env("SIEVE_PASSWORD", PASSWORD)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "sieve serve did not start listening");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Self { port, child, _dir: dir }
+    }
+
+    /// Runs the stock `mysql` client (batch mode, no column names) with `args`.
+    pub fn mysql(&self, args: &[&str]) -> Output {
+        let password = format!("-p{PASSWORD}");
+        let port = format!("-P{}", self.port);
+        let mut command = Command::new("mysql");
+        command.args(["-h127.0.0.1", &port, "-uroot", &password, "--batch", "--skip-column-names"]);
+        command.args(args);
+        command.output().expect("the mysql client is installed (scripts/test.sh installs mariadb-client)")
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).to_string()
+}
+
+pub fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).to_string()
+}

@@ -1,0 +1,55 @@
+"""Python MySQL drivers against `sieve serve` (started by tests/python_drivers.rs)."""
+import os
+
+import mysql.connector
+import pymysql
+import pytest
+
+PORT = int(os.environ["SIEVE_PORT"])
+PASSWORD = os.environ["SIEVE_PASSWORD"]
+
+
+def pymysql_connect(**kw):
+    return pymysql.connect(host="127.0.0.1", port=PORT, user="root", password=PASSWORD, **kw)
+
+
+def test_pymysql_ddl_ctas_and_parameterised_point_query():
+    conn = pymysql_connect(autocommit=True)
+    with conn.cursor() as cur:
+        cur.execute("create table if not exists py_t with (block_rows = 500) as "
+                    "select number as c1, cast(rand() as string) as c2 from numbers(2000)")
+        cur.execute("select c2 from py_t where c1 = %s", (1234,))
+        (c2,) = cur.fetchone()
+        cur.execute("select c1 from py_t where c2 = %s", (c2,))
+        assert cur.fetchall() == ((1234,),)
+        cur.execute("select count(*) from py_t where c1 in %s", ((1, 2, 3, 99999),))
+        assert cur.fetchone() == (3,)
+    conn.close()
+
+
+def test_pymysql_errors_and_wrong_password():
+    conn = pymysql_connect()
+    with conn.cursor() as cur:
+        with pytest.raises(pymysql.err.ProgrammingError) as err:
+            cur.execute("select * from missing_table")
+        assert err.value.args[0] == 1146
+        cur.execute("select 1")
+        assert cur.fetchone() == (1,)
+    conn.close()
+    with pytest.raises(pymysql.err.OperationalError) as err:
+        pymysql.connect(host="127.0.0.1", port=PORT, user="root", password="wrong")
+    assert err.value.args[0] == 1045
+
+
+def test_mysql_connector_prepared_statements():
+    conn = mysql.connector.connect(host="127.0.0.1", port=PORT, user="root", password=PASSWORD,
+                                   use_pure=True)
+    cur = conn.cursor(prepared=True)
+    cur.execute("create table if not exists mc_t with (block_rows = 100) as "
+                "select number as n, concat('v', cast(number as string)) as s from numbers(1000)")
+    cur.execute("select n, s from mc_t where s = ?", ("v777",))
+    assert cur.fetchall() == [(777, "v777")]
+    cur.execute("select n from mc_t where n = ? or s = ?", (5, "v6"))
+    assert sorted(r[0] for r in cur.fetchall()) == [5, 6]
+    cur.close()
+    conn.close()
