@@ -108,7 +108,9 @@ async fn main() {
         }
     }
     assert_eq!(present.len(), QUERIES);
-    let absent: Vec<String> = (0..QUERIES).map(|i| format!("0.{:02}12345678901234567", i * 4)).collect();
+    let absent: Vec<String> = (0..QUERIES)
+        .map(|i| format!("0.{:02}12345678901234567", i * 4))
+        .collect();
 
     // Fill the warm cache once.
     measure(&present, async || engine.session().expect("session")).await;

@@ -29,7 +29,11 @@ impl Account {
         let stage1 = sha1(&[self.password.as_bytes()]);
         let stage2 = sha1(&[&stage1]);
         let mask = sha1(&[&salt[..salt.len().min(20)], &stage2]);
-        scramble.len() == 20 && scramble.iter().zip(stage1.iter().zip(mask)).all(|(s, (a, m))| *s == a ^ m)
+        scramble.len() == 20
+            && scramble
+                .iter()
+                .zip(stage1.iter().zip(mask))
+                .all(|(s, (a, m))| *s == a ^ m)
     }
 }
 
@@ -45,13 +49,19 @@ mod tests {
 
     #[test]
     fn native_password() {
-        let account = Account { user: "root".into(), password: "secret".into() };
+        let account = Account {
+            user: "root".into(),
+            password: "secret".into(),
+        };
         let salt = b"0123456789abcdefghij";
         assert!(account.verify(b"root", salt, &scramble("secret", salt)));
         assert!(!account.verify(b"root", salt, &scramble("wrong", salt)));
         assert!(!account.verify(b"other", salt, &scramble("secret", salt)));
         assert!(!account.verify(b"root", salt, b""));
-        let open = Account { user: "root".into(), password: String::new() };
+        let open = Account {
+            user: "root".into(),
+            password: String::new(),
+        };
         assert!(open.verify(b"root", salt, b""));
     }
 }

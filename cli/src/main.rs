@@ -17,7 +17,12 @@ struct Cli {
     /// Where tables live: a directory (the embedded default), file:///path, s3://bucket/prefix
     /// (configured by AWS_ENDPOINT, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION,
     /// AWS_ALLOW_HTTP) or memory://
-    #[arg(long, global = true, env = "SIEVE_STORAGE", default_value = "./sieve-data")]
+    #[arg(
+        long,
+        global = true,
+        env = "SIEVE_STORAGE",
+        default_value = "./sieve-data"
+    )]
     storage: String,
 
     #[command(subcommand)]
@@ -37,7 +42,9 @@ async fn main() {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
     let cli = Cli::parse();
     let result = async {
-        let engine = Engine::open(&cli.storage).await.map_err(|e| e.to_string())?;
+        let engine = Engine::open(&cli.storage)
+            .await
+            .map_err(|e| e.to_string())?;
         match cli.command {
             Command::Serve(args) => serve::serve(engine, args).await,
             Command::Sql(args) => shell::run(engine, args).await,

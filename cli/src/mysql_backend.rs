@@ -8,10 +8,11 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use async_trait::async_trait;
+use chrono::{NaiveDate, NaiveDateTime};
 use datafusion::error::DataFusionError;
 use opensrv_mysql::{
-    AsyncMysqlShim, Column, ColumnFlags, ColumnType, ErrorKind, InitWriter, OkResponse, ParamParser,
-    QueryResultWriter, StatementMetaWriter, ValueInner,
+    AsyncMysqlShim, Column, ColumnFlags, ColumnType, ErrorKind, InitWriter, OkResponse,
+    ParamParser, QueryResultWriter, StatementMetaWriter, Value, ValueInner,
 };
 use sieve_engine::{ErrorClass, QueryOutput, Session, classify};
 use tokio::io::AsyncWrite;
@@ -33,10 +34,21 @@ impl Backend {
     pub fn new(session: Session, account: Arc<Account>, connection_id: u32) -> Self {
         // Printable, never NUL: some clients treat the salt as a C string.
         let salt = std::array::from_fn(|_| rand::random_range(b'!'..=b'~'));
-        Self { session, account, connection_id, salt, statements: HashMap::new(), next_statement: 1 }
+        Self {
+            session,
+            account,
+            connection_id,
+            salt,
+            statements: HashMap::new(),
+            next_statement: 1,
+        }
     }
 
-    async fn run<W: AsyncWrite + Send + Unpin>(&mut self, query: &str, results: QueryResultWriter<'_, W>) -> io::Result<()> {
+    async fn run<W: AsyncWrite + Send + Unpin>(
+        &mut self,
+        query: &str,
+        results: QueryResultWriter<'_, W>,
+    ) -> io::Result<()> {
         match answer(query, &self.session.database()) {
             Some(Chatter::Ok) => return results.completed(OkResponse::default()).await,
             Some(Chatter::Row(row)) => {
@@ -79,13 +91,24 @@ fn log_slow(query: &str, output: &QueryOutput, started: Instant) {
         let rows = output.affected_rows.unwrap_or(output.row_count() as u64);
         let rate = rows as f64 / elapsed.as_secs_f64();
         let head: String = query.chars().take(80).collect();
-        log::info!("{rows} rows in {:.1} s ({rate:.0} rows/s): {head}", elapsed.as_secs_f64());
+        log::info!(
+            "{rows} rows in {:.1} s ({rate:.0} rows/s): {head}",
+            elapsed.as_secs_f64()
+        );
     }
 }
 
-async fn send<W: AsyncWrite + Send + Unpin>(output: QueryOutput, results: QueryResultWriter<'_, W>) -> io::Result<()> {
+async fn send<W: AsyncWrite + Send + Unpin>(
+    output: QueryOutput,
+    results: QueryResultWriter<'_, W>,
+) -> io::Result<()> {
     if let Some(affected_rows) = output.affected_rows {
-        return results.completed(OkResponse { affected_rows, ..Default::default() }).await;
+        return results
+            .completed(OkResponse {
+                affected_rows,
+                ..Default::default()
+            })
+            .await;
     }
     let cols = columns(&output.schema);
     let mut rows = results.start(&cols).await?;
@@ -127,16 +150,23 @@ fn quote_text(text: &str) -> String {
     format!("'{}'", text.replace('\\', "\\\\").replace('\'', "''"))
 }
 
-fn literal(value: ValueInner<'_>) -> String {
-    match value {
+fn literal(value: Value<'_>) -> String {
+    match value.into_inner() {
         ValueInner::NULL => "NULL".into(),
         ValueInner::Bytes(b) => quote_text(&String::from_utf8_lossy(b)),
         ValueInner::Int(i) => i.to_string(),
         ValueInner::UInt(u) => u.to_string(),
         ValueInner::Double(d) => format!("{d:?}"),
-        ValueInner::Date(_) | ValueInner::Time(_) => {
-            let text = format!("{:?}", value);
-            quote_text(&text)
+        ValueInner::Date(_) => format!("DATE '{}'", NaiveDate::from(value)),
+        ValueInner::Datetime(_) => format!("TIMESTAMP '{}'", NaiveDateTime::from(value)),
+        ValueInner::Time(_) => {
+            let secs = std::time::Duration::from(value).as_secs();
+            format!(
+                "'{:02}:{:02}:{:02}'",
+                secs / 3600,
+                secs / 60 % 60,
+                secs % 60
+            )
         }
     }
 }
@@ -157,7 +187,13 @@ impl<W: AsyncWrite + Send + Unpin> AsyncMysqlShim<W> for Backend {
         self.salt
     }
 
-    async fn authenticate(&self, _plugin: &str, user: &[u8], salt: &[u8], auth_data: &[u8]) -> bool {
+    async fn authenticate(
+        &self,
+        _plugin: &str,
+        user: &[u8],
+        salt: &[u8],
+        auth_data: &[u8],
+    ) -> bool {
         let ok = self.account.verify(user, salt, auth_data);
         if !ok {
             log::warn!("access denied for user '{}'", String::from_utf8_lossy(user));
@@ -165,7 +201,11 @@ impl<W: AsyncWrite + Send + Unpin> AsyncMysqlShim<W> for Backend {
         ok
     }
 
-    async fn on_prepare<'a>(&'a mut self, query: &'a str, info: StatementMetaWriter<'a, W>) -> io::Result<()> {
+    async fn on_prepare<'a>(
+        &'a mut self,
+        query: &'a str,
+        info: StatementMetaWriter<'a, W>,
+    ) -> io::Result<()> {
         let id = self.next_statement;
         self.next_statement += 1;
         let params: Vec<Column> = placeholders(query)
@@ -181,17 +221,34 @@ impl<W: AsyncWrite + Send + Unpin> AsyncMysqlShim<W> for Backend {
         info.reply(id, &params, &[]).await
     }
 
-    async fn on_execute<'a>(&'a mut self, id: u32, params: ParamParser<'a>, results: QueryResultWriter<'a, W>) -> io::Result<()> {
+    async fn on_execute<'a>(
+        &'a mut self,
+        id: u32,
+        params: ParamParser<'a>,
+        results: QueryResultWriter<'a, W>,
+    ) -> io::Result<()> {
         let Some(template) = self.statements.get(&id).cloned() else {
-            return results.error(ErrorKind::ER_UNKNOWN_STMT_HANDLER, b"unknown prepared statement").await;
+            return results
+                .error(
+                    ErrorKind::ER_UNKNOWN_STMT_HANDLER,
+                    b"unknown prepared statement",
+                )
+                .await;
         };
-        let values: Vec<String> = params.into_iter().map(|p| literal(p.value.into_inner())).collect();
+        let values: Vec<String> = params.into_iter().map(|p| literal(p.value)).collect();
         let slots = placeholders(&template);
         if values.len() != slots.len() {
-            let message = format!("statement has {} parameters, {} given", slots.len(), values.len());
-            return results.error(ErrorKind::ER_WRONG_ARGUMENTS, message.as_bytes()).await;
+            let message = format!(
+                "statement has {} parameters, {} given",
+                slots.len(),
+                values.len()
+            );
+            return results
+                .error(ErrorKind::ER_WRONG_ARGUMENTS, message.as_bytes())
+                .await;
         }
-        let mut sql = String::with_capacity(template.len() + values.iter().map(String::len).sum::<usize>());
+        let mut sql =
+            String::with_capacity(template.len() + values.iter().map(String::len).sum::<usize>());
         let mut last = 0;
         for (slot, value) in slots.iter().zip(&values) {
             sql.push_str(&template[last..*slot]);
@@ -209,11 +266,23 @@ impl<W: AsyncWrite + Send + Unpin> AsyncMysqlShim<W> for Backend {
         self.statements.remove(&id);
     }
 
-    async fn on_query<'a>(&'a mut self, query: &'a str, results: QueryResultWriter<'a, W>) -> io::Result<()> {
+    async fn on_query<'a>(
+        &'a mut self,
+        query: &'a str,
+        results: QueryResultWriter<'a, W>,
+    ) -> io::Result<()> {
         self.run(query, results).await
     }
 
-    async fn on_init<'a>(&'a mut self, database: &'a str, writer: InitWriter<'a, W>) -> io::Result<()> {
+    async fn on_init<'a>(
+        &'a mut self,
+        database: &'a str,
+        writer: InitWriter<'a, W>,
+    ) -> io::Result<()> {
+        // mysql-connector-python names an empty database in its handshake.
+        if database.is_empty() {
+            return writer.ok().await;
+        }
         match self.session.use_database(database).await {
             Ok(()) => writer.ok().await,
             Err(e) => {
@@ -230,7 +299,10 @@ mod tests {
 
     #[test]
     fn placeholders_skip_quoted_question_marks() {
-        assert_eq!(placeholders("select * from t where a = ? and b = '?' and c = ?"), vec![25, 45]);
+        assert_eq!(
+            placeholders("select * from t where a = ? and b = '?' and c = ?"),
+            vec![26, 48]
+        );
         assert_eq!(quote_text("it's"), "'it''s'");
     }
 }

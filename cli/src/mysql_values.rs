@@ -28,15 +28,23 @@ enum Kind {
 
 fn kind(data_type: &DataType) -> Kind {
     match data_type {
-        DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::Int64 | DataType::Boolean => Kind::Signed,
+        DataType::Int8
+        | DataType::Int16
+        | DataType::Int32
+        | DataType::Int64
+        | DataType::Boolean => Kind::Signed,
         DataType::UInt8 | DataType::UInt16 | DataType::UInt32 | DataType::UInt64 => Kind::Unsigned,
         DataType::Float16 | DataType::Float32 | DataType::Float64 => Kind::Float,
-        DataType::Decimal32(..) | DataType::Decimal64(..) | DataType::Decimal128(..) | DataType::Decimal256(..) => {
-            Kind::Decimal
-        }
+        DataType::Decimal32(..)
+        | DataType::Decimal64(..)
+        | DataType::Decimal128(..)
+        | DataType::Decimal256(..) => Kind::Decimal,
         DataType::Date32 | DataType::Date64 => Kind::Date,
         DataType::Timestamp(..) => Kind::DateTime,
-        DataType::Binary | DataType::LargeBinary | DataType::BinaryView | DataType::FixedSizeBinary(_) => Kind::Blob,
+        DataType::Binary
+        | DataType::LargeBinary
+        | DataType::BinaryView
+        | DataType::FixedSizeBinary(_) => Kind::Blob,
         DataType::Dictionary(_, value) => kind(value),
         _ => Kind::Text,
     }
@@ -67,7 +75,12 @@ pub fn columns(batch_schema: &datafusion::arrow::datatypes::Schema) -> Vec<Colum
             if !field.is_nullable() {
                 colflags |= ColumnFlags::NOT_NULL_FLAG;
             }
-            Column { table: String::new(), column: field.name().clone(), coltype, colflags }
+            Column {
+                table: String::new(),
+                column: field.name().clone(),
+                coltype,
+                colflags,
+            }
         })
         .collect()
 }
@@ -89,7 +102,11 @@ fn prepare(array: &ArrayRef) -> Result<Prepared, ArrowError> {
         Kind::Decimal | Kind::Text => DataType::Utf8,
         Kind::Blob => DataType::LargeBinary,
     };
-    let array = if array.data_type() == &target { Arc::clone(array) } else { cast(array, &target)? };
+    let array = if array.data_type() == &target {
+        Arc::clone(array)
+    } else {
+        cast(array, &target)?
+    };
     Ok(Prepared { kind, array })
 }
 
@@ -101,7 +118,12 @@ pub async fn write_batch<W: AsyncWrite + Send + Unpin>(
     rows: &mut RowWriter<'_, W>,
     batch: &RecordBatch,
 ) -> std::io::Result<()> {
-    let prepared: Vec<Prepared> = batch.columns().iter().map(prepare).collect::<Result<_, _>>().map_err(invalid)?;
+    let prepared: Vec<Prepared> = batch
+        .columns()
+        .iter()
+        .map(prepare)
+        .collect::<Result<_, _>>()
+        .map_err(invalid)?;
     for row in 0..batch.num_rows() {
         for column in &prepared {
             let a = &column.array;
@@ -114,9 +136,10 @@ pub async fn write_batch<W: AsyncWrite + Send + Unpin>(
                 Kind::Unsigned => rows.write_col(a.as_primitive::<UInt64Type>().value(row))?,
                 Kind::Float => rows.write_col(a.as_primitive::<Float64Type>().value(row))?,
                 Kind::Date => rows.write_col(a.as_primitive::<Date32Type>().value_as_date(row))?,
-                Kind::DateTime => {
-                    rows.write_col(a.as_primitive::<TimestampMicrosecondType>().value_as_datetime(row))?
-                }
+                Kind::DateTime => rows.write_col(
+                    a.as_primitive::<TimestampMicrosecondType>()
+                        .value_as_datetime(row),
+                )?,
                 Kind::Decimal | Kind::Text => rows.write_col(a.as_string::<i32>().value(row))?,
                 Kind::Blob => rows.write_col(a.as_binary::<i64>().value(row))?,
             }

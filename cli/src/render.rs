@@ -7,21 +7,34 @@ use datafusion::arrow::util::pretty::pretty_format_batches;
 use sieve_engine::QueryOutput;
 
 fn plural(n: u64, one: &str) -> String {
-    if n == 1 { format!("1 {one}") } else { format!("{n} {one}s") }
+    if n == 1 {
+        format!("1 {one}")
+    } else {
+        format!("{n} {one}s")
+    }
 }
 
 pub fn render(output: &QueryOutput, elapsed: Duration) -> Result<String, String> {
     let secs = elapsed.as_secs_f64();
     if let Some(rows) = output.affected_rows {
-        return Ok(format!("Query OK, {} affected ({secs:.3} sec)", plural(rows, "row")));
+        return Ok(format!(
+            "Query OK, {} affected ({secs:.3} sec)",
+            plural(rows, "row")
+        ));
     }
     let rows = output.row_count() as u64;
     let mut text = String::new();
     if rows > 0 {
-        text = pretty_format_batches(&output.batches).map_err(|e| e.to_string())?.to_string();
+        text = pretty_format_batches(&output.batches)
+            .map_err(|e| e.to_string())?
+            .to_string();
         text.push('\n');
     }
-    let head = if rows == 0 { "Empty set".to_string() } else { format!("{} in set", plural(rows, "row")) };
+    let head = if rows == 0 {
+        "Empty set".to_string()
+    } else {
+        format!("{} in set", plural(rows, "row"))
+    };
     text.push_str(&format!("{head} ({secs:.3} sec)"));
     let s = &output.stats;
     if s.blocks_total > 0 {

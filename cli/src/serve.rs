@@ -23,7 +23,12 @@ pub struct ServeArgs {
     #[arg(long, env = "SIEVE_USER", default_value = "root")]
     user: String,
     /// Its password (empty: none, allowed on loopback only)
-    #[arg(long, env = "SIEVE_PASSWORD", default_value = "", hide_env_values = true)]
+    #[arg(
+        long,
+        env = "SIEVE_PASSWORD",
+        default_value = "",
+        hide_env_values = true
+    )]
     password: String,
 }
 
@@ -31,8 +36,9 @@ async fn shutdown_signal() {
     let interrupt = tokio::signal::ctrl_c();
     #[cfg(unix)]
     {
-        let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-            .expect("SIGTERM handler installs");
+        let mut terminate =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+                .expect("SIGTERM handler installs");
         tokio::select! {
             _ = interrupt => {}
             _ = terminate.recv() => {}
@@ -50,9 +56,17 @@ pub async fn serve(engine: Engine, args: ServeArgs) -> Result<(), String> {
         ));
     }
     let address = SocketAddr::new(args.host, args.port);
-    let listener = TcpListener::bind(address).await.map_err(|e| format!("cannot listen on {address}: {e}"))?;
-    let account = Arc::new(Account { user: args.user, password: args.password });
-    log::info!("serving the MySQL protocol on {address}, storage {}", engine.storage().url());
+    let listener = TcpListener::bind(address)
+        .await
+        .map_err(|e| format!("cannot listen on {address}: {e}"))?;
+    let account = Arc::new(Account {
+        user: args.user,
+        password: args.password,
+    });
+    log::info!(
+        "serving the MySQL protocol on {address}, storage {}",
+        engine.storage().url()
+    );
     let ids = AtomicU32::new(1);
     let shutdown = shutdown_signal();
     tokio::pin!(shutdown);

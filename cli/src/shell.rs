@@ -23,7 +23,10 @@ pub struct SqlArgs {
 async fn run_script(session: &Session, sql: &str) -> Result<(), String> {
     for statement in Session::split_statements(sql).map_err(|e| e.to_string())? {
         let started = Instant::now();
-        let output = session.execute(&statement).await.map_err(|e| e.to_string())?;
+        let output = session
+            .execute(&statement)
+            .await
+            .map_err(|e| e.to_string())?;
         println!("{}", render(&output, started.elapsed())?);
     }
     Ok(())
@@ -39,10 +42,17 @@ async fn interactive(session: &Session) -> Result<(), String> {
     if let Some(path) = &history {
         let _ = editor.load_history(path);
     }
-    println!("Sieve {} — statements end with ';', exit with Ctrl-D.", env!("CARGO_PKG_VERSION"));
+    println!(
+        "Sieve {} — statements end with ';', exit with Ctrl-D.",
+        env!("CARGO_PKG_VERSION")
+    );
     let mut buffer = String::new();
     loop {
-        let prompt = if buffer.is_empty() { "sieve> " } else { "    -> " };
+        let prompt = if buffer.is_empty() {
+            "sieve> "
+        } else {
+            "    -> "
+        };
         match editor.readline(prompt) {
             Ok(line) => {
                 buffer.push_str(&line);
@@ -76,6 +86,8 @@ pub async fn run(engine: Engine, args: SqlArgs) -> Result<(), String> {
         return interactive(&session).await;
     }
     let mut script = String::new();
-    std::io::stdin().read_to_string(&mut script).map_err(|e| e.to_string())?;
+    std::io::stdin()
+        .read_to_string(&mut script)
+        .map_err(|e| e.to_string())?;
     run_script(&session, &script).await
 }

@@ -11,7 +11,10 @@ pub enum Chatter {
 }
 
 fn variable(name: &str, database: &str) -> Option<String> {
-    let name = name.trim_start_matches("@@").trim_start_matches("session.").trim_start_matches("global.");
+    let name = name
+        .trim_start_matches("@@")
+        .trim_start_matches("session.")
+        .trim_start_matches("global.");
     let value = match name.to_ascii_lowercase().as_str() {
         "version_comment" => "Sieve".to_string(),
         "version" => VERSION.to_string(),
@@ -19,7 +22,10 @@ fn variable(name: &str, database: &str) -> Option<String> {
         "autocommit" | "auto_increment_increment" => "1".into(),
         "transaction_isolation" | "tx_isolation" => "REPEATABLE-READ".into(),
         "transaction_read_only" | "tx_read_only" | "lower_case_table_names" => "0".into(),
-        "character_set_client" | "character_set_connection" | "character_set_results" | "character_set_server" => "utf8mb4".into(),
+        "character_set_client"
+        | "character_set_connection"
+        | "character_set_results"
+        | "character_set_server" => "utf8mb4".into(),
         "collation_connection" | "collation_server" => "utf8mb4_general_ci".into(),
         "sql_mode" => String::new(),
         "time_zone" | "system_time_zone" => "UTC".into(),
@@ -57,7 +63,10 @@ pub fn answer(query: &str, database: &str) -> Option<Chatter> {
             for term in body.split(',') {
                 let term = term.trim();
                 let (expr, alias) = match term.to_ascii_lowercase().find(" as ") {
-                    Some(at) => (term[..at].trim(), term[at + 4..].trim().trim_matches('`').to_string()),
+                    Some(at) => (
+                        term[..at].trim(),
+                        term[at + 4..].trim().trim_matches('`').to_string(),
+                    ),
                     None => (term, term.to_string()),
                 };
                 let value = if expr.eq_ignore_ascii_case("database()") {
@@ -81,12 +90,24 @@ mod tests {
 
     #[test]
     fn connect_chatter() {
-        let Some(Chatter::Row(row)) = answer("select @@version_comment limit 1", "default") else { panic!() };
-        assert_eq!(row, vec![("@@version_comment".to_string(), Some("Sieve".to_string()))]);
-        let Some(Chatter::Row(row)) = answer("SELECT DATABASE(), @@session.autocommit AS ac", "shop") else { panic!() };
+        let Some(Chatter::Row(row)) = answer("select @@version_comment limit 1", "default") else {
+            panic!()
+        };
+        assert_eq!(
+            row,
+            vec![("@@version_comment".to_string(), Some("Sieve".to_string()))]
+        );
+        let Some(Chatter::Row(row)) =
+            answer("SELECT DATABASE(), @@session.autocommit AS ac", "shop")
+        else {
+            panic!()
+        };
         assert_eq!(row[0].1.as_deref(), Some("shop"));
         assert_eq!(row[1], ("ac".to_string(), Some("1".to_string())));
-        assert!(matches!(answer("SET NAMES utf8mb4", "d"), Some(Chatter::Ok)));
+        assert!(matches!(
+            answer("SET NAMES utf8mb4", "d"),
+            Some(Chatter::Ok)
+        ));
         assert!(matches!(answer("set autocommit=0", "d"), Some(Chatter::Ok)));
         assert!(answer("set sieve.pruning = false", "d").is_none());
         assert!(answer("select * from t", "d").is_none());

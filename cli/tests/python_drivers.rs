@@ -17,6 +17,11 @@ fn pymysql_and_mysql_connector() {
         .env("SIEVE_PASSWORD", PASSWORD)
         .output()
         .expect("python3 runs");
-    assert!(out.status.success(), "pytest failed:\n{}\n{}", stdout(&out), stderr(&out));
+    assert!(
+        out.status.success(),
+        "pytest failed:\n{}\n{}",
+        stdout(&out),
+        stderr(&out)
+    );
     assert!(stdout(&out).contains("passed"), "{}", stdout(&out));
 }

@@ -19,7 +19,10 @@ fn execute_prints_tables_and_summaries() {
     assert!(out.status.success(), "{}", stderr(&out));
     let text = stdout(&out);
     assert!(text.contains("Query OK, 10 rows affected"), "{text}");
-    assert!(text.contains("| 7 |") && text.contains("1 row in set"), "{text}");
+    assert!(
+        text.contains("| 7 |") && text.contains("1 row in set"),
+        "{text}"
+    );
     assert!(text.contains("blocks read 1 of 3"), "{text}");
 
     // The table is on disk: a second invocation sees it, reading a script from stdin.
@@ -29,24 +32,48 @@ fn execute_prints_tables_and_summaries() {
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    child.stdin.take().unwrap().write_all(b"select count(*) as c\nfrom t;\nselect * from t where n = 99;\n").unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"select count(*) as c\nfrom t;\nselect * from t where n = 99;\n")
+        .unwrap();
     let out = child.wait_with_output().unwrap();
     let text = stdout(&out);
-    assert!(text.contains("| 10 |") && text.contains("Empty set"), "{text}");
+    assert!(
+        text.contains("| 10 |") && text.contains("Empty set"),
+        "{text}"
+    );
 }
 
 #[test]
 fn errors_are_one_line_and_exit_non_zero() {
     let dir = tempfile::tempdir().unwrap();
-    let out = sieve().args(["--storage", dir.path().to_str().unwrap(), "sql", "-e", "select * from nope"]).output().unwrap();
+    let out = sieve()
+        .args([
+            "--storage",
+            dir.path().to_str().unwrap(),
+            "sql",
+            "-e",
+            "select * from nope",
+        ])
+        .output()
+        .unwrap();
     assert!(!out.status.success());
     let err = stderr(&out);
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     assert!(err.contains("nope"), "{err}");
 
-    let out = sieve().args(["--storage", "ftp://x/y", "sql", "-e", "select 1"]).output().unwrap();
+    let out = sieve()
+        .args(["--storage", "ftp://x/y", "sql", "-e", "select 1"])
+        .output()
+        .unwrap();
     assert!(!out.status.success());
-    assert!(stderr(&out).contains("unsupported scheme"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("unsupported scheme"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 #[test]
@@ -67,10 +94,22 @@ fn help_describes_every_command() {
 fn serving_beyond_loopback_needs_a_password() {
     let dir = tempfile::tempdir().unwrap();
     let out = sieve()
-        .args(["--storage", dir.path().to_str().unwrap(), "serve", "--host", "0.0.0.0", "--port", "0"])
+        .args([
+            "--storage",
+            dir.path().to_str().unwrap(),
+            "serve",
+            "--host",
+            "0.0.0.0",
+            "--port",
+            "0",
+        ])
         .env_remove("SIEVE_PASSWORD")
         .output()
         .unwrap();
     assert!(!out.status.success());
-    assert!(stderr(&out).contains("without a password"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("without a password"),
+        "{}",
+        stderr(&out)
+    );
 }

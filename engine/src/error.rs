@@ -37,7 +37,9 @@ pub fn classify(error: &DataFusionError) -> ErrorClass {
         DataFusionError::SQL(..) => ErrorClass::Syntax,
         DataFusionError::NotImplemented(_) => ErrorClass::NotSupported,
         // DataFusion's planner reports unresolved tables as "table '…' not found".
-        DataFusionError::Plan(message) if message.starts_with("table '") && message.ends_with("not found") => {
+        DataFusionError::Plan(message)
+            if message.starts_with("table '") && message.ends_with("not found") =>
+        {
             ErrorClass::UnknownTable
         }
         _ => ErrorClass::Other,

@@ -166,7 +166,10 @@ impl Session {
 
     /// Splits a script into its statements (as SQL text), so callers can run and time each.
     pub fn split_statements(sql: &str) -> Result<Vec<String>> {
-        Ok(DFParser::parse_sql_with_dialect(sql, &MySqlDialect {})?.iter().map(|s| s.to_string()).collect())
+        Ok(DFParser::parse_sql_with_dialect(sql, &MySqlDialect {})?
+            .iter()
+            .map(|s| s.to_string())
+            .collect())
     }
 
     /// Runs one statement.
@@ -175,7 +178,9 @@ impl Session {
         match (statements.pop_front(), statements.is_empty()) {
             (Some(statement), true) => self.execute_statement(statement).await,
             (None, _) => plan_err!("no statement to run"),
-            (Some(_), false) => plan_err!("one statement expected; split scripts with split_statements"),
+            (Some(_), false) => {
+                plan_err!("one statement expected; split scripts with split_statements")
+            }
         }
     }
 

@@ -3,18 +3,25 @@
 
 #![allow(dead_code)] // each test file uses its own part of the helpers
 
+use std::io::Write;
 use std::net::TcpStream;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 pub const PASSWORD: &str = "s3cret";
+const MYSQL_MISSING: &str =
+    "the mysql client is installed (scripts/test.sh installs mariadb-client)";
 
 pub fn sieve() -> Command {
     Command::new(env!("CARGO_BIN_EXE_sieve"))
 }
 
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 /// A `sieve serve` on a free loopback port over a fresh directory; killed on drop.
@@ -29,7 +36,13 @@ impl Server {
         let dir = tempfile::tempdir().unwrap();
         let port = free_port();
         let child = sieve()
-            .args(["--storage", dir.path().to_str().unwrap(), "serve", "--port", &port.to_string()])
+            .args([
+                "--storage",
+                dir.path().to_str().unwrap(),
+                "serve",
+                "--port",
+                &port.to_string(),
+            ])
             .env("SIEVE_PASSWORD", PASSWORD)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -37,20 +50,52 @@ impl Server {
             .unwrap();
         let deadline = Instant::now() + Duration::from_secs(30);
         while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "sieve serve did not start listening");
+            assert!(
+                Instant::now() < deadline,
+                "sieve serve did not start listening"
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
-        Self { port, child, _dir: dir }
+        Self {
+            port,
+            child,
+            _dir: dir,
+        }
+    }
+
+    fn mysql_command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new("mysql");
+        command.args([
+            "-h127.0.0.1",
+            &format!("-P{}", self.port),
+            "-uroot",
+            &format!("-p{PASSWORD}"),
+        ]);
+        command.args(["--batch", "--skip-column-names"]).args(args);
+        command
     }
 
     /// Runs the stock `mysql` client (batch mode, no column names) with `args`.
     pub fn mysql(&self, args: &[&str]) -> Output {
-        let password = format!("-p{PASSWORD}");
-        let port = format!("-P{}", self.port);
-        let mut command = Command::new("mysql");
-        command.args(["-h127.0.0.1", &port, "-uroot", &password, "--batch", "--skip-column-names"]);
-        command.args(args);
-        command.output().expect("the mysql client is installed (scripts/test.sh installs mariadb-client)")
+        self.mysql_command(args).output().expect(MYSQL_MISSING)
+    }
+
+    /// Feeds `script` to the stock client on standard input (as `mysql < file.sql` does).
+    pub fn mysql_script(&self, args: &[&str], script: &str) -> Output {
+        let mut child = self
+            .mysql_command(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect(MYSQL_MISSING);
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(script.as_bytes())
+            .unwrap();
+        child.wait_with_output().unwrap()
     }
 }
 
