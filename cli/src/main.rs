@@ -3,6 +3,8 @@
 mod auth;
 mod mysql_backend;
 mod mysql_values;
+mod progress;
+mod remote;
 mod render;
 mod serve;
 mod shell;
@@ -41,16 +43,13 @@ enum Command {
 async fn main() {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
     let cli = Cli::parse();
-    let result = async {
-        let engine = Engine::open(&cli.storage)
-            .await
-            .map_err(|e| e.to_string())?;
-        match cli.command {
-            Command::Serve(args) => serve::serve(engine, args).await,
-            Command::Sql(args) => shell::run(engine, args).await,
-        }
-    }
-    .await;
+    let result = match cli.command {
+        Command::Serve(args) => match Engine::open(&cli.storage).await {
+            Ok(engine) => serve::serve(engine, args).await,
+            Err(e) => Err(e.to_string()),
+        },
+        Command::Sql(args) => shell::run(&cli.storage, args).await,
+    };
     if let Err(message) = result {
         eprintln!("sieve: {message}");
         std::process::exit(1);

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::io;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use chrono::{NaiveDate, NaiveDateTime};
@@ -16,13 +16,17 @@ use opensrv_mysql::{
 };
 use sieve_engine::{ErrorClass, QueryOutput, Session, classify};
 use tokio::io::AsyncWrite;
+use tokio::net::TcpStream;
 
 use crate::auth::Account;
 use crate::mysql_values::{columns, write_batch};
+use crate::progress::{rate, watch};
 use crate::system_variables::{Chatter, VERSION, answer};
 
 pub struct Backend {
     session: Session,
+    /// The same socket opensrv talks over, only peeked at to notice a client that went away.
+    client: TcpStream,
     account: Arc<Account>,
     connection_id: u32,
     salt: [u8; 20],
@@ -31,11 +35,17 @@ pub struct Backend {
 }
 
 impl Backend {
-    pub fn new(session: Session, account: Arc<Account>, connection_id: u32) -> Self {
+    pub fn new(
+        session: Session,
+        client: TcpStream,
+        account: Arc<Account>,
+        connection_id: u32,
+    ) -> Self {
         // Printable, never NUL: some clients treat the salt as a C string.
         let salt = std::array::from_fn(|_| rand::random_range(b'!'..=b'~'));
         Self {
             session,
+            client,
             account,
             connection_id,
             salt,
@@ -71,9 +81,30 @@ impl Backend {
             None => {}
         }
         let started = Instant::now();
-        match self.session.execute(query).await {
+        let head: String = query.chars().take(80).collect();
+        let running = watch(
+            self.session.execute(query),
+            self.session.progress(),
+            PROGRESS_EVERY,
+            |rows, elapsed| {
+                log::info!(
+                    "{rows} rows written in {:.0} s ({:.0} rows/s): {head}",
+                    elapsed.as_secs_f64(),
+                    rate(rows, elapsed)
+                );
+            },
+        );
+        let outcome = tokio::select! {
+            outcome = running => outcome,
+            () = client_gone(&self.client) => {
+                // Dropping the statement cancels it; a write commits nothing.
+                log::info!("client {} went away; cancelled: {head}", self.connection_id);
+                return Err(io::Error::new(io::ErrorKind::ConnectionAborted, "client went away"));
+            }
+        };
+        match outcome {
             Ok(output) => {
-                log_slow(query, &output, started);
+                log_slow(&head, &output, started);
                 send(output, results).await
             }
             Err(e) => {
@@ -84,17 +115,31 @@ impl Backend {
     }
 }
 
+/// How often a running statement that writes logs its progress.
+const PROGRESS_EVERY: Duration = Duration::from_secs(10);
+
 /// Statements over a second are logged with their size, so long loads show their rate.
-fn log_slow(query: &str, output: &QueryOutput, started: Instant) {
+fn log_slow(head: &str, output: &QueryOutput, started: Instant) {
     let elapsed = started.elapsed();
     if elapsed.as_secs() >= 1 {
         let rows = output.affected_rows.unwrap_or(output.row_count() as u64);
-        let rate = rows as f64 / elapsed.as_secs_f64();
-        let head: String = query.chars().take(80).collect();
         log::info!(
-            "{rows} rows in {:.1} s ({rate:.0} rows/s): {head}",
-            elapsed.as_secs_f64()
+            "{rows} rows in {:.1} s ({:.0} rows/s): {head}",
+            elapsed.as_secs_f64(),
+            rate(rows, elapsed)
         );
+    }
+}
+
+/// Resolves when the client closes its connection (or it breaks). MySQL clients send nothing
+/// while a statement runs, so bytes waiting mean a new command: keep watching without reading.
+async fn client_gone(socket: &TcpStream) {
+    let mut byte = [0u8; 1];
+    loop {
+        match socket.peek(&mut byte).await {
+            Ok(0) | Err(_) => return,
+            Ok(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+        }
     }
 }
 

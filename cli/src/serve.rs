@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use clap::Args;
 use opensrv_mysql::AsyncMysqlIntermediary;
 use sieve_engine::Engine;
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 
 use crate::auth::Account;
 use crate::mysql_backend::Backend;
@@ -48,6 +48,12 @@ async fn shutdown_signal() {
     let _ = interrupt.await;
 }
 
+/// A second handle on a connection's socket, for noticing the client leave mid-statement.
+fn duplicate(stream: &TcpStream) -> std::io::Result<TcpStream> {
+    let fd = socket2::SockRef::from(stream).try_clone()?;
+    TcpStream::from_std(std::net::TcpStream::from(fd))
+}
+
 pub async fn serve(engine: Engine, args: ServeArgs) -> Result<(), String> {
     if !args.host.is_loopback() && args.password.is_empty() {
         return Err(format!(
@@ -81,8 +87,15 @@ pub async fn serve(engine: Engine, args: ServeArgs) -> Result<(), String> {
                     }
                 };
                 let _ = stream.set_nodelay(true);
+                let watcher = match duplicate(&stream) {
+                    Ok(w) => w,
+                    Err(e) => {
+                        log::warn!("cannot watch connection from {peer}: {e}");
+                        continue;
+                    }
+                };
                 let session = engine.session().map_err(|e| e.to_string())?;
-                let backend = Backend::new(session, account.clone(), ids.fetch_add(1, Ordering::Relaxed));
+                let backend = Backend::new(session, watcher, account.clone(), ids.fetch_add(1, Ordering::Relaxed));
                 tokio::spawn(async move {
                     let (reader, writer) = stream.into_split();
                     if let Err(e) = AsyncMysqlIntermediary::run_on(backend, reader, writer).await {

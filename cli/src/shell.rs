@@ -1,15 +1,19 @@
 //! `sieve sql`: an interactive shell (line editing, history, statements ending in `;` over
-//! several lines), `-e "…"`, or a script on standard input. Errors are one line; a script stops
-//! at the first and exits non-zero.
+//! several lines), `-e "…"`, or a script on standard input; on the storage itself (embedded) or
+//! on a server with `--host`. Errors are one line; a script stops at the first and exits
+//! non-zero.
 
 use std::io::{IsTerminal, Read};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use clap::Args;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rustyline::DefaultEditor;
 use rustyline::error::ReadlineError;
 use sieve_engine::{Engine, Session};
 
+use crate::progress::{rate, watch};
+use crate::remote::{Client, Remote};
 use crate::render::render;
 
 #[derive(Args)]
@@ -17,17 +21,69 @@ pub struct SqlArgs {
     /// Run these statements and exit
     #[arg(short = 'e', long = "execute", value_name = "SQL")]
     execute: Option<String>,
+    /// Connect to a server over the MySQL protocol instead of opening the storage
+    #[arg(long)]
+    host: Option<String>,
+    #[arg(long, default_value_t = 3307, requires = "host")]
+    port: u16,
+    #[arg(long, default_value = "root", requires = "host")]
+    user: String,
+    #[arg(
+        long,
+        env = "SIEVE_PASSWORD",
+        default_value = "",
+        hide_env_values = true
+    )]
+    password: String,
 }
 
-/// Runs each statement of a script in order, printing each result.
-async fn run_script(session: &Session, sql: &str) -> Result<(), String> {
-    for statement in Session::split_statements(sql).map_err(|e| e.to_string())? {
+/// Where statements run: in this process, or on a server.
+enum Target {
+    Embedded(Session),
+    Remote(Client),
+}
+
+impl Target {
+    /// Runs one statement and renders its result. Embedded statements that write show a
+    /// progress line (rows, rows/s) on a terminal while they run.
+    async fn run(&mut self, statement: &str) -> Result<String, String> {
+        let session = match self {
+            Target::Remote(client) => return client.run(statement).await,
+            Target::Embedded(session) => session,
+        };
         let started = Instant::now();
-        let output = session
-            .execute(&statement)
-            .await
-            .map_err(|e| e.to_string())?;
-        println!("{}", render(&output, started.elapsed())?);
+        let bar = ProgressBar::hidden();
+        if std::io::stderr().is_terminal() {
+            bar.set_draw_target(ProgressDrawTarget::stderr());
+        }
+        bar.set_style(
+            ProgressStyle::with_template("{spinner} {msg} [{elapsed}]").expect("valid template"),
+        );
+        let every = Duration::from_millis(200);
+        let output = watch(
+            session.execute(statement),
+            session.progress(),
+            every,
+            |rows, elapsed| {
+                if rows > 0 {
+                    bar.set_message(format!(
+                        "{rows} rows written, {:.0} rows/s",
+                        rate(rows, elapsed)
+                    ));
+                    bar.tick();
+                }
+            },
+        )
+        .await;
+        bar.finish_and_clear();
+        render(&output.map_err(|e| e.to_string())?, started.elapsed())
+    }
+}
+
+/// Runs each statement of a script in order, printing each result; stops at the first error.
+async fn run_script(target: &mut Target, sql: &str) -> Result<(), String> {
+    for statement in Session::split_statements(sql).map_err(|e| e.to_string())? {
+        println!("{}", target.run(&statement).await?);
     }
     Ok(())
 }
@@ -36,7 +92,7 @@ fn history_path() -> Option<std::path::PathBuf> {
     std::env::var_os("HOME").map(|home| std::path::PathBuf::from(home).join(".sieve_history"))
 }
 
-async fn interactive(session: &Session) -> Result<(), String> {
+async fn interactive(target: &mut Target) -> Result<(), String> {
     let mut editor = DefaultEditor::new().map_err(|e| e.to_string())?;
     let history = history_path();
     if let Some(path) = &history {
@@ -61,7 +117,7 @@ async fn interactive(session: &Session) -> Result<(), String> {
                     continue;
                 }
                 let _ = editor.add_history_entry(buffer.trim());
-                if let Err(e) = run_script(session, &buffer).await {
+                if let Err(e) = run_script(target, &buffer).await {
                     println!("ERROR: {e}");
                 }
                 buffer.clear();
@@ -77,17 +133,31 @@ async fn interactive(session: &Session) -> Result<(), String> {
     Ok(())
 }
 
-pub async fn run(engine: Engine, args: SqlArgs) -> Result<(), String> {
-    let session = engine.session().map_err(|e| e.to_string())?;
-    if let Some(sql) = args.execute {
-        return run_script(&session, &sql).await;
+pub async fn run(storage: &str, args: SqlArgs) -> Result<(), String> {
+    let mut target = match &args.host {
+        Some(host) => {
+            let remote = Remote {
+                host: host.clone(),
+                port: args.port,
+                user: args.user.clone(),
+                password: args.password.clone(),
+            };
+            Target::Remote(Client::connect(&remote).await?)
+        }
+        None => {
+            let engine = Engine::open(storage).await.map_err(|e| e.to_string())?;
+            Target::Embedded(engine.session().map_err(|e| e.to_string())?)
+        }
+    };
+    if let Some(sql) = &args.execute {
+        return run_script(&mut target, sql).await;
     }
     if std::io::stdin().is_terminal() {
-        return interactive(&session).await;
+        return interactive(&mut target).await;
     }
     let mut script = String::new();
     std::io::stdin()
         .read_to_string(&mut script)
         .map_err(|e| e.to_string())?;
-    run_script(&session, &script).await
+    run_script(&mut target, &script).await
 }

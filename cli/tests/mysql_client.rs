@@ -100,3 +100,60 @@ fn concurrent_clients() {
         }
     });
 }
+
+#[test]
+fn a_client_that_leaves_cancels_its_statement() {
+    let server = Server::start();
+    let mut client = std::process::Command::new("mysql")
+        .args([
+            "-h127.0.0.1",
+            &format!("-P{}", server.port),
+            "-uroot",
+            &format!("-p{}", common::PASSWORD),
+        ])
+        .args(["-e", "select count(*) from numbers(1000000000000)"])
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    client.kill().unwrap();
+    client.wait().unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !server.log().contains("went away; cancelled") {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no cancellation logged:\n{}",
+            server.log()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let out = server.mysql(&["-e", "select 7"]);
+    assert_eq!(stdout(&out).trim(), "7", "the server keeps serving");
+}
+
+#[test]
+fn sigterm_shuts_down_cleanly() {
+    let mut server = Server::start();
+    assert!(server.mysql(&["-e", "select 1"]).status.success());
+    let status = server.terminate();
+    assert!(status.success(), "{status:?}");
+    assert!(server.log().contains("shutting down"), "{}", server.log());
+}
+
+#[test]
+fn the_shell_talks_to_a_server() {
+    let server = Server::start();
+    let out = common::sieve()
+        .args(["sql", "--host", "127.0.0.1", "--port", &server.port.to_string(), "-e"])
+        .arg("create table r as select number as n from numbers(3); select n from r where n = 2; select * from r where n = 9")
+        .env("SIEVE_PASSWORD", common::PASSWORD)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("Query OK, 3 rows affected"), "{text}");
+    assert!(
+        text.contains("| 2 |") && text.contains("1 row in set"),
+        "{text}"
+    );
+    assert!(text.contains("Empty set"), "{text}");
+}

@@ -113,3 +113,50 @@ fn serving_beyond_loopback_needs_a_password() {
         stderr(&out)
     );
 }
+
+#[test]
+fn two_processes_append_to_one_table_without_loss() {
+    let dir = tempfile::tempdir().unwrap();
+    let storage = dir.path().to_str().unwrap();
+    let created = sieve()
+        .args([
+            "--storage",
+            storage,
+            "sql",
+            "-e",
+            "create table t (n bigint unsigned) with (block_rows = 1000)",
+        ])
+        .output()
+        .unwrap();
+    assert!(created.status.success(), "{}", stderr(&created));
+    let writers: Vec<_> = (0..2)
+        .map(|w| {
+            let sql = format!(
+                "insert into t select number + {} from numbers(5000)",
+                w * 5000
+            );
+            sieve()
+                .args(["--storage", storage, "sql", "-e", &sql])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for writer in writers {
+        let out = writer.wait_with_output().unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+    let out = sieve()
+        .args([
+            "--storage",
+            storage,
+            "sql",
+            "-e",
+            "select count(*), count(distinct n) from t",
+        ])
+        .output()
+        .unwrap();
+    let text = stdout(&out);
+    assert!(text.contains("| 10000    | 10000"), "{text}");
+}

@@ -5,6 +5,7 @@ mod catalog;
 mod error;
 mod numbers;
 mod options;
+mod progress;
 mod provider;
 mod pruning;
 mod scan_exec;
@@ -15,5 +16,6 @@ mod table_options;
 
 pub use error::{ErrorClass, classify};
 pub use options::SieveOptions;
+pub use progress::WriteProgress;
 pub use pruning::PruneOutcome;
 pub use session::{Engine, QueryOutput, ScanStats, Session};

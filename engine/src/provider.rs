@@ -24,6 +24,7 @@ use sieve_storage::Table;
 
 use crate::error::to_df;
 use crate::options::SieveOptions;
+use crate::progress::WriteProgress;
 use crate::pruning::prune_blocks;
 use crate::scan_exec::SieveScanExec;
 use crate::sink::SieveSink;
@@ -138,17 +139,15 @@ impl TableProvider for SieveTable {
 
     async fn insert_into(
         &self,
-        _state: &dyn Session,
+        state: &dyn Session,
         input: Arc<dyn ExecutionPlan>,
         insert_op: InsertOp,
     ) -> Result<Arc<dyn ExecutionPlan>> {
         if insert_op != InsertOp::Append {
             return not_impl_err!("{insert_op} is not supported; Sieve tables only append");
         }
-        Ok(Arc::new(DataSinkExec::new(
-            input,
-            Arc::new(SieveSink::new(self.table.clone())),
-            None,
-        )))
+        let progress = state.config().get_extension::<WriteProgress>();
+        let sink = SieveSink::new(self.table.clone(), progress);
+        Ok(Arc::new(DataSinkExec::new(input, Arc::new(sink), None)))
     }
 }

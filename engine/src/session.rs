@@ -25,6 +25,7 @@ use crate::catalog::{CATALOG_NAME, SieveCatalog};
 use crate::error::to_df;
 use crate::numbers::NumbersFunction;
 use crate::options::SieveOptions;
+use crate::progress::WriteProgress;
 use crate::scan_exec::SieveScanExec;
 use crate::sink::write_stream;
 use crate::storage_url::object_store_url;
@@ -105,6 +106,7 @@ impl QueryOutput {
 pub struct Session {
     ctx: SessionContext,
     catalog: Catalog,
+    progress: Arc<WriteProgress>,
 }
 
 fn object_parts(name: &ObjectName) -> Vec<String> {
@@ -117,7 +119,9 @@ fn object_parts(name: &ObjectName) -> Vec<String> {
 
 impl Session {
     fn new(catalog: Catalog) -> Result<Self> {
+        let progress = Arc::new(WriteProgress::default());
         let config = SessionConfig::new()
+            .with_extension(progress.clone())
             .with_default_catalog_and_schema(CATALOG_NAME, DEFAULT_DATABASE)
             .with_create_default_catalog_and_schema(false)
             .with_option_extension(SieveOptions::default())
@@ -137,7 +141,16 @@ impl Session {
         let storage = catalog.storage();
         let url = object_store_url(storage)?;
         ctx.register_object_store(url.as_ref(), storage.store().clone());
-        Ok(Self { ctx, catalog })
+        Ok(Self {
+            ctx,
+            catalog,
+            progress,
+        })
+    }
+
+    /// Rows written so far by the statement running now (INSERT, CTAS).
+    pub fn progress(&self) -> Arc<WriteProgress> {
+        self.progress.clone()
     }
 
     /// The database unqualified table names resolve in.
@@ -185,6 +198,7 @@ impl Session {
     }
 
     async fn execute_statement(&self, statement: DFStatement) -> Result<QueryOutput> {
+        self.progress.reset();
         let DFStatement::Statement(sql) = statement else {
             return self.run_in_datafusion(statement).await;
         };
@@ -329,7 +343,7 @@ impl Session {
                 .await?
                 .execute_stream()
                 .await?;
-            rows = write_stream(&table, stream).await?;
+            rows = write_stream(&table, stream, Some(&self.progress)).await?;
         }
         match self.catalog.create_table(&def).await {
             Ok(()) => Ok(QueryOutput::affected(rows)),

@@ -14,25 +14,40 @@ use futures::StreamExt;
 use sieve_storage::Table;
 
 use crate::error::to_df;
+use crate::progress::WriteProgress;
 
 #[derive(Debug)]
 pub struct SieveSink {
     table: Table,
     schema: SchemaRef,
+    progress: Option<Arc<WriteProgress>>,
 }
 
 impl SieveSink {
-    pub fn new(table: Table) -> Self {
+    pub fn new(table: Table, progress: Option<Arc<WriteProgress>>) -> Self {
         let schema = table.def().schema.clone();
-        Self { table, schema }
+        Self {
+            table,
+            schema,
+            progress,
+        }
     }
 }
 
 /// Writes a stream into a table and commits; returns the rows committed.
-pub async fn write_stream(table: &Table, mut data: SendableRecordBatchStream) -> Result<u64> {
+pub async fn write_stream(
+    table: &Table,
+    mut data: SendableRecordBatchStream,
+    progress: Option<&WriteProgress>,
+) -> Result<u64> {
     let mut writer = table.writer();
     while let Some(batch) = data.next().await {
-        writer.write(batch?).await.map_err(to_df)?;
+        let batch = batch?;
+        let rows = batch.num_rows() as u64;
+        writer.write(batch).await.map_err(to_df)?;
+        if let Some(progress) = progress {
+            progress.add(rows);
+        }
     }
     Ok(writer.finish().await.map_err(to_df)?.rows)
 }
@@ -59,6 +74,6 @@ impl DataSink for SieveSink {
         data: SendableRecordBatchStream,
         _context: &Arc<TaskContext>,
     ) -> Result<u64> {
-        write_stream(&self.table, data).await
+        write_stream(&self.table, data, self.progress.as_deref()).await
     }
 }

@@ -62,15 +62,28 @@ impl TableWriter {
         self.rows_written
     }
 
+    /// Takes rows whose columns have the table's names and types; nullability may differ (a NULL
+    /// in a NOT NULL column is an error), and blocks are written with the table's own schema.
     pub async fn write(&mut self, batch: RecordBatch) -> Result<()> {
-        if batch.schema().fields() != self.table.def().schema.fields() {
+        let def = self.table.def();
+        let same_columns = batch.schema().fields().len() == def.schema.fields().len()
+            && batch
+                .schema()
+                .fields()
+                .iter()
+                .zip(def.schema.fields())
+                .all(|(got, want)| {
+                    got.name() == want.name() && got.data_type() == want.data_type()
+                });
+        if !same_columns {
             return Err(StorageError::Invalid(format!(
                 "rows do not match the columns of '{}': expected {:?}, got {:?}",
-                self.table.def().name,
-                self.table.def().schema.fields(),
+                def.name,
+                def.schema.fields(),
                 batch.schema().fields()
             )));
         }
+        let batch = RecordBatch::try_new(def.schema.clone(), batch.columns().to_vec())?;
         self.rows_written += batch.num_rows() as u64;
         let block_rows = self.table.def().options.block_rows;
         let mut offset = 0;

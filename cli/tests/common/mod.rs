@@ -28,24 +28,26 @@ pub fn free_port() -> u16 {
 pub struct Server {
     pub port: u16,
     child: Child,
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
 }
 
 impl Server {
     pub fn start() -> Self {
         let dir = tempfile::tempdir().unwrap();
         let port = free_port();
+        let log = std::fs::File::create(dir.path().join("server.log")).unwrap();
+        let storage = dir.path().join("data");
         let child = sieve()
             .args([
                 "--storage",
-                dir.path().to_str().unwrap(),
+                storage.to_str().unwrap(),
                 "serve",
                 "--port",
                 &port.to_string(),
             ])
             .env("SIEVE_PASSWORD", PASSWORD)
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(log)
             .spawn()
             .unwrap();
         let deadline = Instant::now() + Duration::from_secs(30);
@@ -56,11 +58,25 @@ impl Server {
             );
             std::thread::sleep(Duration::from_millis(50));
         }
-        Self {
-            port,
-            child,
-            _dir: dir,
-        }
+        Self { port, child, dir }
+    }
+
+    /// What the server has logged so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("server.log")).unwrap()
+    }
+
+    /// Sends SIGTERM and waits for the exit status.
+    pub fn terminate(&mut self) -> std::process::ExitStatus {
+        let pid = self.child.id().to_string();
+        assert!(
+            Command::new("kill")
+                .args(["-TERM", &pid])
+                .status()
+                .unwrap()
+                .success()
+        );
+        self.child.wait().unwrap()
     }
 
     fn mysql_command(&self, args: &[&str]) -> Command {
