@@ -10,26 +10,23 @@ use sieve_engine::Engine;
 use tokio::net::{TcpListener, TcpStream};
 
 use crate::auth::Account;
+use crate::config::ConfigFile;
 use crate::mysql_backend::Backend;
 
 #[derive(Args)]
 pub struct ServeArgs {
-    /// Address to listen on; anything but loopback needs a password
-    #[arg(long, default_value = "127.0.0.1")]
-    host: IpAddr,
-    #[arg(long, default_value_t = 3307)]
-    port: u16,
-    /// The account clients log in as
-    #[arg(long, env = "SIEVE_USER", default_value = "root")]
-    user: String,
-    /// Its password (empty: none, allowed on loopback only)
-    #[arg(
-        long,
-        env = "SIEVE_PASSWORD",
-        default_value = "",
-        hide_env_values = true
-    )]
-    password: String,
+    /// Address to listen on [default: 127.0.0.1]; anything but loopback needs a password
+    #[arg(long)]
+    host: Option<IpAddr>,
+    /// [default: 3307]
+    #[arg(long)]
+    port: Option<u16>,
+    /// The account clients log in as [default: root]
+    #[arg(long, env = "SIEVE_USER")]
+    user: Option<String>,
+    /// Its password [default: none, allowed on loopback only]
+    #[arg(long, env = "SIEVE_PASSWORD", hide_env_values = true)]
+    password: Option<String>,
 }
 
 async fn shutdown_signal() {
@@ -54,21 +51,24 @@ fn duplicate(stream: &TcpStream) -> std::io::Result<TcpStream> {
     TcpStream::from_std(std::net::TcpStream::from(fd))
 }
 
-pub async fn serve(engine: Engine, args: ServeArgs) -> Result<(), String> {
-    if !args.host.is_loopback() && args.password.is_empty() {
+pub async fn serve(engine: Engine, args: ServeArgs, config: ConfigFile) -> Result<(), String> {
+    let host = args
+        .host
+        .or(config.host)
+        .unwrap_or(IpAddr::from([127, 0, 0, 1]));
+    let port = args.port.or(config.port).unwrap_or(3307);
+    let user = args.user.or(config.user).unwrap_or_else(|| "root".into());
+    let password = args.password.or(config.password).unwrap_or_default();
+    if !host.is_loopback() && password.is_empty() {
         return Err(format!(
-            "refusing to listen on {} without a password: set --password or SIEVE_PASSWORD",
-            args.host
+            "refusing to listen on {host} without a password: set --password, SIEVE_PASSWORD or password in --config"
         ));
     }
-    let address = SocketAddr::new(args.host, args.port);
+    let address = SocketAddr::new(host, port);
     let listener = TcpListener::bind(address)
         .await
         .map_err(|e| format!("cannot listen on {address}: {e}"))?;
-    let account = Arc::new(Account {
-        user: args.user,
-        password: args.password,
-    });
+    let account = Arc::new(Account { user, password });
     log::info!(
         "serving the MySQL protocol on {address}, storage {}",
         engine.storage().url()

@@ -102,7 +102,7 @@ fn concurrent_clients() {
 }
 
 #[test]
-fn a_client_that_leaves_cancels_its_statement() {
+fn a_slow_statement_blocks_no_one_and_is_cancelled_when_its_client_leaves() {
     let server = Server::start();
     let mut client = std::process::Command::new("mysql")
         .args([
@@ -115,6 +115,15 @@ fn a_client_that_leaves_cancels_its_statement() {
         .spawn()
         .unwrap();
     std::thread::sleep(std::time::Duration::from_secs(2));
+    // The slow statement does not hold up other connections.
+    let started = std::time::Instant::now();
+    let out = server.mysql(&["-e", "select 6"]);
+    assert_eq!(stdout(&out).trim(), "6");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
     client.kill().unwrap();
     client.wait().unwrap();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);

@@ -160,3 +160,44 @@ fn two_processes_append_to_one_table_without_loss() {
     let text = stdout(&out);
     assert!(text.contains("| 10000    | 10000"), "{text}");
 }
+
+#[test]
+fn a_config_file_sets_the_storage_and_flags_override_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("sieve.toml");
+    let storage = dir.path().join("from-config");
+    std::fs::write(
+        &config,
+        format!("storage = {:?}\nport = 4000\n", storage.to_str().unwrap()),
+    )
+    .unwrap();
+    let out = sieve()
+        .args([
+            "--config",
+            config.to_str().unwrap(),
+            "sql",
+            "-e",
+            "create table c (a int)",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        storage.join("catalog").exists(),
+        "the config's storage was used"
+    );
+
+    std::fs::write(&config, "colour = 'red'\n").unwrap();
+    let out = sieve()
+        .args([
+            "--config",
+            config.to_str().unwrap(),
+            "sql",
+            "-e",
+            "select 1",
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("colour"), "{}", stderr(&out));
+}
