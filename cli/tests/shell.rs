@@ -5,7 +5,7 @@ mod common;
 use std::io::Write;
 use std::process::Stdio;
 
-use common::{sieve, stderr, stdout};
+use common::{sieve, sql, stderr, stdout};
 
 #[test]
 fn execute_prints_tables_and_summaries() {
@@ -49,25 +49,13 @@ fn execute_prints_tables_and_summaries() {
 #[test]
 fn errors_are_one_line_and_exit_non_zero() {
     let dir = tempfile::tempdir().unwrap();
-    let out = sieve()
-        .args([
-            "--storage",
-            dir.path().to_str().unwrap(),
-            "sql",
-            "-e",
-            "select * from nope",
-        ])
-        .output()
-        .unwrap();
+    let out = sql(dir.path().to_str().unwrap(), "select * from nope");
     assert!(!out.status.success());
     let err = stderr(&out);
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     assert!(err.contains("nope"), "{err}");
 
-    let out = sieve()
-        .args(["--storage", "ftp://x/y", "sql", "-e", "select 1"])
-        .output()
-        .unwrap();
+    let out = sql("ftp://x/y", "select 1");
     assert!(!out.status.success());
     assert!(
         stderr(&out).contains("unsupported scheme"),
@@ -118,16 +106,10 @@ fn serving_beyond_loopback_needs_a_password() {
 fn two_processes_append_to_one_table_without_loss() {
     let dir = tempfile::tempdir().unwrap();
     let storage = dir.path().to_str().unwrap();
-    let created = sieve()
-        .args([
-            "--storage",
-            storage,
-            "sql",
-            "-e",
-            "create table t (n bigint unsigned) with (block_rows = 1000)",
-        ])
-        .output()
-        .unwrap();
+    let created = sql(
+        storage,
+        "create table t (n bigint unsigned) with (block_rows = 1000)",
+    );
     assert!(created.status.success(), "{}", stderr(&created));
     let writers: Vec<_> = (0..2)
         .map(|w| {
@@ -147,16 +129,7 @@ fn two_processes_append_to_one_table_without_loss() {
         let out = writer.wait_with_output().unwrap();
         assert!(out.status.success(), "{}", stderr(&out));
     }
-    let out = sieve()
-        .args([
-            "--storage",
-            storage,
-            "sql",
-            "-e",
-            "select count(*), count(distinct n) from t",
-        ])
-        .output()
-        .unwrap();
+    let out = sql(storage, "select count(*), count(distinct n) from t");
     let text = stdout(&out);
     assert!(text.contains("| 10000    | 10000"), "{text}");
 }

@@ -16,6 +16,14 @@ pub fn sieve() -> Command {
     Command::new(env!("CARGO_BIN_EXE_sieve"))
 }
 
+/// `sieve --storage <storage> sql -e <sql>`, run to completion.
+pub fn sql(storage: &str, sql: &str) -> Output {
+    sieve()
+        .args(["--storage", storage, "sql", "-e", sql])
+        .output()
+        .unwrap()
+}
+
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
