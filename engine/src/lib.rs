@@ -3,6 +3,7 @@
 
 mod catalog;
 mod error;
+mod index_stats;
 mod numbers;
 mod options;
 mod progress;

@@ -23,6 +23,7 @@ use sieve_storage::{Catalog, DEFAULT_DATABASE, Storage, StorageError, Table, Tab
 
 use crate::catalog::{CATALOG_NAME, SieveCatalog};
 use crate::error::to_df;
+use crate::index_stats::IndexStatsFunction;
 use crate::numbers::NumbersFunction;
 use crate::options::SieveOptions;
 use crate::progress::WriteProgress;
@@ -133,6 +134,10 @@ impl Session {
         let ctx = SessionContext::new_with_state(state);
         ctx.register_catalog(CATALOG_NAME, Arc::new(SieveCatalog::new(catalog.clone())));
         ctx.register_udtf("numbers", Arc::new(NumbersFunction));
+        ctx.register_udtf(
+            "sieve_index_stats",
+            Arc::new(IndexStatsFunction::new(catalog.clone())),
+        );
         let rand = datafusion::functions::math::random()
             .as_ref()
             .clone()
