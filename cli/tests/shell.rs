@@ -5,7 +5,7 @@ mod common;
 use std::io::Write;
 use std::process::Stdio;
 
-use common::{sieve, sql, stderr, stdout};
+use common::{assert_fails_with, sieve, sql, stderr, stdout};
 
 #[test]
 fn execute_prints_tables_and_summaries() {
@@ -56,12 +56,7 @@ fn errors_are_one_line_and_exit_non_zero() {
     assert!(err.contains("nope"), "{err}");
 
     let out = sql("ftp://x/y", "select 1");
-    assert!(!out.status.success());
-    assert!(
-        stderr(&out).contains("unsupported scheme"),
-        "{}",
-        stderr(&out)
-    );
+    assert_fails_with(&out, "unsupported scheme");
 }
 
 #[test]
@@ -94,12 +89,7 @@ fn serving_beyond_loopback_needs_a_password() {
         .env_remove("SIEVE_PASSWORD")
         .output()
         .unwrap();
-    assert!(!out.status.success());
-    assert!(
-        stderr(&out).contains("without a password"),
-        "{}",
-        stderr(&out)
-    );
+    assert_fails_with(&out, "without a password");
 }
 
 #[test]
@@ -171,6 +161,5 @@ fn a_config_file_sets_the_storage_and_flags_override_it() {
         ])
         .output()
         .unwrap();
-    assert!(!out.status.success());
-    assert!(stderr(&out).contains("colour"), "{}", stderr(&out));
+    assert_fails_with(&out, "colour");
 }

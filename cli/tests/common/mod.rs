@@ -134,6 +134,20 @@ pub fn stdout(output: &Output) -> String {
     String::from_utf8_lossy(&output.stdout).to_string()
 }
 
+/// Asserts a command failed and said `needle` on stderr.
+pub fn assert_fails_with(output: &Output, needle: &str) {
+    assert!(
+        !output.status.success(),
+        "expected a failure, got {:?}",
+        output.status
+    );
+    assert!(
+        stderr(output).contains(needle),
+        "{needle:?} missing from {}",
+        stderr(output)
+    );
+}
+
 pub fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).to_string()
 }
