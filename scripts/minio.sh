@@ -48,6 +48,8 @@ minio_start() {
     return 1
   }
   export SIEVE_TEST_S3_URL="s3://sieve-test"
+  # Tests that restart a MinIO of their own (a load surviving an outage) start this binary.
+  export SIEVE_TEST_MINIO_BIN="$MINIO_BIN"
   echo "MinIO on $AWS_ENDPOINT (pid $MINIO_PID), bucket sieve-test"
 }
 

@@ -2,6 +2,7 @@
 
 mod auth;
 mod config;
+mod load;
 mod mysql_backend;
 mod mysql_values;
 mod progress;
@@ -41,6 +42,9 @@ enum Command {
     Serve(serve::ServeArgs),
     /// Run SQL: an interactive shell, `-e "…"`, or a script on standard input
     Sql(shell::SqlArgs),
+    /// Load (or finish loading) Databend's synthetic table t10b: c1 = 0..N, c2 = a random double
+    /// as text. Resumable: after an interruption, the same command continues from the last commit
+    Load(load::LoadArgs),
 }
 
 #[tokio::main]
@@ -59,6 +63,7 @@ async fn main() {
                 serve::serve(engine, args, config).await
             }
             Command::Sql(args) => shell::run(&storage, args).await,
+            Command::Load(args) => load::run(&storage, args).await,
         }
     }
     .await;

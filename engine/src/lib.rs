@@ -4,6 +4,7 @@
 mod catalog;
 mod error;
 mod index_stats;
+mod load;
 mod numbers;
 mod options;
 mod progress;
@@ -13,9 +14,11 @@ mod scan_exec;
 mod session;
 mod sink;
 mod storage_url;
+mod synthetic;
 mod table_options;
 
 pub use error::{ErrorClass, classify};
+pub use load::{DEFAULT_COMMIT_BLOCKS, LoadProgress, LoadRequest, LoadSummary};
 pub use options::SieveOptions;
 pub use progress::WriteProgress;
 pub use pruning::PruneOutcome;

@@ -54,6 +54,10 @@ impl Engine {
         self.catalog.storage()
     }
 
+    pub(crate) fn catalog(&self) -> &Catalog {
+        &self.catalog
+    }
+
     pub fn session(&self) -> Result<Session> {
         Session::new(self.catalog.clone())
     }
@@ -336,18 +340,27 @@ impl Session {
         let LogicalPlan::Ddl(DdlStatement::CreateMemoryTable(create)) = plan else {
             return exec_err!("unexpected plan for CREATE TABLE");
         };
-        let schema: SchemaRef = Arc::new(create.input.schema().as_arrow().clone());
+        // The table takes the physical plan's types: they can be wider than the logical plan's
+        // (DataFusion 55 plans `bigint unsigned + 5` as Decimal(20, 0) but computes Decimal(21, 0)).
+        let physical = if has_query {
+            let frame = self
+                .ctx
+                .execute_logical_plan(create.input.as_ref().clone())
+                .await?;
+            Some(frame.create_physical_plan().await?)
+        } else {
+            None
+        };
+        let schema: SchemaRef = match &physical {
+            Some(plan) => plan.schema(),
+            None => Arc::new(create.input.schema().as_arrow().clone()),
+        };
         let options = table_options(&schema, &pairs)?;
         let def = TableDef::new(&db, &name, schema, options).map_err(to_df)?;
         let mut rows = 0;
-        if has_query {
+        if let Some(plan) = physical {
             let table = Table::new(self.catalog.storage().clone(), def.clone());
-            let stream = self
-                .ctx
-                .execute_logical_plan(create.input.as_ref().clone())
-                .await?
-                .execute_stream()
-                .await?;
+            let stream = datafusion::physical_plan::execute_stream(plan, self.ctx.task_ctx())?;
             rows = write_stream(&table, stream, Some(&self.progress)).await?;
         }
         match self.catalog.create_table(&def).await {

@@ -8,7 +8,7 @@ use datafusion::sql::sqlparser::ast::{CreateTableOptions, Expr, SqlOption, Value
 use sieve_index::FilterKind;
 use sieve_storage::TableOptions;
 
-const KEYS: &str = "index_columns, filter, block_rows";
+const KEYS: &str = "index_columns, filter, block_rows, parquet_bloom_filters";
 
 fn literal(value: &Expr) -> Option<String> {
     match value {
@@ -64,6 +64,13 @@ pub fn table_options(schema: &Schema, pairs: &[(String, String)]) -> Result<Tabl
             "block_rows" => match value.parse::<usize>() {
                 Ok(n) if n > 0 => options.block_rows = n,
                 _ => return plan_err!("block_rows must be a positive integer, got {value:?}"),
+            },
+            "parquet_bloom_filters" => match value.to_ascii_lowercase().as_str() {
+                "true" | "1" => options.parquet_bloom_filters = true,
+                "false" | "0" => options.parquet_bloom_filters = false,
+                _ => {
+                    return plan_err!("parquet_bloom_filters must be true or false, got {value:?}");
+                }
             },
             other => return plan_err!("unknown table option {other:?}; supported: {KEYS}"),
         }

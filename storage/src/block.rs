@@ -7,6 +7,7 @@ use parquet::arrow::ArrowWriter;
 use parquet::arrow::arrow_reader::statistics::StatisticsConverter;
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
+use parquet::schema::types::ColumnPath;
 use sieve_index::sidecar;
 use sieve_index::{ColumnHashes, ColumnIndex};
 
@@ -43,20 +44,30 @@ pub struct EncodedBlock {
     pub stats: BlockStats,
 }
 
-fn writer_properties() -> Result<WriterProperties> {
-    Ok(WriterProperties::builder()
+fn writer_properties(def: &TableDef) -> Result<WriterProperties> {
+    let mut builder = WriterProperties::builder()
         .set_compression(Compression::ZSTD(ZstdLevel::try_new(1)?))
         .set_statistics_enabled(EnabledStatistics::Page)
         // One row group per block: the block is the unit of pruning.
         .set_max_row_group_row_count(None)
-        .set_max_row_group_bytes(None)
-        .build())
+        .set_max_row_group_bytes(None);
+    if def.options.parquet_bloom_filters {
+        for column in &def.options.index_columns {
+            let path = ColumnPath::from(column.as_str());
+            builder = builder
+                .set_column_bloom_filter_enabled(path.clone(), true)
+                // A block's distinct values are at most its rows (Parquet's default fpp, 5%).
+                .set_column_bloom_filter_max_ndv(path, def.options.block_rows as u64);
+        }
+    }
+    Ok(builder.build())
 }
 
 pub fn encode_block(def: &TableDef, id: String, batches: &[RecordBatch]) -> Result<EncodedBlock> {
     let schema = def.schema.clone();
     let mut buffer = Vec::new();
-    let mut writer = ArrowWriter::try_new(&mut buffer, schema.clone(), Some(writer_properties()?))?;
+    let mut writer =
+        ArrowWriter::try_new(&mut buffer, schema.clone(), Some(writer_properties(def)?))?;
     for batch in batches {
         writer.write(batch)?;
     }

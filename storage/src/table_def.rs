@@ -17,6 +17,10 @@ pub struct TableOptions {
     #[serde(with = "filter_name")]
     pub filter: FilterKind,
     pub block_rows: usize,
+    /// Also write Parquet's own split-block bloom filters for the index columns, so other Parquet
+    /// readers (and DataFusion's ListingTable baseline in `sieve bench filters`) can use them.
+    #[serde(default)]
+    pub parquet_bloom_filters: bool,
 }
 
 impl TableOptions {
@@ -31,6 +35,7 @@ impl TableOptions {
                 .collect(),
             filter: FilterKind::default(),
             block_rows: DEFAULT_BLOCK_ROWS,
+            parquet_bloom_filters: false,
         }
     }
 }

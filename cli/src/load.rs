@@ -1,0 +1,233 @@
+//! `sieve load t10b --rows N`: loads Databend's synthetic table with a progress bar (rows/s, ETA)
+//! and a summary; run again after any interruption to finish the load (see the engine's `load`).
+
+use std::io::IsTerminal;
+use std::time::Duration;
+
+use clap::Args;
+use datafusion::arrow::util::display::array_value_to_string;
+use indicatif::{HumanBytes, HumanCount, ProgressBar, ProgressDrawTarget, ProgressStyle};
+use sieve_engine::{DEFAULT_COMMIT_BLOCKS, Engine, LoadProgress, LoadRequest, LoadSummary};
+
+use crate::progress::rate;
+
+#[derive(Args)]
+pub struct LoadArgs {
+    /// The table to create or finish, `name` or `database.name`
+    #[arg(default_value = "t10b")]
+    table: String,
+    /// Rows the table holds when done: c1 = 0..N, c2 = text of a random double
+    #[arg(long, value_parser = parse_count)]
+    rows: u64,
+    /// Filter kind for a new table: xor8, xor16, binary_fuse8 (default), binary_fuse16, cuckoo,
+    /// cuckoo16, bloom
+    #[arg(long)]
+    filter: Option<String>,
+    /// Indexed columns of a new table, comma-separated, or `none` (default: c1,c2)
+    #[arg(long)]
+    index_columns: Option<String>,
+    /// Rows per block of a new table (default 1000000)
+    #[arg(long, value_parser = parse_count)]
+    block_rows: Option<u64>,
+    /// Also write Parquet's own bloom filters for the indexed columns
+    #[arg(long)]
+    parquet_bloom_filters: bool,
+    /// Commit every this many blocks; an interrupted load loses at most one batch of work
+    #[arg(long, default_value_t = DEFAULT_COMMIT_BLOCKS)]
+    commit_blocks: usize,
+    /// Afterwards, check count(*) and count(distinct c1) against --rows (memory grows with rows)
+    #[arg(long)]
+    verify: bool,
+}
+
+/// Accepts 10000000, 10_000_000, 10M, 1B (and k, m, g / b suffixes), as row counts are large.
+pub fn parse_count(text: &str) -> Result<u64, String> {
+    let cleaned = text.replace('_', "");
+    let (digits, scale) = match cleaned.chars().last().map(|c| c.to_ascii_lowercase()) {
+        Some('k') => (&cleaned[..cleaned.len() - 1], 1_000),
+        Some('m') => (&cleaned[..cleaned.len() - 1], 1_000_000),
+        Some('b' | 'g') => (&cleaned[..cleaned.len() - 1], 1_000_000_000),
+        _ => (cleaned.as_str(), 1),
+    };
+    digits
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(scale))
+        .ok_or_else(|| format!("expected a row count like 1000000, 10M or 1B, got {text:?}"))
+}
+
+impl LoadArgs {
+    pub fn request(&self) -> LoadRequest {
+        let mut options = Vec::new();
+        if let Some(filter) = &self.filter {
+            options.push(("filter".to_string(), filter.clone()));
+        }
+        if let Some(columns) = &self.index_columns {
+            options.push(("index_columns".to_string(), columns.clone()));
+        }
+        if let Some(rows) = self.block_rows {
+            options.push(("block_rows".to_string(), rows.to_string()));
+        }
+        if self.parquet_bloom_filters {
+            options.push(("parquet_bloom_filters".to_string(), "true".to_string()));
+        }
+        LoadRequest {
+            table: self.table.clone(),
+            rows: self.rows,
+            options,
+            commit_blocks: self.commit_blocks,
+        }
+    }
+}
+
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// Runs a load while drawing its progress: a bar on a terminal, a log line every 10 s otherwise.
+pub async fn load_with_progress(
+    engine: &Engine,
+    request: &LoadRequest,
+) -> Result<LoadSummary, String> {
+    let progress = LoadProgress::default();
+    let bar = ProgressBar::hidden();
+    let terminal = std::io::stderr().is_terminal();
+    if terminal {
+        bar.set_draw_target(ProgressDrawTarget::stderr());
+    }
+    bar.set_style(
+        ProgressStyle::with_template(
+            "{bar:30} {human_pos}/{human_len} rows · {per_sec} · ETA {eta} · committed {msg}",
+        )
+        .expect("valid template"),
+    );
+    let load = engine.load_synthetic(request, &progress);
+    tokio::pin!(load);
+    let mut ticks = tokio::time::interval(Duration::from_millis(200));
+    let mut started = false;
+    let mut last_log = tokio::time::Instant::now();
+    let result = loop {
+        tokio::select! {
+            result = &mut load => break result,
+            _ = ticks.tick() => {
+                if progress.total() == 0 {
+                    continue;
+                }
+                let done = progress.before() + progress.written();
+                if !started {
+                    // Resumed rows count toward the bar but not toward the rate and ETA.
+                    bar.set_length(progress.total());
+                    bar.set_position(done);
+                    bar.reset_eta();
+                    started = true;
+                }
+                bar.set_position(done);
+                bar.set_message(HumanCount(progress.committed()).to_string());
+                if !terminal && last_log.elapsed() >= Duration::from_secs(10) {
+                    last_log = tokio::time::Instant::now();
+                    log::info!(
+                        "{} of {} rows written, {} committed",
+                        progress.written(),
+                        progress.total(),
+                        progress.committed()
+                    );
+                }
+            }
+            _ = tokio::signal::ctrl_c() => {
+                bar.abandon();
+                return Err(format!(
+                    "interrupted: {} rows of {} are committed; run the same command again to continue",
+                    progress.committed(),
+                    progress.total()
+                ));
+            }
+        }
+    };
+    bar.finish_and_clear();
+    result.map_err(|e| e.to_string())
+}
+
+async fn scalar(engine: &Engine, sql: &str) -> Result<Vec<String>, String> {
+    let output = engine
+        .session()
+        .map_err(|e| e.to_string())?
+        .execute(sql)
+        .await
+        .map_err(|e| format!("{sql}: {e}"))?;
+    let batch = output.batches.first().ok_or("no result")?;
+    (0..batch.num_columns())
+        .map(|c| array_value_to_string(batch.column(c), 0).map_err(|e| e.to_string()))
+        .collect()
+}
+
+pub async fn run(storage: &str, args: LoadArgs) -> Result<(), String> {
+    let engine = Engine::open(storage).await.map_err(|e| e.to_string())?;
+    let summary = load_with_progress(&engine, &args.request()).await?;
+    let secs = summary.elapsed.as_secs_f64();
+    let per_second = rate(summary.rows_loaded, summary.elapsed);
+    println!(
+        "loaded {} rows into {} in {secs:.1} s: {} rows/s, {} rows/s per core ({} cores), {} commits{}",
+        HumanCount(summary.rows_loaded),
+        summary.table,
+        HumanCount(per_second as u64),
+        HumanCount((per_second / cores() as f64) as u64),
+        cores(),
+        summary.commits,
+        if summary.rows_before > 0 {
+            format!(
+                " (resumed after {} committed rows)",
+                HumanCount(summary.rows_before)
+            )
+        } else {
+            String::new()
+        }
+    );
+    println!(
+        "{}: {} rows in {} blocks · data {} · sidecars {}",
+        summary.table,
+        HumanCount(summary.rows_total),
+        summary.blocks_total,
+        HumanBytes(summary.data_bytes),
+        HumanBytes(summary.sidecar_bytes)
+    );
+    let stats = engine
+        .session()
+        .map_err(|e| e.to_string())?
+        .execute(&format!(
+            "select column_name, kind, blocks, keys, bytes, round(bits_per_key, 2) as bits_per_key from sieve_index_stats('{}')",
+            summary.table
+        ))
+        .await
+        .map_err(|e| e.to_string())?;
+    for batch in &stats.batches {
+        for row in 0..batch.num_rows() {
+            let cell = |c: usize| array_value_to_string(batch.column(c), row).unwrap_or_default();
+            let bytes = cell(4).parse().unwrap_or(0);
+            println!(
+                "  index {} {}: {} blocks, {} keys, {}, {} bits/key",
+                cell(0),
+                cell(1),
+                cell(2),
+                cell(3),
+                HumanBytes(bytes),
+                cell(5)
+            );
+        }
+    }
+    if args.verify {
+        let counts = scalar(
+            &engine,
+            &format!("select count(*), count(distinct c1) from {}", summary.table),
+        )
+        .await?;
+        let want = args.rows.to_string();
+        if counts != [want.clone(), want] {
+            return Err(format!(
+                "verification failed: count(*) = {}, count(distinct c1) = {}, expected {}",
+                counts[0], counts[1], args.rows
+            ));
+        }
+        println!("verified: count(*) = count(distinct c1) = {}", args.rows);
+    }
+    Ok(())
+}
