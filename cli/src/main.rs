@@ -1,6 +1,7 @@
 //! `sieve`: point queries over huge tables on object storage, from a MySQL client or a shell.
 
 mod auth;
+mod bench;
 mod config;
 mod load;
 mod mysql_backend;
@@ -45,6 +46,8 @@ enum Command {
     /// Load (or finish loading) Databend's synthetic table t10b: c1 = 0..N, c2 = a random double
     /// as text. Resumable: after an interruption, the same command continues from the last commit
     Load(load::LoadArgs),
+    /// Benchmarks: `sieve bench filters --rows 10M` compares filter kinds
+    Bench(bench::BenchArgs),
 }
 
 #[tokio::main]
@@ -64,6 +67,7 @@ async fn main() {
             }
             Command::Sql(args) => shell::run(&storage, args).await,
             Command::Load(args) => load::run(&storage, args).await,
+            Command::Bench(args) => bench::run(&storage, args).await,
         }
     }
     .await;

@@ -15,6 +15,13 @@ use crate::provider::SieveTable;
 
 pub const CATALOG_NAME: &str = "sieve";
 
+/// `database.name`, or a bare `name` in the default database.
+pub fn split_table_name(table: &str) -> (&str, &str) {
+    table
+        .split_once('.')
+        .unwrap_or((sieve_storage::DEFAULT_DATABASE, table))
+}
+
 #[derive(Debug)]
 pub struct SieveCatalog {
     catalog: Catalog,

@@ -3,7 +3,9 @@
 
 mod catalog;
 mod error;
+mod false_positives;
 mod index_stats;
+mod listing_baseline;
 mod load;
 mod numbers;
 mod options;
@@ -18,6 +20,7 @@ mod synthetic;
 mod table_options;
 
 pub use error::{ErrorClass, classify};
+pub use false_positives::FalsePositives;
 pub use load::{DEFAULT_COMMIT_BLOCKS, LoadProgress, LoadRequest, LoadSummary};
 pub use options::SieveOptions;
 pub use progress::WriteProgress;

@@ -16,7 +16,7 @@ use datafusion::arrow::datatypes::UInt64Type;
 use datafusion::common::{exec_datafusion_err, exec_err, plan_err};
 use datafusion::error::Result;
 use futures::StreamExt;
-use sieve_storage::{BlockList, DEFAULT_DATABASE, StorageError, Table, TableDef};
+use sieve_storage::{BlockList, StorageError, Table, TableDef};
 
 use crate::error::to_df;
 use crate::session::Engine;
@@ -136,10 +136,7 @@ impl Engine {
         if request.commit_blocks == 0 {
             return plan_err!("commit_blocks must be at least 1");
         }
-        let (db, name) = match request.table.split_once('.') {
-            Some((db, name)) => (db, name),
-            None => (DEFAULT_DATABASE, request.table.as_str()),
-        };
+        let (db, name) = crate::catalog::split_table_name(&request.table);
         let catalog = self.catalog();
         let schema = synthetic::schema();
         let wanted = table_options(&schema, &request.options)?;

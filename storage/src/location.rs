@@ -13,7 +13,7 @@ use object_store::memory::InMemory;
 use object_store::prefix::PrefixStore;
 use url::Url;
 
-use crate::cache::{Caches, DEFAULT_SIDECAR_CACHE_BYTES};
+use crate::cache::{Caches, sidecar_cache_bytes};
 use crate::error::{Result, StorageError};
 
 /// An object store rooted at the storage URL (every path Sieve writes is relative to it), with
@@ -70,7 +70,7 @@ impl Storage {
         Self {
             store,
             url,
-            caches: Arc::new(Caches::new(DEFAULT_SIDECAR_CACHE_BYTES)),
+            caches: Arc::new(Caches::new(sidecar_cache_bytes())),
         }
     }
 

@@ -1,0 +1,401 @@
+//! `sieve bench filters --rows N`: loads the same t10b once per filter kind (identical data: the
+//! loader seeds c2 by block), then measures, per kind, what the index costs (bytes, bits per key,
+//! false-positive rate probed directly) and what it buys (blocks read and latency of point queries
+//! on c2 for present and absent keys, warm and cold cache), against plain DataFusion over the same
+//! Parquet files (ListingTable, with and without Parquet's own bloom filters) in the same run.
+
+mod chart;
+mod report;
+mod timing;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use clap::{Args, Subcommand};
+use datafusion::arrow::util::display::array_value_to_string;
+use datafusion::execution::context::SessionContext;
+use datafusion::physical_expr_common::metrics::MetricValue;
+use datafusion::physical_plan::{ExecutionPlan, collect};
+use sieve_engine::{DEFAULT_COMMIT_BLOCKS, Engine, LoadRequest};
+
+use crate::load::{load_with_progress, parse_count};
+use report::{Report, SystemRow};
+use timing::{Sample, Summary};
+
+#[derive(Args)]
+pub struct BenchArgs {
+    #[command(subcommand)]
+    command: BenchCommand,
+}
+
+#[derive(Subcommand)]
+enum BenchCommand {
+    /// Compare filter kinds on t10b: index size, false-positive rate, blocks read and point-query
+    /// latency, against plain DataFusion over the same Parquet files
+    Filters(FiltersArgs),
+}
+
+#[derive(Args)]
+struct FiltersArgs {
+    /// Rows of t10b to load per filter kind (10M, 100M, 1B, …)
+    #[arg(long, value_parser = parse_count, default_value = "10M")]
+    rows: u64,
+    /// Rows per block
+    #[arg(long, value_parser = parse_count, default_value = "1M")]
+    block_rows: u64,
+    /// Point queries per case (present/absent key × warm/cold cache)
+    #[arg(long, default_value_t = 50)]
+    queries: usize,
+    /// Absent keys probed against every block's filter to measure the false-positive rate
+    #[arg(long, default_value_t = 100_000)]
+    probe_keys: usize,
+    /// Filter kinds to compare (`none`, the baseline for the others, is always loaded)
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "xor8,xor16,binary_fuse8,binary_fuse16,cuckoo,bloom"
+    )]
+    kinds: Vec<String>,
+    /// Database holding the tables (t_<kind>); tables already loaded are reused
+    #[arg(long, default_value = "bench_filters")]
+    database: String,
+    /// Directory for filters.md, filters.csv, filters.json and filters.svg
+    #[arg(long, default_value = "bench-filters")]
+    out: PathBuf,
+}
+
+pub async fn run(storage: &str, args: BenchArgs) -> Result<(), String> {
+    match args.command {
+        BenchCommand::Filters(args) => filters(storage, args).await,
+    }
+}
+
+/// The Parquet-bloom baseline's table: no Sieve filter matters to it, only the Parquet files.
+const PARQUET_BLOOM: &str = "parquet_bloom";
+
+struct Loaded {
+    filter: String,
+    table: String,
+    rows_per_sec: Option<f64>,
+    data_bytes: u64,
+    blocks: u64,
+}
+
+async fn load_table(engine: &Engine, args: &FiltersArgs, filter: &str) -> Result<Loaded, String> {
+    let table = format!("{}.t_{filter}", args.database);
+    let mut options = vec![("block_rows".to_string(), args.block_rows.to_string())];
+    match filter {
+        "none" => options.push(("index_columns".into(), "none".into())),
+        PARQUET_BLOOM => options.push(("parquet_bloom_filters".into(), "true".into())),
+        kind => options.push(("filter".into(), kind.into())),
+    }
+    let request = LoadRequest {
+        table: table.clone(),
+        rows: args.rows,
+        options,
+        commit_blocks: DEFAULT_COMMIT_BLOCKS,
+    };
+    eprintln!("loading {table}");
+    let summary = load_with_progress(engine, &request).await?;
+    Ok(Loaded {
+        filter: filter.to_string(),
+        table,
+        rows_per_sec: (summary.rows_loaded > 0)
+            .then(|| summary.rows_loaded as f64 / summary.elapsed.as_secs_f64()),
+        data_bytes: summary.data_bytes,
+        blocks: summary.blocks_total,
+    })
+}
+
+async fn rows_of(engine: &Engine, sql: &str) -> Result<Vec<Vec<String>>, String> {
+    let output = engine
+        .session()
+        .map_err(|e| e.to_string())?
+        .execute(sql)
+        .await
+        .map_err(|e| format!("{sql}: {e}"))?;
+    let mut rows = Vec::new();
+    for batch in &output.batches {
+        for r in 0..batch.num_rows() {
+            let row = (0..batch.num_columns())
+                .map(|c| array_value_to_string(batch.column(c), r).map_err(|e| e.to_string()))
+                .collect::<Result<_, _>>()?;
+            rows.push(row);
+        }
+    }
+    Ok(rows)
+}
+
+/// Text keys shaped like c2's values (and inside every block's min/max, so only filters can rule
+/// them out); a clash with one of N random doubles has odds around N / 10^17.
+fn absent_keys(count: usize) -> Vec<String> {
+    (0..count as u64)
+        .map(|i| {
+            let mixed = i.wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(29);
+            format!("0.{:017}", mixed % 100_000_000_000_000_000)
+        })
+        .collect()
+}
+
+/// Runs every case for one system, checking each answer: one row for a present key, none for an
+/// absent one.
+async fn measure(
+    name: &str,
+    present: &[String],
+    absent: &[String],
+    table: &str,
+    mut query: impl AsyncFnMut(bool, String) -> Result<Sample, String>,
+) -> Result<[Summary; 4], String> {
+    let sql = |key: &str| format!("select c1, c2 from {table} where c2 = '{key}'");
+    // Fills the warm cache: any c2 query fetches every block's sidecar and the block list.
+    query(false, sql(&present[0])).await?;
+    let mut summaries = Vec::new();
+    for (cold, keys, expected) in [
+        (false, present, 1),
+        (true, present, 1),
+        (false, absent, 0),
+        (true, absent, 0),
+    ] {
+        let mut samples = Vec::new();
+        for key in keys {
+            let sample = query(cold, sql(key)).await?;
+            if sample.rows != expected {
+                return Err(format!(
+                    "{name}: {} returned {} rows, expected {expected}",
+                    sql(key),
+                    sample.rows
+                ));
+            }
+            samples.push(sample);
+        }
+        summaries.push(Summary::of(&samples));
+    }
+    Ok([summaries[0], summaries[1], summaries[2], summaries[3]])
+}
+
+/// Row groups DataFusion skipped, by file statistics, row-group statistics or bloom filters.
+fn row_groups_pruned(plan: &Arc<dyn ExecutionPlan>) -> u64 {
+    let own: u64 = plan
+        .metrics()
+        .iter()
+        .flat_map(|set| set.iter().cloned().collect::<Vec<_>>())
+        .filter_map(|metric| match metric.value() {
+            MetricValue::PruningMetrics {
+                name,
+                pruning_metrics,
+            } if name.starts_with("row_groups_pruned")
+                || name.starts_with("files_ranges_pruned") =>
+            {
+                Some(pruning_metrics.pruned() as u64)
+            }
+            _ => None,
+        })
+        .sum();
+    own + plan
+        .children()
+        .into_iter()
+        .map(row_groups_pruned)
+        .sum::<u64>()
+}
+
+async fn listing_sample(ctx: &SessionContext, sql: &str, blocks: u64) -> Result<Sample, String> {
+    let started = Instant::now();
+    let plan = ctx
+        .sql(sql)
+        .await
+        .map_err(|e| e.to_string())?
+        .create_physical_plan()
+        .await
+        .map_err(|e| e.to_string())?;
+    let batches = collect(plan.clone(), ctx.task_ctx())
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(Sample {
+        elapsed: started.elapsed(),
+        rows: batches.iter().map(|b| b.num_rows()).sum(),
+        blocks_read: blocks.saturating_sub(row_groups_pruned(&plan)),
+    })
+}
+
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+async fn filters(storage: &str, args: FiltersArgs) -> Result<(), String> {
+    if storage.starts_with("memory:") {
+        return Err("bench filters needs storage that outlives one engine (a directory or s3://…): cold-cache queries open it afresh".into());
+    }
+    if args.queries == 0 || args.rows == 0 {
+        return Err("--rows and --queries must be positive".into());
+    }
+    std::fs::create_dir_all(&args.out)
+        .map_err(|e| format!("cannot create {}: {e}", args.out.display()))?;
+    let engine = Engine::open(storage).await.map_err(|e| e.to_string())?;
+    rows_of(
+        &engine,
+        &format!("create database if not exists {}", args.database),
+    )
+    .await?;
+
+    let mut loaded = Vec::new();
+    for filter in args
+        .kinds
+        .iter()
+        .map(String::as_str)
+        .chain(["none", PARQUET_BLOOM])
+    {
+        if !loaded.iter().any(|l: &Loaded| l.filter == filter) {
+            loaded.push(load_table(&engine, &args, filter).await?);
+        }
+    }
+
+    // Present keys spread over the table, looked up by c1 (the data is the same in every table).
+    let step = (args.rows / args.queries as u64).max(1);
+    let ids: Vec<String> = (0..args.queries as u64)
+        .map(|i| ((i * step + step / 2).min(args.rows - 1)).to_string())
+        .collect();
+    let present: Vec<String> = rows_of(
+        &engine,
+        &format!(
+            "select c2 from {} where c1 in ({})",
+            loaded[0].table,
+            ids.join(",")
+        ),
+    )
+    .await?
+    .into_iter()
+    .map(|mut row| row.remove(0))
+    .collect();
+    let absent = absent_keys(args.queries);
+    let probes = absent_keys(args.queries + args.probe_keys).split_off(args.queries);
+
+    let mut systems = Vec::new();
+    let none_bytes = loaded
+        .iter()
+        .find(|l| l.filter == "none")
+        .map_or(0, |l| l.data_bytes);
+    for table in loaded.iter().filter(|l| l.filter != PARQUET_BLOOM) {
+        let name = format!("sieve {}", table.filter);
+        eprintln!("measuring {name}");
+        let stats = rows_of(
+            &engine,
+            &format!(
+                "select sum(bytes), sum(keys) from sieve_index_stats('{}')",
+                table.table
+            ),
+        )
+        .await?;
+        let number = |s: &str| s.parse::<u64>().unwrap_or(0);
+        let (index_bytes, index_keys) = (number(&stats[0][0]), number(&stats[0][1]));
+        let fp = engine
+            .false_positives(&table.table, "c2", &probes)
+            .await
+            .map_err(|e| e.to_string())?;
+        let [present_warm, present_cold, absent_warm, absent_cold] =
+            measure(&name, &present, &absent, &table.table, async |cold, sql| {
+                let engine = match cold {
+                    true => Engine::open(storage).await.map_err(|e| e.to_string())?,
+                    false => engine.clone(),
+                };
+                let session = engine.session().map_err(|e| e.to_string())?;
+                let started = Instant::now();
+                let out = session.execute(&sql).await.map_err(|e| e.to_string())?;
+                Ok(Sample {
+                    elapsed: started.elapsed(),
+                    rows: out.row_count(),
+                    blocks_read: out.stats.blocks_read,
+                })
+            })
+            .await?;
+        systems.push(SystemRow {
+            engine: "sieve",
+            filter: table.filter.clone(),
+            table: table.table.clone(),
+            rows: args.rows,
+            blocks: table.blocks,
+            data_bytes: table.data_bytes,
+            index_bytes,
+            index_keys,
+            bits_per_key: (index_keys > 0).then(|| index_bytes as f64 * 8.0 / index_keys as f64),
+            false_positive_rate: fp.rate(),
+            false_positive_probes: fp.probes,
+            load_rows_per_sec: table.rows_per_sec,
+            present_warm,
+            present_cold,
+            absent_warm,
+            absent_cold,
+        });
+    }
+
+    // Plain DataFusion over the files of the unindexed table, then of the Parquet-bloom table.
+    for filter in ["none", PARQUET_BLOOM] {
+        let table = loaded
+            .iter()
+            .find(|l| l.filter == filter)
+            .expect("always loaded");
+        let name = format!("datafusion {filter}");
+        eprintln!("measuring {name}");
+        let bare = table
+            .table
+            .split_once('.')
+            .map_or(table.table.as_str(), |(_, t)| t);
+        let warm = engine
+            .listing_baseline(&table.table)
+            .await
+            .map_err(|e| e.to_string())?;
+        let [present_warm, present_cold, absent_warm, absent_cold] =
+            measure(&name, &present, &absent, bare, async |cold, sql| {
+                let ctx = match cold {
+                    true => Engine::open(storage)
+                        .await
+                        .map_err(|e| e.to_string())?
+                        .listing_baseline(&table.table)
+                        .await
+                        .map_err(|e| e.to_string())?,
+                    false => warm.clone(),
+                };
+                listing_sample(&ctx, &sql, table.blocks).await
+            })
+            .await?;
+        let bloom_bytes = table.data_bytes.saturating_sub(none_bytes);
+        // Distinct keys per block over c1 and c2, as the Sieve tables count them.
+        let keys = systems.first().map_or(0, |s: &SystemRow| s.index_keys);
+        systems.push(SystemRow {
+            engine: "datafusion",
+            filter: filter.to_string(),
+            table: table.table.clone(),
+            rows: args.rows,
+            blocks: table.blocks,
+            data_bytes: table.data_bytes,
+            index_bytes: bloom_bytes,
+            index_keys: keys,
+            bits_per_key: (filter == PARQUET_BLOOM && keys > 0)
+                .then(|| bloom_bytes as f64 * 8.0 / keys as f64),
+            false_positive_rate: None,
+            false_positive_probes: 0,
+            load_rows_per_sec: table.rows_per_sec,
+            present_warm,
+            present_cold,
+            absent_warm,
+            absent_cold,
+        });
+    }
+
+    let report = Report {
+        storage: storage.to_string(),
+        rows: args.rows,
+        block_rows: args.block_rows,
+        queries: args.queries,
+        cores: cores(),
+        systems,
+    };
+    report.write(&args.out)?;
+    chart::write_svg(&report, &args.out.join("filters.svg"))?;
+    println!("{}", report.markdown());
+    println!(
+        "wrote filters.md, filters.csv, filters.json and filters.svg to {}",
+        args.out.display()
+    );
+    Ok(())
+}
