@@ -1,13 +1,8 @@
 //! Data for Sieve's benchmarks: the columns of Databend's `t10b` table, made reproducibly.
 
-use arrow_array::{StringArray, UInt64Array};
+use arrow_array::StringArray;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-
-/// `c1`: `number` from `numbers(n)`, starting at `start`.
-pub fn numbers(start: u64, n: usize) -> UInt64Array {
-    UInt64Array::from_iter_values(start..start + n as u64)
-}
 
 /// `c2`: `cast(rand() as string)`, random doubles printed as text, from a fixed seed.
 pub fn random_double_strings(seed: u64, n: usize) -> StringArray {

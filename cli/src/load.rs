@@ -147,17 +147,24 @@ pub async fn load_with_progress(
     result.map_err(|e| e.to_string())
 }
 
-async fn scalar(engine: &Engine, sql: &str) -> Result<Vec<String>, String> {
+/// Runs one query and returns its rows as text.
+pub async fn text_rows(engine: &Engine, sql: &str) -> Result<Vec<Vec<String>>, String> {
     let output = engine
         .session()
         .map_err(|e| e.to_string())?
         .execute(sql)
         .await
         .map_err(|e| format!("{sql}: {e}"))?;
-    let batch = output.batches.first().ok_or("no result")?;
-    (0..batch.num_columns())
-        .map(|c| array_value_to_string(batch.column(c), 0).map_err(|e| e.to_string()))
-        .collect()
+    let mut rows = Vec::new();
+    for batch in &output.batches {
+        for r in 0..batch.num_rows() {
+            let row = (0..batch.num_columns())
+                .map(|c| array_value_to_string(batch.column(c), r).map_err(|e| e.to_string()))
+                .collect::<Result<_, _>>()?;
+            rows.push(row);
+        }
+    }
+    Ok(rows)
 }
 
 pub async fn run(storage: &str, args: LoadArgs) -> Result<(), String> {
@@ -190,36 +197,32 @@ pub async fn run(storage: &str, args: LoadArgs) -> Result<(), String> {
         HumanBytes(summary.data_bytes),
         HumanBytes(summary.sidecar_bytes)
     );
-    let stats = engine
-        .session()
-        .map_err(|e| e.to_string())?
-        .execute(&format!(
-            "select column_name, kind, blocks, keys, bytes, round(bits_per_key, 2) as bits_per_key from sieve_index_stats('{}')",
+    let stats = text_rows(
+        &engine,
+        &format!(
+            "select column_name, kind, blocks, keys, bytes, round(bits_per_key, 2) from sieve_index_stats('{}')",
             summary.table
-        ))
-        .await
-        .map_err(|e| e.to_string())?;
-    for batch in &stats.batches {
-        for row in 0..batch.num_rows() {
-            let cell = |c: usize| array_value_to_string(batch.column(c), row).unwrap_or_default();
-            let bytes = cell(4).parse().unwrap_or(0);
-            println!(
-                "  index {} {}: {} blocks, {} keys, {}, {} bits/key",
-                cell(0),
-                cell(1),
-                cell(2),
-                cell(3),
-                HumanBytes(bytes),
-                cell(5)
-            );
-        }
+        ),
+    )
+    .await?;
+    for row in stats {
+        println!(
+            "  index {} {}: {} blocks, {} keys, {}, {} bits/key",
+            row[0],
+            row[1],
+            row[2],
+            row[3],
+            HumanBytes(row[4].parse().unwrap_or(0)),
+            row[5]
+        );
     }
     if args.verify {
-        let counts = scalar(
+        let counts = text_rows(
             &engine,
             &format!("select count(*), count(distinct c1) from {}", summary.table),
         )
-        .await?;
+        .await?
+        .remove(0);
         let want = args.rows.to_string();
         if counts != [want.clone(), want] {
             return Err(format!(

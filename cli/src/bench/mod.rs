@@ -13,13 +13,12 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use clap::{Args, Subcommand};
-use datafusion::arrow::util::display::array_value_to_string;
 use datafusion::execution::context::SessionContext;
 use datafusion::physical_expr_common::metrics::MetricValue;
 use datafusion::physical_plan::{ExecutionPlan, collect};
 use sieve_engine::{DEFAULT_COMMIT_BLOCKS, Engine, LoadRequest};
 
-use crate::load::{load_with_progress, parse_count};
+use crate::load::{load_with_progress, parse_count, text_rows};
 use report::{Report, SystemRow};
 use timing::{Sample, Summary};
 
@@ -79,6 +78,7 @@ struct Loaded {
     table: String,
     rows_per_sec: Option<f64>,
     data_bytes: u64,
+    sidecar_bytes: u64,
     blocks: u64,
 }
 
@@ -104,27 +104,9 @@ async fn load_table(engine: &Engine, args: &FiltersArgs, filter: &str) -> Result
         rows_per_sec: (summary.rows_loaded > 0)
             .then(|| summary.rows_loaded as f64 / summary.elapsed.as_secs_f64()),
         data_bytes: summary.data_bytes,
+        sidecar_bytes: summary.sidecar_bytes,
         blocks: summary.blocks_total,
     })
-}
-
-async fn rows_of(engine: &Engine, sql: &str) -> Result<Vec<Vec<String>>, String> {
-    let output = engine
-        .session()
-        .map_err(|e| e.to_string())?
-        .execute(sql)
-        .await
-        .map_err(|e| format!("{sql}: {e}"))?;
-    let mut rows = Vec::new();
-    for batch in &output.batches {
-        for r in 0..batch.num_rows() {
-            let row = (0..batch.num_columns())
-                .map(|c| array_value_to_string(batch.column(c), r).map_err(|e| e.to_string()))
-                .collect::<Result<_, _>>()?;
-            rows.push(row);
-        }
-    }
-    Ok(rows)
 }
 
 /// Text keys shaped like c2's values (and inside every block's min/max, so only filters can rule
@@ -232,7 +214,7 @@ async fn filters(storage: &str, args: FiltersArgs) -> Result<(), String> {
     std::fs::create_dir_all(&args.out)
         .map_err(|e| format!("cannot create {}: {e}", args.out.display()))?;
     let engine = Engine::open(storage).await.map_err(|e| e.to_string())?;
-    rows_of(
+    text_rows(
         &engine,
         &format!("create database if not exists {}", args.database),
     )
@@ -255,7 +237,7 @@ async fn filters(storage: &str, args: FiltersArgs) -> Result<(), String> {
     let ids: Vec<String> = (0..args.queries as u64)
         .map(|i| ((i * step + step / 2).min(args.rows - 1)).to_string())
         .collect();
-    let present: Vec<String> = rows_of(
+    let present: Vec<String> = text_rows(
         &engine,
         &format!(
             "select c2 from {} where c1 in ({})",
@@ -278,7 +260,7 @@ async fn filters(storage: &str, args: FiltersArgs) -> Result<(), String> {
     for table in loaded.iter().filter(|l| l.filter != PARQUET_BLOOM) {
         let name = format!("sieve {}", table.filter);
         eprintln!("measuring {name}");
-        let stats = rows_of(
+        let stats = text_rows(
             &engine,
             &format!(
                 "select sum(bytes), sum(keys) from sieve_index_stats('{}')",
@@ -315,6 +297,7 @@ async fn filters(storage: &str, args: FiltersArgs) -> Result<(), String> {
             rows: args.rows,
             blocks: table.blocks,
             data_bytes: table.data_bytes,
+            sidecar_bytes: table.sidecar_bytes,
             index_bytes,
             index_keys,
             bits_per_key: (index_keys > 0).then(|| index_bytes as f64 * 8.0 / index_keys as f64),
@@ -368,6 +351,7 @@ async fn filters(storage: &str, args: FiltersArgs) -> Result<(), String> {
             rows: args.rows,
             blocks: table.blocks,
             data_bytes: table.data_bytes,
+            sidecar_bytes: 0,
             index_bytes: bloom_bytes,
             index_keys: keys,
             bits_per_key: (filter == PARQUET_BLOOM && keys > 0)
@@ -390,9 +374,9 @@ async fn filters(storage: &str, args: FiltersArgs) -> Result<(), String> {
         cores: cores(),
         systems,
     };
+    println!("{}", report.markdown());
     report.write(&args.out)?;
     chart::write_svg(&report, &args.out.join("filters.svg"))?;
-    println!("{}", report.markdown());
     println!(
         "wrote filters.md, filters.csv, filters.json and filters.svg to {}",
         args.out.display()

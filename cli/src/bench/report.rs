@@ -18,6 +18,8 @@ pub struct SystemRow {
     pub rows: u64,
     pub blocks: u64,
     pub data_bytes: u64,
+    /// Sidecar files over all blocks: the filter payloads plus their headers.
+    pub sidecar_bytes: u64,
     /// Filter payloads over all blocks and index columns (for Parquet bloom: the bytes they add).
     pub index_bytes: u64,
     /// Distinct keys per block, summed over blocks and index columns.
@@ -97,6 +99,7 @@ impl Report {
             "rows",
             "blocks",
             "data_bytes",
+            "sidecar_bytes",
             "index_bytes",
             "index_keys",
             "bits_per_key",
@@ -126,6 +129,7 @@ impl Report {
                     s.rows.to_string(),
                     s.blocks.to_string(),
                     s.data_bytes.to_string(),
+                    s.sidecar_bytes.to_string(),
                     s.index_bytes.to_string(),
                     s.index_keys.to_string(),
                     num(s.bits_per_key),
@@ -152,8 +156,8 @@ impl Report {
                 .map_err(|e| format!("cannot write {}: {e}", dir.join(name).display()))
         };
         write("filters.md", self.markdown().as_bytes())?;
-        write("filters.csv", &self.csv()?)?;
         let json = serde_json::to_vec_pretty(self).map_err(|e| e.to_string())?;
-        write("filters.json", &json)
+        write("filters.json", &json)?;
+        write("filters.csv", &self.csv()?)
     }
 }
