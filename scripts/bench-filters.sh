@@ -3,7 +3,7 @@
 # (default 100M) loads t10b once per filter kind and writes filters.md/.csv/.json/.svg to
 # bench-filters/. The sidecar cache is raised to 2 GiB (SIEVE_SIDECAR_CACHE_MIB) so that warm
 # means warm for every kind: 100 blocks of binary_fuse16 on two columns are ~460 MB of sidecars.
-# Needs ~1.2 GB of disk per 10M rows per kind (8 tables).
+# Needs ~1.2 GB of disk per 100M rows per kind, 8 tables (MinIO's data is deleted on exit).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/sieve-target}"

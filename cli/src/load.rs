@@ -80,7 +80,7 @@ impl LoadArgs {
     }
 }
 
-fn cores() -> usize {
+pub fn cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 

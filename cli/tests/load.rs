@@ -6,7 +6,7 @@ mod common;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{assert_fails_with, sieve, sql, stderr, stdout};
+use common::{assert_fails_with, sieve, signal, sql, stderr, stdout};
 
 const ROWS: &str = "4000000";
 /// 80 blocks, a commit every 4: many commits, each a fraction of a second even in a debug build.
@@ -19,12 +19,18 @@ const LOAD: [&str; 6] = [
     ROWS,
 ];
 
-fn load(storage: &str, extra: &[&str]) -> Command {
+/// `sieve load <table> <args>` on `storage`.
+fn sieve_load(storage: &str, table: &str, args: &[&str]) -> Command {
     let mut command = sieve();
     command
-        .args(["--storage", storage, "load", "t10b"])
-        .args(LOAD)
-        .args(extra);
+        .args(["--storage", storage, "load", table])
+        .args(args);
+    command
+}
+
+fn load(storage: &str, extra: &[&str]) -> Command {
+    let mut command = sieve_load(storage, "t10b", &LOAD);
+    command.args(extra);
     command
 }
 
@@ -100,14 +106,7 @@ fn ctrl_c_stops_a_load_with_what_is_committed_and_a_rerun_finishes_it() {
     let storage = dir.path().to_str().unwrap();
     let mut child = spawn_load(storage);
     wait_for_a_commit(storage, &mut child);
-    let pid = child.id().to_string();
-    assert!(
-        Command::new("kill")
-            .args(["-INT", &pid])
-            .status()
-            .unwrap()
-            .success()
-    );
+    signal(&child, "INT");
     let out = child.wait_with_output().unwrap();
     assert_fails_with(&out, "interrupted: ");
     assert_fails_with(&out, "run the same command again to continue");
@@ -128,27 +127,26 @@ fn loads_that_cannot_continue_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let storage = dir.path().to_str().unwrap();
     let small = |rows: &str, extra: &[&str]| {
-        sieve()
-            .args([
-                "--storage",
-                storage,
-                "load",
-                "t",
-                "--block-rows",
-                "1000",
-                "--rows",
-                rows,
-            ])
-            .args(extra)
-            .output()
-            .unwrap()
+        let mut command = sieve_load(storage, "t", &["--block-rows", "1000", "--rows", rows]);
+        command.args(extra).output().unwrap()
     };
-    assert!(small("1500", &[]).status.success());
+    assert!(small("1500", &["--filter", "xor8"]).status.success());
+    // Options the table already has may be repeated, or left out.
+    let out = small("1500", &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).starts_with("loaded 0 rows"),
+        "{}",
+        stdout(&out)
+    );
     assert_fails_with(
         &small("2500", &[]),
         "which a load of 2500 rows would not write",
     );
-    assert_fails_with(&small("1500", &["--filter", "xor8"]), "exists with options");
+    assert_fails_with(
+        &small("1500", &["--filter", "bloom"]),
+        "exists with options",
+    );
     assert_fails_with(&small("1500", &["--filter", "nope"]), "nope");
 
     let out = sql(
@@ -156,13 +154,11 @@ fn loads_that_cannot_continue_are_refused() {
         "create table ctas as select cast(number + 5 as bigint unsigned) as c1, cast(rand() as string) as c2 from numbers(10)",
     );
     assert!(out.status.success(), "{}", stderr(&out));
-    let out = sieve()
-        .args(["--storage", storage, "load", "ctas", "--rows", "10"])
+    let out = sieve_load(storage, "ctas", &["--rows", "10"])
         .output()
         .unwrap();
     assert_fails_with(&out, "that `sieve load` did not write");
-    let out = sieve()
-        .args(["--storage", storage, "load", "--rows", "ten"])
+    let out = sieve_load(storage, "t10b", &["--rows", "ten"])
         .output()
         .unwrap();
     assert_fails_with(&out, "expected a row count");
@@ -246,17 +242,17 @@ fn a_load_survives_a_minio_restart() {
     let mut minio = Minio::start(bin);
     let storage = "s3://load-test/t";
     let endpoint = minio.endpoint();
-    let with_minio = |command: &mut Command| {
+    let load_from_minio = |extra: &[&str]| {
+        let mut command = load(storage, extra);
         command
             .env("AWS_ENDPOINT", &endpoint)
             .env("AWS_ACCESS_KEY_ID", "sieve")
             .env("AWS_SECRET_ACCESS_KEY", "sieve-secret-key")
             .env("AWS_REGION", "us-east-1")
             .env("AWS_ALLOW_HTTP", "true");
+        command
     };
-    let mut command = load(storage, &[]);
-    with_minio(&mut command);
-    let mut child = command
+    let child = load_from_minio(&[])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -274,9 +270,7 @@ fn a_load_survives_a_minio_restart() {
     // an error; either way, running it again must leave every row exactly once.
     let first = child.wait_with_output().unwrap();
     eprintln!("first run: {:?}\n{}", first.status, stderr(&first));
-    let mut command = load(storage, &["--verify"]);
-    with_minio(&mut command);
-    let out = command.output().unwrap();
+    let out = load_from_minio(&["--verify"]).output().unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(stdout(&out).contains("verified"), "{}", stdout(&out));
 }

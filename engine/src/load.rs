@@ -16,7 +16,7 @@ use datafusion::arrow::datatypes::UInt64Type;
 use datafusion::common::{exec_datafusion_err, exec_err, plan_err};
 use datafusion::error::Result;
 use futures::StreamExt;
-use sieve_storage::{BlockList, StorageError, Table, TableDef};
+use sieve_storage::{BlockList, StorageError, Table, TableDef, TableOptions};
 
 use crate::error::to_df;
 use crate::session::Engine;
@@ -33,7 +33,7 @@ pub struct LoadRequest {
     pub table: String,
     pub rows: u64,
     /// Table options as in `CREATE TABLE … WITH (…)`, for a new table; an existing table keeps its
-    /// own, and asking for different ones is an error.
+    /// own, and asking for an option it does not have is an error.
     pub options: Vec<(String, String)>,
     pub commit_blocks: usize,
 }
@@ -139,7 +139,6 @@ impl Engine {
         let (db, name) = crate::catalog::split_table_name(&request.table);
         let catalog = self.catalog();
         let schema = synthetic::schema();
-        let wanted = table_options(&schema, &request.options)?;
         let def = match catalog.table(db, name).await {
             Ok(def) => {
                 let same_columns = def.schema.fields().len() == schema.fields().len()
@@ -154,7 +153,8 @@ impl Engine {
                         "table '{db}.{name}' exists with other columns than (c1 BIGINT UNSIGNED, c2 VARCHAR)"
                     );
                 }
-                if !request.options.is_empty() && def.options != wanted {
+                let wanted = table_options(def.options.clone(), &request.options)?;
+                if def.options != wanted {
                     return plan_err!(
                         "table '{db}.{name}' exists with options {:?}; drop it to load with {:?}",
                         def.options,
@@ -164,7 +164,8 @@ impl Engine {
                 def
             }
             Err(StorageError::UnknownTable(..)) => {
-                let def = TableDef::new(db, name, schema, wanted).map_err(to_df)?;
+                let options = table_options(TableOptions::defaults_for(&schema), &request.options)?;
+                let def = TableDef::new(db, name, schema, options).map_err(to_df)?;
                 catalog.create_table(&def).await.map_err(to_df)?;
                 def
             }

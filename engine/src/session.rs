@@ -19,7 +19,9 @@ use datafusion::sql::sqlparser::ast::{
     CreateTable, ObjectName, ObjectType, SchemaName, Statement, Use,
 };
 use datafusion::sql::sqlparser::dialect::MySqlDialect;
-use sieve_storage::{Catalog, DEFAULT_DATABASE, Storage, StorageError, Table, TableDef};
+use sieve_storage::{
+    Catalog, DEFAULT_DATABASE, Storage, StorageError, Table, TableDef, TableOptions,
+};
 
 use crate::catalog::{CATALOG_NAME, SieveCatalog};
 use crate::error::to_df;
@@ -355,7 +357,7 @@ impl Session {
             Some(plan) => plan.schema(),
             None => Arc::new(create.input.schema().as_arrow().clone()),
         };
-        let options = table_options(&schema, &pairs)?;
+        let options = table_options(TableOptions::defaults_for(&schema), &pairs)?;
         let def = TableDef::new(&db, &name, schema, options).map_err(to_df)?;
         let mut rows = 0;
         if let Some(plan) = physical {

@@ -1,7 +1,6 @@
 //! `CREATE TABLE … WITH (index_columns = 'c1,c2', filter = 'xor8', block_rows = 100000)`.
 //! The same keys are accepted after OPTIONS(…) and as plain `key = value` pairs.
 
-use datafusion::arrow::datatypes::Schema;
 use datafusion::common::plan_err;
 use datafusion::error::Result;
 use datafusion::sql::sqlparser::ast::{CreateTableOptions, Expr, SqlOption, Value};
@@ -22,8 +21,7 @@ fn literal(value: &Expr) -> Option<String> {
     }
 }
 
-/// Takes the options out of the statement (DataFusion does not know them) and applies them over
-/// the defaults for `schema`.
+/// Takes the options out of the statement (DataFusion does not know them).
 pub fn take_table_options(options: &mut CreateTableOptions) -> Result<Vec<(String, String)>> {
     let list = match std::mem::take(options) {
         CreateTableOptions::None => return Ok(Vec::new()),
@@ -45,8 +43,12 @@ pub fn take_table_options(options: &mut CreateTableOptions) -> Result<Vec<(Strin
     Ok(pairs)
 }
 
-pub fn table_options(schema: &Schema, pairs: &[(String, String)]) -> Result<TableOptions> {
-    let mut options = TableOptions::defaults_for(schema);
+/// Applies `pairs` over `options` (a new table's defaults, or an existing table's options when a
+/// load asks whether they agree with its own).
+pub fn table_options(
+    mut options: TableOptions,
+    pairs: &[(String, String)],
+) -> Result<TableOptions> {
     for (key, value) in pairs {
         match key.as_str() {
             "index_columns" | "index" => {

@@ -14,6 +14,9 @@ struct Point {
     warm_ms: f64,
 }
 
+/// Picks one of a point's latencies (a series of the chart).
+type Latency = fn(&Point) -> f64;
+
 pub fn write_svg(report: &Report, path: &Path) -> Result<(), String> {
     let err = |e: &dyn std::fmt::Display| format!("cannot draw {}: {e}", path.display());
     let points: Vec<Point> = report
@@ -54,7 +57,7 @@ pub fn write_svg(report: &Report, path: &Path) -> Result<(), String> {
         .y_desc("median latency (ms)")
         .draw()
         .map_err(|e| err(&e))?;
-    let series: [(&str, RGBColor, fn(&Point) -> f64); 2] = [
+    let series: [(&str, RGBColor, Latency); 2] = [
         ("cold cache", RED, |p| p.cold_ms),
         ("warm cache", BLUE, |p| p.warm_ms),
     ];

@@ -18,7 +18,7 @@ use datafusion::physical_expr_common::metrics::MetricValue;
 use datafusion::physical_plan::{ExecutionPlan, collect};
 use sieve_engine::{DEFAULT_COMMIT_BLOCKS, Engine, LoadRequest};
 
-use crate::load::{load_with_progress, parse_count, text_rows};
+use crate::load::{cores, load_with_progress, parse_count, text_rows};
 use report::{Report, SystemRow};
 use timing::{Sample, Summary};
 
@@ -124,20 +124,19 @@ fn absent_keys(count: usize) -> Vec<String> {
 /// absent one.
 async fn measure(
     name: &str,
-    present: &[String],
-    absent: &[String],
+    keys: &Keys,
     table: &str,
     mut query: impl AsyncFnMut(bool, String) -> Result<Sample, String>,
 ) -> Result<[Summary; 4], String> {
     let sql = |key: &str| format!("select c1, c2 from {table} where c2 = '{key}'");
     // Fills the warm cache: any c2 query fetches every block's sidecar and the block list.
-    query(false, sql(&present[0])).await?;
+    query(false, sql(&keys.present[0])).await?;
     let mut summaries = Vec::new();
     for (cold, keys, expected) in [
-        (false, present, 1),
-        (true, present, 1),
-        (false, absent, 0),
-        (true, absent, 0),
+        (false, &keys.present, 1),
+        (true, &keys.present, 1),
+        (false, &keys.absent, 0),
+        (true, &keys.absent, 0),
     ] {
         let mut samples = Vec::new();
         for key in keys {
@@ -200,8 +199,150 @@ async fn listing_sample(ctx: &SessionContext, sql: &str, blocks: u64) -> Result<
     })
 }
 
-fn cores() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
+/// The keys every system is asked for.
+struct Keys {
+    present: Vec<String>,
+    absent: Vec<String>,
+}
+
+/// Present keys spread over the table, looked up by c1 (the data is the same in every table).
+async fn present_keys(
+    engine: &Engine,
+    args: &FiltersArgs,
+    table: &str,
+) -> Result<Vec<String>, String> {
+    let step = (args.rows / args.queries as u64).max(1);
+    let ids: Vec<String> = (0..args.queries as u64)
+        .map(|i| ((i * step + step / 2).min(args.rows - 1)).to_string())
+        .collect();
+    let rows = text_rows(
+        engine,
+        &format!("select c2 from {table} where c1 in ({})", ids.join(",")),
+    )
+    .await?;
+    Ok(rows.into_iter().map(|mut row| row.remove(0)).collect())
+}
+
+/// One Sieve table: its index as `sieve_index_stats` counts it, the false-positive rate over
+/// `probes`, and its point queries through Sieve's engine (cold: a fresh engine per query).
+async fn measure_sieve(
+    engine: &Engine,
+    storage: &str,
+    args: &FiltersArgs,
+    table: &Loaded,
+    keys: &Keys,
+    probes: &[String],
+) -> Result<SystemRow, String> {
+    let name = format!("sieve {}", table.filter);
+    eprintln!("measuring {name}");
+    let stats = text_rows(
+        engine,
+        &format!(
+            "select sum(bytes), sum(keys) from sieve_index_stats('{}')",
+            table.table
+        ),
+    )
+    .await?;
+    let number = |s: &str| s.parse::<u64>().unwrap_or(0);
+    let (index_bytes, index_keys) = (number(&stats[0][0]), number(&stats[0][1]));
+    let fp = engine
+        .false_positives(&table.table, "c2", probes)
+        .await
+        .map_err(|e| e.to_string())?;
+    let [present_warm, present_cold, absent_warm, absent_cold] =
+        measure(&name, keys, &table.table, async |cold, sql| {
+            let engine = match cold {
+                true => Engine::open(storage).await.map_err(|e| e.to_string())?,
+                false => engine.clone(),
+            };
+            let session = engine.session().map_err(|e| e.to_string())?;
+            let started = Instant::now();
+            let out = session.execute(&sql).await.map_err(|e| e.to_string())?;
+            Ok(Sample {
+                elapsed: started.elapsed(),
+                rows: out.row_count(),
+                blocks_read: out.stats.blocks_read,
+            })
+        })
+        .await?;
+    Ok(SystemRow {
+        engine: "sieve",
+        filter: table.filter.clone(),
+        table: table.table.clone(),
+        rows: args.rows,
+        blocks: table.blocks,
+        data_bytes: table.data_bytes,
+        sidecar_bytes: table.sidecar_bytes,
+        index_bytes,
+        index_keys,
+        bits_per_key: (index_keys > 0).then(|| index_bytes as f64 * 8.0 / index_keys as f64),
+        false_positive_rate: fp.rate(),
+        false_positive_probes: fp.probes,
+        load_rows_per_sec: table.rows_per_sec,
+        present_warm,
+        present_cold,
+        absent_warm,
+        absent_cold,
+    })
+}
+
+/// Plain DataFusion (a ListingTable) over one table's Parquet files; cold: a fresh context per
+/// query. Its index is what Parquet's bloom filters add to the files of the unindexed table
+/// (`none`), counted against the same distinct keys as Sieve's.
+async fn measure_listing(
+    engine: &Engine,
+    storage: &str,
+    args: &FiltersArgs,
+    table: &Loaded,
+    keys: &Keys,
+    none: &Loaded,
+    index_keys: u64,
+) -> Result<SystemRow, String> {
+    let name = format!("datafusion {}", table.filter);
+    eprintln!("measuring {name}");
+    let bare = table
+        .table
+        .split_once('.')
+        .map_or(table.table.as_str(), |(_, t)| t);
+    let warm = engine
+        .listing_baseline(&table.table)
+        .await
+        .map_err(|e| e.to_string())?;
+    let [present_warm, present_cold, absent_warm, absent_cold] =
+        measure(&name, keys, bare, async |cold, sql| {
+            let ctx = match cold {
+                true => Engine::open(storage)
+                    .await
+                    .map_err(|e| e.to_string())?
+                    .listing_baseline(&table.table)
+                    .await
+                    .map_err(|e| e.to_string())?,
+                false => warm.clone(),
+            };
+            listing_sample(&ctx, &sql, table.blocks).await
+        })
+        .await?;
+    let bloom_bytes = table.data_bytes.saturating_sub(none.data_bytes);
+    Ok(SystemRow {
+        engine: "datafusion",
+        filter: table.filter.clone(),
+        table: table.table.clone(),
+        rows: args.rows,
+        blocks: table.blocks,
+        data_bytes: table.data_bytes,
+        sidecar_bytes: 0,
+        index_bytes: bloom_bytes,
+        index_keys,
+        bits_per_key: (table.filter == PARQUET_BLOOM && index_keys > 0)
+            .then(|| bloom_bytes as f64 * 8.0 / index_keys as f64),
+        false_positive_rate: None,
+        false_positive_probes: 0,
+        load_rows_per_sec: table.rows_per_sec,
+        present_warm,
+        present_cold,
+        absent_warm,
+        absent_cold,
+    })
 }
 
 async fn filters(storage: &str, args: FiltersArgs) -> Result<(), String> {
@@ -231,139 +372,36 @@ async fn filters(storage: &str, args: FiltersArgs) -> Result<(), String> {
             loaded.push(load_table(&engine, &args, filter).await?);
         }
     }
-
-    // Present keys spread over the table, looked up by c1 (the data is the same in every table).
-    let step = (args.rows / args.queries as u64).max(1);
-    let ids: Vec<String> = (0..args.queries as u64)
-        .map(|i| ((i * step + step / 2).min(args.rows - 1)).to_string())
-        .collect();
-    let present: Vec<String> = text_rows(
-        &engine,
-        &format!(
-            "select c2 from {} where c1 in ({})",
-            loaded[0].table,
-            ids.join(",")
-        ),
-    )
-    .await?
-    .into_iter()
-    .map(|mut row| row.remove(0))
-    .collect();
-    let absent = absent_keys(args.queries);
+    let keys = Keys {
+        present: present_keys(&engine, &args, &loaded[0].table).await?,
+        absent: absent_keys(args.queries),
+    };
     let probes = absent_keys(args.queries + args.probe_keys).split_off(args.queries);
 
     let mut systems = Vec::new();
-    let none_bytes = loaded
-        .iter()
-        .find(|l| l.filter == "none")
-        .map_or(0, |l| l.data_bytes);
     for table in loaded.iter().filter(|l| l.filter != PARQUET_BLOOM) {
-        let name = format!("sieve {}", table.filter);
-        eprintln!("measuring {name}");
-        let stats = text_rows(
-            &engine,
-            &format!(
-                "select sum(bytes), sum(keys) from sieve_index_stats('{}')",
-                table.table
-            ),
-        )
-        .await?;
-        let number = |s: &str| s.parse::<u64>().unwrap_or(0);
-        let (index_bytes, index_keys) = (number(&stats[0][0]), number(&stats[0][1]));
-        let fp = engine
-            .false_positives(&table.table, "c2", &probes)
-            .await
-            .map_err(|e| e.to_string())?;
-        let [present_warm, present_cold, absent_warm, absent_cold] =
-            measure(&name, &present, &absent, &table.table, async |cold, sql| {
-                let engine = match cold {
-                    true => Engine::open(storage).await.map_err(|e| e.to_string())?,
-                    false => engine.clone(),
-                };
-                let session = engine.session().map_err(|e| e.to_string())?;
-                let started = Instant::now();
-                let out = session.execute(&sql).await.map_err(|e| e.to_string())?;
-                Ok(Sample {
-                    elapsed: started.elapsed(),
-                    rows: out.row_count(),
-                    blocks_read: out.stats.blocks_read,
-                })
-            })
-            .await?;
-        systems.push(SystemRow {
-            engine: "sieve",
-            filter: table.filter.clone(),
-            table: table.table.clone(),
-            rows: args.rows,
-            blocks: table.blocks,
-            data_bytes: table.data_bytes,
-            sidecar_bytes: table.sidecar_bytes,
-            index_bytes,
-            index_keys,
-            bits_per_key: (index_keys > 0).then(|| index_bytes as f64 * 8.0 / index_keys as f64),
-            false_positive_rate: fp.rate(),
-            false_positive_probes: fp.probes,
-            load_rows_per_sec: table.rows_per_sec,
-            present_warm,
-            present_cold,
-            absent_warm,
-            absent_cold,
-        });
+        systems.push(measure_sieve(&engine, storage, &args, table, &keys, &probes).await?);
     }
-
-    // Plain DataFusion over the files of the unindexed table, then of the Parquet-bloom table.
-    for filter in ["none", PARQUET_BLOOM] {
-        let table = loaded
+    // Distinct keys per block over c1 and c2, as the Sieve tables count them.
+    let index_keys = systems.first().map_or(0, |s: &SystemRow| s.index_keys);
+    let find = |filter: &str| {
+        loaded
             .iter()
             .find(|l| l.filter == filter)
-            .expect("always loaded");
-        let name = format!("datafusion {filter}");
-        eprintln!("measuring {name}");
-        let bare = table
-            .table
-            .split_once('.')
-            .map_or(table.table.as_str(), |(_, t)| t);
-        let warm = engine
-            .listing_baseline(&table.table)
-            .await
-            .map_err(|e| e.to_string())?;
-        let [present_warm, present_cold, absent_warm, absent_cold] =
-            measure(&name, &present, &absent, bare, async |cold, sql| {
-                let ctx = match cold {
-                    true => Engine::open(storage)
-                        .await
-                        .map_err(|e| e.to_string())?
-                        .listing_baseline(&table.table)
-                        .await
-                        .map_err(|e| e.to_string())?,
-                    false => warm.clone(),
-                };
-                listing_sample(&ctx, &sql, table.blocks).await
-            })
-            .await?;
-        let bloom_bytes = table.data_bytes.saturating_sub(none_bytes);
-        // Distinct keys per block over c1 and c2, as the Sieve tables count them.
-        let keys = systems.first().map_or(0, |s: &SystemRow| s.index_keys);
-        systems.push(SystemRow {
-            engine: "datafusion",
-            filter: filter.to_string(),
-            table: table.table.clone(),
-            rows: args.rows,
-            blocks: table.blocks,
-            data_bytes: table.data_bytes,
-            sidecar_bytes: 0,
-            index_bytes: bloom_bytes,
-            index_keys: keys,
-            bits_per_key: (filter == PARQUET_BLOOM && keys > 0)
-                .then(|| bloom_bytes as f64 * 8.0 / keys as f64),
-            false_positive_rate: None,
-            false_positive_probes: 0,
-            load_rows_per_sec: table.rows_per_sec,
-            present_warm,
-            present_cold,
-            absent_warm,
-            absent_cold,
-        });
+            .expect("always loaded")
+    };
+    for filter in ["none", PARQUET_BLOOM] {
+        let row = measure_listing(
+            &engine,
+            storage,
+            &args,
+            find(filter),
+            &keys,
+            find("none"),
+            index_keys,
+        )
+        .await?;
+        systems.push(row);
     }
 
     let report = Report {

@@ -24,6 +24,15 @@ pub fn sql(storage: &str, sql: &str) -> Output {
         .unwrap()
 }
 
+/// Sends `name` (TERM, INT, …) to a child process, as a user at a terminal would.
+pub fn signal(child: &Child, name: &str) {
+    let status = Command::new("kill")
+        .args([format!("-{name}"), child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success(), "kill -{name} failed");
+}
+
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -76,14 +85,7 @@ impl Server {
 
     /// Sends SIGTERM and waits for the exit status.
     pub fn terminate(&mut self) -> std::process::ExitStatus {
-        let pid = self.child.id().to_string();
-        assert!(
-            Command::new("kill")
-                .args(["-TERM", &pid])
-                .status()
-                .unwrap()
-                .success()
-        );
+        signal(&self.child, "TERM");
         self.child.wait().unwrap()
     }
 
