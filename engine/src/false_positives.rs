@@ -43,11 +43,8 @@ impl Engine {
             .hashes;
         let ids: Vec<&str> = (0..blocks.len()).map(|i| blocks.block_id(i)).collect();
         let mut counts = FalsePositives::default();
-        for sidecar in table.sidecars(&ids).await.sidecars.into_iter().flatten() {
-            if let Some(filter) = sidecar
-                .column(column)
-                .filter(|c| matches!(c.kind, EntryKind::Filter(_)))
-            {
+        for entry in table.sidecar_entries(&ids, column).await.entries {
+            if let Some(filter) = entry.filter(|c| matches!(c.kind, EntryKind::Filter(_))) {
                 counts.probes += hashes.len() as u64;
                 counts.hits += hashes.iter().filter(|&&h| filter.may_contain(h)).count() as u64;
             }

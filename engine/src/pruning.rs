@@ -116,24 +116,30 @@ pub async fn prune_blocks(
         outcome.survivors = survivors;
         return Ok(outcome);
     }
-    let ids: Vec<&str> = survivors.iter().map(|&i| blocks.block_id(i)).collect();
-    let fetch = table.sidecars(&ids).await;
-    outcome.sidecar_bytes = fetch.bytes_fetched;
-    outcome.sidecar_cache_hits = fetch.cache_hits;
-    outcome.sidecars_unreadable = fetch.unreadable;
-    for (&block, sidecar) in survivors.iter().zip(&fetch.sidecars) {
-        let excluded = sidecar.as_ref().is_some_and(|sidecar| {
-            probes.iter().any(|(column, hashes)| {
-                sidecar
-                    .column(column)
-                    .is_some_and(|index| !hashes.iter().any(|&h| index.may_contain(h)))
-            })
-        });
-        if excluded {
-            outcome.pruned_by_filter += 1;
-        } else {
-            outcome.survivors.push(block);
+    // One column at a time, each probing only the blocks the columns before it kept.
+    let mut kept = survivors;
+    for (column, hashes) in &probes {
+        if kept.is_empty() {
+            break;
         }
+        let ids: Vec<&str> = kept.iter().map(|&i| blocks.block_id(i)).collect();
+        let fetch = table.sidecar_entries(&ids, column).await;
+        outcome.sidecar_bytes += fetch.bytes_fetched;
+        outcome.sidecar_cache_hits += fetch.cache_hits;
+        outcome.sidecars_unreadable += fetch.unreadable;
+        let before = kept.len();
+        kept = kept
+            .into_iter()
+            .zip(&fetch.entries)
+            .filter(|(_, entry)| {
+                entry
+                    .as_ref()
+                    .is_none_or(|index| hashes.iter().any(|&h| index.may_contain(h)))
+            })
+            .map(|(block, _)| block)
+            .collect();
+        outcome.pruned_by_filter += before - kept.len();
     }
+    outcome.survivors = kept;
     Ok(outcome)
 }

@@ -23,4 +23,4 @@ pub use cardinality::estimate_ndv;
 pub use column_index::{ColumnIndex, EXACT_MAX_KEYS};
 pub use error::IndexError;
 pub use kind::{EntryKind, FilterKind};
-pub use sidecar::{Sidecar, SidecarColumn};
+pub use sidecar::{Sidecar, SidecarColumn, SidecarEntry, SidecarHeader};

@@ -17,9 +17,13 @@
 //! ```
 //!
 //! Payloads start 8-aligned so fingerprints can be probed in place; the reader copies a buffer
-//! that is not 8-aligned in memory once. Opening is strict: anything but exactly this layout (a
-//! truncated, corrupt, reordered or unknown-version file) is an error, never a panic and never a
-//! filter that could say "no" wrongly. Writing the same entries twice gives the same bytes.
+//! that is not 8-aligned in memory once. Each payload has its own checksum, so one column can be
+//! read and trusted without the rest of the file ([`SidecarHeader`]). Opening is strict: anything
+//! but exactly this layout (a truncated, corrupt, reordered or unknown-version file) is an error,
+//! never a panic and never a filter that could say "no" wrongly. Writing the same entries twice
+//! gives the same bytes.
+
+use std::ops::Range;
 
 use bytes::Bytes;
 use xxhash_rust::xxh3::xxh3_64;
@@ -121,7 +125,28 @@ impl SidecarColumn {
 #[derive(Debug, Clone)]
 pub struct Sidecar {
     columns: Vec<SidecarColumn>,
-    byte_len: usize,
+}
+
+/// A sidecar's directory, checked on its own (magic, version, header checksum, layout). It says
+/// where each column's payload lies, so a reader that needs one column of a large sidecar fetches
+/// the header and that payload — two ranged reads — instead of the whole file.
+#[derive(Debug, Clone)]
+pub struct SidecarHeader {
+    len: usize,
+    entries: Vec<SidecarEntry>,
+}
+
+/// One column's directory record.
+#[derive(Debug, Clone)]
+pub struct SidecarEntry {
+    column: String,
+    kind: EntryKind,
+    has_null: bool,
+    key_count: u64,
+    ndv_estimate: u64,
+    offset: usize,
+    payload_len: usize,
+    checksum: u64,
 }
 
 /// Reads fixed-width fields off the front of a byte slice the caller has length-checked.
@@ -135,7 +160,7 @@ impl Reader<'_> {
     }
 }
 
-/// A directory record as stored, before it is checked against the rest of the file.
+/// A directory record as stored, before it is checked against the rest of the header.
 struct Record {
     code: u8,
     flags: u8,
@@ -163,11 +188,11 @@ impl Record {
     }
 }
 
-impl Sidecar {
-    pub fn open(bytes: Bytes) -> Result<Self, IndexError> {
-        let bytes = align_in_memory(bytes);
-        let byte_len = bytes.len();
-        let preamble = bytes
+impl SidecarHeader {
+    /// Parses the header off the front of `prefix`, which may hold more of the file (or all of
+    /// it) or end anywhere after the header; a shorter prefix is `Truncated`.
+    pub fn parse(prefix: &[u8]) -> Result<Self, IndexError> {
+        let preamble = prefix
             .get(..PREAMBLE)
             .ok_or(IndexError::Truncated("preamble"))?;
         if preamble[..8] != MAGIC {
@@ -180,24 +205,22 @@ impl Sidecar {
         let count = u32::from_le_bytes(preamble[12..16].try_into().expect("4 bytes")) as usize;
         let records = count
             .checked_mul(RECORD)
-            .and_then(|len| bytes.get(PREAMBLE..PREAMBLE + len))
+            .and_then(|len| prefix.get(PREAMBLE..PREAMBLE + len))
             .ok_or(IndexError::Truncated("directory"))?;
 
         let mut reader = Reader(records);
         let records: Vec<Record> = (0..count).map(|_| Record::read(&mut reader)).collect();
         let names_len: usize = records.iter().map(|r| r.name_len).sum();
-        let header_end = header_len(names_len, count);
-        let header = bytes
-            .get(..header_end)
-            .ok_or(IndexError::Truncated("header"))?;
-        let (covered, stored) = header.split_at(header_end - 8);
+        let len = header_len(names_len, count);
+        let header = prefix.get(..len).ok_or(IndexError::Truncated("header"))?;
+        let (covered, stored) = header.split_at(len - 8);
         if xxh3_64(covered) != u64::from_le_bytes(stored.try_into().expect("8 bytes")) {
             return Err(IndexError::Corrupt("header checksum mismatch".into()));
         }
 
-        let mut names = &bytes[PREAMBLE + RECORD * count..];
-        let mut expected_offset = header_end;
-        let mut columns: Vec<SidecarColumn> = Vec::with_capacity(count);
+        let mut names = &header[PREAMBLE + RECORD * count..];
+        let mut expected_offset = len;
+        let mut entries: Vec<SidecarEntry> = Vec::with_capacity(count);
         for record in records {
             let Record {
                 code,
@@ -214,7 +237,7 @@ impl Sidecar {
             let column = std::str::from_utf8(name)
                 .map_err(|_| IndexError::Corrupt("column name is not UTF-8".into()))?
                 .to_string();
-            if columns.iter().any(|c| c.column == column) {
+            if entries.iter().any(|e| e.column == column) {
                 return Err(IndexError::Corrupt(format!(
                     "column {column:?} appears twice"
                 )));
@@ -232,40 +255,92 @@ impl Sidecar {
                     "entry {column:?} is not where the layout puts it"
                 )));
             }
-            let end = expected_offset + payload_len;
-            if end > byte_len {
-                return Err(IndexError::Truncated("payload"));
-            }
-            let payload = bytes.slice(expected_offset..end);
-            if xxh3_64(&payload) != checksum {
-                return Err(IndexError::Corrupt(format!(
-                    "checksum mismatch in {column:?}"
-                )));
-            }
-            let filter = ColumnFilter::open(kind, key_count, payload)?;
-            columns.push(SidecarColumn {
+            entries.push(SidecarEntry {
                 column,
                 kind,
                 has_null: flags & FLAG_HAS_NULL != 0,
                 key_count,
                 ndv_estimate,
-                payload_len: payload_len as u64,
-                filter,
+                offset: expected_offset,
+                payload_len,
+                checksum,
             });
-            expected_offset = align8(end);
-            if bytes[end..expected_offset.min(byte_len)]
-                .iter()
-                .any(|&b| b != 0)
-            {
-                return Err(IndexError::Corrupt("padding is not zero".into()));
-            }
+            expected_offset = align8(expected_offset + payload_len);
         }
-        if expected_offset != byte_len {
+        Ok(Self { len, entries })
+    }
+
+    /// Bytes of the header: the first payload starts here.
+    pub fn byte_len(&self) -> usize {
+        self.len
+    }
+
+    /// Bytes of the whole file, as the directory lays it out.
+    pub fn file_len(&self) -> usize {
+        self.entries
+            .last()
+            .map_or(self.len, |e| align8(e.range().end))
+    }
+
+    pub fn entry(&self, column: &str) -> Option<&SidecarEntry> {
+        self.entries.iter().find(|e| e.column == column)
+    }
+}
+
+impl SidecarEntry {
+    /// Where the payload lies in the file.
+    pub fn range(&self) -> Range<usize> {
+        self.offset..self.offset + self.payload_len
+    }
+
+    /// Opens the entry from exactly its payload's bytes, checked against the directory's checksum.
+    pub fn open(&self, payload: Bytes) -> Result<SidecarColumn, IndexError> {
+        if payload.len() != self.payload_len {
+            return Err(IndexError::Truncated("payload"));
+        }
+        if xxh3_64(&payload) != self.checksum {
             return Err(IndexError::Corrupt(format!(
-                "sidecar is {byte_len} bytes, its layout ends at {expected_offset}"
+                "checksum mismatch in {:?}",
+                self.column
             )));
         }
-        Ok(Self { columns, byte_len })
+        Ok(SidecarColumn {
+            column: self.column.clone(),
+            kind: self.kind,
+            has_null: self.has_null,
+            key_count: self.key_count,
+            ndv_estimate: self.ndv_estimate,
+            payload_len: self.payload_len as u64,
+            filter: ColumnFilter::open(self.kind, self.key_count, align_in_memory(payload))?,
+        })
+    }
+}
+
+impl Sidecar {
+    /// Opens a whole sidecar, strictly: the file must be exactly the header's layout, padding
+    /// included, and every payload must match its checksum.
+    pub fn open(bytes: Bytes) -> Result<Self, IndexError> {
+        let bytes = align_in_memory(bytes);
+        let header = SidecarHeader::parse(&bytes)?;
+        let file_len = header.file_len();
+        if bytes.len() < file_len {
+            return Err(IndexError::Truncated("payload"));
+        }
+        if bytes.len() != file_len {
+            return Err(IndexError::Corrupt(format!(
+                "sidecar is {} bytes, its layout ends at {file_len}",
+                bytes.len()
+            )));
+        }
+        let mut columns = Vec::with_capacity(header.entries.len());
+        for entry in &header.entries {
+            let range = entry.range();
+            if bytes[range.end..align8(range.end)].iter().any(|&b| b != 0) {
+                return Err(IndexError::Corrupt("padding is not zero".into()));
+            }
+            columns.push(entry.open(bytes.slice(range))?);
+        }
+        Ok(Self { columns })
     }
 
     pub fn column(&self, name: &str) -> Option<&SidecarColumn> {
@@ -274,11 +349,6 @@ impl Sidecar {
 
     pub fn columns(&self) -> &[SidecarColumn] {
         &self.columns
-    }
-
-    /// Bytes of the file, for byte-bounded caches.
-    pub fn byte_len(&self) -> usize {
-        self.byte_len
     }
 }
 

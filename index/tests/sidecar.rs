@@ -5,7 +5,7 @@ use arrow_array::{BooleanArray, Int64Array, StringArray};
 use bytes::Bytes;
 use proptest::prelude::*;
 use sieve_index::sidecar::{self, MAGIC, Sidecar, VERSION};
-use sieve_index::{ColumnHashes, ColumnIndex, EntryKind, FilterKind, IndexError};
+use sieve_index::{ColumnHashes, ColumnIndex, EntryKind, FilterKind, IndexError, SidecarHeader};
 use xxhash_rust::xxh3::xxh3_64;
 
 fn column(name: &str, kind: FilterKind, array: &dyn arrow_array::Array) -> ColumnIndex {
@@ -239,4 +239,44 @@ proptest! {
             }
         }
     }
+}
+
+#[test]
+fn one_entry_opens_from_the_header_and_its_own_bytes() {
+    let bytes = Bytes::from(sample());
+    let whole = Sidecar::open(bytes.clone()).unwrap();
+    let header = SidecarHeader::parse(&bytes).unwrap();
+    assert_eq!(header.file_len(), bytes.len());
+    // Any prefix holding the header parses alike; a shorter one is truncated, never wrong.
+    for len in 0..header.byte_len() {
+        assert!(SidecarHeader::parse(&bytes[..len]).is_err(), "prefix {len}");
+    }
+    let prefix = SidecarHeader::parse(&bytes[..header.byte_len()]).unwrap();
+    let keys: Vec<u64> = ColumnHashes::from_array(&Int64Array::from_iter_values(-50..350))
+        .unwrap()
+        .hashes;
+    for within in whole.columns() {
+        let entry = prefix.entry(&within.column).unwrap();
+        // Copied out, as a ranged read hands it over: alignment is the reader's job.
+        let alone = entry
+            .open(Bytes::copy_from_slice(&bytes[entry.range()]))
+            .unwrap();
+        assert_eq!(
+            (alone.kind, alone.key_count),
+            (within.kind, within.key_count)
+        );
+        assert!(
+            keys.iter()
+                .all(|&k| alone.may_contain(k) == within.may_contain(k))
+        );
+        let range = entry.range();
+        if !range.is_empty() {
+            let mut damaged = bytes[range.clone()].to_vec();
+            damaged[0] ^= 1;
+            assert!(entry.open(damaged.into()).is_err(), "{}", within.column);
+            let short = Bytes::copy_from_slice(&bytes[range.start..range.end - 1]);
+            assert!(entry.open(short).is_err(), "{}", within.column);
+        }
+    }
+    assert!(prefix.entry("missing").is_none());
 }

@@ -1,11 +1,11 @@
 //! Caches shared by every query on one storage: block lists by table version (immutable once
-//! committed) and opened sidecars bounded in bytes.
+//! committed) and opened sidecar entries bounded in bytes.
 
 use std::sync::Arc;
 
 use quick_cache::Weighter;
 use quick_cache::sync::Cache;
-use sieve_index::Sidecar;
+use sieve_index::SidecarColumn;
 
 use crate::segment::BlockList;
 
@@ -29,30 +29,34 @@ pub fn sidecar_cache_bytes() -> u64 {
 }
 const BLOCK_LIST_VERSIONS: usize = 64;
 
-/// Weighs an opened sidecar by the bytes of its file.
-#[derive(Clone)]
-pub struct SidecarBytes;
+/// Sidecar entries are cached by sidecar path and column.
+pub type EntryKey = (String, String);
 
-impl Weighter<String, Arc<Sidecar>> for SidecarBytes {
-    fn weight(&self, _key: &String, sidecar: &Arc<Sidecar>) -> u64 {
-        sidecar.byte_len() as u64
+/// Weighs an opened sidecar entry by its payload's bytes (plus a little for the rest, so that no
+/// entry weighs nothing).
+#[derive(Clone)]
+pub struct EntryBytes;
+
+impl Weighter<EntryKey, Arc<SidecarColumn>> for EntryBytes {
+    fn weight(&self, key: &EntryKey, entry: &Arc<SidecarColumn>) -> u64 {
+        entry.payload_len + (key.0.len() + key.1.len()) as u64 + 64
     }
 }
 
 pub struct Caches {
     pub block_lists: Cache<(String, u64), Arc<BlockList>>,
-    pub sidecars: Cache<String, Arc<Sidecar>, SidecarBytes>,
+    pub sidecars: Cache<EntryKey, Arc<SidecarColumn>, EntryBytes>,
 }
 
 impl Caches {
     pub fn new(sidecar_bytes: u64) -> Self {
         Self {
             block_lists: Cache::new(BLOCK_LIST_VERSIONS),
-            // Sized for sidecars of about a MiB each.
+            // Sized for entries of about a MiB each.
             sidecars: Cache::with_weighter(
                 (sidecar_bytes >> 20).max(1024) as usize,
                 sidecar_bytes,
-                SidecarBytes,
+                EntryBytes,
             ),
         }
     }

@@ -10,7 +10,7 @@ use arrow_array::{RecordBatch, StringArray, UInt64Array};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use object_store::{ObjectStoreExt, PutPayload};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-use sieve_index::ColumnHashes;
+use sieve_index::{ColumnHashes, Sidecar};
 use sieve_storage::{Catalog, Storage, Table, TableDef, TableOptions};
 
 fn schema() -> SchemaRef {
@@ -137,20 +137,34 @@ async fn blocks_carry_statistics_and_sidecars() {
         assert!(index.ndv.values().iter().all(|&n| n > 400));
 
         let ids: Vec<&str> = (0..blocks.len()).map(|i| blocks.block_id(i)).collect();
-        let fetch = table.sidecars(&ids).await;
+        let fetch = table.sidecar_entries(&ids, "c2").await;
         assert_eq!((fetch.unreadable, fetch.cache_hits), (0, 0));
+        // Sidecars this small come whole in the first read.
         assert_eq!(fetch.bytes_fetched, snapshot.sidecar_bytes);
         let key = ColumnHashes::from_array(&StringArray::from(vec!["v2500"]))
             .unwrap()
             .hashes[0];
         let holders: Vec<bool> = fetch
-            .sidecars
+            .entries
             .iter()
-            .map(|s| s.as_ref().unwrap().column("c2").unwrap().may_contain(key))
+            .map(|e| e.as_ref().unwrap().may_contain(key))
             .collect();
         assert!(holders[2], "the block holding v2500 must say maybe");
-        let again = table.sidecars(&ids).await;
+        let again = table.sidecar_entries(&ids, "c2").await;
         assert_eq!((again.cache_hits, again.bytes_fetched), (4, 0));
+        let other = table.sidecar_entries(&ids, "c1").await;
+        assert_eq!(
+            (other.cache_hits, other.bytes_fetched),
+            (0, snapshot.sidecar_bytes)
+        );
+        assert!(
+            table
+                .sidecar_entries(&ids, "nope")
+                .await
+                .entries
+                .iter()
+                .all(Option::is_none)
+        );
 
         let mut c1 = committed_c1(&table).await;
         c1.sort_unstable();
@@ -244,11 +258,82 @@ async fn a_corrupt_or_missing_sidecar_means_cannot_prune() {
         .await
         .unwrap();
     store.delete(&table.sidecar_path(ids[1])).await.unwrap();
-    let fetch = table.sidecars(&ids).await;
-    assert!(
-        fetch.sidecars[0].is_none() && fetch.sidecars[1].is_none() && fetch.sidecars[2].is_some()
-    );
+    let fetch = table.sidecar_entries(&ids, "c2").await;
+    assert!(fetch.entries[0].is_none() && fetch.entries[1].is_none() && fetch.entries[2].is_some());
     assert_eq!(fetch.unreadable, 2);
+}
+
+#[tokio::test]
+async fn one_column_of_a_large_sidecar_is_read_alone_and_agrees_with_the_whole_file() {
+    for (storage, _dir) in storages().await {
+        let table = new_table(&storage, 20_000).await;
+        append(&table, 0, 40_000, 20_000).await;
+        let snapshot = table.snapshot().await.unwrap();
+        let blocks = table.blocks(&snapshot).await.unwrap();
+        let ids: Vec<&str> = (0..blocks.len()).map(|i| blocks.block_id(i)).collect();
+        let fetch = table.sidecar_entries(&ids, "c2").await;
+        assert_eq!(fetch.unreadable, 0);
+        // Header read plus one of two similar payloads: well under the whole sidecars.
+        assert!(
+            fetch.bytes_fetched * 10 < snapshot.sidecar_bytes * 6,
+            "{} of {}",
+            fetch.bytes_fetched,
+            snapshot.sidecar_bytes
+        );
+        let keys = ColumnHashes::from_array(&StringArray::from_iter_values(
+            (0..50_000).map(|i| format!("v{i}")),
+        ))
+        .unwrap()
+        .hashes;
+        for (id, entry) in ids.iter().zip(&fetch.entries) {
+            let bytes = storage
+                .store()
+                .get(&table.sidecar_path(id))
+                .await
+                .unwrap()
+                .bytes()
+                .await
+                .unwrap();
+            let whole = Sidecar::open(bytes).unwrap();
+            let (alone, within) = (entry.as_ref().unwrap(), whole.column("c2").unwrap());
+            assert_eq!(alone.key_count, within.key_count);
+            assert!(
+                keys.iter()
+                    .all(|&k| alone.may_contain(k) == within.may_contain(k))
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_damaged_entry_is_unreadable_but_the_other_column_still_prunes() {
+    let storage = Storage::in_memory();
+    let table = new_table(&storage, 20_000).await;
+    append(&table, 0, 20_000, 20_000).await;
+    let blocks = table
+        .blocks(&table.snapshot().await.unwrap())
+        .await
+        .unwrap();
+    let ids = [blocks.block_id(0)];
+    let path = table.sidecar_path(ids[0]);
+    let store = storage.store();
+    let mut bytes = store
+        .get(&path)
+        .await
+        .unwrap()
+        .bytes()
+        .await
+        .unwrap()
+        .to_vec();
+    // Entries are in column order: the last byte of the file is in c2's payload (or its padding,
+    // so flip a byte 8 from the end).
+    let at = bytes.len() - 8;
+    bytes[at] ^= 0x5a;
+    store.put(&path, PutPayload::from(bytes)).await.unwrap();
+    let c2 = table.sidecar_entries(&ids, "c2").await;
+    assert_eq!((c2.unreadable, c2.entries[0].is_none()), (1, true));
+    let c1 = table.sidecar_entries(&ids, "c1").await;
+    assert_eq!((c1.unreadable, c1.entries[0].is_some()), (0, true));
 }
 
 #[tokio::test]
