@@ -84,6 +84,21 @@ async fn committed_c1(table: &Table) -> Vec<u64> {
     values
 }
 
+/// An in-memory table after one append of `rows`, and its block ids.
+async fn appended_in_memory(block_rows: usize, rows: u64) -> (Storage, Table, Vec<String>) {
+    let storage = Storage::in_memory();
+    let table = new_table(&storage, block_rows).await;
+    append(&table, 0, rows, block_rows as u64).await;
+    let blocks = table
+        .blocks(&table.snapshot().await.unwrap())
+        .await
+        .unwrap();
+    let ids = (0..blocks.len())
+        .map(|i| blocks.block_id(i).to_string())
+        .collect();
+    (storage, table, ids)
+}
+
 /// Memory, a local directory and, when SIEVE_TEST_S3_URL is set (scripts/test.sh starts MinIO
 /// and sets it), a fresh prefix in that bucket.
 async fn storages() -> Vec<(Storage, Option<tempfile::TempDir>)> {
@@ -241,14 +256,8 @@ async fn a_failed_or_abandoned_write_leaves_the_table_as_it_was() {
 
 #[tokio::test]
 async fn a_corrupt_or_missing_sidecar_means_cannot_prune() {
-    let storage = Storage::in_memory();
-    let table = new_table(&storage, 100).await;
-    append(&table, 0, 300, 100).await;
-    let blocks = table
-        .blocks(&table.snapshot().await.unwrap())
-        .await
-        .unwrap();
-    let ids: Vec<&str> = (0..3).map(|i| blocks.block_id(i)).collect();
+    let (storage, table, ids) = appended_in_memory(100, 300).await;
+    let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
     let store = storage.store();
     store
         .put(
@@ -307,14 +316,8 @@ async fn one_column_of_a_large_sidecar_is_read_alone_and_agrees_with_the_whole_f
 
 #[tokio::test]
 async fn a_damaged_entry_is_unreadable_but_the_other_column_still_prunes() {
-    let storage = Storage::in_memory();
-    let table = new_table(&storage, 20_000).await;
-    append(&table, 0, 20_000, 20_000).await;
-    let blocks = table
-        .blocks(&table.snapshot().await.unwrap())
-        .await
-        .unwrap();
-    let ids = [blocks.block_id(0)];
+    let (storage, table, ids) = appended_in_memory(20_000, 20_000).await;
+    let ids = [ids[0].as_str()];
     let path = table.sidecar_path(ids[0]);
     let store = storage.store();
     let mut bytes = store
