@@ -15,11 +15,9 @@ use crate::provider::SieveTable;
 
 pub const CATALOG_NAME: &str = "sieve";
 
-/// `database.name`, or a bare `name` in the default database.
-pub fn split_table_name(table: &str) -> (&str, &str) {
-    table
-        .split_once('.')
-        .unwrap_or((sieve_storage::DEFAULT_DATABASE, table))
+/// `database.name`, or a bare `name` in `default_database`.
+pub fn split_table_name<'a>(table: &'a str, default_database: &'a str) -> (&'a str, &'a str) {
+    table.split_once('.').unwrap_or((default_database, table))
 }
 
 #[derive(Debug)]

@@ -33,7 +33,7 @@ impl Engine {
         column: &str,
         absent: &[String],
     ) -> Result<FalsePositives> {
-        let (db, name) = crate::catalog::split_table_name(table);
+        let (db, name) = crate::catalog::split_table_name(table, sieve_storage::DEFAULT_DATABASE);
         let def = self.catalog().table(db, name).await.map_err(to_df)?;
         let table = Table::new(self.storage().clone(), def);
         let snapshot = table.snapshot().await.map_err(to_df)?;

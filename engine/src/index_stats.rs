@@ -42,21 +42,13 @@ impl TableFunctionImpl for IndexStatsFunction {
                 );
             }
         };
-        let (database, table) = match name.split_once('.') {
-            Some((db, t)) => (db.to_string(), t.to_string()),
-            None => (
-                args.session()
-                    .config_options()
-                    .catalog
-                    .default_schema
-                    .clone(),
-                name,
-            ),
-        };
+        let options = args.session().config_options();
+        let (database, table) =
+            crate::catalog::split_table_name(&name, &options.catalog.default_schema);
         Ok(Arc::new(IndexStatsTable {
             catalog: self.catalog.clone(),
-            database,
-            table,
+            database: database.to_string(),
+            table: table.to_string(),
         }))
     }
 }

@@ -24,7 +24,7 @@ impl Engine {
     /// A fresh DataFusion context (no caches shared with anything) in which `table` is a
     /// ListingTable over the table's block files, under its bare name.
     pub async fn listing_baseline(&self, table: &str) -> Result<SessionContext> {
-        let (db, name) = crate::catalog::split_table_name(table);
+        let (db, name) = crate::catalog::split_table_name(table, sieve_storage::DEFAULT_DATABASE);
         let def = self.catalog().table(db, name).await.map_err(to_df)?;
         let table = Table::new(self.storage().clone(), def);
         // The same Parquet reading as Sieve's scans (filters pushed into the decoder, page index),

@@ -136,7 +136,8 @@ impl Engine {
         if request.commit_blocks == 0 {
             return plan_err!("commit_blocks must be at least 1");
         }
-        let (db, name) = crate::catalog::split_table_name(&request.table);
+        let (db, name) =
+            crate::catalog::split_table_name(&request.table, sieve_storage::DEFAULT_DATABASE);
         let catalog = self.catalog();
         let schema = synthetic::schema();
         let def = match catalog.table(db, name).await {
