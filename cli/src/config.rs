@@ -7,12 +7,23 @@
 //! port = 3307
 //! user = "root"
 //! password = "change-me"
+//! memory_limit_mib = 4096        # all queries together
+//! query_memory_limit_mib = 1024  # one query
+//! max_execution_time = 0         # ms a query may run, as MySQL's; 0 is no limit
+//! max_connections = 151          # more are refused with MySQL's "Too many connections"
+//! max_allowed_packet = 16777216  # bytes of one client packet after login
+//! connect_timeout = 10           # seconds a client has to log in
+//! wait_timeout = 28800           # seconds a logged-in client may stay silent
 //! ```
 
 use std::net::IpAddr;
 use std::path::Path;
+use std::time::Duration;
 
 use serde::Deserialize;
+use sieve_engine::{MemoryLimits, SieveOptions};
+
+use crate::packet_guard::GuardLimits;
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -22,9 +33,49 @@ pub struct ConfigFile {
     pub port: Option<u16>,
     pub user: Option<String>,
     pub password: Option<String>,
+    pub memory_limit_mib: Option<usize>,
+    pub query_memory_limit_mib: Option<usize>,
+    pub max_execution_time: Option<u64>,
+    pub max_connections: Option<usize>,
+    pub max_allowed_packet: Option<usize>,
+    pub connect_timeout: Option<u64>,
+    pub wait_timeout: Option<u64>,
+}
+
+/// What one server allows its connections, with MySQL's defaults.
+#[derive(Debug, Clone, Copy)]
+pub struct ConnectionLimits {
+    pub max_connections: usize,
+    pub guard: GuardLimits,
 }
 
 impl ConfigFile {
+    pub fn memory_limits(&self) -> MemoryLimits {
+        let defaults = MemoryLimits::default();
+        MemoryLimits {
+            server: self.memory_limit_mib.map_or(defaults.server, |m| m << 20),
+            query: self.query_memory_limit_mib.map_or(defaults.query, |m| m << 20),
+        }
+    }
+
+    pub fn connection_limits(&self) -> ConnectionLimits {
+        ConnectionLimits {
+            max_connections: self.max_connections.unwrap_or(151),
+            guard: GuardLimits {
+                max_allowed_packet: self.max_allowed_packet.unwrap_or(16 << 20),
+                handshake_timeout: Duration::from_secs(self.connect_timeout.unwrap_or(10)),
+                idle_timeout: Duration::from_secs(self.wait_timeout.unwrap_or(28_800)),
+            },
+        }
+    }
+
+    /// The settings every connection starts with.
+    pub fn session_defaults(&self) -> SieveOptions {
+        let mut options = SieveOptions::default();
+        options.max_execution_time = self.max_execution_time.unwrap_or(0);
+        options
+    }
+
     pub fn load(path: Option<&Path>) -> Result<Self, String> {
         let Some(path) = path else {
             return Ok(Self::default());

@@ -4,8 +4,10 @@ mod auth;
 mod bench;
 mod config;
 mod load;
+mod login_throttle;
 mod mysql_backend;
 mod mysql_values;
+mod packet_guard;
 mod progress;
 mod remote;
 mod render;
@@ -14,7 +16,7 @@ mod shell;
 mod system_variables;
 
 use clap::{Parser, Subcommand};
-use sieve_engine::Engine;
+use sieve_engine::{Engine, QUERY_THREAD_STACK};
 
 use crate::config::ConfigFile;
 
@@ -50,29 +52,47 @@ enum Command {
     Bench(bench::BenchArgs),
 }
 
-#[tokio::main]
-async fn main() {
+fn main() {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
     let cli = Cli::parse();
-    let result = async {
-        let config = ConfigFile::load(cli.config.as_deref())?;
-        let storage = cli
-            .storage
-            .or(config.storage.clone())
-            .unwrap_or_else(|| DEFAULT_STORAGE.to_string());
-        match cli.command {
-            Command::Serve(args) => {
-                let engine = Engine::open(&storage).await.map_err(|e| e.to_string())?;
-                serve::serve(engine, args, config).await
-            }
-            Command::Sql(args) => shell::run(&storage, args).await,
-            Command::Load(args) => load::run(&storage, args).await,
-            Command::Bench(args) => bench::run(&storage, args).await,
-        }
-    }
-    .await;
+    // Statements run on the runtime's threads, with stacks sized for the deepest statement the
+    // engine accepts (see sieve_engine::MAX_OPERATORS).
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_stack_size(QUERY_THREAD_STACK)
+        .build()
+        .expect("the tokio runtime starts");
+    // The main future (the shell runs its statements there) gets a thread of the same size.
+    let result = std::thread::Builder::new()
+        .name("sieve-main".into())
+        .stack_size(QUERY_THREAD_STACK)
+        .spawn(move || runtime.block_on(run(cli)))
+        .expect("the main thread starts")
+        .join()
+        .unwrap_or_else(|_| Err("internal error: the main thread panicked".into()));
     if let Err(message) = result {
         eprintln!("sieve: {message}");
         std::process::exit(1);
+    }
+}
+
+async fn run(cli: Cli) -> Result<(), String> {
+    let config = ConfigFile::load(cli.config.as_deref())?;
+    let storage = cli
+        .storage
+        .or(config.storage.clone())
+        .unwrap_or_else(|| DEFAULT_STORAGE.to_string());
+    match cli.command {
+        Command::Serve(args) => {
+            let engine = Engine::open(&storage)
+                .await
+                .and_then(|e| e.with_memory_limits(config.memory_limits()))
+                .map_err(|e| e.to_string())?
+                .with_session_defaults(config.session_defaults());
+            serve::serve(engine, args, config).await
+        }
+        Command::Sql(args) => shell::run(&storage, args).await,
+        Command::Load(args) => load::run(&storage, args).await,
+        Command::Bench(args) => bench::run(&storage, args).await,
     }
 }

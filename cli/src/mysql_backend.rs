@@ -4,7 +4,9 @@
 
 use std::collections::HashMap;
 use std::io;
+use std::net::IpAddr;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
@@ -14,11 +16,12 @@ use opensrv_mysql::{
     AsyncMysqlShim, Column, ColumnFlags, ColumnType, ErrorKind, InitWriter, OkResponse,
     ParamParser, QueryResultWriter, StatementMetaWriter, Value, ValueInner,
 };
-use sieve_engine::{ErrorClass, QueryOutput, Session, classify};
+use sieve_engine::{ErrorClass, QueryStream, Session, classify};
 use tokio::io::AsyncWrite;
 use tokio::net::TcpStream;
 
 use crate::auth::Account;
+use crate::login_throttle::LoginThrottle;
 use crate::mysql_values::{columns, write_batch};
 use crate::progress::{rate, watch};
 use crate::system_variables::{Chatter, VERSION, answer};
@@ -26,31 +29,48 @@ use crate::system_variables::{Chatter, VERSION, answer};
 pub struct Backend {
     session: Session,
     /// The same socket opensrv talks over, only peeked at to notice a client that went away.
-    client: TcpStream,
+    client: Arc<TcpStream>,
+    peer: IpAddr,
     account: Arc<Account>,
+    throttle: Arc<LoginThrottle>,
+    /// Tells the connection's [`crate::packet_guard::PacketGuard`] that login succeeded.
+    authenticated: Arc<AtomicBool>,
     connection_id: u32,
     salt: [u8; 20],
     statements: HashMap<u32, String>,
     next_statement: u32,
+    /// Statements that wrote since BEGIN, while a client believes it is in a transaction.
+    transaction: Option<u64>,
+}
+
+/// What a connection's login is checked with.
+pub struct Login {
+    pub account: Arc<Account>,
+    pub throttle: Arc<LoginThrottle>,
+    pub authenticated: Arc<AtomicBool>,
 }
 
 impl Backend {
     pub fn new(
         session: Session,
-        client: TcpStream,
-        account: Arc<Account>,
+        client: Arc<TcpStream>,
+        login: Login,
         connection_id: u32,
     ) -> Self {
         // Printable, never NUL: some clients treat the salt as a C string.
         let salt = std::array::from_fn(|_| rand::random_range(b'!'..=b'~'));
         Self {
             session,
+            peer: client.peer_addr().map_or(IpAddr::from([0, 0, 0, 0]), |a| a.ip()),
             client,
-            account,
+            account: login.account,
+            throttle: login.throttle,
+            authenticated: login.authenticated,
             connection_id,
             salt,
             statements: HashMap::new(),
             next_statement: 1,
+            transaction: None,
         }
     }
 
@@ -60,7 +80,28 @@ impl Backend {
         results: QueryResultWriter<'_, W>,
     ) -> io::Result<()> {
         match answer(query, &self.session.database()) {
-            Some(Chatter::Ok) => return results.completed(OkResponse::default()).await,
+            Some(Chatter::Begin) => {
+                self.transaction = Some(0);
+                return results.completed(OkResponse::default()).await;
+            }
+            Some(Chatter::Commit) => {
+                self.transaction = None;
+                return results.completed(OkResponse::default()).await;
+            }
+            Some(Chatter::Rollback) => {
+                return match self.transaction.take() {
+                    Some(writes) if writes > 0 => {
+                        let message = format!(
+                            "ROLLBACK cannot undo the {writes} statement(s) that wrote since BEGIN: \
+                             Sieve has no transactions, each statement committed on its own"
+                        );
+                        results
+                            .error(ErrorKind::ER_WARNING_NOT_COMPLETE_ROLLBACK, message.as_bytes())
+                            .await
+                    }
+                    _ => results.completed(OkResponse::default()).await,
+                };
+            }
             Some(Chatter::Row(row)) => {
                 let cols: Vec<Column> = row
                     .iter()
@@ -82,34 +123,44 @@ impl Backend {
         }
         let started = Instant::now();
         let head: String = query.chars().take(80).collect();
-        let running = watch(
-            self.session.execute(query),
-            self.session.progress(),
-            PROGRESS_EVERY,
-            |rows, elapsed| {
-                log::info!(
-                    "{rows} rows written in {:.0} s ({:.0} rows/s): {head}",
-                    elapsed.as_secs_f64(),
-                    rate(rows, elapsed)
-                );
-            },
-        );
-        let outcome = tokio::select! {
-            outcome = running => outcome,
+        let (session, transaction) = (&self.session, &mut self.transaction);
+        let statement = async {
+            let planned = watch(
+                session.query(query),
+                session.progress(),
+                PROGRESS_EVERY,
+                |rows, elapsed| {
+                    log::info!(
+                        "{rows} rows written in {:.0} s ({:.0} rows/s): {head}",
+                        elapsed.as_secs_f64(),
+                        rate(rows, elapsed)
+                    );
+                },
+            )
+            .await;
+            match planned {
+                Ok(output) => {
+                    if output.affected_rows().is_some_and(|rows| rows > 0)
+                        && let Some(writes) = transaction
+                    {
+                        *writes += 1;
+                    }
+                    let rows = send(output, results).await?;
+                    log_slow(&head, rows, started);
+                    Ok(())
+                }
+                Err(e) => {
+                    let (kind, message) = mysql_error(&e);
+                    results.error(kind, message.as_bytes()).await
+                }
+            }
+        };
+        tokio::select! {
+            outcome = statement => outcome,
             () = client_gone(&self.client) => {
                 // Dropping the statement cancels it; a write commits nothing.
                 log::info!("client {} went away; cancelled: {head}", self.connection_id);
-                return Err(io::Error::new(io::ErrorKind::ConnectionAborted, "client went away"));
-            }
-        };
-        match outcome {
-            Ok(output) => {
-                log_slow(&head, &output, started);
-                send(output, results).await
-            }
-            Err(e) => {
-                let (kind, message) = mysql_error(&e);
-                results.error(kind, message.as_bytes()).await
+                Err(io::Error::new(io::ErrorKind::ConnectionAborted, "client went away"))
             }
         }
     }
@@ -119,10 +170,9 @@ impl Backend {
 const PROGRESS_EVERY: Duration = Duration::from_secs(10);
 
 /// Statements over a second are logged with their size, so long loads show their rate.
-fn log_slow(head: &str, output: &QueryOutput, started: Instant) {
+fn log_slow(head: &str, rows: u64, started: Instant) {
     let elapsed = started.elapsed();
     if elapsed.as_secs() >= 1 {
-        let rows = output.affected_rows.unwrap_or(output.row_count() as u64);
         log::info!(
             "{rows} rows in {:.1} s ({:.0} rows/s): {head}",
             elapsed.as_secs_f64(),
@@ -143,24 +193,47 @@ async fn client_gone(socket: &TcpStream) {
     }
 }
 
+/// Sends a statement's result as it is produced, one batch in memory at a time; returns the rows
+/// sent or affected. An error before the first row is a plain error packet, a later one ends the
+/// result set with it.
 async fn send<W: AsyncWrite + Send + Unpin>(
-    output: QueryOutput,
+    mut output: QueryStream,
     results: QueryResultWriter<'_, W>,
-) -> io::Result<()> {
-    if let Some(affected_rows) = output.affected_rows {
-        return results
+) -> io::Result<u64> {
+    if let Some(affected_rows) = output.affected_rows() {
+        results
             .completed(OkResponse {
                 affected_rows,
                 ..Default::default()
             })
-            .await;
+            .await?;
+        return Ok(affected_rows);
     }
-    let cols = columns(&output.schema);
+    let cols = columns(output.schema());
+    let mut next = output.next().await;
+    if let Some(Err(e)) = &next {
+        let (kind, message) = mysql_error(e);
+        results.error(kind, message.as_bytes()).await?;
+        return Ok(0);
+    }
     let mut rows = results.start(&cols).await?;
-    for batch in &output.batches {
-        write_batch(&mut rows, batch).await?;
+    let mut sent = 0;
+    while let Some(batch) = next {
+        match batch {
+            Ok(batch) => {
+                write_batch(&mut rows, &batch).await?;
+                sent += batch.num_rows() as u64;
+            }
+            Err(e) => {
+                let (kind, message) = mysql_error(&e);
+                rows.finish_error(kind, &message.as_bytes()).await?;
+                return Ok(sent);
+            }
+        }
+        next = output.next().await;
     }
-    rows.finish().await
+    rows.finish().await?;
+    Ok(sent)
 }
 
 fn mysql_error(e: &DataFusionError) -> (ErrorKind, String) {
@@ -171,6 +244,12 @@ fn mysql_error(e: &DataFusionError) -> (ErrorKind, String) {
         ErrorClass::TableExists => ErrorKind::ER_TABLE_EXISTS_ERROR,
         ErrorClass::DatabaseExists => ErrorKind::ER_DB_CREATE_EXISTS,
         ErrorClass::NotSupported => ErrorKind::ER_NOT_SUPPORTED_YET,
+        // MySQL answers 3024 (ER_QUERY_TIMEOUT), which opensrv-mysql does not list; 1317 is
+        // its older "query execution was interrupted".
+        ErrorClass::Timeout => ErrorKind::ER_QUERY_INTERRUPTED,
+        ErrorClass::OutOfMemory => ErrorKind::ER_OUT_OF_RESOURCES,
+        ErrorClass::UnknownVariable => ErrorKind::ER_UNKNOWN_SYSTEM_VARIABLE,
+        ErrorClass::OutOfRange => ErrorKind::ER_DATA_OUT_OF_RANGE,
         ErrorClass::Other => ErrorKind::ER_UNKNOWN_ERROR,
     };
     (kind, e.to_string())
@@ -239,9 +318,18 @@ impl<W: AsyncWrite + Send + Unpin> AsyncMysqlShim<W> for Backend {
         salt: &[u8],
         auth_data: &[u8],
     ) -> bool {
-        let ok = self.account.verify(user, salt, auth_data);
-        if !ok {
-            log::warn!("access denied for user '{}'", String::from_utf8_lossy(user));
+        let ok = self
+            .throttle
+            .check(self.peer, || self.account.verify(user, salt, auth_data))
+            .await;
+        if ok {
+            self.authenticated.store(true, Ordering::Release);
+        } else {
+            log::warn!(
+                "access denied for user '{}' from {}",
+                String::from_utf8_lossy(user),
+                self.peer
+            );
         }
         ok
     }

@@ -4,8 +4,9 @@
 
 use std::sync::Arc;
 
-use datafusion::arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
-use datafusion::arrow::compute::cast;
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, RecordBatch, StringArray};
+use datafusion::arrow::compute::{can_cast_types, cast};
+use datafusion::arrow::util::display::{ArrayFormatter, FormatOptions};
 use datafusion::arrow::datatypes::{
     DataType, Date32Type, Float64Type, Int64Type, TimeUnit, TimestampMicrosecondType, UInt64Type,
 };
@@ -104,8 +105,15 @@ fn prepare(array: &ArrayRef) -> Result<Prepared, ArrowError> {
     };
     let array = if array.data_type() == &target {
         Arc::clone(array)
-    } else {
+    } else if can_cast_types(array.data_type(), &target) {
         cast(array, &target)?
+    } else {
+        // Structs, maps, unions: as text, the way arrow prints them.
+        let formatter = ArrayFormatter::try_new(array.as_ref(), &FormatOptions::default())?;
+        let text: StringArray = (0..array.len())
+            .map(|i| (!array.is_null(i)).then(|| formatter.value(i).to_string()))
+            .collect();
+        Arc::new(text)
     };
     Ok(Prepared { kind, array })
 }

@@ -2,16 +2,25 @@
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::time::Duration;
 
 use clap::Args;
 use opensrv_mysql::AsyncMysqlIntermediary;
 use sieve_engine::Engine;
+use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Semaphore;
 
 use crate::auth::Account;
 use crate::config::ConfigFile;
-use crate::mysql_backend::Backend;
+use crate::login_throttle::LoginThrottle;
+use crate::mysql_backend::{Backend, Login};
+use crate::packet_guard::{PacketGuard, error_packet};
+
+/// How long accepting waits after an error (out of file descriptors, say) before trying again;
+/// doubles while errors go on, so a full descriptor table costs no CPU and little log.
+const ACCEPT_BACKOFF: (Duration, Duration) = (Duration::from_millis(10), Duration::from_secs(1));
 
 #[derive(Args)]
 pub struct ServeArgs {
@@ -27,6 +36,11 @@ pub struct ServeArgs {
     /// Its password [default: none, allowed on loopback only]
     #[arg(long, env = "SIEVE_PASSWORD", hide_env_values = true)]
     password: Option<String>,
+}
+
+async fn back_off(backoff: &mut Duration) {
+    tokio::time::sleep(*backoff).await;
+    *backoff = (*backoff * 2).min(ACCEPT_BACKOFF.1);
 }
 
 async fn shutdown_signal() {
@@ -52,6 +66,7 @@ fn duplicate(stream: &TcpStream) -> std::io::Result<TcpStream> {
 }
 
 pub async fn serve(engine: Engine, args: ServeArgs, config: ConfigFile) -> Result<(), String> {
+    let limits = config.connection_limits();
     let host = args
         .host
         .or(config.host)
@@ -69,6 +84,9 @@ pub async fn serve(engine: Engine, args: ServeArgs, config: ConfigFile) -> Resul
         .await
         .map_err(|e| format!("cannot listen on {address}: {e}"))?;
     let account = Arc::new(Account { user, password });
+    let throttle = Arc::new(LoginThrottle::default());
+    let slots = Arc::new(Semaphore::new(limits.max_connections));
+    let mut backoff = ACCEPT_BACKOFF.0;
     log::info!(
         "serving the MySQL protocol on {address}, storage {}",
         engine.storage().url()
@@ -79,28 +97,56 @@ pub async fn serve(engine: Engine, args: ServeArgs, config: ConfigFile) -> Resul
     loop {
         tokio::select! {
             accepted = listener.accept() => {
-                let (stream, peer) = match accepted {
-                    Ok(c) => c,
+                let (mut stream, peer) = match accepted {
+                    Ok(c) => {
+                        backoff = ACCEPT_BACKOFF.0;
+                        c
+                    }
                     Err(e) => {
-                        log::warn!("accept failed: {e}");
+                        log::warn!("accept failed, next try in {backoff:?}: {e}");
+                        back_off(&mut backoff).await;
                         continue;
                     }
+                };
+                let Ok(slot) = slots.clone().try_acquire_owned() else {
+                    log::warn!("refused {peer}: {} connections open (max_connections)", limits.max_connections);
+                    let refusal = error_packet(0, 1040, "08004", "Too many connections");
+                    tokio::spawn(async move {
+                        let _ = tokio::time::timeout(Duration::from_secs(1), stream.write_all(&refusal)).await;
+                    });
+                    continue;
                 };
                 let _ = stream.set_nodelay(true);
                 let watcher = match duplicate(&stream) {
-                    Ok(w) => w,
+                    Ok(w) => Arc::new(w),
                     Err(e) => {
-                        log::warn!("cannot watch connection from {peer}: {e}");
+                        // Out of descriptors too: back off as for accept.
+                        log::warn!("cannot watch connection from {peer}, next try in {backoff:?}: {e}");
+                        back_off(&mut backoff).await;
                         continue;
                     }
                 };
-                let session = engine.session().map_err(|e| e.to_string())?;
-                let backend = Backend::new(session, watcher, account.clone(), ids.fetch_add(1, Ordering::Relaxed));
+                let session = match engine.session() {
+                    Ok(s) => s,
+                    Err(e) => {
+                        log::warn!("cannot open a session for {peer}: {e}");
+                        continue;
+                    }
+                };
+                let authenticated = Arc::new(AtomicBool::new(false));
+                let login = Login {
+                    account: account.clone(),
+                    throttle: throttle.clone(),
+                    authenticated: authenticated.clone(),
+                };
+                let backend = Backend::new(session, watcher.clone(), login, ids.fetch_add(1, Ordering::Relaxed));
                 tokio::spawn(async move {
                     let (reader, writer) = stream.into_split();
+                    let reader = PacketGuard::new(reader, watcher, limits.guard, authenticated);
                     if let Err(e) = AsyncMysqlIntermediary::run_on(backend, reader, writer).await {
                         log::debug!("connection from {peer} ended: {e}");
                     }
+                    drop(slot);
                 });
             }
             _ = &mut shutdown => {

@@ -1,12 +1,19 @@
-//! What MySQL drivers ask a server on connect (`select @@version_comment limit 1`, `SET NAMES`,
-//! `SET autocommit`, …), answered without the engine. Sieve has no transactions (every statement
-//! commits atomically on its own), so transaction statements are accepted and do nothing.
+//! What MySQL drivers ask a server on connect (`select @@version_comment limit 1`, …), answered
+//! without the engine; `SET` goes to the engine, which knows which variables exist. Sieve has no
+//! transactions (every statement commits atomically on its own): BEGIN and COMMIT are accepted,
+//! and a ROLLBACK that would have had something to undo says it cannot.
 
 pub const VERSION: &str = concat!("8.0.36-sieve-", env!("CARGO_PKG_VERSION"));
 
-/// A statement that needs no engine: either an empty OK or one row of system variables.
+/// A statement that needs no engine.
 pub enum Chatter {
-    Ok,
+    /// BEGIN, START TRANSACTION
+    Begin,
+    /// COMMIT
+    Commit,
+    /// ROLLBACK
+    Rollback,
+    /// One row of system variables.
     Row(Vec<(String, Option<String>)>),
 }
 
@@ -42,17 +49,9 @@ pub fn answer(query: &str, database: &str) -> Option<Chatter> {
     let lower = q.to_ascii_lowercase();
     let words: Vec<&str> = lower.split_whitespace().collect();
     match words.as_slice() {
-        ["set", rest @ ..] => {
-            let target = rest.first().copied().unwrap_or_default();
-            // Sieve's and DataFusion's own settings go to the engine; MySQL session settings do
-            // not apply.
-            if target.starts_with("sieve.") || target.starts_with("datafusion.") {
-                None
-            } else {
-                Some(Chatter::Ok)
-            }
-        }
-        ["begin"] | ["commit"] | ["rollback"] | ["start", "transaction", ..] => Some(Chatter::Ok),
+        ["begin"] | ["begin", "work"] | ["start", "transaction", ..] => Some(Chatter::Begin),
+        ["commit"] | ["commit", "work"] => Some(Chatter::Commit),
+        ["rollback"] | ["rollback", "work"] => Some(Chatter::Rollback),
         ["select", ..] if lower.contains("@@") || lower.starts_with("select database()") => {
             let body = q[6..].trim();
             let body = match body.to_ascii_lowercase().find(" limit ") {
@@ -104,12 +103,9 @@ mod tests {
         };
         assert_eq!(row[0].1.as_deref(), Some("shop"));
         assert_eq!(row[1], ("ac".to_string(), Some("1".to_string())));
-        assert!(matches!(
-            answer("SET NAMES utf8mb4", "d"),
-            Some(Chatter::Ok)
-        ));
-        assert!(matches!(answer("set autocommit=0", "d"), Some(Chatter::Ok)));
-        assert!(answer("set sieve.pruning = false", "d").is_none());
+        assert!(matches!(answer("START TRANSACTION", "d"), Some(Chatter::Begin)));
+        assert!(matches!(answer("rollback;", "d"), Some(Chatter::Rollback)));
+        assert!(answer("set autocommit=0", "d").is_none());
         assert!(answer("select * from t", "d").is_none());
     }
 }

@@ -163,3 +163,15 @@ fn a_config_file_sets_the_storage_and_flags_override_it() {
         .unwrap();
     assert_fails_with(&out, "colour");
 }
+
+#[test]
+fn a_plain_http_endpoint_without_aws_allow_http_says_what_to_set() {
+    let out = sieve()
+        .args(["--storage", "s3://bucket/prefix", "sql", "-e", "select 1"])
+        .env("AWS_ENDPOINT", "http://127.0.0.1:9")
+        .env_remove("AWS_ALLOW_HTTP")
+        .env_remove("AWS_ENDPOINT_URL")
+        .output()
+        .unwrap();
+    assert_fails_with(&out, "set AWS_ALLOW_HTTP=true");
+}

@@ -60,7 +60,7 @@ impl SchemaProvider for SieveSchema {
         match self.catalog.table(&self.database, name).await {
             Ok(def) => {
                 let table = Table::new(self.catalog.storage().clone(), def);
-                Ok(Some(Arc::new(SieveTable::new(table))))
+                Ok(Some(Arc::new(SieveTable::new(self.catalog.clone(), table))))
             }
             Err(StorageError::UnknownTable(..)) => Ok(None),
             Err(e) => Err(to_df(e)),

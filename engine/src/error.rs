@@ -4,6 +4,10 @@
 use datafusion::error::DataFusionError;
 use sieve_storage::StorageError;
 
+use crate::checked_arithmetic::OutOfRange;
+use crate::deadline::QueryTimeout;
+use crate::set_variable::UnknownVariable;
+
 pub fn to_df(e: StorageError) -> DataFusionError {
     DataFusionError::External(Box::new(e))
 }
@@ -17,6 +21,13 @@ pub enum ErrorClass {
     TableExists,
     DatabaseExists,
     NotSupported,
+    UnknownVariable,
+    /// An integer result out of its type's range.
+    OutOfRange,
+    /// Stopped by `max_execution_time`.
+    Timeout,
+    /// Over a memory limit.
+    OutOfMemory,
     Other,
 }
 
@@ -33,8 +44,20 @@ pub fn classify(error: &DataFusionError) -> ErrorClass {
             _ => ErrorClass::Other,
         };
     }
+    if let DataFusionError::External(e) = root {
+        if e.is::<QueryTimeout>() {
+            return ErrorClass::Timeout;
+        }
+        if e.is::<UnknownVariable>() {
+            return ErrorClass::UnknownVariable;
+        }
+        if e.is::<OutOfRange>() {
+            return ErrorClass::OutOfRange;
+        }
+    }
     match root {
         DataFusionError::SQL(..) => ErrorClass::Syntax,
+        DataFusionError::ResourcesExhausted(_) => ErrorClass::OutOfMemory,
         DataFusionError::NotImplemented(_) => ErrorClass::NotSupported,
         // DataFusion's planner reports unresolved tables as "table '…' not found".
         DataFusionError::Plan(message)

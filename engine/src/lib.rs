@@ -2,22 +2,30 @@
 //! filter sidecars before reading Parquet; writes stream into blocks and commit atomically.
 
 mod catalog;
+mod checked_arithmetic;
+mod deadline;
 mod error;
 mod false_positives;
 mod index_stats;
 mod listing_baseline;
 mod load;
+mod memory;
 mod numbers;
 mod options;
+mod panic_guard;
 mod progress;
 mod provider;
 mod pruning;
+mod query_stream;
 mod scan_exec;
 mod session;
+mod set_variable;
 mod sink;
+mod statement_guard;
 mod storage_url;
 mod synthetic;
 mod table_options;
+mod verified_reader;
 
 pub use error::{ErrorClass, classify};
 pub use false_positives::FalsePositives;
@@ -25,4 +33,8 @@ pub use load::{DEFAULT_COMMIT_BLOCKS, LoadProgress, LoadRequest, LoadSummary};
 pub use options::SieveOptions;
 pub use progress::WriteProgress;
 pub use pruning::PruneOutcome;
-pub use session::{Engine, QueryOutput, ScanStats, Session};
+pub use deadline::QueryTimeout;
+pub use memory::MemoryLimits;
+pub use query_stream::{QueryOutput, QueryStream, ScanStats};
+pub use session::{Engine, Session};
+pub use statement_guard::{MAX_OPERATORS, QUERY_THREAD_STACK};

@@ -4,33 +4,45 @@
 //! commits are visible at once.
 
 use std::sync::Arc;
+use std::time::Duration;
 
-use datafusion::arrow::array::{RecordBatch, StringArray, UInt64Array};
-use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use datafusion::arrow::array::UInt64Array;
+use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::common::{exec_err, plan_err};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::SessionStateBuilder;
 use datafusion::execution::context::SessionContext;
+use datafusion::execution::memory_pool::MemoryPool;
+use datafusion::execution::runtime_env::{RuntimeEnv, RuntimeEnvBuilder};
 use datafusion::logical_expr::{DdlStatement, LogicalPlan};
-use datafusion::physical_plan::{ExecutionPlan, collect};
+use datafusion::optimizer::Analyzer;
+use datafusion::physical_plan::{ExecutionPlan, execute_stream};
 use datafusion::prelude::SessionConfig;
 use datafusion::sql::parser::{DFParser, Statement as DFStatement};
 use datafusion::sql::sqlparser::ast::{
     CreateTable, ObjectName, ObjectType, SchemaName, Statement, Use,
 };
 use datafusion::sql::sqlparser::dialect::MySqlDialect;
+use futures::StreamExt;
 use sieve_storage::{
     Catalog, DEFAULT_DATABASE, Storage, StorageError, Table, TableDef, TableOptions,
 };
+use tokio::time::Instant;
 
 use crate::catalog::{CATALOG_NAME, SieveCatalog};
+use crate::checked_arithmetic::CheckedArithmetic;
+use crate::deadline::{DeadlineStream, QueryTimeout};
 use crate::error::to_df;
 use crate::index_stats::IndexStatsFunction;
+use crate::memory::{MemoryLimits, QueryPool};
 use crate::numbers::NumbersFunction;
 use crate::options::SieveOptions;
+use crate::panic_guard;
 use crate::progress::WriteProgress;
-use crate::scan_exec::SieveScanExec;
+use crate::query_stream::{QueryOutput, QueryStream};
+use crate::set_variable;
 use crate::sink::write_stream;
+use crate::statement_guard::{check_complexity, check_confined};
 use crate::storage_url::object_store_url;
 use crate::table_options::{table_options, take_table_options};
 
@@ -38,6 +50,11 @@ use crate::table_options::{table_options, take_table_options};
 #[derive(Debug, Clone)]
 pub struct Engine {
     catalog: Catalog,
+    /// Shared by all sessions: the server's memory pool, the disk manager for spills, caches.
+    runtime: Arc<RuntimeEnv>,
+    limits: MemoryLimits,
+    /// What a new session's `sieve.` settings start as.
+    session_defaults: SieveOptions,
 }
 
 impl Engine {
@@ -47,8 +64,29 @@ impl Engine {
     }
 
     pub async fn with_storage(storage: Storage) -> Result<Self> {
+        let limits = MemoryLimits::default();
         Ok(Self {
             catalog: Catalog::open(storage).await.map_err(to_df)?,
+            runtime: runtime(limits)?,
+            limits,
+            session_defaults: SieveOptions::default(),
+        })
+    }
+
+    /// The same storage with other settings for new sessions (e.g. `max_execution_time`).
+    pub fn with_session_defaults(self, session_defaults: SieveOptions) -> Self {
+        Self {
+            session_defaults,
+            ..self
+        }
+    }
+
+    /// The same storage under other memory limits.
+    pub fn with_memory_limits(self, limits: MemoryLimits) -> Result<Self> {
+        Ok(Self {
+            runtime: runtime(limits)?,
+            limits,
+            ..self
         })
     }
 
@@ -61,53 +99,18 @@ impl Engine {
     }
 
     pub fn session(&self) -> Result<Session> {
-        Session::new(self.catalog.clone())
+        let pool = QueryPool::new(self.runtime.memory_pool.clone(), self.limits.query);
+        let runtime = RuntimeEnvBuilder::from_runtime_env(&self.runtime)
+            .with_memory_pool(Arc::new(pool))
+            .build_arc()?;
+        Session::new(self.catalog.clone(), runtime, self.session_defaults.clone())
     }
 }
 
-/// What reading a statement's tables cost: the figures clients print after a result.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ScanStats {
-    pub blocks_total: u64,
-    pub blocks_read: u64,
-    pub rows_read: u64,
-    pub bytes_read: u64,
-}
-
-#[derive(Debug, Clone)]
-pub struct QueryOutput {
-    pub schema: SchemaRef,
-    pub batches: Vec<RecordBatch>,
-    /// Rows written or removed by DML and DDL; None for a query.
-    pub affected_rows: Option<u64>,
-    pub stats: ScanStats,
-}
-
-impl QueryOutput {
-    fn affected(rows: u64) -> Self {
-        Self {
-            schema: Arc::new(Schema::empty()),
-            batches: Vec::new(),
-            affected_rows: Some(rows),
-            stats: ScanStats::default(),
-        }
-    }
-
-    fn list(column: &str, values: Vec<String>) -> Result<Self> {
-        let schema = Arc::new(Schema::new(vec![Field::new(column, DataType::Utf8, false)]));
-        let batch =
-            RecordBatch::try_new(schema.clone(), vec![Arc::new(StringArray::from(values))])?;
-        Ok(Self {
-            schema,
-            batches: vec![batch],
-            affected_rows: None,
-            stats: ScanStats::default(),
-        })
-    }
-
-    pub fn row_count(&self) -> usize {
-        self.batches.iter().map(|b| b.num_rows()).sum()
-    }
+fn runtime(limits: MemoryLimits) -> Result<Arc<RuntimeEnv>> {
+    RuntimeEnvBuilder::new()
+        .with_memory_pool(limits.server_pool())
+        .build_arc()
 }
 
 pub struct Session {
@@ -125,17 +128,23 @@ fn object_parts(name: &ObjectName) -> Vec<String> {
 }
 
 impl Session {
-    fn new(catalog: Catalog) -> Result<Self> {
+    fn new(catalog: Catalog, runtime: Arc<RuntimeEnv>, options: SieveOptions) -> Result<Self> {
         let progress = Arc::new(WriteProgress::default());
         let config = SessionConfig::new()
             .with_extension(progress.clone())
             .with_default_catalog_and_schema(CATALOG_NAME, DEFAULT_DATABASE)
             .with_create_default_catalog_and_schema(false)
-            .with_option_extension(SieveOptions::default())
+            .with_option_extension(options)
             .set_str("datafusion.sql_parser.dialect", "mysql");
         let state = SessionStateBuilder::new()
             .with_config(config)
+            .with_runtime_env(runtime)
             .with_default_features()
+            .with_analyzer_rules({
+                let mut rules = Analyzer::new().rules;
+                rules.push(Arc::new(CheckedArithmetic));
+                rules
+            })
             .build();
         let ctx = SessionContext::new_with_state(state);
         ctx.register_catalog(CATALOG_NAME, Arc::new(SieveCatalog::new(catalog.clone())));
@@ -190,14 +199,25 @@ impl Session {
 
     /// Splits a script into its statements (as SQL text), so callers can run and time each.
     pub fn split_statements(sql: &str) -> Result<Vec<String>> {
+        check_complexity(sql)?;
         Ok(DFParser::parse_sql_with_dialect(sql, &MySqlDialect {})?
             .iter()
             .map(|s| s.to_string())
             .collect())
     }
 
-    /// Runs one statement.
+    /// Runs one statement to the end and returns its whole result.
     pub async fn execute(&self, sql: &str) -> Result<QueryOutput> {
+        self.query(sql).await?.collect().await
+    }
+
+    /// Runs one statement; a query's rows stream as the caller reads them.
+    pub async fn query(&self, sql: &str) -> Result<QueryStream> {
+        panic_guard::catch(self.parse_and_run(sql)).await
+    }
+
+    async fn parse_and_run(&self, sql: &str) -> Result<QueryStream> {
+        check_complexity(sql)?;
         let mut statements = DFParser::parse_sql_with_dialect(sql, &MySqlDialect {})?;
         match (statements.pop_front(), statements.is_empty()) {
             (Some(statement), true) => self.execute_statement(statement).await,
@@ -208,7 +228,7 @@ impl Session {
         }
     }
 
-    async fn execute_statement(&self, statement: DFStatement) -> Result<QueryOutput> {
+    async fn execute_statement(&self, statement: DFStatement) -> Result<QueryStream> {
         self.progress.reset();
         let DFStatement::Statement(sql) = statement else {
             return self.run_in_datafusion(statement).await;
@@ -230,16 +250,17 @@ impl Session {
                 self.create_database(&object_parts(&name), if_not_exists)
                     .await
             }
-            Statement::ShowDatabases { .. } | Statement::ShowSchemas { .. } => QueryOutput::list(
+            Statement::ShowDatabases { .. } | Statement::ShowSchemas { .. } => QueryStream::list(
                 "Database",
                 self.catalog.list_databases().await.map_err(to_df)?,
+                self.pool(),
             ),
             Statement::Use(Use::Object(name) | Use::Database(name) | Use::Schema(name)) => {
                 match object_parts(&name).as_slice() {
                     [db] => self
                         .use_database(db)
                         .await
-                        .map(|()| QueryOutput::affected(0)),
+                        .map(|()| self.affected(0)),
                     _ => plan_err!("USE takes one database name, got {name}"),
                 }
             }
@@ -249,9 +270,16 @@ impl Session {
                     None => self.database(),
                 };
                 let tables = self.catalog.list_tables(&db).await.map_err(to_df)?;
-                QueryOutput::list(&format!("Tables_in_{db}"), tables)
+                QueryStream::list(&format!("Tables_in_{db}"), tables, self.pool())
             }
             Statement::CreateTable(create) if !create.external => self.create_table(create).await,
+            Statement::Set(set) => {
+                set_variable::apply(
+                    self.ctx.state_ref().write().config_mut().options_mut(),
+                    set,
+                )?;
+                Ok(self.affected(0))
+            }
             Statement::Drop {
                 object_type,
                 if_exists,
@@ -271,18 +299,18 @@ impl Session {
         }
     }
 
-    async fn create_database(&self, name: &[String], if_not_exists: bool) -> Result<QueryOutput> {
+    async fn create_database(&self, name: &[String], if_not_exists: bool) -> Result<QueryStream> {
         let [name] = name else {
             return plan_err!("a database name has one part");
         };
         match self.catalog.create_database(name).await {
-            Ok(()) => Ok(QueryOutput::affected(1)),
-            Err(StorageError::DatabaseExists(_)) if if_not_exists => Ok(QueryOutput::affected(0)),
+            Ok(()) => Ok(self.affected(1)),
+            Err(StorageError::DatabaseExists(_)) if if_not_exists => Ok(self.affected(0)),
             Err(e) => Err(to_df(e)),
         }
     }
 
-    async fn drop_databases(&self, names: &[ObjectName], if_exists: bool) -> Result<QueryOutput> {
+    async fn drop_databases(&self, names: &[ObjectName], if_exists: bool) -> Result<QueryStream> {
         for name in names {
             let [db] = object_parts(name)
                 .try_into()
@@ -293,7 +321,7 @@ impl Session {
                 Err(e) => return Err(to_df(e)),
             }
         }
-        Ok(QueryOutput::affected(0))
+        Ok(self.affected(0))
     }
 
     fn resolve(&self, name: &ObjectName) -> Result<(String, String)> {
@@ -304,7 +332,7 @@ impl Session {
         }
     }
 
-    async fn drop_tables(&self, names: &[ObjectName], if_exists: bool) -> Result<QueryOutput> {
+    async fn drop_tables(&self, names: &[ObjectName], if_exists: bool) -> Result<QueryStream> {
         for name in names {
             let (db, table) = self.resolve(name)?;
             match self.catalog.drop_table(&db, &table).await {
@@ -313,12 +341,12 @@ impl Session {
                 Err(e) => return Err(to_df(e)),
             }
         }
-        Ok(QueryOutput::affected(0))
+        Ok(self.affected(0))
     }
 
     /// CREATE TABLE, with Sieve's options; CREATE TABLE … AS SELECT writes and commits the rows
     /// before the table is published, so a failed CTAS leaves no table behind.
-    async fn create_table(&self, mut create: CreateTable) -> Result<QueryOutput> {
+    async fn create_table(&self, mut create: CreateTable) -> Result<QueryStream> {
         let pairs = take_table_options(&mut create.table_options)?;
         let (db, name) = self.resolve(&create.name)?;
         let if_not_exists = create.if_not_exists;
@@ -326,7 +354,7 @@ impl Session {
             return plan_err!("CREATE OR REPLACE TABLE is not supported; DROP TABLE first");
         }
         match self.catalog.table(&db, &name).await {
-            Ok(_) if if_not_exists => return Ok(QueryOutput::affected(0)),
+            Ok(_) if if_not_exists => return Ok(self.affected(0)),
             Ok(_) => return Err(to_df(StorageError::TableExists(db, name))),
             Err(StorageError::UnknownTable(..)) => {}
             Err(e) => return Err(to_df(e)),
@@ -366,59 +394,72 @@ impl Session {
             rows = write_stream(&table, stream, Some(&self.progress)).await?;
         }
         match self.catalog.create_table(&def).await {
-            Ok(()) => Ok(QueryOutput::affected(rows)),
-            Err(StorageError::TableExists(..)) if if_not_exists => Ok(QueryOutput::affected(0)),
+            Ok(()) => Ok(self.affected(rows)),
+            Err(StorageError::TableExists(..)) if if_not_exists => Ok(self.affected(0)),
             Err(e) => Err(to_df(e)),
         }
     }
 
-    async fn run_in_datafusion(&self, statement: DFStatement) -> Result<QueryOutput> {
+    async fn run_in_datafusion(&self, statement: DFStatement) -> Result<QueryStream> {
+        let started = Instant::now();
         let plan = self.ctx.state().statement_to_plan(statement).await?;
+        check_confined(&plan)?;
+        let limit = match plan {
+            // MySQL's max_execution_time bounds read-only statements; writes commit or not.
+            LogicalPlan::Dml(_) | LogicalPlan::Ddl(_) | LogicalPlan::Statement(_) => None,
+            _ => self.max_execution_time(),
+        };
         let is_dml = matches!(plan, LogicalPlan::Dml(_));
-        let frame = self.ctx.execute_logical_plan(plan).await?;
-        let schema: SchemaRef = Arc::new(frame.schema().as_arrow().clone());
-        let physical = frame.create_physical_plan().await?;
-        let batches = collect(physical.clone(), self.ctx.task_ctx()).await?;
-        let stats = scan_stats(&physical);
-        if is_dml {
-            let count = batches
-                .first()
-                .and_then(|b| b.column(0).as_any().downcast_ref::<UInt64Array>())
-                .map_or(0, |c| c.value(0));
-            return Ok(QueryOutput {
-                stats,
-                ..QueryOutput::affected(count)
-            });
+        let schema: SchemaRef = Arc::new(plan.schema().as_arrow().clone());
+        let planned = self.plan_physical(plan);
+        let physical = match limit {
+            Some(limit) => tokio::time::timeout(limit, planned)
+                .await
+                .map_err(|_| QueryTimeout::error(limit))??,
+            None => planned.await?,
+        };
+        let mut rows = panic_guard::catch_stream(execute_stream(physical.clone(), self.ctx.task_ctx())?);
+        if let Some(limit) = limit {
+            rows = DeadlineStream::wrap(rows, started, limit);
         }
-        Ok(QueryOutput {
-            schema,
-            batches,
-            affected_rows: None,
-            stats,
-        })
+        if is_dml {
+            let mut count = 0;
+            while let Some(batch) = rows.next().await {
+                let batch = batch?;
+                if let Some(c) = batch.column(0).as_any().downcast_ref::<UInt64Array>() {
+                    count += c.iter().flatten().sum::<u64>();
+                }
+            }
+            return Ok(QueryStream::written(count, physical, self.pool()));
+        }
+        Ok(QueryStream::rows(schema, rows, Some(physical), self.pool()))
     }
-}
 
-/// Sums what the plan's Sieve scans read; bytes are the Parquet bytes actually fetched when the
-/// scan reports them.
-fn scan_stats(plan: &Arc<dyn ExecutionPlan>) -> ScanStats {
-    let mut stats = ScanStats::default();
-    if let Some(scan) = (plan.as_ref() as &dyn std::any::Any).downcast_ref::<SieveScanExec>() {
-        stats.blocks_total += scan.outcome().total as u64;
-        stats.blocks_read += scan.outcome().survivors.len() as u64;
-        stats.rows_read += scan.rows_in_blocks_read();
-        let scanned = scan.children()[0]
-            .metrics()
-            .and_then(|m| m.sum_by_name("bytes_scanned"));
-        stats.bytes_read += scanned.map_or(scan.bytes_in_blocks_read(), |v| v.as_usize() as u64);
-        return stats;
+    async fn plan_physical(&self, plan: LogicalPlan) -> Result<Arc<dyn ExecutionPlan>> {
+        self.ctx
+            .execute_logical_plan(plan)
+            .await?
+            .create_physical_plan()
+            .await
     }
-    for child in plan.children() {
-        let s = scan_stats(child);
-        stats.blocks_total += s.blocks_total;
-        stats.blocks_read += s.blocks_read;
-        stats.rows_read += s.rows_read;
-        stats.bytes_read += s.bytes_read;
+
+    /// The session's statement time limit (`SET sieve.max_execution_time = ms`; 0 is none).
+    fn max_execution_time(&self) -> Option<Duration> {
+        let ms = self
+            .ctx
+            .state()
+            .config_options()
+            .extensions
+            .get::<SieveOptions>()
+            .map_or(0, |o| o.max_execution_time);
+        (ms > 0).then(|| Duration::from_millis(ms))
     }
-    stats
+
+    fn pool(&self) -> Arc<dyn MemoryPool> {
+        self.ctx.runtime_env().memory_pool.clone()
+    }
+
+    fn affected(&self, rows: u64) -> QueryStream {
+        QueryStream::affected(rows, self.pool())
+    }
 }

@@ -11,22 +11,25 @@ use datafusion::error::Result;
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::physical_plan::{DisplayAs, DisplayFormatType};
 use futures::StreamExt;
-use sieve_storage::Table;
+use datafusion::common::exec_err;
+use sieve_storage::{Catalog, StorageError, Table};
 
 use crate::error::to_df;
 use crate::progress::WriteProgress;
 
 #[derive(Debug)]
 pub struct SieveSink {
+    catalog: Catalog,
     table: Table,
     schema: SchemaRef,
     progress: Option<Arc<WriteProgress>>,
 }
 
 impl SieveSink {
-    pub fn new(table: Table, progress: Option<Arc<WriteProgress>>) -> Self {
+    pub fn new(catalog: Catalog, table: Table, progress: Option<Arc<WriteProgress>>) -> Self {
         let schema = table.def().schema.clone();
         Self {
+            catalog,
             table,
             schema,
             progress,
@@ -74,6 +77,17 @@ impl DataSink for SieveSink {
         data: SendableRecordBatchStream,
         _context: &Arc<TaskContext>,
     ) -> Result<u64> {
-        write_stream(&self.table, data, self.progress.as_deref()).await
+        let rows = write_stream(&self.table, data, self.progress.as_deref()).await?;
+        // A DROP TABLE that raced this INSERT removed the table its rows were committed to.
+        let def = self.table.def();
+        match self.catalog.table(&def.database, &def.name).await {
+            Ok(now) if now.id == def.id => Ok(rows),
+            Ok(_) | Err(StorageError::UnknownTable(..)) => exec_err!(
+                "table {}.{} was dropped while this INSERT ran; its {rows} rows are in no table",
+                def.database,
+                def.name
+            ),
+            Err(e) => Err(to_df(e)),
+        }
     }
 }

@@ -2,7 +2,8 @@
 //! and `AND` queries (including literals of other types than the column), each run with pruning on
 //! and off; the results must be equal. A filter must never cause a missing row.
 
-use datafusion::arrow::util::display::array_value_to_string;
+mod common;
+
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use sieve_engine::{Engine, QueryOutput, Session};
@@ -11,17 +12,7 @@ const ROWS: usize = 600;
 
 /// Sorted rows as text, so results compare regardless of order.
 fn rows(output: &QueryOutput) -> Vec<String> {
-    let mut rows = Vec::new();
-    for batch in &output.batches {
-        for r in 0..batch.num_rows() {
-            let cells: Vec<String> = batch
-                .columns()
-                .iter()
-                .map(|c| array_value_to_string(c, r).unwrap())
-                .collect();
-            rows.push(cells.join("|"));
-        }
-    }
+    let mut rows = common::rows(output);
     rows.sort();
     rows
 }

@@ -4,18 +4,11 @@
 use datafusion::arrow::array::Array;
 use datafusion::arrow::util::display::array_value_to_string;
 use datafusion::arrow::util::pretty::pretty_format_batches;
-use sieve_engine::{Engine, QueryOutput, Session};
+use sieve_engine::{Engine, QueryOutput};
 
-async fn memory_session() -> Session {
-    Engine::open("memory://").await.unwrap().session().unwrap()
-}
+mod common;
 
-async fn run(session: &Session, sql: &str) -> QueryOutput {
-    session
-        .execute(sql)
-        .await
-        .unwrap_or_else(|e| panic!("{sql}: {e}"))
-}
+use common::{memory_session, run};
 
 fn text(output: &QueryOutput) -> String {
     pretty_format_batches(&output.batches).unwrap().to_string()

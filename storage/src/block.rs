@@ -11,7 +11,9 @@ use parquet::schema::types::ColumnPath;
 use sieve_index::sidecar;
 use sieve_index::{ColumnHashes, ColumnIndex};
 
+use crate::block_checksums;
 use crate::error::Result;
+use crate::nan_bounds::widen_to_nans;
 use crate::table_def::TableDef;
 
 /// What the segment metadata records of one indexed column of one block.
@@ -30,6 +32,8 @@ pub struct BlockStats {
     pub id: String,
     pub rows: u64,
     pub data_bytes: u64,
+    /// See [`crate::block_checksums`].
+    pub checksums: Vec<u8>,
     pub sidecar_bytes: u64,
     pub mins: Vec<ArrayRef>,
     pub maxes: Vec<ArrayRef>,
@@ -78,8 +82,11 @@ pub fn encode_block(def: &TableDef, id: String, batches: &[RecordBatch]) -> Resu
     let (mut mins, mut maxes, mut null_counts) = (Vec::new(), Vec::new(), Vec::new());
     for field in schema.fields() {
         let converter = StatisticsConverter::try_new(field.name(), &schema, parquet_schema)?;
-        mins.push(converter.row_group_mins(metadata.row_groups())?);
-        maxes.push(converter.row_group_maxes(metadata.row_groups())?);
+        let mut min = converter.row_group_mins(metadata.row_groups())?;
+        let mut max = converter.row_group_maxes(metadata.row_groups())?;
+        widen_to_nans(batches, mins.len(), &mut min, &mut max);
+        mins.push(min);
+        maxes.push(max);
         let nulls = converter.row_group_null_counts(metadata.row_groups())?;
         null_counts.push(nulls.iter().flatten().sum());
     }
@@ -108,6 +115,7 @@ pub fn encode_block(def: &TableDef, id: String, batches: &[RecordBatch]) -> Resu
         id,
         rows: batches.iter().map(|b| b.num_rows() as u64).sum(),
         data_bytes: parquet.len() as u64,
+        checksums: block_checksums::compute(&parquet),
         sidecar_bytes: sidecar.len() as u64,
         mins,
         maxes,

@@ -3,13 +3,15 @@
 //!
 //! `catalog/<db>/database.json` marks a database; `catalog/<db>/tables/<name>.json` holds a
 //! [`TableDef`]. Both are created with a conditional put, so two concurrent CREATEs of one name
-//! cannot both succeed.
+//! cannot both succeed. Both are checksummed JSON ([`crate::checked_json`]). Names may hold any
+//! character: object_store percent-encodes what a path part cannot hold, and listings decode it.
 
 use futures::TryStreamExt;
 use object_store::path::Path;
 use object_store::{ObjectStoreExt, PutMode, PutOptions, PutPayload};
 use serde::{Deserialize, Serialize};
 
+use crate::checked_json;
 use crate::error::{Result, StorageError};
 use crate::location::Storage;
 use crate::table_def::TableDef;
@@ -43,7 +45,13 @@ fn table_path(db: &str, name: &str) -> Path {
 }
 
 fn file_stem(path: &Path) -> Option<String> {
-    path.filename()?.strip_suffix(".json").map(str::to_string)
+    decode_part(path.filename()?.strip_suffix(".json")?)
+}
+
+/// A name as it was before object_store percent-encoded it into a path part.
+fn decode_part(part: &str) -> Option<String> {
+    let decoded = percent_encoding::percent_decode_str(part).decode_utf8().ok()?;
+    Some(decoded.into_owned())
 }
 
 impl Catalog {
@@ -78,7 +86,7 @@ impl Catalog {
     }
 
     pub async fn create_database(&self, name: &str) -> Result<()> {
-        let body = serde_json::to_vec(&DatabaseMarker {
+        let body = checked_json::encode(&DatabaseMarker {
             name: name.to_string(),
         })?;
         if self.create_once(&marker_path(name), body).await? {
@@ -112,10 +120,10 @@ impl Catalog {
             .await?;
         let mut names = Vec::new();
         for dir in listing.common_prefixes {
-            if let Some(name) = dir.filename()
-                && self.database_exists(name).await?
+            if let Some(name) = dir.filename().and_then(decode_part)
+                && self.database_exists(&name).await?
             {
-                names.push(name.to_string());
+                names.push(name);
             }
         }
         names.sort();
@@ -134,7 +142,7 @@ impl Catalog {
 
     pub async fn create_table(&self, def: &TableDef) -> Result<()> {
         self.require_database(&def.database).await?;
-        let body = serde_json::to_vec_pretty(def)?;
+        let body = checked_json::encode(def)?;
         if self
             .create_once(&table_path(&def.database, &def.name), body)
             .await?
@@ -149,8 +157,9 @@ impl Catalog {
     }
 
     pub async fn table(&self, db: &str, name: &str) -> Result<TableDef> {
-        match self.storage.store().get(&table_path(db, name)).await {
-            Ok(found) => Ok(serde_json::from_slice(&found.bytes().await?)?),
+        let path = table_path(db, name);
+        match self.storage.store().get(&path).await {
+            Ok(found) => checked_json::decode(path.as_ref(), &found.bytes().await?),
             Err(object_store::Error::NotFound { .. }) => {
                 self.require_database(db).await?;
                 Err(StorageError::UnknownTable(db.to_string(), name.to_string()))

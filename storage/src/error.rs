@@ -28,6 +28,9 @@ pub enum StorageError {
     DatabaseNotEmpty(String),
     #[error("{0}")]
     Invalid(String),
+    /// A stored object that fails its checks (checksum, format version, missing from a sequence).
+    #[error("cannot use {0}: {1}")]
+    Damaged(String, String),
     #[error("background task failed: {0}")]
     Task(#[from] tokio::task::JoinError),
 }

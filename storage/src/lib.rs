@@ -5,10 +5,13 @@
 //! table version holds and what their sidecars say.
 
 mod block;
+mod block_checksums;
 mod cache;
 mod catalog;
+mod checked_json;
 mod error;
 mod location;
+mod nan_bounds;
 mod segment;
 mod snapshot;
 mod table;
@@ -16,6 +19,7 @@ mod table_def;
 mod writer;
 
 pub use block::{BlockStats, IndexStats};
+pub use block_checksums::BlockChecksums;
 pub use catalog::{Catalog, DEFAULT_DATABASE};
 pub use error::{Result, StorageError};
 pub use location::Storage;

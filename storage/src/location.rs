@@ -25,6 +25,21 @@ pub struct Storage {
     caches: Arc<Caches>,
 }
 
+/// object_store refuses a plain-HTTP endpoint unless told to, with only "builder error" on the
+/// first request; say what to set instead.
+fn check_plain_http() -> std::result::Result<(), String> {
+    let endpoint = ["AWS_ENDPOINT", "AWS_ENDPOINT_URL"]
+        .iter()
+        .find_map(|name| std::env::var(name).ok().map(|value| (name, value)));
+    let allowed = std::env::var("AWS_ALLOW_HTTP").is_ok_and(|v| v.eq_ignore_ascii_case("true"));
+    match endpoint {
+        Some((name, value)) if value.starts_with("http://") && !allowed => Err(format!(
+            "{name}={value} is plain HTTP; set AWS_ALLOW_HTTP=true to use it (or an https:// endpoint)"
+        )),
+        _ => Ok(()),
+    }
+}
+
 impl Storage {
     pub fn open(location: &str) -> Result<Self> {
         let invalid = |why: &str| StorageError::InvalidUrl(location.to_string(), why.to_string());
@@ -47,6 +62,7 @@ impl Storage {
             "memory" => return Ok(Self::in_memory()),
             "s3" | "s3a" => {
                 let bucket = url.host_str().ok_or_else(|| invalid("missing bucket"))?;
+                check_plain_http().map_err(|why| invalid(&why))?;
                 let s3 = AmazonS3Builder::from_env()
                     .with_bucket_name(bucket)
                     .build()?;

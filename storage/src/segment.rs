@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::UInt64Type;
-use arrow_array::{ArrayRef, RecordBatch, StringArray, UInt64Array};
+use arrow_array::{ArrayRef, BinaryArray, RecordBatch, StringArray, UInt64Array};
 use arrow_ipc::reader::FileReader;
 use arrow_ipc::writer::FileWriter;
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
@@ -16,6 +16,7 @@ use arrow_select::concat::{concat, concat_batches};
 use bytes::Bytes;
 
 use crate::block::BlockStats;
+use crate::block_checksums::BlockChecksums;
 use crate::error::{Result, StorageError};
 use crate::table_def::TableDef;
 
@@ -39,6 +40,7 @@ pub fn segment_schema(def: &TableDef) -> SchemaRef {
         Field::new("block", DataType::Utf8, false),
         u64_field("rows".into()),
         u64_field("data_bytes".into()),
+        Field::new("checksums", DataType::Binary, false),
         u64_field("sidecar_bytes".into()),
     ];
     for f in def.schema.fields() {
@@ -75,6 +77,9 @@ pub fn encode_segment(def: &TableDef, blocks: &[BlockStats]) -> Result<Bytes> {
         )),
         u64s(&|b| b.rows),
         u64s(&|b| b.data_bytes),
+        Arc::new(BinaryArray::from_iter_values(
+            blocks.iter().map(|b| b.checksums.as_slice()),
+        )),
         u64s(&|b| b.sidecar_bytes),
     ];
     for i in 0..def.schema.fields().len() {
@@ -155,6 +160,18 @@ impl BlockList {
 
     pub fn data_bytes(&self) -> &UInt64Array {
         self.u64_column("data_bytes")
+    }
+
+    /// What a reader checks block `i`'s Parquet bytes against.
+    pub fn checksums(&self, i: usize) -> BlockChecksums {
+        let sums = self
+            .column("checksums")
+            .expect("segment schema column")
+            .as_binary::<i32>();
+        BlockChecksums::new(
+            self.data_bytes().value(i),
+            Bytes::copy_from_slice(sums.value(i)),
+        )
     }
 
     pub fn sidecar_bytes(&self) -> &UInt64Array {

@@ -5,12 +5,20 @@
 //! then creates the next snapshot with a conditional put. If another writer took that version, it
 //! re-reads the newest snapshot and tries the next one: appends never conflict, so both succeed and
 //! no row is lost or counted twice. A writer that fails before the snapshot leaves only orphans.
+//!
+//! Snapshots are checksummed JSON ([`crate::checked_json`]) and name each segment with its size
+//! and checksum, so every metadata byte a query relies on is verified. After a commit the writer
+//! overwrites `tables/<id>/latest.json` with the version it created: a reader that finds fewer
+//! snapshots than the pointer names, or a gap in the numbering, reports the table as damaged
+//! instead of serving an older version of it. (The pointer may lag behind by the commits whose
+//! writer died between the snapshot and the pointer, or lost a race to write it; it never leads.)
 
 use futures::TryStreamExt;
 use object_store::path::Path;
 use object_store::{ObjectStoreExt, PutMode, PutOptions, PutPayload};
 use serde::{Deserialize, Serialize};
 
+use crate::checked_json;
 use crate::error::{Result, StorageError};
 use crate::location::Storage;
 
@@ -21,17 +29,53 @@ const MAX_COMMIT_ATTEMPTS: usize = 1000;
 pub struct Snapshot {
     /// 0 is the empty table, before any commit.
     pub version: u64,
-    pub segments: Vec<String>,
+    pub segments: Vec<SegmentRef>,
     pub rows: u64,
     pub blocks: u64,
     pub data_bytes: u64,
     pub sidecar_bytes: u64,
 }
 
+/// A segment file as its snapshot names it: enough to fetch it in one GET and verify what came.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SegmentRef {
+    pub name: String,
+    pub bytes: u64,
+    /// XXH3-64 of the file.
+    pub xxh3: u64,
+}
+
+impl SegmentRef {
+    pub fn new(name: String, contents: &[u8]) -> Self {
+        Self {
+            name,
+            bytes: contents.len() as u64,
+            xxh3: xxhash_rust::xxh3::xxh3_64(contents),
+        }
+    }
+
+    /// Checks fetched contents against the reference; `path` names the file in the error.
+    pub fn verify(&self, path: &str, contents: &[u8]) -> Result<()> {
+        let actual = xxhash_rust::xxh3::xxh3_64(contents);
+        if contents.len() as u64 != self.bytes || actual != self.xxh3 {
+            return Err(StorageError::Damaged(
+                path.to_string(),
+                format!(
+                    "{} bytes with checksum {actual:016x}, the snapshot recorded {} bytes with {:016x}",
+                    contents.len(),
+                    self.bytes,
+                    self.xxh3
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// What one commit adds.
 #[derive(Debug, Clone, Default)]
 pub struct Delta {
-    pub segment: String,
+    pub segment: SegmentRef,
     pub rows: u64,
     pub blocks: u64,
     pub data_bytes: u64,
@@ -46,34 +90,77 @@ fn snapshot_path(table_dir: &Path, version: u64) -> Path {
     snapshots_dir(table_dir).join(format!("{version:020}.json"))
 }
 
-/// The newest committed snapshot (version 0 if none).
+fn pointer_path(table_dir: &Path) -> Path {
+    table_dir.clone().join("latest.json")
+}
+
+/// The body of `latest.json`.
+#[derive(Serialize, Deserialize)]
+struct Pointer {
+    version: u64,
+}
+
+/// The newest committed snapshot (version 0 if none), after checking that no snapshot the
+/// `latest` pointer vouches for is missing.
 pub async fn latest(storage: &Storage, table_dir: &Path) -> Result<Snapshot> {
-    let newest = storage
-        .store()
-        .list(Some(&snapshots_dir(table_dir)))
-        .try_fold(None::<u64>, |newest, meta| async move {
-            let version = meta
-                .location
-                .filename()
-                .and_then(|f| f.strip_suffix(".json"))
-                .and_then(|v| v.parse::<u64>().ok());
-            Ok(newest.max(version))
-        })
-        .await?;
+    let listing = storage.store().list(Some(&snapshots_dir(table_dir)));
+    let (versions, pointer) = futures::join!(
+        listing
+            .try_filter_map(|meta| async move {
+                Ok(meta
+                    .location
+                    .filename()
+                    .and_then(|f| f.strip_suffix(".json"))
+                    .and_then(|v| v.parse::<u64>().ok()))
+            })
+            .try_collect::<Vec<u64>>(),
+        read_pointer(storage, table_dir)
+    );
+    let (mut versions, pointer) = (versions?, pointer?);
+    versions.sort_unstable();
+    let newest = versions.last().copied().unwrap_or(0);
+    if pointer > newest {
+        return Err(missing(table_dir, pointer, &format!(
+            "the table's latest.json names version {pointer}, the newest snapshot present is {newest}"
+        )));
+    }
+    // Commits number snapshots 1, 2, 3, … with no gaps.
+    if let Some(gap) = (1..=newest).zip(&versions).find(|(want, have)| want != *have) {
+        return Err(missing(table_dir, gap.0, "snapshots are numbered without gaps"));
+    }
     match newest {
-        None => Ok(Snapshot::default()),
-        Some(version) => read(storage, table_dir, version).await,
+        0 => Ok(Snapshot::default()),
+        version => read(storage, table_dir, version).await,
+    }
+}
+
+fn missing(table_dir: &Path, version: u64, why: &str) -> StorageError {
+    StorageError::Damaged(
+        snapshot_path(table_dir, version).to_string(),
+        format!("it is missing ({why})"),
+    )
+}
+
+async fn read_pointer(storage: &Storage, table_dir: &Path) -> Result<u64> {
+    let path = pointer_path(table_dir);
+    match storage.store().get(&path).await {
+        Ok(found) => Ok(checked_json::decode::<Pointer>(path.as_ref(), &found.bytes().await?)?.version),
+        Err(object_store::Error::NotFound { .. }) => Ok(0),
+        Err(e) => Err(e.into()),
     }
 }
 
 pub async fn read(storage: &Storage, table_dir: &Path, version: u64) -> Result<Snapshot> {
-    let bytes = storage
-        .store()
-        .get(&snapshot_path(table_dir, version))
-        .await?
-        .bytes()
-        .await?;
-    Ok(serde_json::from_slice(&bytes)?)
+    let path = snapshot_path(table_dir, version);
+    let bytes = storage.store().get(&path).await?.bytes().await?;
+    let snapshot: Snapshot = checked_json::decode(path.as_ref(), &bytes)?;
+    if snapshot.version != version {
+        return Err(StorageError::Damaged(
+            path.to_string(),
+            format!("it holds version {}", snapshot.version),
+        ));
+    }
+    Ok(snapshot)
 }
 
 /// Commits `delta` on top of whatever is newest, retrying on conflict.
@@ -94,13 +181,26 @@ pub async fn commit(storage: &Storage, table_dir: &Path, delta: &Delta) -> Resul
             mode: PutMode::Create,
             ..Default::default()
         };
-        let body = PutPayload::from(serde_json::to_vec_pretty(&next)?);
+        let body = PutPayload::from(checked_json::encode(&next)?);
         match storage
             .store()
             .put_opts(&snapshot_path(table_dir, next.version), body, opts)
             .await
         {
-            Ok(_) => return Ok(next),
+            Ok(_) => {
+                // Committed; the pointer only lets readers notice a snapshot that goes missing.
+                let pointer = checked_json::encode(&Pointer {
+                    version: next.version,
+                })?;
+                if let Err(e) = storage
+                    .store()
+                    .put(&pointer_path(table_dir), PutPayload::from(pointer))
+                    .await
+                {
+                    log::warn!("committed version {} but could not update latest.json: {e}", next.version);
+                }
+                return Ok(next);
+            }
             Err(object_store::Error::AlreadyExists { .. }) => continue,
             Err(e) => return Err(e.into()),
         }

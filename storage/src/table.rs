@@ -11,7 +11,7 @@ use object_store::ObjectStoreExt;
 use object_store::path::Path;
 use sieve_index::{IndexError, SidecarColumn, SidecarHeader};
 
-use crate::error::Result;
+use crate::error::{Result, StorageError};
 use crate::location::Storage;
 use crate::segment::BlockList;
 use crate::snapshot::{self, Snapshot};
@@ -87,8 +87,12 @@ impl Table {
         // Owned items and owned futures: a borrowed closure argument makes the future not Send.
         let segments: Vec<_> = futures::stream::iter(snapshot.segments.clone())
             .map(|segment| {
-                let (store, path) = (self.storage.store().clone(), self.segment_path(&segment));
-                async move { store.get(&path).await?.bytes().await }
+                let (store, path) = (self.storage.store().clone(), self.segment_path(&segment.name));
+                async move {
+                    let bytes = store.get(&path).await?.bytes().await?;
+                    segment.verify(path.as_ref(), &bytes)?;
+                    Ok::<_, StorageError>(bytes)
+                }
             })
             .buffered(SIDECAR_FETCH_CONCURRENCY)
             .try_collect()

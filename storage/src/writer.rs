@@ -15,7 +15,7 @@ use tokio::task::JoinSet;
 use crate::block::{BlockStats, encode_block};
 use crate::error::{Result, StorageError};
 use crate::segment::encode_segment;
-use crate::snapshot::{self, Delta, Snapshot};
+use crate::snapshot::{self, Delta, SegmentRef, Snapshot};
 use crate::table::Table;
 
 pub struct TableWriter {
@@ -154,11 +154,12 @@ impl TableWriter {
         blocks.sort_by_key(|(sequence, _)| *sequence);
         let blocks: Vec<BlockStats> = blocks.into_iter().map(|(_, b)| b).collect();
 
-        let segment = uuid::Uuid::new_v4().simple().to_string();
+        let name = uuid::Uuid::new_v4().simple().to_string();
         let bytes = encode_segment(self.table.def(), &blocks)?;
+        let segment = SegmentRef::new(name, &bytes);
         let store = self.table.storage().store();
         store
-            .put(&self.table.segment_path(&segment), PutPayload::from(bytes))
+            .put(&self.table.segment_path(&segment.name), PutPayload::from(bytes))
             .await?;
         let delta = Delta {
             segment,

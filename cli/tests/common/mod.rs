@@ -3,6 +3,8 @@
 
 #![allow(dead_code)] // each test file uses its own part of the helpers
 
+pub mod wire;
+
 use std::io::Write;
 use std::net::TcpStream;
 use std::process::{Child, Command, Output, Stdio};
@@ -50,14 +52,32 @@ pub struct Server {
 
 impl Server {
     pub fn start() -> Self {
+        Self::start_with("", None)
+    }
+
+    /// A server with `config` as its TOML configuration file, and at most `open_files` file
+    /// descriptors if given (`ulimit -n`).
+    pub fn start_with(config: &str, open_files: Option<u32>) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let port = free_port();
         let log = std::fs::File::create(dir.path().join("server.log")).unwrap();
         let storage = dir.path().join("data");
-        let child = sieve()
+        let config_path = dir.path().join("sieve.toml");
+        std::fs::write(&config_path, config).unwrap();
+        let mut command = match open_files {
+            Some(n) => {
+                let mut shell = Command::new("sh");
+                shell.args(["-c", &format!("ulimit -n {n} && exec \"$0\" \"$@\""), env!("CARGO_BIN_EXE_sieve")]);
+                shell
+            }
+            None => sieve(),
+        };
+        let child = command
             .args([
                 "--storage",
                 storage.to_str().unwrap(),
+                "--config",
+                config_path.to_str().unwrap(),
                 "serve",
                 "--port",
                 &port.to_string(),
@@ -76,6 +96,11 @@ impl Server {
             std::thread::sleep(Duration::from_millis(50));
         }
         Self { port, child, dir }
+    }
+
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     /// What the server has logged so far.

@@ -1,0 +1,86 @@
+//! Failed logins from one address slow down: each failure answers after a delay that doubles
+//! with the address's recent failures (up to [`MAX_DELAY`]), and one address's failed attempts
+//! are answered one at a time, so opening many connections in parallel does not multiply the
+//! guesses. A successful login clears the address's record.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+const FIRST_DELAY: Duration = Duration::from_millis(200);
+const MAX_DELAY: Duration = Duration::from_secs(5);
+/// An address with no failure for this long starts afresh.
+const FORGET_AFTER: Duration = Duration::from_secs(600);
+
+#[derive(Default)]
+struct Record {
+    failures: u32,
+    last: Option<Instant>,
+}
+
+#[derive(Default)]
+pub struct LoginThrottle {
+    addresses: Mutex<HashMap<IpAddr, Arc<tokio::sync::Mutex<Record>>>>,
+}
+
+impl LoginThrottle {
+    fn record(&self, address: IpAddr) -> Arc<tokio::sync::Mutex<Record>> {
+        let mut addresses = self.addresses.lock().expect("throttle lock");
+        addresses.entry(address).or_default().clone()
+    }
+
+    /// Runs `check` (a password check) for `address`, delaying the answer if it fails.
+    pub async fn check(&self, address: IpAddr, check: impl FnOnce() -> bool) -> bool {
+        let record = self.record(address);
+        let mut record = record.lock().await;
+        if check() {
+            drop(record);
+            self.addresses.lock().expect("throttle lock").remove(&address);
+            return true;
+        }
+        let now = Instant::now();
+        if record.last.is_some_and(|last| now - last > FORGET_AFTER) {
+            record.failures = 0;
+        }
+        let delay = FIRST_DELAY
+            .saturating_mul(1 << record.failures.min(8))
+            .min(MAX_DELAY);
+        record.failures += 1;
+        // Held across the delay: the address's next attempt waits for this one to be answered.
+        tokio::time::sleep(delay).await;
+        record.last = Some(Instant::now());
+        false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn failures_slow_down_and_run_one_at_a_time() {
+        let throttle = Arc::new(LoginThrottle::default());
+        let address = IpAddr::from([10, 0, 0, 1]);
+        let started = Instant::now();
+        let attempts: Vec<_> = (0..6)
+            .map(|_| {
+                let throttle = throttle.clone();
+                tokio::spawn(async move { throttle.check(address, || false).await })
+            })
+            .collect();
+        for attempt in attempts {
+            assert!(!attempt.await.unwrap());
+        }
+        // 0.2 + 0.4 + 0.8 + 1.6 + 3.2 + 5 s, one after another.
+        assert_eq!(started.elapsed(), Duration::from_millis(11_200));
+        let other = Instant::now();
+        assert!(throttle.check(IpAddr::from([10, 0, 0, 2]), || true).await);
+        assert!(throttle.check(address, || true).await);
+        assert_eq!(other.elapsed(), Duration::ZERO);
+        assert!(!throttle.check(address, || false).await);
+        assert_eq!(other.elapsed(), FIRST_DELAY);
+    }
+}

@@ -1,0 +1,198 @@
+//! What a hostile or careless client does to `sieve serve`, over raw sockets: pipelined
+//! commands, oversized packets before login, more connections than allowed, silence, a process
+//! out of file descriptors, password guessing. The server answers each with an error or a closed
+//! connection and goes on serving everyone else.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::wire::{COM_PING, COM_QUERY, Wire, command, error_code, packet};
+use common::{PASSWORD, Server, stderr, stdout};
+
+/// Resident memory of a process, in MiB.
+fn rss_mib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kib: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap();
+    kib / 1024
+}
+
+/// CPU time a process has used (user + system), in clock ticks.
+fn cpu_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    // Fields after the command name (which may hold spaces) start at its closing parenthesis.
+    let fields: Vec<&str> = stat[stat.rfind(')').unwrap() + 2..].split(' ').collect();
+    fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
+}
+
+fn answers_select_42(server: &Server) {
+    let out = server.mysql(&["-e", "select 42"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out).trim(), "42");
+}
+
+/// Waits (up to 20 s) for the server to answer again.
+fn answers_again(server: &Server) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let out = server.mysql(&["-e", "select 42"]);
+        if out.status.success() {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{}", stderr(&out));
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn pipelined_commands_are_each_answered_in_order() {
+    let server = Server::start();
+    let mut wire = Wire::connect(server.port);
+    assert_eq!(wire.login("root", PASSWORD).1[0], 0x00);
+    for round in 0..50 {
+        let mut burst = command(COM_QUERY, format!("select {round} + 1").as_bytes());
+        burst.extend(command(COM_PING, b""));
+        burst.extend(command(COM_QUERY, b"select 'x'"));
+        burst.extend(command(COM_QUERY, b"selec broken"));
+        burst.extend(command(COM_PING, b""));
+        wire.send(&burst).unwrap();
+        let rows = wire.reply();
+        let row = &rows[rows.len() - 2].1;
+        assert_eq!(&row[1..], (round + 1).to_string().as_bytes(), "round {round}");
+        assert_eq!(wire.reply()[0].1[0], 0x00, "PING's OK, round {round}");
+        let rows = wire.reply();
+        assert_eq!(rows[rows.len() - 2].1, b"\x01x");
+        assert_eq!(error_code(&wire.reply()[0].1), Some(1064), "round {round}");
+        assert_eq!(wire.reply()[0].1[0], 0x00, "PING's OK, round {round}");
+    }
+}
+
+#[test]
+fn oversized_packets_before_login_are_refused_unbuffered() {
+    let server = Server::start();
+    let before = rss_mib(server.pid());
+    let junk = vec![0x5a; 16 << 20];
+    for _ in 0..16 {
+        let mut wire = Wire::connect(server.port);
+        wire.greeting();
+        // A login packet claiming 16 MiB: refused on its header.
+        let mut flood = vec![0xff, 0xff, 0xff, 0x01];
+        flood.extend_from_slice(&junk);
+        let _ = wire.send(&flood); // the server may close before all of it is written
+        let (_, reply) = wire.read().expect("an error before the connection closes");
+        assert_eq!(error_code(&reply), Some(1153));
+        assert!(wire.read().is_none(), "the connection is closed");
+    }
+    let after = rss_mib(server.pid());
+    assert!(after < before + 64, "RSS grew from {before} to {after} MiB");
+    answers_select_42(&server);
+}
+
+#[test]
+fn packets_after_login_are_bounded_by_max_allowed_packet() {
+    let server = Server::start_with("max_allowed_packet = 1048576", None);
+    let mut wire = Wire::connect(server.port);
+    assert_eq!(wire.login("root", PASSWORD).1[0], 0x00);
+    let fits = format!("select length('{}')", "a".repeat(900 << 10));
+    wire.send(&command(COM_QUERY, fits.as_bytes())).unwrap();
+    let rows = wire.reply();
+    assert_eq!(&rows[rows.len() - 2].1[1..], (900 << 10).to_string().as_bytes());
+    let too_big = format!("select length('{}')", "a".repeat(2 << 20));
+    let _ = wire.send(&command(COM_QUERY, too_big.as_bytes()));
+    let (_, reply) = wire.read().unwrap();
+    assert_eq!(error_code(&reply), Some(1153));
+    assert!(String::from_utf8_lossy(&reply).contains("max_allowed_packet"));
+}
+
+#[test]
+fn connections_beyond_the_cap_get_too_many_connections() {
+    let server = Server::start_with("max_connections = 4", None);
+    let mut held = Vec::new();
+    for _ in 0..4 {
+        let mut wire = Wire::connect(server.port);
+        wire.greeting();
+        held.push(wire);
+    }
+    let mut refused = Wire::connect(server.port);
+    let (_, reply) = refused.read().unwrap();
+    assert_eq!(error_code(&reply), Some(1040));
+    drop(held);
+    // Slots come back once their connections close.
+    answers_again(&server);
+}
+
+#[test]
+fn silent_clients_are_disconnected() {
+    let server = Server::start_with("connect_timeout = 1\nwait_timeout = 2", None);
+    // Connects and never logs in.
+    let mut lurker = Wire::connect(server.port);
+    lurker.greeting();
+    // Logs in a byte at a time, too slowly: the handshake deadline holds for the whole login.
+    let mut trickler = Wire::connect(server.port);
+    trickler.greeting();
+    let mut idle = Wire::connect(server.port);
+    assert_eq!(idle.login("root", PASSWORD).1[0], 0x00);
+    for byte in packet(1, &[0; 40]).iter().take(3) {
+        let _ = trickler.send(&[*byte]);
+        std::thread::sleep(Duration::from_millis(400));
+    }
+    // Each read returns the end of the stream (not the 30 s read timeout).
+    assert!(lurker.read().is_none());
+    assert!(trickler.read().is_none());
+    assert!(idle.read().is_none());
+    answers_select_42(&server);
+}
+
+#[test]
+fn out_of_file_descriptors_the_server_backs_off_and_recovers() {
+    let server = Server::start_with("", Some(64));
+    let pid = server.pid();
+    let (ticks_before, log_before) = (cpu_ticks(pid), server.log().len());
+    let sockets: Vec<_> = (0..120)
+        .filter_map(|_| std::net::TcpStream::connect(("127.0.0.1", server.port)).ok())
+        .collect();
+    std::thread::sleep(Duration::from_secs(3));
+    let ticks = cpu_ticks(pid) - ticks_before;
+    let logged = server.log().len() - log_before;
+    // Spinning on accept() would burn the 3 s (300 ticks) and log megabytes.
+    assert!(ticks < 100, "{ticks} ticks of CPU while out of descriptors");
+    assert!(logged < 64 << 10, "{logged} bytes of log while out of descriptors");
+    drop(sockets);
+    answers_again(&server);
+}
+
+#[test]
+fn failed_logins_from_one_address_are_slowed() {
+    let server = Server::start();
+    let started = Instant::now();
+    for _ in 0..4 {
+        let mut wire = Wire::connect(server.port);
+        let (_, reply) = wire.login("root", "wrong");
+        assert_eq!(reply[0], 0xff, "access denied");
+    }
+    // 0.2 + 0.4 + 0.8 + 1.6 s of delays; without them four failures take milliseconds.
+    assert!(started.elapsed() >= Duration::from_millis(3000));
+    let mut wire = Wire::connect(server.port);
+    assert_eq!(wire.login("root", PASSWORD).1[0], 0x00);
+}
+
+#[test]
+fn nested_values_are_sent_as_text_and_refused_statements_keep_the_connection() {
+    let server = Server::start();
+    let target = tempfile::tempdir().unwrap();
+    let victim = target.path().join("victim.csv");
+    std::fs::write(&victim, "precious").unwrap();
+    let script = format!(
+        "select struct(1, 'a') as s;\ncopy (select 'x' as a) to '{}' stored as csv;\nselect 42;\n",
+        victim.display()
+    );
+    let out = server.mysql_script(&["--force"], &script);
+    assert_eq!(stdout(&out), "{c0: 1, c1: a}\n42\n", "{}", stderr(&out));
+    assert!(stderr(&out).contains("ERROR 1235"), "{}", stderr(&out));
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+}

@@ -1,0 +1,261 @@
+//! What no statement may do to the server or to its answers: overflow a query thread's stack,
+//! touch the server's files, hold more memory than its budget, run past its deadline, wrap an
+//! integer, lose a NaN row to pruning, pretend a misspelt SET worked, or report rows that a
+//! racing DROP TABLE took away.
+
+use std::future::Future;
+use std::time::Duration;
+
+use datafusion::arrow::util::display::array_value_to_string;
+use sieve_engine::{
+    ErrorClass, MAX_OPERATORS, MemoryLimits, QUERY_THREAD_STACK, QueryOutput, Session, classify,
+};
+use sieve_engine::Engine;
+
+/// Runs a test on a runtime whose threads have the stacks `sieve` gives its own.
+fn on_query_threads<F: Future<Output = ()> + Send + 'static>(test: F) {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_stack_size(QUERY_THREAD_STACK)
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(async { tokio::spawn(test).await.unwrap() });
+}
+
+mod common;
+
+use common::{memory_session as session, run};
+
+async fn fails(session: &Session, sql: &str) -> (ErrorClass, String) {
+    match session.execute(sql).await {
+        Ok(_) => panic!("{sql} should fail"),
+        Err(e) => (classify(&e), e.to_string()),
+    }
+}
+
+fn first(output: &QueryOutput) -> String {
+    array_value_to_string(output.batches[0].column(0), 0).unwrap()
+}
+
+/// `select count(*) from t where a = 0 or a = 1 or …`
+fn or_chain(terms: usize) -> String {
+    let terms: Vec<String> = (0..terms).map(|i| format!("a = {i}")).collect();
+    format!("select count(*) from t where {}", terms.join(" or "))
+}
+
+#[test]
+fn the_deepest_accepted_statements_answer_and_deeper_ones_get_an_error() {
+    on_query_threads(async {
+        let s = session().await;
+        run(&s, "create table t as select number as a from numbers(50000)").await;
+        // Each term is two operators; the statement's own keywords take a few more.
+        let deepest = MAX_OPERATORS / 2 - 8;
+        let count = run(&s, &or_chain(deepest)).await;
+        assert_eq!(first(&count), deepest.to_string());
+        let (class, message) = fails(&s, &or_chain(MAX_OPERATORS)).await;
+        assert_eq!(class, ErrorClass::Other);
+        assert!(message.contains("statement too complex"), "{message}");
+        let (_, message) = fails(&s, &or_chain(1_000_000)).await;
+        assert!(message.contains("statement too complex"), "{message}");
+
+        let sum: Vec<&str> = vec!["1"; MAX_OPERATORS - 8];
+        let total = run(&s, &format!("select {}", sum.join(" + "))).await;
+        assert_eq!(first(&total), (MAX_OPERATORS - 8).to_string());
+
+        // Four operators a term (select, as, union, all), four for the outer query.
+        let unions = vec!["select 1 as x"; MAX_OPERATORS / 4 - 4];
+        let union = format!(
+            "select count(*) from ({})",
+            unions.join(" union all ")
+        );
+        let count = run(&s, &union).await;
+        assert_eq!(first(&count), (MAX_OPERATORS / 4 - 4).to_string());
+        let unions = vec!["select 1 as x"; MAX_OPERATORS];
+        fails(&s, &unions.join(" union all ")).await;
+    });
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn statements_that_reach_the_servers_files_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("victim.csv");
+    std::fs::write(&target, "precious").unwrap();
+    let s = session().await;
+    for sql in [
+        format!("copy (select 'x' as a) to '{}' stored as csv", target.display()),
+        format!("explain analyze copy (select 'x' as a) to '{}' stored as csv", target.display()),
+        format!(
+            "create external table leak (a varchar) stored as csv location '{}'",
+            target.display()
+        ),
+        "set datafusion.runtime.temp_directory = '/etc'".to_string(),
+    ] {
+        let (class, message) = fails(&s, &sql).await;
+        assert_eq!(class, ErrorClass::NotSupported, "{sql}: {message}");
+    }
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "precious");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_query_over_its_memory_budget_fails_and_results_stream() {
+    let engine = Engine::open("memory://")
+        .await
+        .unwrap()
+        .with_memory_limits(MemoryLimits {
+            server: 64 << 20,
+            query: 16 << 20,
+        })
+        .unwrap();
+    let s = engine.session().unwrap();
+    let cross = "select a.number, b.number from numbers(100000) a, numbers(100000) b";
+    let (class, message) = fails(&s, cross).await;
+    assert_eq!(class, ErrorClass::OutOfMemory, "{message}");
+    assert!(message.contains("query exceeded its memory limit of 16 MiB"), "{message}");
+    let (class, _) = fails(&s, "select number from numbers(10000000) order by number desc").await;
+    assert_eq!(class, ErrorClass::OutOfMemory);
+    // Streamed, the same ten billion rows cost one batch: the first arrives, the rest never run.
+    let mut rows = s.query(cross).await.unwrap();
+    let batch = rows.next().await.unwrap().unwrap();
+    assert!(batch.num_rows() > 0);
+    drop(rows);
+    // The budget is free again for the next statement.
+    assert_eq!(first(&run(&s, "select count(*) from numbers(1000)").await), "1000");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn max_execution_time_stops_a_query_and_spares_writes() {
+    let s = session().await;
+    // Ten billion rows: minutes of work in batches, each short enough for the deadline to
+    // interrupt between them.
+    let cross = "select count(*) from numbers(10000000000) where number % 7 = 3";
+    for set in ["SET max_execution_time = 300", "SET SESSION sieve.max_execution_time = 300"] {
+        run(&s, set).await;
+        let started = std::time::Instant::now();
+        let (class, message) = fails(&s, cross).await;
+        assert_eq!(class, ErrorClass::Timeout, "{message}");
+        assert!(message.contains("maximum statement execution time exceeded"), "{message}");
+        assert!(started.elapsed() < Duration::from_secs(60));
+        run(&s, "set max_execution_time = 0").await;
+    }
+    run(&s, "SET max_execution_time = 1").await;
+    let created = run(&s, "create table w as select number from numbers(200000)").await;
+    assert_eq!(created.affected_rows, Some(200_000));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn integer_overflow_is_an_error_and_sums_do_not_wrap() {
+    let s = session().await;
+    for sql in [
+        "select 9223372036854775807 + 1",
+        "select -9223372036854775807 - 2",
+        "select 4611686018427387904 * 2",
+        "select cast(18446744073709551615 as bigint unsigned) + cast(1 as bigint unsigned)",
+    ] {
+        let (class, message) = fails(&s, sql).await;
+        assert_eq!(class, ErrorClass::OutOfRange, "{sql}: {message}");
+        assert!(message.contains("value is out of range"), "{message}");
+    }
+    run(&s, "create table big (v bigint)").await;
+    run(&s, "insert into big values (9223372036854775807), (9223372036854775807)").await;
+    assert_eq!(first(&run(&s, "select sum(v) from big").await), "18446744073709551614");
+    let (class, _) = fails(&s, "select v + 1 from big").await;
+    assert_eq!(class, ErrorClass::OutOfRange);
+    assert_eq!(first(&run(&s, "select v - 1 as x from big").await), "9223372036854775806");
+    let named = run(&s, "select 1 + 2").await;
+    assert_eq!(named.schema.field(0).name(), "Int64(1) + Int64(2)");
+    assert_eq!(first(&named), "3");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nan_rows_are_found_with_pruning_on_and_off() {
+    let s = session().await;
+    run(&s, "create table f (k bigint, d double) with (index_columns = 'k,d', block_rows = 2)").await;
+    run(
+        &s,
+        "insert into f values (1, 1.5), (2, cast('NaN' as double)), (3, 2.5), (4, 3.5), (5, -1.0), (6, 0.0)",
+    )
+    .await;
+    for pruning in ["true", "false"] {
+        run(&s, &format!("set sieve.pruning = {pruning}")).await;
+        for (sql, expected) in [
+            ("select count(*) from f where d = 'NaN'", "1"),
+            ("select count(*) from f where d = cast('NaN' as double)", "1"),
+            ("select count(*) from f where d > 3", "2"),
+            ("select count(*) from f where d in (2.5, cast('NaN' as double))", "2"),
+        ] {
+            assert_eq!(first(&run(&s, sql).await), expected, "pruning {pruning}: {sql}");
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn set_of_an_unknown_variable_fails_and_scopes_agree() {
+    let s = session().await;
+    run(&s, "create table p with (block_rows = 10) as select number as a from numbers(100)").await;
+    for (sql, blocks_read) in [
+        ("SET SESSION sieve.pruning = false", 10),
+        ("set sieve.pruning = true", 1),
+        ("SET @@session.sieve.pruning = false", 10),
+        ("SET LOCAL sieve.pruning = true", 1),
+    ] {
+        run(&s, sql).await;
+        let point = run(&s, "select a from p where a = 42").await;
+        assert_eq!(point.stats.blocks_read, blocks_read, "after {sql}");
+    }
+    for sql in ["set sieve_pruning = false", "SET sieve.prunning = 0", "set bogus = 1"] {
+        let (class, message) = fails(&s, sql).await;
+        assert!(
+            class == ErrorClass::UnknownVariable || message.contains("sieve.prunning"),
+            "{sql}: {class:?} {message}"
+        );
+    }
+    for sql in ["SET NAMES utf8mb4", "SET autocommit = 1", "set sql_mode = ''"] {
+        run(&s, sql).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_insert_whose_table_is_dropped_meanwhile_reports_it() {
+    let engine = Engine::open("memory://").await.unwrap();
+    let writer = engine.session().unwrap();
+    run(&writer, "create table r (a bigint unsigned)").await;
+    let progress = writer.progress();
+    let insert = tokio::spawn(async move {
+        writer
+            .execute("insert into r select number from numbers(20000000)")
+            .await
+            .map(|o| o.affected_rows)
+    });
+    while progress.rows() == 0 && !insert.is_finished() {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let dropper = engine.session().unwrap();
+    run(&dropper, "drop table r").await;
+    let outcome = insert.await.unwrap();
+    let message = outcome.expect_err("the rows went into a dropped table").to_string();
+    assert!(message.contains("was dropped while this INSERT ran"), "{message}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn names_with_any_characters_are_listed_as_written_and_usable() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Engine::open(dir.path().to_str().unwrap())
+        .await
+        .unwrap()
+        .session()
+        .unwrap();
+    run(&s, "create database `données`").await;
+    run(&s, "create database `a/b`").await;
+    run(&s, "create table `x/y` as select 1 as a").await;
+    run(&s, "create table `données`.`été` as select 2 as a").await;
+    let databases = run(&s, "show databases").await;
+    let names: Vec<String> = (0..databases.row_count())
+        .map(|i| array_value_to_string(databases.batches[0].column(0), i).unwrap())
+        .collect();
+    assert_eq!(names, ["a/b", "default", "données"]);
+    assert_eq!(first(&run(&s, "show tables").await), "x/y");
+    assert_eq!(first(&run(&s, "select a from `x/y`").await), "1");
+    assert_eq!(first(&run(&s, "show tables from `données`").await), "été");
+    assert_eq!(first(&run(&s, "select a from `données`.`été`").await), "2");
+}
