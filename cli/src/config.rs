@@ -54,7 +54,9 @@ impl ConfigFile {
         let defaults = MemoryLimits::default();
         MemoryLimits {
             server: self.memory_limit_mib.map_or(defaults.server, |m| m << 20),
-            query: self.query_memory_limit_mib.map_or(defaults.query, |m| m << 20),
+            query: self
+                .query_memory_limit_mib
+                .map_or(defaults.query, |m| m << 20),
         }
     }
 

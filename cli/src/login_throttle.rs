@@ -38,7 +38,10 @@ impl LoginThrottle {
         let mut record = record.lock().await;
         if check() {
             drop(record);
-            self.addresses.lock().expect("throttle lock").remove(&address);
+            self.addresses
+                .lock()
+                .expect("throttle lock")
+                .remove(&address);
             return true;
         }
         let now = Instant::now();

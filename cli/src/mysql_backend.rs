@@ -51,17 +51,14 @@ pub struct Login {
 }
 
 impl Backend {
-    pub fn new(
-        session: Session,
-        client: Arc<TcpStream>,
-        login: Login,
-        connection_id: u32,
-    ) -> Self {
+    pub fn new(session: Session, client: Arc<TcpStream>, login: Login, connection_id: u32) -> Self {
         // Printable, never NUL: some clients treat the salt as a C string.
         let salt = std::array::from_fn(|_| rand::random_range(b'!'..=b'~'));
         Self {
             session,
-            peer: client.peer_addr().map_or(IpAddr::from([0, 0, 0, 0]), |a| a.ip()),
+            peer: client
+                .peer_addr()
+                .map_or(IpAddr::from([0, 0, 0, 0]), |a| a.ip()),
             client,
             account: login.account,
             throttle: login.throttle,
@@ -96,7 +93,10 @@ impl Backend {
                              Sieve has no transactions, each statement committed on its own"
                         );
                         results
-                            .error(ErrorKind::ER_WARNING_NOT_COMPLETE_ROLLBACK, message.as_bytes())
+                            .error(
+                                ErrorKind::ER_WARNING_NOT_COMPLETE_ROLLBACK,
+                                message.as_bytes(),
+                            )
                             .await
                     }
                     _ => results.completed(OkResponse::default()).await,

@@ -6,11 +6,11 @@ use std::sync::Arc;
 
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, RecordBatch, StringArray};
 use datafusion::arrow::compute::{can_cast_types, cast};
-use datafusion::arrow::util::display::{ArrayFormatter, FormatOptions};
 use datafusion::arrow::datatypes::{
     DataType, Date32Type, Float64Type, Int64Type, TimeUnit, TimestampMicrosecondType, UInt64Type,
 };
 use datafusion::arrow::error::ArrowError;
+use datafusion::arrow::util::display::{ArrayFormatter, FormatOptions};
 use opensrv_mysql::{Column, ColumnFlags, ColumnType, RowWriter};
 use tokio::io::AsyncWrite;
 

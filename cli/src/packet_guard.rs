@@ -88,7 +88,11 @@ impl<R> PacketGuard<R> {
             | usize::from(self.pending[1]) << 8
             | usize::from(self.pending[2]) << 16;
         let sequence = self.pending[3];
-        self.logical = if self.continued { self.logical + length } else { length };
+        self.logical = if self.continued {
+            self.logical + length
+        } else {
+            length
+        };
         self.continued = length == CONTINUED;
         let authenticated = self.authenticated.load(Ordering::Acquire);
         let limit = if authenticated {
@@ -103,7 +107,12 @@ impl<R> PacketGuard<R> {
                 format!("Got a packet bigger than {limit} bytes before logging in")
             };
             // Best effort: the connection closes whether or not the client reads it.
-            let _ = self.errors.try_write(&error_packet(sequence.wrapping_add(1), 1153, "08S01", &message));
+            let _ = self.errors.try_write(&error_packet(
+                sequence.wrapping_add(1),
+                1153,
+                "08S01",
+                &message,
+            ));
             return Err(io::Error::new(io::ErrorKind::InvalidData, message));
         }
         self.in_packet = 4 + length;
@@ -126,7 +135,10 @@ impl<R> PacketGuard<R> {
             (idle.as_mut(), "did not log in within the handshake timeout")
         };
         if deadline.poll(cx).is_ready() {
-            return Err(io::Error::new(io::ErrorKind::TimedOut, format!("client {what}")));
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!("client {what}"),
+            ));
         }
         Ok(())
     }

@@ -103,7 +103,10 @@ mod tests {
         };
         assert_eq!(row[0].1.as_deref(), Some("shop"));
         assert_eq!(row[1], ("ac".to_string(), Some("1".to_string())));
-        assert!(matches!(answer("START TRANSACTION", "d"), Some(Chatter::Begin)));
+        assert!(matches!(
+            answer("START TRANSACTION", "d"),
+            Some(Chatter::Begin)
+        ));
         assert!(matches!(answer("rollback;", "d"), Some(Chatter::Rollback)));
         assert!(answer("set autocommit=0", "d").is_none());
         assert!(answer("select * from t", "d").is_none());

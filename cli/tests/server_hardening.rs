@@ -63,7 +63,11 @@ fn pipelined_commands_are_each_answered_in_order() {
         wire.send(&burst).unwrap();
         let rows = wire.reply();
         let row = &rows[rows.len() - 2].1;
-        assert_eq!(&row[1..], (round + 1).to_string().as_bytes(), "round {round}");
+        assert_eq!(
+            &row[1..],
+            (round + 1).to_string().as_bytes(),
+            "round {round}"
+        );
         assert_eq!(wire.reply()[0].1[0], 0x00, "PING's OK, round {round}");
         let rows = wire.reply();
         assert_eq!(rows[rows.len() - 2].1, b"\x01x");
@@ -101,7 +105,10 @@ fn packets_after_login_are_bounded_by_max_allowed_packet() {
     let fits = format!("select length('{}')", "a".repeat(900 << 10));
     wire.send(&command(COM_QUERY, fits.as_bytes())).unwrap();
     let rows = wire.reply();
-    assert_eq!(&rows[rows.len() - 2].1[1..], (900 << 10).to_string().as_bytes());
+    assert_eq!(
+        &rows[rows.len() - 2].1[1..],
+        (900 << 10).to_string().as_bytes()
+    );
     let too_big = format!("select length('{}')", "a".repeat(2 << 20));
     let _ = wire.send(&command(COM_QUERY, too_big.as_bytes()));
     let (_, reply) = wire.read().unwrap();
@@ -161,7 +168,10 @@ fn out_of_file_descriptors_the_server_backs_off_and_recovers() {
     let logged = server.log().len() - log_before;
     // Spinning on accept() would burn the 3 s (300 ticks) and log megabytes.
     assert!(ticks < 100, "{ticks} ticks of CPU while out of descriptors");
-    assert!(logged < 64 << 10, "{logged} bytes of log while out of descriptors");
+    assert!(
+        logged < 64 << 10,
+        "{logged} bytes of log while out of descriptors"
+    );
     drop(sockets);
     answers_again(&server);
 }

@@ -74,10 +74,9 @@ fn rewrite(expr: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
                 Operator::Minus => &*CHECKED_SUB,
                 _ => &*CHECKED_MUL,
             };
-            Ok(Transformed::yes(Expr::ScalarFunction(ScalarFunction::new_udf(
-                udf.clone(),
-                vec![*left, *right],
-            ))))
+            Ok(Transformed::yes(Expr::ScalarFunction(
+                ScalarFunction::new_udf(udf.clone(), vec![*left, *right]),
+            )))
         }
         Expr::AggregateFunction(mut aggregate)
             if aggregate.func.name() == "sum"
@@ -87,8 +86,10 @@ fn rewrite(expr: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
                     .is_ok_and(|t| t.is_integer()) =>
         {
             let arg = aggregate.params.args.remove(0);
-            aggregate.params.args =
-                vec![Expr::Cast(Cast::new(Box::new(arg), DataType::Decimal128(38, 0)))];
+            aggregate.params.args = vec![Expr::Cast(Cast::new(
+                Box::new(arg),
+                DataType::Decimal128(38, 0),
+            ))];
             Ok(Transformed::yes(Expr::AggregateFunction(aggregate)))
         }
         other => Ok(Transformed::no(other)),
@@ -134,14 +135,17 @@ impl ScalarUDFImpl for Checked {
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         let rows = args.number_rows;
-        let is_scalar = args.args.iter().all(|a| matches!(a, ColumnarValue::Scalar(_)));
+        let is_scalar = args
+            .args
+            .iter()
+            .all(|a| matches!(a, ColumnarValue::Scalar(_)));
         let [left, right] = <[ColumnarValue; 2]>::try_from(args.args)
             .map_err(|_| DataFusionError::Internal(format!("{} takes two arguments", self.name)))?;
         let (left, right) = (left.into_array(rows)?, right.into_array(rows)?);
         let result = apply(self.op, &left, &right).map_err(|e| match e {
-            ArrowError::ArithmeticOverflow(_) => DataFusionError::External(Box::new(
-                OutOfRange::new(left.data_type(), self.op),
-            )),
+            ArrowError::ArithmeticOverflow(_) => {
+                DataFusionError::External(Box::new(OutOfRange::new(left.data_type(), self.op)))
+            }
             other => other.into(),
         })?;
         Ok(if is_scalar {

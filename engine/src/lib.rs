@@ -27,14 +27,14 @@ mod synthetic;
 mod table_options;
 mod verified_reader;
 
+pub use deadline::QueryTimeout;
 pub use error::{ErrorClass, classify};
 pub use false_positives::FalsePositives;
 pub use load::{DEFAULT_COMMIT_BLOCKS, LoadProgress, LoadRequest, LoadSummary};
+pub use memory::MemoryLimits;
 pub use options::SieveOptions;
 pub use progress::WriteProgress;
 pub use pruning::PruneOutcome;
-pub use deadline::QueryTimeout;
-pub use memory::MemoryLimits;
 pub use query_stream::{QueryOutput, QueryStream, ScanStats};
 pub use session::{Engine, Session};
 pub use statement_guard::{MAX_OPERATORS, QUERY_THREAD_STACK};

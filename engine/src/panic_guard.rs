@@ -56,11 +56,14 @@ mod tests {
     async fn panics_become_errors() {
         let planned: Result<()> = catch(async { panic!("planner bug") }).await;
         let message = planned.unwrap_err().to_string();
-        assert!(message.contains("failed inside the engine: planner bug"), "{message}");
+        assert!(
+            message.contains("failed inside the engine: planner bug"),
+            "{message}"
+        );
 
         let schema = Arc::new(Schema::new(vec![Field::new("a", DataType::Int64, false)]));
-        let batch =
-            RecordBatch::try_new(schema.clone(), vec![Arc::new(Int64Array::from(vec![1]))]).unwrap();
+        let batch = RecordBatch::try_new(schema.clone(), vec![Arc::new(Int64Array::from(vec![1]))])
+            .unwrap();
         let mut produced = 0;
         let rows = futures::stream::iter(0..3).map(move |_| {
             produced += 1;

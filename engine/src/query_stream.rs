@@ -5,8 +5,8 @@
 use std::sync::Arc;
 
 use datafusion::arrow::array::RecordBatch;
-use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::arrow::array::StringArray;
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::error::Result;
 use datafusion::execution::SendableRecordBatchStream;
 use datafusion::execution::memory_pool::{MemoryConsumer, MemoryPool};
@@ -29,8 +29,7 @@ impl ScanStats {
     /// the scan reports them. Complete once the plan has run.
     pub(crate) fn of(plan: &Arc<dyn ExecutionPlan>) -> Self {
         let mut stats = Self::default();
-        if let Some(scan) = (plan.as_ref() as &dyn std::any::Any).downcast_ref::<SieveScanExec>()
-        {
+        if let Some(scan) = (plan.as_ref() as &dyn std::any::Any).downcast_ref::<SieveScanExec>() {
             stats.blocks_total += scan.outcome().total as u64;
             stats.blocks_read += scan.outcome().survivors.len() as u64;
             stats.rows_read += scan.rows_in_blocks_read();
@@ -116,7 +115,11 @@ impl QueryStream {
     }
 
     /// One text column, for SHOW statements answered from the catalog.
-    pub(crate) fn list(column: &str, values: Vec<String>, pool: Arc<dyn MemoryPool>) -> Result<Self> {
+    pub(crate) fn list(
+        column: &str,
+        values: Vec<String>,
+        pool: Arc<dyn MemoryPool>,
+    ) -> Result<Self> {
         let schema = Arc::new(Schema::new(vec![Field::new(column, DataType::Utf8, false)]));
         let batch =
             RecordBatch::try_new(schema.clone(), vec![Arc::new(StringArray::from(values))])?;

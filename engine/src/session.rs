@@ -257,10 +257,7 @@ impl Session {
             ),
             Statement::Use(Use::Object(name) | Use::Database(name) | Use::Schema(name)) => {
                 match object_parts(&name).as_slice() {
-                    [db] => self
-                        .use_database(db)
-                        .await
-                        .map(|()| self.affected(0)),
+                    [db] => self.use_database(db).await.map(|()| self.affected(0)),
                     _ => plan_err!("USE takes one database name, got {name}"),
                 }
             }
@@ -274,10 +271,7 @@ impl Session {
             }
             Statement::CreateTable(create) if !create.external => self.create_table(create).await,
             Statement::Set(set) => {
-                set_variable::apply(
-                    self.ctx.state_ref().write().config_mut().options_mut(),
-                    set,
-                )?;
+                set_variable::apply(self.ctx.state_ref().write().config_mut().options_mut(), set)?;
                 Ok(self.affected(0))
             }
             Statement::Drop {
@@ -418,7 +412,8 @@ impl Session {
                 .map_err(|_| QueryTimeout::error(limit))??,
             None => planned.await?,
         };
-        let mut rows = panic_guard::catch_stream(execute_stream(physical.clone(), self.ctx.task_ctx())?);
+        let mut rows =
+            panic_guard::catch_stream(execute_stream(physical.clone(), self.ctx.task_ctx())?);
         if let Some(limit) = limit {
             rows = DeadlineStream::wrap(rows, started, limit);
         }

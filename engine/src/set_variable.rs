@@ -109,7 +109,11 @@ fn setting(
         "max_execution_time" => Some("sieve.max_execution_time".to_string()),
         v if is_setting(options, v) => Some(variable.clone()),
         v if ACCEPTED_MYSQL.contains(&v) => None,
-        _ => return Err(DataFusionError::External(Box::new(UnknownVariable(written)))),
+        _ => {
+            return Err(DataFusionError::External(Box::new(UnknownVariable(
+                written,
+            ))));
+        }
     };
     Ok((key, text))
 }

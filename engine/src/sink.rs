@@ -6,12 +6,12 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::common::exec_err;
 use datafusion::datasource::sink::DataSink;
 use datafusion::error::Result;
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::physical_plan::{DisplayAs, DisplayFormatType};
 use futures::StreamExt;
-use datafusion::common::exec_err;
 use sieve_storage::{Catalog, StorageError, Table};
 
 use crate::error::to_df;

@@ -13,10 +13,10 @@
 //! (it often runs as root), and DataFusion's runtime settings move its spill directory anywhere.
 //! Sieve's tables live in its storage only, so these are refused for every client.
 
+use datafusion::common::plan_err;
 use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::error::Result;
 use datafusion::logical_expr::{DdlStatement, LogicalPlan, Statement as PlanStatement};
-use datafusion::common::plan_err;
 use datafusion::sql::sqlparser::dialect::MySqlDialect;
 use datafusion::sql::sqlparser::keywords::Keyword;
 use datafusion::sql::sqlparser::tokenizer::{Token, Tokenizer};
@@ -99,7 +99,10 @@ pub fn check_confined(plan: &LogicalPlan) -> Result<()> {
                 create.locations.join(", ")
             )),
             LogicalPlan::Statement(PlanStatement::SetVariable(set))
-                if set.variable.to_ascii_lowercase().starts_with("datafusion.runtime.") =>
+                if set
+                    .variable
+                    .to_ascii_lowercase()
+                    .starts_with("datafusion.runtime.") =>
             {
                 Some(format!(
                     "{} is a server setting; set memory limits in the server's configuration",
@@ -133,7 +136,10 @@ mod tests {
         // select, count, *, from, where, then "=" and "or" per term.
         check_complexity(&chain(MAX_OPERATORS / 2 - 3)).unwrap();
         let error = check_complexity(&chain(MAX_OPERATORS)).unwrap_err();
-        assert!(error.to_string().contains("statement too complex"), "{error}");
+        assert!(
+            error.to_string().contains("statement too complex"),
+            "{error}"
+        );
         let list: Vec<String> = (0..100_000).map(|i| format!("'k{i}'")).collect();
         check_complexity(&format!("select * from t where c in ({})", list.join(","))).unwrap();
     }

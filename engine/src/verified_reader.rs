@@ -13,18 +13,20 @@ use std::sync::Arc;
 use bytes::Bytes;
 use datafusion::common::internal_datafusion_err;
 use datafusion::datasource::listing::PartitionedFile;
-use datafusion::datasource::physical_plan::parquet::ParquetFileMetrics;
 use datafusion::datasource::physical_plan::ParquetFileReaderFactory;
+use datafusion::datasource::physical_plan::parquet::ParquetFileMetrics;
 use datafusion::error::Result;
 use datafusion::parquet::arrow::arrow_reader::ArrowReaderOptions;
 use datafusion::parquet::arrow::async_reader::AsyncFileReader;
 use datafusion::parquet::errors::ParquetError;
-use datafusion::parquet::file::metadata::{PageIndexPolicy, ParquetMetaData, ParquetMetaDataReader};
+use datafusion::parquet::file::metadata::{
+    PageIndexPolicy, ParquetMetaData, ParquetMetaDataReader,
+};
 use datafusion::physical_plan::metrics::ExecutionPlanMetricsSet;
 use futures::FutureExt;
 use futures::future::BoxFuture;
-use object_store::{ObjectStore, ObjectStoreExt};
 use object_store::path::Path;
+use object_store::{ObjectStore, ObjectStoreExt};
 use sieve_storage::BlockChecksums;
 
 #[derive(Debug)]
@@ -47,10 +49,9 @@ impl ParquetFileReaderFactory for VerifiedReaderFactory {
         metrics: &ExecutionPlanMetricsSet,
     ) -> Result<Box<dyn AsyncFileReader + Send>> {
         let path = file.object_meta.location.clone();
-        let checksums = file
-            .extension::<BlockChecksums>()
-            .cloned()
-            .ok_or_else(|| internal_datafusion_err!("block {path} was scanned without its checksums"))?;
+        let checksums = file.extension::<BlockChecksums>().cloned().ok_or_else(|| {
+            internal_datafusion_err!("block {path} was scanned without its checksums")
+        })?;
         Ok(Box::new(VerifiedReader {
             metrics: ParquetFileMetrics::new(partition_index, path.as_ref(), metrics),
             store: self.store.clone(),
@@ -77,8 +78,14 @@ impl AsyncFileReader for VerifiedReader {
     fn get_bytes(&mut self, range: Range<u64>) -> BoxFuture<'_, Result<Bytes, ParquetError>> {
         async move {
             let widened = self.checksums.widen(&range);
-            self.metrics.bytes_scanned.add((widened.end - widened.start) as usize);
-            let fetched = self.store.get_range(&self.path, widened).await.map_err(external)?;
+            self.metrics
+                .bytes_scanned
+                .add((widened.end - widened.start) as usize);
+            let fetched = self
+                .store
+                .get_range(&self.path, widened)
+                .await
+                .map_err(external)?;
             self.checksums
                 .check(self.path.as_ref(), &range, fetched)
                 .map_err(external)
@@ -95,7 +102,11 @@ impl AsyncFileReader for VerifiedReader {
             let total: u64 = widened.iter().map(|r| r.end - r.start).sum();
             self.metrics.bytes_scanned.add(total as usize);
             // object_store coalesces ranges that widening made adjacent or overlapping.
-            let fetched = self.store.get_ranges(&self.path, &widened).await.map_err(external)?;
+            let fetched = self
+                .store
+                .get_ranges(&self.path, &widened)
+                .await
+                .map_err(external)?;
             ranges
                 .iter()
                 .zip(fetched)
@@ -114,16 +125,18 @@ impl AsyncFileReader for VerifiedReader {
         options: Option<&'a ArrowReaderOptions>,
     ) -> BoxFuture<'a, Result<Arc<ParquetMetaData>, ParquetError>> {
         async move {
-            let (column_index, offset_index) = options.map_or(
-                (PageIndexPolicy::Skip, PageIndexPolicy::Skip),
-                |o| (o.column_index_policy(), o.offset_index_policy()),
-            );
+            let (column_index, offset_index) = options
+                .map_or((PageIndexPolicy::Skip, PageIndexPolicy::Skip), |o| {
+                    (o.column_index_policy(), o.offset_index_policy())
+                });
             let file_len = self.checksums.file_len();
             let reader = ParquetMetaDataReader::new()
                 .with_column_index_policy(column_index)
                 .with_offset_index_policy(offset_index)
                 .with_prefetch_hint(self.metadata_size_hint);
-            Ok(Arc::new(reader.load_and_finish(&mut *self, file_len).await?))
+            Ok(Arc::new(
+                reader.load_and_finish(&mut *self, file_len).await?,
+            ))
         }
         .boxed()
     }

@@ -29,7 +29,13 @@ async fn answers(dir: &Path) -> Vec<Result<Vec<String>, String>> {
     let session = engine.session().unwrap();
     let mut out = Vec::new();
     for sql in QUERIES {
-        out.push(session.execute(sql).await.map(|o| common::rows(&o)).map_err(|e| e.to_string()));
+        out.push(
+            session
+                .execute(sql)
+                .await
+                .map(|o| common::rows(&o))
+                .map_err(|e| e.to_string()),
+        );
     }
     out
 }
@@ -163,13 +169,19 @@ async fn a_missing_snapshot_is_reported_not_skipped() {
         .filter(|p| kind(p) == "snapshot")
         .collect();
     assert_eq!(snapshots.len(), 3);
-    for (missing, name) in [(2, "00000000000000000003.json"), (1, "00000000000000000002.json")] {
+    for (missing, name) in [
+        (2, "00000000000000000003.json"),
+        (1, "00000000000000000002.json"),
+    ] {
         let path = &snapshots[missing];
         let kept = std::fs::read(path).unwrap();
         std::fs::remove_file(path).unwrap();
         for answer in answers(dir.path()).await {
             let message = answer.expect_err("a table with a snapshot missing answered");
-            assert!(message.contains(name) && message.contains("missing"), "{message}");
+            assert!(
+                message.contains(name) && message.contains("missing"),
+                "{message}"
+            );
         }
         std::fs::write(path, kept).unwrap();
     }
@@ -185,6 +197,9 @@ async fn metadata_without_a_checksum_names_its_file() {
         .unwrap();
     std::fs::write(&definition, b"{\"name\": \"t\"}").unwrap();
     let message = answers(dir.path()).await.remove(0).unwrap_err();
-    assert!(message.contains("catalog/default/tables/t.json"), "{message}");
+    assert!(
+        message.contains("catalog/default/tables/t.json"),
+        "{message}"
+    );
     assert!(message.contains("not a Sieve metadata file"), "{message}");
 }

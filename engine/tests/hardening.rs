@@ -7,10 +7,10 @@ use std::future::Future;
 use std::time::Duration;
 
 use datafusion::arrow::util::display::array_value_to_string;
+use sieve_engine::Engine;
 use sieve_engine::{
     ErrorClass, MAX_OPERATORS, MemoryLimits, QUERY_THREAD_STACK, QueryOutput, Session, classify,
 };
-use sieve_engine::Engine;
 
 /// Runs a test on a runtime whose threads have the stacks `sieve` gives its own.
 fn on_query_threads<F: Future<Output = ()> + Send + 'static>(test: F) {
@@ -48,7 +48,11 @@ fn or_chain(terms: usize) -> String {
 fn the_deepest_accepted_statements_answer_and_deeper_ones_get_an_error() {
     on_query_threads(async {
         let s = session().await;
-        run(&s, "create table t as select number as a from numbers(50000)").await;
+        run(
+            &s,
+            "create table t as select number as a from numbers(50000)",
+        )
+        .await;
         // Each term is two operators; the statement's own keywords take a few more.
         let deepest = MAX_OPERATORS / 2 - 8;
         let count = run(&s, &or_chain(deepest)).await;
@@ -65,10 +69,7 @@ fn the_deepest_accepted_statements_answer_and_deeper_ones_get_an_error() {
 
         // Four operators a term (select, as, union, all), four for the outer query.
         let unions = vec!["select 1 as x"; MAX_OPERATORS / 4 - 4];
-        let union = format!(
-            "select count(*) from ({})",
-            unions.join(" union all ")
-        );
+        let union = format!("select count(*) from ({})", unions.join(" union all "));
         let count = run(&s, &union).await;
         assert_eq!(first(&count), (MAX_OPERATORS / 4 - 4).to_string());
         let unions = vec!["select 1 as x"; MAX_OPERATORS];
@@ -83,8 +84,14 @@ async fn statements_that_reach_the_servers_files_are_refused() {
     std::fs::write(&target, "precious").unwrap();
     let s = session().await;
     for sql in [
-        format!("copy (select 'x' as a) to '{}' stored as csv", target.display()),
-        format!("explain analyze copy (select 'x' as a) to '{}' stored as csv", target.display()),
+        format!(
+            "copy (select 'x' as a) to '{}' stored as csv",
+            target.display()
+        ),
+        format!(
+            "explain analyze copy (select 'x' as a) to '{}' stored as csv",
+            target.display()
+        ),
         format!(
             "create external table leak (a varchar) stored as csv location '{}'",
             target.display()
@@ -111,8 +118,15 @@ async fn a_query_over_its_memory_budget_fails_and_results_stream() {
     let cross = "select a.number, b.number from numbers(100000) a, numbers(100000) b";
     let (class, message) = fails(&s, cross).await;
     assert_eq!(class, ErrorClass::OutOfMemory, "{message}");
-    assert!(message.contains("query exceeded its memory limit of 16 MiB"), "{message}");
-    let (class, _) = fails(&s, "select number from numbers(10000000) order by number desc").await;
+    assert!(
+        message.contains("query exceeded its memory limit of 16 MiB"),
+        "{message}"
+    );
+    let (class, _) = fails(
+        &s,
+        "select number from numbers(10000000) order by number desc",
+    )
+    .await;
     assert_eq!(class, ErrorClass::OutOfMemory);
     // Streamed, the same ten billion rows cost one batch: the first arrives, the rest never run.
     let mut rows = s.query(cross).await.unwrap();
@@ -120,7 +134,10 @@ async fn a_query_over_its_memory_budget_fails_and_results_stream() {
     assert!(batch.num_rows() > 0);
     drop(rows);
     // The budget is free again for the next statement.
-    assert_eq!(first(&run(&s, "select count(*) from numbers(1000)").await), "1000");
+    assert_eq!(
+        first(&run(&s, "select count(*) from numbers(1000)").await),
+        "1000"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -129,12 +146,18 @@ async fn max_execution_time_stops_a_query_and_spares_writes() {
     // Ten billion rows: minutes of work in batches, each short enough for the deadline to
     // interrupt between them.
     let cross = "select count(*) from numbers(10000000000) where number % 7 = 3";
-    for set in ["SET max_execution_time = 300", "SET SESSION sieve.max_execution_time = 300"] {
+    for set in [
+        "SET max_execution_time = 300",
+        "SET SESSION sieve.max_execution_time = 300",
+    ] {
         run(&s, set).await;
         let started = std::time::Instant::now();
         let (class, message) = fails(&s, cross).await;
         assert_eq!(class, ErrorClass::Timeout, "{message}");
-        assert!(message.contains("maximum statement execution time exceeded"), "{message}");
+        assert!(
+            message.contains("maximum statement execution time exceeded"),
+            "{message}"
+        );
         assert!(started.elapsed() < Duration::from_secs(60));
         run(&s, "set max_execution_time = 0").await;
     }
@@ -157,11 +180,21 @@ async fn integer_overflow_is_an_error_and_sums_do_not_wrap() {
         assert!(message.contains("value is out of range"), "{message}");
     }
     run(&s, "create table big (v bigint)").await;
-    run(&s, "insert into big values (9223372036854775807), (9223372036854775807)").await;
-    assert_eq!(first(&run(&s, "select sum(v) from big").await), "18446744073709551614");
+    run(
+        &s,
+        "insert into big values (9223372036854775807), (9223372036854775807)",
+    )
+    .await;
+    assert_eq!(
+        first(&run(&s, "select sum(v) from big").await),
+        "18446744073709551614"
+    );
     let (class, _) = fails(&s, "select v + 1 from big").await;
     assert_eq!(class, ErrorClass::OutOfRange);
-    assert_eq!(first(&run(&s, "select v - 1 as x from big").await), "9223372036854775806");
+    assert_eq!(
+        first(&run(&s, "select v - 1 as x from big").await),
+        "9223372036854775806"
+    );
     let named = run(&s, "select 1 + 2").await;
     assert_eq!(named.schema.field(0).name(), "Int64(1) + Int64(2)");
     assert_eq!(first(&named), "3");
@@ -170,7 +203,11 @@ async fn integer_overflow_is_an_error_and_sums_do_not_wrap() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn nan_rows_are_found_with_pruning_on_and_off() {
     let s = session().await;
-    run(&s, "create table f (k bigint, d double) with (index_columns = 'k,d', block_rows = 2)").await;
+    run(
+        &s,
+        "create table f (k bigint, d double) with (index_columns = 'k,d', block_rows = 2)",
+    )
+    .await;
     run(
         &s,
         "insert into f values (1, 1.5), (2, cast('NaN' as double)), (3, 2.5), (4, 3.5), (5, -1.0), (6, 0.0)",
@@ -180,11 +217,21 @@ async fn nan_rows_are_found_with_pruning_on_and_off() {
         run(&s, &format!("set sieve.pruning = {pruning}")).await;
         for (sql, expected) in [
             ("select count(*) from f where d = 'NaN'", "1"),
-            ("select count(*) from f where d = cast('NaN' as double)", "1"),
+            (
+                "select count(*) from f where d = cast('NaN' as double)",
+                "1",
+            ),
             ("select count(*) from f where d > 3", "2"),
-            ("select count(*) from f where d in (2.5, cast('NaN' as double))", "2"),
+            (
+                "select count(*) from f where d in (2.5, cast('NaN' as double))",
+                "2",
+            ),
         ] {
-            assert_eq!(first(&run(&s, sql).await), expected, "pruning {pruning}: {sql}");
+            assert_eq!(
+                first(&run(&s, sql).await),
+                expected,
+                "pruning {pruning}: {sql}"
+            );
         }
     }
 }
@@ -192,7 +239,11 @@ async fn nan_rows_are_found_with_pruning_on_and_off() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn set_of_an_unknown_variable_fails_and_scopes_agree() {
     let s = session().await;
-    run(&s, "create table p with (block_rows = 10) as select number as a from numbers(100)").await;
+    run(
+        &s,
+        "create table p with (block_rows = 10) as select number as a from numbers(100)",
+    )
+    .await;
     for (sql, blocks_read) in [
         ("SET SESSION sieve.pruning = false", 10),
         ("set sieve.pruning = true", 1),
@@ -203,14 +254,22 @@ async fn set_of_an_unknown_variable_fails_and_scopes_agree() {
         let point = run(&s, "select a from p where a = 42").await;
         assert_eq!(point.stats.blocks_read, blocks_read, "after {sql}");
     }
-    for sql in ["set sieve_pruning = false", "SET sieve.prunning = 0", "set bogus = 1"] {
+    for sql in [
+        "set sieve_pruning = false",
+        "SET sieve.prunning = 0",
+        "set bogus = 1",
+    ] {
         let (class, message) = fails(&s, sql).await;
         assert!(
             class == ErrorClass::UnknownVariable || message.contains("sieve.prunning"),
             "{sql}: {class:?} {message}"
         );
     }
-    for sql in ["SET NAMES utf8mb4", "SET autocommit = 1", "set sql_mode = ''"] {
+    for sql in [
+        "SET NAMES utf8mb4",
+        "SET autocommit = 1",
+        "set sql_mode = ''",
+    ] {
         run(&s, sql).await;
     }
 }
@@ -233,8 +292,13 @@ async fn an_insert_whose_table_is_dropped_meanwhile_reports_it() {
     let dropper = engine.session().unwrap();
     run(&dropper, "drop table r").await;
     let outcome = insert.await.unwrap();
-    let message = outcome.expect_err("the rows went into a dropped table").to_string();
-    assert!(message.contains("was dropped while this INSERT ran"), "{message}");
+    let message = outcome
+        .expect_err("the rows went into a dropped table")
+        .to_string();
+    assert!(
+        message.contains("was dropped while this INSERT ran"),
+        "{message}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -42,7 +42,11 @@ impl BlockChecksums {
     /// `range` widened to whole strides (the last stride ends at the end of the file).
     pub fn widen(&self, range: &Range<u64>) -> Range<u64> {
         let start = range.start / STRIDE * STRIDE;
-        let end = range.end.div_ceil(STRIDE).saturating_mul(STRIDE).min(self.file_len);
+        let end = range
+            .end
+            .div_ceil(STRIDE)
+            .saturating_mul(STRIDE)
+            .min(self.file_len);
         start..end.max(range.end)
     }
 
@@ -89,10 +93,17 @@ mod tests {
 
     #[test]
     fn any_range_is_checked_through_its_strides() {
-        let file: Vec<u8> = (0..(3 * STRIDE + 100)).map(|i| (i * 7 % 251) as u8).collect();
+        let file: Vec<u8> = (0..(3 * STRIDE + 100))
+            .map(|i| (i * 7 % 251) as u8)
+            .collect();
         let sums = BlockChecksums::new(file.len() as u64, compute(&file).into());
         let whole = Bytes::from(file.clone());
-        for range in [0..1, 5..STRIDE + 3, STRIDE..2 * STRIDE, 3 * STRIDE + 50..3 * STRIDE + 100] {
+        for range in [
+            0..1,
+            5..STRIDE + 3,
+            STRIDE..2 * STRIDE,
+            3 * STRIDE + 50..3 * STRIDE + 100,
+        ] {
             let widened = sums.widen(&range);
             let fetched = whole.slice(widened.start as usize..widened.end as usize);
             let got = sums.check("b.parquet", &range, fetched).unwrap();
@@ -104,7 +115,11 @@ mod tests {
         let range = STRIDE + 20..STRIDE + 30; // the damage lies outside the bytes asked for
         let widened = sums.widen(&range);
         let error = sums
-            .check("b.parquet", &range, damaged.slice(widened.start as usize..widened.end as usize))
+            .check(
+                "b.parquet",
+                &range,
+                damaged.slice(widened.start as usize..widened.end as usize),
+            )
             .unwrap_err();
         assert!(error.to_string().contains("b.parquet"), "{error}");
     }

@@ -50,7 +50,9 @@ fn file_stem(path: &Path) -> Option<String> {
 
 /// A name as it was before object_store percent-encoded it into a path part.
 fn decode_part(part: &str) -> Option<String> {
-    let decoded = percent_encoding::percent_decode_str(part).decode_utf8().ok()?;
+    let decoded = percent_encoding::percent_decode_str(part)
+        .decode_utf8()
+        .ok()?;
     Some(decoded.into_owned())
 }
 

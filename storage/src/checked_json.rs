@@ -66,8 +66,11 @@ pub fn decode<T: DeserializeOwned>(path: &str, bytes: &[u8]) -> Result<T> {
             envelope.xxh3
         )));
     }
-    serde_json::from_str(envelope.body.get())
-        .map_err(|e| damaged(format!("checksum matches but the body does not decode: {e}")))
+    serde_json::from_str(envelope.body.get()).map_err(|e| {
+        damaged(format!(
+            "checksum matches but the body does not decode: {e}"
+        ))
+    })
 }
 
 #[cfg(test)]
@@ -100,9 +103,14 @@ mod tests {
                 }
             }
         }
-        let newer = String::from_utf8(bytes).unwrap().replace("\"format\":1", "\"format\":2");
+        let newer = String::from_utf8(bytes)
+            .unwrap()
+            .replace("\"format\":1", "\"format\":2");
         let error = decode::<Thing>("x.json", newer.as_bytes()).unwrap_err();
-        assert!(error.to_string().contains("written by a newer Sieve"), "{error}");
+        assert!(
+            error.to_string().contains("written by a newer Sieve"),
+            "{error}"
+        );
         let legacy = serde_json::to_vec(&thing).unwrap();
         let error = decode::<Thing>("x.json", &legacy).unwrap_err();
         assert!(error.to_string().contains("x.json"), "{error}");

@@ -120,13 +120,24 @@ pub async fn latest(storage: &Storage, table_dir: &Path) -> Result<Snapshot> {
     versions.sort_unstable();
     let newest = versions.last().copied().unwrap_or(0);
     if pointer > newest {
-        return Err(missing(table_dir, pointer, &format!(
-            "the table's latest.json names version {pointer}, the newest snapshot present is {newest}"
-        )));
+        return Err(missing(
+            table_dir,
+            pointer,
+            &format!(
+                "the table's latest.json names version {pointer}, the newest snapshot present is {newest}"
+            ),
+        ));
     }
     // Commits number snapshots 1, 2, 3, … with no gaps.
-    if let Some(gap) = (1..=newest).zip(&versions).find(|(want, have)| want != *have) {
-        return Err(missing(table_dir, gap.0, "snapshots are numbered without gaps"));
+    if let Some(gap) = (1..=newest)
+        .zip(&versions)
+        .find(|(want, have)| want != *have)
+    {
+        return Err(missing(
+            table_dir,
+            gap.0,
+            "snapshots are numbered without gaps",
+        ));
     }
     match newest {
         0 => Ok(Snapshot::default()),
@@ -144,7 +155,9 @@ fn missing(table_dir: &Path, version: u64, why: &str) -> StorageError {
 async fn read_pointer(storage: &Storage, table_dir: &Path) -> Result<u64> {
     let path = pointer_path(table_dir);
     match storage.store().get(&path).await {
-        Ok(found) => Ok(checked_json::decode::<Pointer>(path.as_ref(), &found.bytes().await?)?.version),
+        Ok(found) => {
+            Ok(checked_json::decode::<Pointer>(path.as_ref(), &found.bytes().await?)?.version)
+        }
         Err(object_store::Error::NotFound { .. }) => Ok(0),
         Err(e) => Err(e.into()),
     }
@@ -197,7 +210,10 @@ pub async fn commit(storage: &Storage, table_dir: &Path, delta: &Delta) -> Resul
                     .put(&pointer_path(table_dir), PutPayload::from(pointer))
                     .await
                 {
-                    log::warn!("committed version {} but could not update latest.json: {e}", next.version);
+                    log::warn!(
+                        "committed version {} but could not update latest.json: {e}",
+                        next.version
+                    );
                 }
                 return Ok(next);
             }

@@ -87,7 +87,10 @@ impl Table {
         // Owned items and owned futures: a borrowed closure argument makes the future not Send.
         let segments: Vec<_> = futures::stream::iter(snapshot.segments.clone())
             .map(|segment| {
-                let (store, path) = (self.storage.store().clone(), self.segment_path(&segment.name));
+                let (store, path) = (
+                    self.storage.store().clone(),
+                    self.segment_path(&segment.name),
+                );
                 async move {
                     let bytes = store.get(&path).await?.bytes().await?;
                     segment.verify(path.as_ref(), &bytes)?;

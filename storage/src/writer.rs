@@ -159,7 +159,10 @@ impl TableWriter {
         let segment = SegmentRef::new(name, &bytes);
         let store = self.table.storage().store();
         store
-            .put(&self.table.segment_path(&segment.name), PutPayload::from(bytes))
+            .put(
+                &self.table.segment_path(&segment.name),
+                PutPayload::from(bytes),
+            )
             .await?;
         let delta = Delta {
             segment,

@@ -67,7 +67,11 @@ impl Server {
         let mut command = match open_files {
             Some(n) => {
                 let mut shell = Command::new("sh");
-                shell.args(["-c", &format!("ulimit -n {n} && exec \"$0\" \"$@\""), env!("CARGO_BIN_EXE_sieve")]);
+                shell.args([
+                    "-c",
+                    &format!("ulimit -n {n} && exec \"$0\" \"$@\""),
+                    env!("CARGO_BIN_EXE_sieve"),
+                ]);
                 shell
             }
             None => sieve(),
