@@ -103,20 +103,22 @@ struct Pointer {
 /// The newest committed snapshot (version 0 if none), after checking that no snapshot the
 /// `latest` pointer vouches for is missing.
 pub async fn latest(storage: &Storage, table_dir: &Path) -> Result<Snapshot> {
-    let listing = storage.store().list(Some(&snapshots_dir(table_dir)));
-    let (versions, pointer) = futures::join!(
-        listing
-            .try_filter_map(|meta| async move {
-                Ok(meta
-                    .location
-                    .filename()
-                    .and_then(|f| f.strip_suffix(".json"))
-                    .and_then(|v| v.parse::<u64>().ok()))
-            })
-            .try_collect::<Vec<u64>>(),
-        read_pointer(storage, table_dir)
-    );
-    let (mut versions, pointer) = (versions?, pointer?);
+    // The pointer first, then the listing: a pointer is written after its snapshot, so every
+    // version it names was already listable. (Concurrently, a commit landing in between made a
+    // live table look damaged.)
+    let pointer = read_pointer(storage, table_dir).await?;
+    let mut versions: Vec<u64> = storage
+        .store()
+        .list(Some(&snapshots_dir(table_dir)))
+        .try_filter_map(|meta| async move {
+            Ok(meta
+                .location
+                .filename()
+                .and_then(|f| f.strip_suffix(".json"))
+                .and_then(|v| v.parse::<u64>().ok()))
+        })
+        .try_collect()
+        .await?;
     versions.sort_unstable();
     let newest = versions.last().copied().unwrap_or(0);
     if pointer > newest {
