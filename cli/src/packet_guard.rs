@@ -1,6 +1,6 @@
 //! What stands between a client's socket and opensrv-mysql: it hands the protocol library the
-//! client's bytes one MySQL packet at a time, bounds packet sizes, and ends connections that
-//! stall.
+//! client's bytes one whole MySQL packet at a time, bounds packet sizes, refuses text that is not
+//! UTF-8, and ends connections that stall.
 //!
 //! - One packet per read. opensrv-mysql 0.7.0's `PacketReader::next_async` returns a packet that
 //!   borrows its buffer and then, when the same socket read held more bytes, replaces that buffer
@@ -8,20 +8,27 @@
 //!   memory. A read from this guard never crosses the end of a packet, so that branch never runs.
 //! - Sizes. Before login a packet may hold [`PRE_AUTH_MAX_PACKET`] bytes (a handshake response is
 //!   a few hundred), after it `max_allowed_packet`, as MySQL does; a larger one is answered with
-//!   MySQL's error 1153 and the connection is closed, before its bytes are buffered anywhere.
+//!   MySQL's error 1153 and the connection is closed, when its header arrives and before its body
+//!   is buffered anywhere.
+//! - Text. opensrv turns a query, a statement to prepare or a database name that is not UTF-8
+//!   into an I/O error that closes the connection; the guard answers such a command itself with
+//!   MySQL's error 1300 and the connection goes on. It can, because opensrv reads the next packet
+//!   only once it has sent its answer to the last one.
 //! - Time. Login must finish within the handshake timeout (a deadline, so a byte every few seconds
 //!   does not keep a connection), and a logged-in client that sends nothing for the idle timeout
 //!   is disconnected (MySQL's `connect_timeout` and `wait_timeout`).
 //!
 //! Written here because no crate frames MySQL packets in front of another library's reader.
 
+use std::borrow::Cow;
 use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
+use bytes::{Buf, BytesMut};
 use tokio::io::{AsyncRead, ReadBuf};
 use tokio::net::TcpStream;
 use tokio::time::{Instant, Sleep};
@@ -32,8 +39,11 @@ pub const PRE_AUTH_MAX_PACKET: usize = 16 << 10;
 /// A packet header's length field when more of the same packet follows.
 const CONTINUED: usize = 0xff_ffff;
 
-/// Socket bytes read ahead of the packet being handed on, at most.
-const READ_AHEAD: usize = 8 << 10;
+/// Bytes asked of the socket per read.
+const READ_CHUNK: usize = 8 << 10;
+
+/// Commands whose body opensrv reads as UTF-8 text: COM_INIT_DB, COM_QUERY, COM_STMT_PREPARE.
+const TEXT_COMMANDS: [u8; 3] = [0x02, 0x03, 0x16];
 
 #[derive(Debug, Clone, Copy)]
 pub struct GuardLimits {
@@ -44,21 +54,81 @@ pub struct GuardLimits {
 
 pub struct PacketGuard<R> {
     inner: R,
-    /// Where an oversized packet's error goes (the same socket).
+    /// Where the guard's own answers go (the same socket).
     errors: Arc<TcpStream>,
     limits: GuardLimits,
     /// Set by the backend once the client has logged in.
     authenticated: Arc<AtomicBool>,
     /// Read from the socket, not handed on yet.
-    pending: Vec<u8>,
-    /// Bytes of the current physical packet (header included) still to hand on.
-    in_packet: usize,
-    /// Payload bytes of the current logical packet so far (it spans physical packets whose
-    /// length field is 0xffffff).
-    logical: usize,
-    continued: bool,
+    pending: BytesMut,
+    /// Bytes at the front of `pending` that make up a checked packet, still to hand on.
+    ready: usize,
+    /// An answer of the guard's own, still to write.
+    answer: Vec<u8>,
     handshake_deadline: Instant,
     idle: Option<Pin<Box<Sleep>>>,
+}
+
+/// A whole logical packet at the front of the buffer: it may span physical packets whose length
+/// field is 0xffffff.
+struct Framed {
+    /// Its bytes, headers included.
+    len: usize,
+    /// The sequence number of its last physical packet.
+    sequence: u8,
+}
+
+/// The error of a packet over `limit`: its header's sequence number and the limit.
+struct Oversized(u8);
+
+/// Finds the logical packet at the front of `pending`, once all of it has arrived; refuses one
+/// over `limit` as soon as a header says so.
+fn frame(pending: &[u8], limit: usize) -> Result<Option<Framed>, Oversized> {
+    let (mut at, mut payload) = (0, 0);
+    loop {
+        let Some(header) = pending.get(at..at + 4) else {
+            return Ok(None);
+        };
+        let length =
+            usize::from(header[0]) | usize::from(header[1]) << 8 | usize::from(header[2]) << 16;
+        payload += length;
+        if payload > limit {
+            return Err(Oversized(header[3]));
+        }
+        at += 4 + length;
+        if length < CONTINUED {
+            return Ok((pending.len() >= at).then_some(Framed {
+                len: at,
+                sequence: header[3],
+            }));
+        }
+    }
+}
+
+/// The payload of a framed packet, without its headers.
+fn payload(packet: &[u8]) -> Cow<'_, [u8]> {
+    if packet.len() < 4 + CONTINUED {
+        return Cow::Borrowed(&packet[4..]);
+    }
+    Cow::Owned(
+        packet
+            .chunks(4 + CONTINUED)
+            .flat_map(|physical| &physical[4..])
+            .copied()
+            .collect(),
+    )
+}
+
+/// MySQL's error 1300 for a text command that is not UTF-8, if it is one.
+fn invalid_text(payload: &[u8]) -> Option<String> {
+    let (command, text) = payload.split_first()?;
+    if !TEXT_COMMANDS.contains(command) {
+        return None;
+    }
+    let error = std::str::from_utf8(text).err()?;
+    let bad = &text[error.valid_up_to()..];
+    let shown: String = bad.iter().take(16).map(|b| format!("{b:02X}")).collect();
+    Some(format!("Invalid utf8mb4 character string: '{shown}'"))
 }
 
 impl<R> PacketGuard<R> {
@@ -73,50 +143,67 @@ impl<R> PacketGuard<R> {
             errors,
             limits,
             authenticated,
-            pending: Vec::new(),
-            in_packet: 0,
-            logical: 0,
-            continued: false,
+            pending: BytesMut::new(),
+            ready: 0,
+            answer: Vec::new(),
             handshake_deadline: Instant::now() + limits.handshake_timeout,
             idle: None,
         }
     }
 
-    /// Starts the next physical packet from the header at the front of `pending`.
-    fn start_packet(&mut self) -> io::Result<()> {
-        let length = usize::from(self.pending[0])
-            | usize::from(self.pending[1]) << 8
-            | usize::from(self.pending[2]) << 16;
-        let sequence = self.pending[3];
-        self.logical = if self.continued {
-            self.logical + length
-        } else {
-            length
-        };
-        self.continued = length == CONTINUED;
+    /// Checks the packet at the front of `pending`, once whole: it becomes ready to hand on, or
+    /// the guard answers it.
+    fn check_packet(&mut self) -> io::Result<bool> {
         let authenticated = self.authenticated.load(Ordering::Acquire);
         let limit = if authenticated {
             self.limits.max_allowed_packet
         } else {
             PRE_AUTH_MAX_PACKET
         };
-        if self.logical > limit {
-            let message = if authenticated {
-                format!("Got a packet bigger than 'max_allowed_packet' bytes ({limit})")
-            } else {
-                format!("Got a packet bigger than {limit} bytes before logging in")
-            };
-            // Best effort: the connection closes whether or not the client reads it.
-            let _ = self.errors.try_write(&error_packet(
-                sequence.wrapping_add(1),
-                1153,
-                "08S01",
-                &message,
-            ));
-            return Err(io::Error::new(io::ErrorKind::InvalidData, message));
+        let packet = match frame(&self.pending, limit) {
+            Ok(Some(packet)) => packet,
+            Ok(None) => return Ok(false),
+            Err(Oversized(sequence)) => {
+                let message = if authenticated {
+                    format!("Got a packet bigger than 'max_allowed_packet' bytes ({limit})")
+                } else {
+                    format!("Got a packet bigger than {limit} bytes before logging in")
+                };
+                // Best effort: the connection closes whether or not the client reads it.
+                let _ = self.errors.try_write(&error_packet(
+                    sequence.wrapping_add(1),
+                    1153,
+                    "08S01",
+                    &message,
+                ));
+                return Err(io::Error::new(io::ErrorKind::InvalidData, message));
+            }
+        };
+        let refused = authenticated
+            .then(|| invalid_text(&payload(&self.pending[..packet.len])))
+            .flatten();
+        match refused {
+            Some(message) => {
+                self.answer =
+                    error_packet(packet.sequence.wrapping_add(1), 1300, "HY000", &message);
+                self.pending.advance(packet.len);
+            }
+            None => self.ready = packet.len,
         }
-        self.in_packet = 4 + length;
-        Ok(())
+        Ok(true)
+    }
+
+    /// Writes the guard's own answer to the client.
+    fn poll_answer(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        while !self.answer.is_empty() {
+            ready!(self.errors.poll_write_ready(cx))?;
+            match self.errors.try_write(&self.answer) {
+                Ok(n) => drop(self.answer.drain(..n)),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) => return Poll::Ready(Err(e)),
+            }
+        }
+        Poll::Ready(Ok(()))
     }
 
     /// The error of a client that took too long, if it did.
@@ -152,32 +239,39 @@ impl<R: AsyncRead + Unpin> AsyncRead for PacketGuard<R> {
     ) -> Poll<io::Result<()>> {
         let this = &mut *self;
         loop {
-            if this.in_packet > 0 && !this.pending.is_empty() {
-                let n = this.in_packet.min(this.pending.len()).min(out.remaining());
+            if this.ready > 0 {
+                let n = this.ready.min(out.remaining());
                 out.put_slice(&this.pending[..n]);
-                this.pending.drain(..n);
-                this.in_packet -= n;
-                this.idle = None;
+                this.pending.advance(n);
+                this.ready -= n;
+                if this.pending.is_empty() && this.pending.capacity() > 4 * READ_CHUNK {
+                    // Give back what a large packet took.
+                    this.pending = BytesMut::new();
+                }
                 return Poll::Ready(Ok(()));
             }
-            if this.in_packet == 0 && this.pending.len() >= 4 {
-                this.start_packet()?;
+            ready!(this.poll_answer(cx))?;
+            if this.check_packet()? {
                 continue;
             }
-            let mut chunk = [0u8; READ_AHEAD];
-            let mut read = ReadBuf::new(&mut chunk);
-            match Pin::new(&mut this.inner).poll_read(cx, &mut read) {
+            let start = this.pending.len();
+            this.pending.resize(start + READ_CHUNK, 0);
+            let mut read = ReadBuf::new(&mut this.pending[start..]);
+            let polled = Pin::new(&mut this.inner).poll_read(cx, &mut read);
+            let filled = read.filled().len();
+            this.pending.truncate(start + filled);
+            match polled {
                 Poll::Ready(result) => result?,
                 Poll::Pending => {
                     this.check_time(cx)?;
                     return Poll::Pending;
                 }
             }
-            if read.filled().is_empty() {
-                // End of stream; opensrv reports a packet it was cut off in.
+            if filled == 0 {
+                // End of stream, perhaps inside a packet, which is dropped.
                 return Poll::Ready(Ok(()));
             }
-            this.pending.extend_from_slice(read.filled());
+            this.idle = None;
         }
     }
 }

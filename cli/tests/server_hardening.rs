@@ -7,7 +7,9 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::wire::{COM_PING, COM_QUERY, Wire, command, error_code, packet};
+use common::wire::{
+    COM_INIT_DB, COM_PING, COM_QUERY, COM_STMT_PREPARE, Wire, command, error_code, packet,
+};
 use common::{PASSWORD, Server, stderr, stdout};
 
 /// Resident memory of a process, in MiB.
@@ -73,6 +75,25 @@ fn pipelined_commands_are_each_answered_in_order() {
         assert_eq!(rows[rows.len() - 2].1, b"\x01x");
         assert_eq!(error_code(&wire.reply()[0].1), Some(1064), "round {round}");
         assert_eq!(wire.reply()[0].1[0], 0x00, "PING's OK, round {round}");
+    }
+}
+
+#[test]
+fn text_that_is_not_utf8_gets_an_error_and_the_connection_goes_on() {
+    let server = Server::start();
+    let mut wire = Wire::connect(server.port);
+    assert_eq!(wire.login("root", PASSWORD).1[0], 0x00);
+    for kind in [COM_QUERY, COM_STMT_PREPARE, COM_INIT_DB] {
+        // Pipelined with a good query, so the answers must also stay in step.
+        let mut burst = command(kind, b"select '\xff\xfe'");
+        burst.extend(command(COM_QUERY, b"select 'still here'"));
+        wire.send(&burst).unwrap();
+        let (sequence, reply) = wire.read().unwrap();
+        assert_eq!(sequence, 1);
+        assert_eq!(error_code(&reply), Some(1300), "command {kind:#x}");
+        assert!(String::from_utf8_lossy(&reply).contains("'FFFE27'"));
+        let rows = wire.reply();
+        assert_eq!(rows[rows.len() - 2].1, b"\x0astill here");
     }
 }
 

@@ -30,14 +30,14 @@ impl ScanStats {
     pub(crate) fn of(plan: &Arc<dyn ExecutionPlan>) -> Self {
         let mut stats = Self::default();
         if let Some(scan) = (plan.as_ref() as &dyn std::any::Any).downcast_ref::<SieveScanExec>() {
-            stats.blocks_total += scan.outcome().total as u64;
-            stats.blocks_read += scan.outcome().survivors.len() as u64;
-            stats.rows_read += scan.rows_in_blocks_read();
-            let scanned = scan.children()[0]
-                .metrics()
-                .and_then(|m| m.sum_by_name("bytes_scanned"));
-            stats.bytes_read +=
-                scanned.map_or(scan.bytes_in_blocks_read(), |v| v.as_usize() as u64);
+            if let Some(opened) = scan.opened() {
+                stats.blocks_total += opened.outcome.total as u64;
+                stats.blocks_read += opened.outcome.survivors.len() as u64;
+                stats.rows_read += opened.rows_in_blocks_read;
+                let scanned = scan.metrics().and_then(|m| m.sum_by_name("bytes_scanned"));
+                stats.bytes_read +=
+                    scanned.map_or(opened.bytes_in_blocks_read, |v| v.as_usize() as u64);
+            }
             return stats;
         }
         for child in plan.children() {

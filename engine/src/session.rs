@@ -31,7 +31,7 @@ use tokio::time::Instant;
 
 use crate::catalog::{CATALOG_NAME, SieveCatalog};
 use crate::checked_arithmetic::CheckedArithmetic;
-use crate::deadline::{DeadlineStream, QueryTimeout};
+use crate::deadline::{DeadlineStream, plan_within};
 use crate::error::to_df;
 use crate::index_stats::IndexStatsFunction;
 use crate::memory::{MemoryLimits, QueryPool};
@@ -105,6 +105,13 @@ impl Engine {
             .build_arc()?;
         Session::new(self.catalog.clone(), runtime, self.session_defaults.clone())
     }
+}
+
+async fn plan_physical(ctx: SessionContext, plan: LogicalPlan) -> Result<Arc<dyn ExecutionPlan>> {
+    ctx.execute_logical_plan(plan)
+        .await?
+        .create_physical_plan()
+        .await
 }
 
 fn runtime(limits: MemoryLimits) -> Result<Arc<RuntimeEnv>> {
@@ -405,11 +412,9 @@ impl Session {
         };
         let is_dml = matches!(plan, LogicalPlan::Dml(_));
         let schema: SchemaRef = Arc::new(plan.schema().as_arrow().clone());
-        let planned = self.plan_physical(plan);
+        let planned = plan_physical(self.ctx.clone(), plan);
         let physical = match limit {
-            Some(limit) => tokio::time::timeout(limit, planned)
-                .await
-                .map_err(|_| QueryTimeout::error(limit))??,
+            Some(limit) => plan_within(planned, limit).await?,
             None => planned.await?,
         };
         let mut rows =
@@ -428,14 +433,6 @@ impl Session {
             return Ok(QueryStream::written(count, physical, self.pool()));
         }
         Ok(QueryStream::rows(schema, rows, Some(physical), self.pool()))
-    }
-
-    async fn plan_physical(&self, plan: LogicalPlan) -> Result<Arc<dyn ExecutionPlan>> {
-        self.ctx
-            .execute_logical_plan(plan)
-            .await?
-            .create_physical_plan()
-            .await
     }
 
     /// The session's statement time limit (`SET sieve.max_execution_time = ms`; 0 is none).

@@ -5,7 +5,10 @@
 //! DataFusion's seam for this is the [`ParquetFileReaderFactory`] (its
 //! `parquet_advanced_index.rs` example is the model): the scan attaches each block's checksums to
 //! its [`PartitionedFile`] and this factory's readers widen each fetch to checksum strides. The
-//! footer is read through the same checked ranges by parquet's own metadata reader.
+//! footer is read through the same checked ranges by parquet's own metadata reader, once: it is
+//! kept in DataFusion's file metadata cache (shared by the engine's sessions, bounded in bytes by
+//! `datafusion.runtime.metadata_cache_limit`), as DataFusion's own cached reader factory does.
+//! Blocks are immutable, so a cached footer never goes stale.
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -14,8 +17,9 @@ use bytes::Bytes;
 use datafusion::common::internal_datafusion_err;
 use datafusion::datasource::listing::PartitionedFile;
 use datafusion::datasource::physical_plan::ParquetFileReaderFactory;
-use datafusion::datasource::physical_plan::parquet::ParquetFileMetrics;
+use datafusion::datasource::physical_plan::parquet::{CachedParquetMetaData, ParquetFileMetrics};
 use datafusion::error::Result;
+use datafusion::execution::cache::cache_manager::{CachedFileMetadataEntry, FileMetadataCache};
 use datafusion::parquet::arrow::arrow_reader::ArrowReaderOptions;
 use datafusion::parquet::arrow::async_reader::AsyncFileReader;
 use datafusion::parquet::errors::ParquetError;
@@ -26,17 +30,18 @@ use datafusion::physical_plan::metrics::ExecutionPlanMetricsSet;
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use object_store::path::Path;
-use object_store::{ObjectStore, ObjectStoreExt};
+use object_store::{ObjectMeta, ObjectStore, ObjectStoreExt};
 use sieve_storage::BlockChecksums;
 
 #[derive(Debug)]
 pub struct VerifiedReaderFactory {
     store: Arc<dyn ObjectStore>,
+    footers: Arc<FileMetadataCache>,
 }
 
 impl VerifiedReaderFactory {
-    pub fn new(store: Arc<dyn ObjectStore>) -> Self {
-        Self { store }
+    pub fn new(store: Arc<dyn ObjectStore>, footers: Arc<FileMetadataCache>) -> Self {
+        Self { store, footers }
     }
 }
 
@@ -55,6 +60,8 @@ impl ParquetFileReaderFactory for VerifiedReaderFactory {
         Ok(Box::new(VerifiedReader {
             metrics: ParquetFileMetrics::new(partition_index, path.as_ref(), metrics),
             store: self.store.clone(),
+            footers: self.footers.clone(),
+            meta: file.object_meta,
             path,
             checksums,
             metadata_size_hint,
@@ -64,6 +71,8 @@ impl ParquetFileReaderFactory for VerifiedReaderFactory {
 
 struct VerifiedReader {
     store: Arc<dyn ObjectStore>,
+    footers: Arc<FileMetadataCache>,
+    meta: ObjectMeta,
     path: Path,
     checksums: BlockChecksums,
     metrics: ParquetFileMetrics,
@@ -129,14 +138,38 @@ impl AsyncFileReader for VerifiedReader {
                 .map_or((PageIndexPolicy::Skip, PageIndexPolicy::Skip), |o| {
                     (o.column_index_policy(), o.offset_index_policy())
                 });
+            let wants_index = column_index != PageIndexPolicy::Skip;
+            let cached = self
+                .footers
+                .get(&self.path)
+                .filter(|entry| entry.is_valid_for(&self.meta))
+                .and_then(|entry| {
+                    let found = entry
+                        .file_metadata
+                        .as_any()
+                        .downcast_ref::<CachedParquetMetaData>()?;
+                    Some(found.parquet_metadata().clone())
+                })
+                .filter(|m| {
+                    !wants_index || (m.column_index().is_some() && m.offset_index().is_some())
+                });
+            if let Some(metadata) = cached {
+                return Ok(metadata);
+            }
             let file_len = self.checksums.file_len();
             let reader = ParquetMetaDataReader::new()
                 .with_column_index_policy(column_index)
                 .with_offset_index_policy(offset_index)
                 .with_prefetch_hint(self.metadata_size_hint);
-            Ok(Arc::new(
-                reader.load_and_finish(&mut *self, file_len).await?,
-            ))
+            let metadata = Arc::new(reader.load_and_finish(&mut *self, file_len).await?);
+            self.footers.put(
+                &self.path,
+                CachedFileMetadataEntry::new(
+                    self.meta.clone(),
+                    Arc::new(CachedParquetMetaData::new(metadata.clone())),
+                ),
+            );
+            Ok(metadata)
         }
         .boxed()
     }

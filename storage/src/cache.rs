@@ -1,13 +1,17 @@
-//! Caches shared by every query on one storage: block lists by table version (immutable once
-//! committed) and opened sidecar entries bounded in bytes.
+//! Caches shared by every query on one storage: what each table's newest version was last found
+//! to be, decoded segments (immutable once written) and the block lists built from them per
+//! table version, and opened sidecar entries bounded in bytes. A commit makes a query fetch its
+//! one new segment, not the table's every segment again.
 
 use std::sync::Arc;
 
+use arrow_array::RecordBatch;
 use quick_cache::Weighter;
 use quick_cache::sync::Cache;
 use sieve_index::SidecarColumn;
 
 use crate::segment::BlockList;
+use crate::snapshot::KnownLatest;
 
 const DEFAULT_SIDECAR_CACHE_MIB: u64 = 256;
 
@@ -28,6 +32,11 @@ pub fn sidecar_cache_bytes() -> u64 {
     mib << 20
 }
 const BLOCK_LIST_VERSIONS: usize = 64;
+/// Decoded segments kept, by count: a segment is one commit's blocks (256 of t10b's loads), so a
+/// few thousand hold the metadata of tables far past t10b's 10,000 blocks.
+const SEGMENTS: usize = 4096;
+/// Tables whose newest version is remembered.
+const TABLES: usize = 1024;
 
 /// Sidecar entries are cached by sidecar path and column.
 pub type EntryKey = (String, String);
@@ -44,6 +53,10 @@ impl Weighter<EntryKey, Arc<SidecarColumn>> for EntryBytes {
 }
 
 pub struct Caches {
+    /// By table directory.
+    pub latest: Cache<String, KnownLatest>,
+    /// By segment path and checksum.
+    pub segments: Cache<(String, u64), Arc<RecordBatch>>,
     pub block_lists: Cache<(String, u64), Arc<BlockList>>,
     pub sidecars: Cache<EntryKey, Arc<SidecarColumn>, EntryBytes>,
 }
@@ -51,6 +64,8 @@ pub struct Caches {
 impl Caches {
     pub fn new(sidecar_bytes: u64) -> Self {
         Self {
+            latest: Cache::new(TABLES),
+            segments: Cache::new(SEGMENTS),
             block_lists: Cache::new(BLOCK_LIST_VERSIONS),
             // Sized for entries of about a MiB each.
             sidecars: Cache::with_weighter(
@@ -65,6 +80,8 @@ impl Caches {
 impl std::fmt::Debug for Caches {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Caches")
+            .field("latest", &self.latest.len())
+            .field("segments", &self.segments.len())
             .field("block_lists", &self.block_lists.len())
             .field("sidecars", &self.sidecars.len())
             .field("sidecar_bytes", &self.sidecars.weight())

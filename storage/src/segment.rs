@@ -3,12 +3,18 @@
 //!
 //! Keeping statistics as typed Arrow columns means the planner prunes all blocks of a snapshot with
 //! one vectorised pass over arrays, without opening any Parquet footer.
+//!
+//! The file's Arrow schema carries its format version ([`SEGMENT_FORMAT`], in the schema metadata
+//! under [`FORMAT_KEY`]) and is the schema it was written with: a segment decodes by column name,
+//! so one written before a column was added to its table still reads (with unknown bounds for
+//! that column).
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::UInt64Type;
-use arrow_array::{ArrayRef, BinaryArray, RecordBatch, StringArray, UInt64Array};
+use arrow_array::{ArrayRef, BinaryArray, RecordBatch, StringArray, UInt64Array, new_null_array};
 use arrow_ipc::reader::FileReader;
 use arrow_ipc::writer::FileWriter;
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
@@ -32,6 +38,12 @@ fn nulls_name(column: &str) -> String {
 fn index_name(what: &str, column: &str) -> String {
     format!("{what}:{column}")
 }
+
+/// The segment format this build writes and the newest it reads.
+pub const SEGMENT_FORMAT: u32 = 1;
+
+/// The schema metadata key holding a segment's format version.
+pub const FORMAT_KEY: &str = "sieve.segment.format";
 
 /// The schema of a table's segment files; it follows from the table's definition.
 pub fn segment_schema(def: &TableDef) -> SchemaRef {
@@ -58,7 +70,45 @@ pub fn segment_schema(def: &TableDef) -> SchemaRef {
             fields.push(u64_field(index_name(what, c)));
         }
     }
-    Arc::new(Schema::new(fields))
+    let metadata = HashMap::from([(FORMAT_KEY.to_string(), SEGMENT_FORMAT.to_string())]);
+    Arc::new(Schema::new_with_metadata(fields, metadata))
+}
+
+/// Decodes the segment file at `path` (named in every error) for the table as defined now.
+pub fn decode_segment(path: &str, def: &TableDef, bytes: Bytes) -> Result<RecordBatch> {
+    let damaged = |why: String| StorageError::Damaged(path.to_string(), why);
+    let reader = FileReader::try_new(std::io::Cursor::new(bytes), None)
+        .map_err(|e| damaged(format!("not an Arrow IPC file: {e}")))?;
+    let written = reader.schema();
+    match written.metadata().get(FORMAT_KEY).map(|v| v.parse::<u32>()) {
+        Some(Ok(version)) if version <= SEGMENT_FORMAT => {}
+        Some(Ok(version)) => {
+            return Err(damaged(format!(
+                "segment format {version} was written by a newer Sieve (this one reads up to {SEGMENT_FORMAT})"
+            )));
+        }
+        _ => return Err(damaged(format!("no valid {FORMAT_KEY} in its schema"))),
+    }
+    let batches = reader.collect::<std::result::Result<Vec<_>, _>>()?;
+    let stored = concat_batches(&written, &batches)?;
+    // By name, in today's order: min/max of a column the table did not have then are unknown.
+    let schema = segment_schema(def);
+    let columns = schema
+        .fields()
+        .iter()
+        .map(|field| match stored.column_by_name(field.name()) {
+            Some(column) if column.data_type() == field.data_type() => Ok(column.clone()),
+            Some(column) => Err(damaged(format!(
+                "column {} is {}, the table needs {}",
+                field.name(),
+                column.data_type(),
+                field.data_type()
+            ))),
+            None if field.is_nullable() => Ok(new_null_array(field.data_type(), stored.num_rows())),
+            None => Err(damaged(format!("column {} is missing", field.name()))),
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(RecordBatch::try_new(schema, columns)?)
 }
 
 /// Serializes the blocks of one commit.
@@ -109,23 +159,11 @@ pub struct BlockList {
 }
 
 impl BlockList {
-    /// Concatenates decoded segment files (each must match the table's segment schema).
-    pub fn decode(def: &TableDef, segments: &[Bytes]) -> Result<Self> {
+    /// Concatenates decoded segments ([`decode_segment`]), in commit order.
+    pub fn new(def: &TableDef, segments: &[Arc<RecordBatch>]) -> Result<Self> {
         let schema = segment_schema(def);
-        let mut batches = Vec::new();
-        for bytes in segments {
-            let reader = FileReader::try_new(std::io::Cursor::new(bytes.clone()), None)?;
-            if reader.schema().fields() != schema.fields() {
-                return Err(StorageError::Invalid(
-                    "segment schema does not match its table".into(),
-                ));
-            }
-            for batch in reader {
-                batches.push(batch?);
-            }
-        }
         Ok(Self {
-            batch: concat_batches(&schema, &batches)?,
+            batch: concat_batches(&schema, segments.iter().map(|s| s.as_ref()))?,
         })
     }
 

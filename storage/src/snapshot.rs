@@ -12,10 +12,12 @@
 //! snapshots than the pointer names, or a gap in the numbering, reports the table as damaged
 //! instead of serving an older version of it. (The pointer may lag behind by the commits whose
 //! writer died between the snapshot and the pointer, or lost a race to write it; it never leads.)
+//! A process checks the whole history when it first reads a table and whenever the pointer
+//! changes; in between, [`latest`] costs two small requests (see there).
 
 use futures::TryStreamExt;
 use object_store::path::Path;
-use object_store::{ObjectStoreExt, PutMode, PutOptions, PutPayload};
+use object_store::{GetOptions, ObjectStoreExt, PutMode, PutOptions, PutPayload};
 use serde::{Deserialize, Serialize};
 
 use crate::checked_json;
@@ -100,13 +102,61 @@ struct Pointer {
     version: u64,
 }
 
-/// The newest committed snapshot (version 0 if none), after checking that no snapshot the
-/// `latest` pointer vouches for is missing.
+/// What a process last found a table's newest version to be, and the pointer it found it from.
+#[derive(Debug, Clone)]
+pub struct KnownLatest {
+    pointer: u64,
+    /// The pointer object's ETag, for a conditional GET.
+    etag: Option<String>,
+    snapshot: Snapshot,
+}
+
+/// The newest committed snapshot (version 0 if none).
+///
+/// The first time in a process, and whenever `latest.json` has changed since, the snapshots are
+/// listed and checked: none the pointer vouches for may be missing, nor any in between. After
+/// that a query costs two small requests and no listing: a conditional GET of the pointer (not
+/// modified) and a HEAD of the version after the one known (not there, unless the pointer lags
+/// behind a commit, which is then found).
 pub async fn latest(storage: &Storage, table_dir: &Path) -> Result<Snapshot> {
-    // The pointer first, then the listing: a pointer is written after its snapshot, so every
-    // version it names was already listable. (Concurrently, a commit landing in between made a
-    // live table look damaged.)
-    let pointer = read_pointer(storage, table_dir).await?;
+    let key = table_dir.to_string();
+    let known = storage.caches().latest.get(&key);
+    let pointer = read_pointer(storage, table_dir, known.as_ref()).await?;
+    if let (Some(known), None) = (&known, &pointer) {
+        let next = snapshot_path(table_dir, known.snapshot.version + 1);
+        match storage.store().head(&next).await {
+            Err(object_store::Error::NotFound { .. }) => return Ok(known.snapshot.clone()),
+            Ok(_) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    let (pointer, etag) = match (pointer, known) {
+        (Some(read), _) => read,
+        (None, Some(known)) => (known.pointer, known.etag),
+        (None, None) => {
+            return Err(StorageError::Invalid(format!(
+                "the store answered 'not modified' to an unconditional GET of {key}/latest.json"
+            )));
+        }
+    };
+    let snapshot = checked_latest(storage, table_dir, pointer).await?;
+    storage.caches().latest.insert(
+        key,
+        KnownLatest {
+            pointer,
+            etag,
+            snapshot: snapshot.clone(),
+        },
+    );
+    Ok(snapshot)
+}
+
+/// The newest snapshot after checking the history by listing it: versions run 1, 2, … without
+/// gaps up to at least `pointer`.
+async fn checked_latest(storage: &Storage, table_dir: &Path, pointer: u64) -> Result<Snapshot> {
+    // The pointer was read first, then the listing: a pointer is written after its snapshot, so
+    // every version it names was already listable. (Concurrently, a commit landing in between
+    // made a live table look damaged.)
     let mut versions: Vec<u64> = storage
         .store()
         .list(Some(&snapshots_dir(table_dir)))
@@ -154,13 +204,26 @@ fn missing(table_dir: &Path, version: u64, why: &str) -> StorageError {
     )
 }
 
-async fn read_pointer(storage: &Storage, table_dir: &Path) -> Result<u64> {
+/// The pointer's version and ETag; None if it has not changed since `known` was read.
+async fn read_pointer(
+    storage: &Storage,
+    table_dir: &Path,
+    known: Option<&KnownLatest>,
+) -> Result<Option<(u64, Option<String>)>> {
     let path = pointer_path(table_dir);
-    match storage.store().get(&path).await {
+    let options = GetOptions {
+        if_none_match: known.and_then(|k| k.etag.clone()),
+        ..Default::default()
+    };
+    match storage.store().get_opts(&path, options).await {
         Ok(found) => {
-            Ok(checked_json::decode::<Pointer>(path.as_ref(), &found.bytes().await?)?.version)
+            let etag = found.meta.e_tag.clone();
+            let pointer: Pointer = checked_json::decode(path.as_ref(), &found.bytes().await?)?;
+            Ok(Some((pointer.version, etag)))
         }
-        Err(object_store::Error::NotFound { .. }) => Ok(0),
+        Err(object_store::Error::NotModified { .. }) => Ok(None),
+        // No pointer yet (or a lost one): the listing finds what was committed.
+        Err(object_store::Error::NotFound { .. }) => Ok(Some((0, None))),
         Err(e) => Err(e.into()),
     }
 }

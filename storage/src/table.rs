@@ -13,7 +13,7 @@ use sieve_index::{IndexError, SidecarColumn, SidecarHeader};
 
 use crate::error::{Result, StorageError};
 use crate::location::Storage;
-use crate::segment::BlockList;
+use crate::segment::{BlockList, decode_segment};
 use crate::snapshot::{self, Snapshot};
 use crate::table_def::TableDef;
 use crate::writer::TableWriter;
@@ -78,30 +78,39 @@ impl Table {
         snapshot::latest(&self.storage, &self.dir()).await
     }
 
-    /// Every block of a snapshot, decoded once per version and cached.
+    /// Every block of a snapshot. Segments are decoded once and cached, and so is the list built
+    /// from them per version: after a commit only the new segment is fetched.
     pub async fn blocks(&self, snapshot: &Snapshot) -> Result<Arc<BlockList>> {
+        let caches = self.storage.caches();
         let key = (self.def.id.clone(), snapshot.version);
-        if let Some(found) = self.storage.caches().block_lists.get(&key) {
+        if let Some(found) = caches.block_lists.get(&key) {
             return Ok(found);
         }
         // Owned items and owned futures: a borrowed closure argument makes the future not Send.
         let segments: Vec<_> = futures::stream::iter(snapshot.segments.clone())
             .map(|segment| {
-                let (store, path) = (
-                    self.storage.store().clone(),
+                let (storage, def, path) = (
+                    self.storage.clone(),
+                    self.def.clone(),
                     self.segment_path(&segment.name),
                 );
                 async move {
-                    let bytes = store.get(&path).await?.bytes().await?;
+                    let key = (path.to_string(), segment.xxh3);
+                    if let Some(found) = storage.caches().segments.get(&key) {
+                        return Ok(found);
+                    }
+                    let bytes = storage.store().get(&path).await?.bytes().await?;
                     segment.verify(path.as_ref(), &bytes)?;
-                    Ok::<_, StorageError>(bytes)
+                    let decoded = Arc::new(decode_segment(path.as_ref(), &def, bytes)?);
+                    storage.caches().segments.insert(key, decoded.clone());
+                    Ok::<_, StorageError>(decoded)
                 }
             })
             .buffered(SIDECAR_FETCH_CONCURRENCY)
             .try_collect()
             .await?;
-        let list = Arc::new(BlockList::decode(&self.def, &segments)?);
-        self.storage.caches().block_lists.insert(key, list.clone());
+        let list = Arc::new(BlockList::new(&self.def, &segments)?);
+        caches.block_lists.insert(key, list.clone());
         Ok(list)
     }
 

@@ -28,8 +28,10 @@ pub fn command(command: u8, body: &[u8]) -> Vec<u8> {
     packet(0, &payload)
 }
 
+pub const COM_INIT_DB: u8 = 0x02;
 pub const COM_QUERY: u8 = 0x03;
 pub const COM_PING: u8 = 0x0e;
+pub const COM_STMT_PREPARE: u8 = 0x16;
 
 fn sha1(parts: &[&[u8]]) -> [u8; 20] {
     let mut hasher = Sha1::new();

@@ -2,6 +2,8 @@
 
 #![allow(dead_code)] // each test file uses its own part of the helpers
 
+pub mod request_log;
+
 use datafusion::arrow::util::display::array_value_to_string;
 use sieve_engine::{Engine, QueryOutput, Session};
 
