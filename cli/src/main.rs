@@ -17,6 +17,7 @@ mod system_variables;
 
 use clap::{Parser, Subcommand};
 use sieve_engine::{Engine, QUERY_THREAD_STACK};
+use tokio::runtime::Handle;
 
 use crate::config::ConfigFile;
 
@@ -55,28 +56,38 @@ enum Command {
 fn main() {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
     let cli = Cli::parse();
-    // Statements run on the runtime's threads, with stacks sized for the deepest statement the
-    // engine accepts (see sieve_engine::MAX_OPERATORS).
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .thread_stack_size(QUERY_THREAD_STACK)
-        .build()
-        .expect("the tokio runtime starts");
-    // The main future (the shell runs its statements there) gets a thread of the same size.
+    // Two runtimes, as DataFusion recommends: statements run on `queries` (its threads have
+    // stacks sized for the deepest statement the engine accepts, see
+    // sieve_engine::MAX_OPERATORS); clients, storage I/O and statement deadlines on `main`, so
+    // a statement that keeps every query thread busy neither stalls other clients nor outlives
+    // its deadline.
+    let runtime = |name: &str| {
+        tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .thread_name(name)
+            .thread_stack_size(QUERY_THREAD_STACK)
+            .build()
+            .expect("the tokio runtime starts")
+    };
+    let (main, queries) = (runtime("sieve-io"), runtime("sieve-query"));
+    let executor = queries.handle().clone();
+    // The main future (the shell parses its statements there) gets a thread of the same size.
     let result = std::thread::Builder::new()
         .name("sieve-main".into())
         .stack_size(QUERY_THREAD_STACK)
-        .spawn(move || runtime.block_on(run(cli)))
+        .spawn(move || main.block_on(run(cli, executor)))
         .expect("the main thread starts")
         .join()
         .unwrap_or_else(|_| Err("internal error: the main thread panicked".into()));
+    // A statement abandoned at its deadline may still be computing: do not wait for it.
+    queries.shutdown_background();
     if let Err(message) = result {
         eprintln!("sieve: {message}");
         std::process::exit(1);
     }
 }
 
-async fn run(cli: Cli) -> Result<(), String> {
+async fn run(cli: Cli, executor: Handle) -> Result<(), String> {
     let config = ConfigFile::load(cli.config.as_deref())?;
     let storage = cli
         .storage
@@ -88,10 +99,11 @@ async fn run(cli: Cli) -> Result<(), String> {
                 .await
                 .and_then(|e| e.with_memory_limits(config.memory_limits()))
                 .map_err(|e| e.to_string())?
-                .with_session_defaults(config.session_defaults());
+                .with_session_defaults(config.session_defaults())
+                .with_executor(executor);
             serve::serve(engine, args, config).await
         }
-        Command::Sql(args) => shell::run(&storage, args).await,
+        Command::Sql(args) => shell::run(&storage, args, executor).await,
         Command::Load(args) => load::run(&storage, args).await,
         Command::Bench(args) => bench::run(&storage, args).await,
     }

@@ -5,6 +5,7 @@
 
 use std::io::{IsTerminal, Read};
 use std::time::{Duration, Instant};
+use tokio::runtime::Handle;
 
 use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -133,7 +134,7 @@ async fn interactive(target: &mut Target) -> Result<(), String> {
     Ok(())
 }
 
-pub async fn run(storage: &str, args: SqlArgs) -> Result<(), String> {
+pub async fn run(storage: &str, args: SqlArgs, executor: Handle) -> Result<(), String> {
     let mut target = match &args.host {
         Some(host) => {
             let remote = Remote {
@@ -145,7 +146,10 @@ pub async fn run(storage: &str, args: SqlArgs) -> Result<(), String> {
             Target::Remote(Client::connect(&remote).await?)
         }
         None => {
-            let engine = Engine::open(storage).await.map_err(|e| e.to_string())?;
+            let engine = Engine::open(storage)
+                .await
+                .map_err(|e| e.to_string())?
+                .with_executor(executor);
             Target::Embedded(engine.session().map_err(|e| e.to_string())?)
         }
     };

@@ -22,6 +22,7 @@ mod session;
 mod set_variable;
 mod sink;
 mod statement_guard;
+mod statement_task;
 mod storage_url;
 mod synthetic;
 mod table_options;

@@ -16,7 +16,7 @@ use datafusion::execution::memory_pool::MemoryPool;
 use datafusion::execution::runtime_env::{RuntimeEnv, RuntimeEnvBuilder};
 use datafusion::logical_expr::{DdlStatement, LogicalPlan};
 use datafusion::optimizer::Analyzer;
-use datafusion::physical_plan::{ExecutionPlan, execute_stream};
+use datafusion::physical_plan::ExecutionPlan;
 use datafusion::prelude::SessionConfig;
 use datafusion::sql::parser::{DFParser, Statement as DFStatement};
 use datafusion::sql::sqlparser::ast::{
@@ -27,11 +27,12 @@ use futures::StreamExt;
 use sieve_storage::{
     Catalog, DEFAULT_DATABASE, Storage, StorageError, Table, TableDef, TableOptions,
 };
+use tokio::runtime::Handle;
 use tokio::time::Instant;
 
 use crate::catalog::{CATALOG_NAME, SieveCatalog};
 use crate::checked_arithmetic::CheckedArithmetic;
-use crate::deadline::{DeadlineStream, plan_within};
+use crate::deadline::{DeadlineStream, QueryTimeout};
 use crate::error::to_df;
 use crate::index_stats::IndexStatsFunction;
 use crate::memory::{MemoryLimits, QueryPool};
@@ -43,6 +44,7 @@ use crate::query_stream::{QueryOutput, QueryStream};
 use crate::set_variable;
 use crate::sink::write_stream;
 use crate::statement_guard::{check_complexity, check_confined};
+use crate::statement_task::{rows_on, run_on};
 use crate::storage_url::object_store_url;
 use crate::table_options::{table_options, take_table_options};
 
@@ -55,6 +57,8 @@ pub struct Engine {
     limits: MemoryLimits,
     /// What a new session's `sieve.` settings start as.
     session_defaults: SieveOptions,
+    /// The runtime statements run on; None runs them on the caller's.
+    executor: Option<Handle>,
 }
 
 impl Engine {
@@ -70,6 +74,7 @@ impl Engine {
             runtime: runtime(limits)?,
             limits,
             session_defaults: SieveOptions::default(),
+            executor: None,
         })
     }
 
@@ -77,6 +82,14 @@ impl Engine {
     pub fn with_session_defaults(self, session_defaults: SieveOptions) -> Self {
         Self {
             session_defaults,
+            ..self
+        }
+    }
+
+    /// The same storage, its statements run on `executor` (see [`crate::statement_task`]).
+    pub fn with_executor(self, executor: Handle) -> Self {
+        Self {
+            executor: Some(executor),
             ..self
         }
     }
@@ -103,7 +116,12 @@ impl Engine {
         let runtime = RuntimeEnvBuilder::from_runtime_env(&self.runtime)
             .with_memory_pool(Arc::new(pool))
             .build_arc()?;
-        Session::new(self.catalog.clone(), runtime, self.session_defaults.clone())
+        Session::new(
+            self.catalog.clone(),
+            runtime,
+            self.session_defaults.clone(),
+            self.executor.clone(),
+        )
     }
 }
 
@@ -124,6 +142,7 @@ pub struct Session {
     ctx: SessionContext,
     catalog: Catalog,
     progress: Arc<WriteProgress>,
+    executor: Option<Handle>,
 }
 
 fn object_parts(name: &ObjectName) -> Vec<String> {
@@ -135,7 +154,12 @@ fn object_parts(name: &ObjectName) -> Vec<String> {
 }
 
 impl Session {
-    fn new(catalog: Catalog, runtime: Arc<RuntimeEnv>, options: SieveOptions) -> Result<Self> {
+    fn new(
+        catalog: Catalog,
+        runtime: Arc<RuntimeEnv>,
+        options: SieveOptions,
+        executor: Option<Handle>,
+    ) -> Result<Self> {
         let progress = Arc::new(WriteProgress::default());
         let config = SessionConfig::new()
             .with_extension(progress.clone())
@@ -172,6 +196,7 @@ impl Session {
             ctx,
             catalog,
             progress,
+            executor,
         })
     }
 
@@ -412,13 +437,15 @@ impl Session {
         };
         let is_dml = matches!(plan, LogicalPlan::Dml(_));
         let schema: SchemaRef = Arc::new(plan.schema().as_arrow().clone());
-        let planned = plan_physical(self.ctx.clone(), plan);
+        let executor = self.executor.clone().unwrap_or_else(Handle::current);
+        let planned = run_on(&executor, plan_physical(self.ctx.clone(), plan));
         let physical = match limit {
-            Some(limit) => plan_within(planned, limit).await?,
+            Some(limit) => tokio::time::timeout(limit, planned)
+                .await
+                .map_err(|_| QueryTimeout::error(limit))??,
             None => planned.await?,
         };
-        let mut rows =
-            panic_guard::catch_stream(execute_stream(physical.clone(), self.ctx.task_ctx())?);
+        let mut rows = rows_on(&executor, physical.clone(), self.ctx.task_ctx());
         if let Some(limit) = limit {
             rows = DeadlineStream::wrap(rows, started, limit);
         }

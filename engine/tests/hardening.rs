@@ -166,6 +166,35 @@ async fn max_execution_time_stops_a_query_and_spares_writes() {
     assert_eq!(created.affected_rows, Some(200_000));
 }
 
+/// A nested loop join works through its whole build side between two batches: one poll of it
+/// can compute for minutes, with every query thread busy. The deadline is kept on the caller's
+/// runtime, so it still answers.
+#[test]
+fn the_deadline_answers_while_a_join_keeps_every_query_thread_busy() {
+    let runtime = |threads| {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(threads)
+            .enable_all()
+            .build()
+            .unwrap()
+    };
+    let (queries, clients) = (runtime(2), runtime(1));
+    let executor = queries.handle().clone();
+    clients.block_on(async {
+        let engine = Engine::open("memory://").await.unwrap();
+        let s = engine.with_executor(executor).session().unwrap();
+        run(&s, "SET max_execution_time = 200").await;
+        let started = std::time::Instant::now();
+        let join =
+            "select count(*) from numbers(50000) a, numbers(50000) b where a.number + b.number = 5";
+        let (class, message) = fails(&s, join).await;
+        assert_eq!(class, ErrorClass::Timeout, "{message}");
+        assert!(started.elapsed() < Duration::from_secs(30));
+    });
+    // The abandoned join ends at its next yield; nothing waits for it.
+    queries.shutdown_background();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn integer_overflow_is_an_error_and_sums_do_not_wrap() {
     let s = session().await;
