@@ -14,6 +14,7 @@
 //! max_allowed_packet = 16777216  # bytes of one client packet after login
 //! connect_timeout = 10           # seconds a client has to log in
 //! wait_timeout = 28800           # seconds a logged-in client may stay silent
+//! sidecar_cache_mib = 256        # opened sidecar entries kept in memory
 //! ```
 
 use std::net::IpAddr;
@@ -40,6 +41,7 @@ pub struct ConfigFile {
     pub max_allowed_packet: Option<usize>,
     pub connect_timeout: Option<u64>,
     pub wait_timeout: Option<u64>,
+    pub sidecar_cache_mib: Option<u64>,
 }
 
 /// What one server allows its connections, with MySQL's defaults.

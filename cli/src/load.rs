@@ -1,6 +1,7 @@
 //! `sieve load t10b --rows N`: loads Databend's synthetic table with a progress bar (rows/s, ETA)
 //! and a summary; run again after any interruption to finish the load (see the engine's `load`).
 
+use crate::location::Location;
 use std::io::IsTerminal;
 use std::time::Duration;
 
@@ -167,8 +168,8 @@ pub async fn text_rows(engine: &Engine, sql: &str) -> Result<Vec<Vec<String>>, S
     Ok(rows)
 }
 
-pub async fn run(storage: &str, args: LoadArgs) -> Result<(), String> {
-    let engine = Engine::open(storage).await.map_err(|e| e.to_string())?;
+pub async fn run(storage: &Location, args: LoadArgs) -> Result<(), String> {
+    let engine = storage.engine().await?;
     let summary = load_with_progress(&engine, &args.request()).await?;
     let secs = summary.elapsed.as_secs_f64();
     let per_second = rate(summary.rows_loaded, summary.elapsed);

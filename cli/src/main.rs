@@ -4,6 +4,7 @@ mod auth;
 mod bench;
 mod config;
 mod load;
+mod location;
 mod login_throttle;
 mod mysql_backend;
 mod mysql_values;
@@ -16,12 +17,14 @@ mod shell;
 mod system_variables;
 
 use clap::{Parser, Subcommand};
-use sieve_engine::{Engine, QUERY_THREAD_STACK};
+use sieve_engine::QUERY_THREAD_STACK;
 use tokio::runtime::Handle;
 
 use crate::config::ConfigFile;
+use crate::location::Location;
 
 const DEFAULT_STORAGE: &str = "./sieve-data";
+const DEFAULT_SIDECAR_CACHE_MIB: u64 = 256;
 
 #[derive(Parser)]
 #[command(name = "sieve", version, about = "Point queries over huge tables on object storage", long_about = None)]
@@ -31,6 +34,11 @@ struct Cli {
     /// AWS_REGION, AWS_ALLOW_HTTP) or memory://
     #[arg(long, global = true, env = "SIEVE_STORAGE")]
     storage: Option<String>,
+
+    /// MiB of opened sidecar entries a process keeps (default 256): enough for every block's
+    /// entry keeps point queries on unsorted columns warm
+    #[arg(long, global = true, env = "SIEVE_SIDECAR_CACHE_MIB")]
+    sidecar_cache_mib: Option<u64>,
 
     /// A TOML file with storage, host, port, user and password; flags and environment win
     #[arg(long, global = true, env = "SIEVE_CONFIG")]
@@ -89,15 +97,22 @@ fn main() {
 
 async fn run(cli: Cli, executor: Handle) -> Result<(), String> {
     let config = ConfigFile::load(cli.config.as_deref())?;
-    let storage = cli
-        .storage
-        .or(config.storage.clone())
-        .unwrap_or_else(|| DEFAULT_STORAGE.to_string());
+    let storage = Location {
+        url: cli
+            .storage
+            .or(config.storage.clone())
+            .unwrap_or_else(|| DEFAULT_STORAGE.to_string()),
+        sidecar_cache_mib: cli
+            .sidecar_cache_mib
+            .or(config.sidecar_cache_mib)
+            .unwrap_or(DEFAULT_SIDECAR_CACHE_MIB),
+    };
     match cli.command {
         Command::Serve(args) => {
-            let engine = Engine::open(&storage)
-                .await
-                .and_then(|e| e.with_memory_limits(config.memory_limits()))
+            let engine = storage
+                .engine()
+                .await?
+                .with_memory_limits(config.memory_limits())
                 .map_err(|e| e.to_string())?
                 .with_session_defaults(config.session_defaults())
                 .with_executor(executor);

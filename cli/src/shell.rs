@@ -3,6 +3,7 @@
 //! on a server with `--host`. Errors are one line; a script stops at the first and exits
 //! non-zero.
 
+use crate::location::Location;
 use std::io::{IsTerminal, Read};
 use std::time::{Duration, Instant};
 use tokio::runtime::Handle;
@@ -11,7 +12,7 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rustyline::DefaultEditor;
 use rustyline::error::ReadlineError;
-use sieve_engine::{Engine, Session};
+use sieve_engine::Session;
 
 use crate::progress::{rate, watch};
 use crate::remote::{Client, Remote};
@@ -134,7 +135,7 @@ async fn interactive(target: &mut Target) -> Result<(), String> {
     Ok(())
 }
 
-pub async fn run(storage: &str, args: SqlArgs, executor: Handle) -> Result<(), String> {
+pub async fn run(storage: &Location, args: SqlArgs, executor: Handle) -> Result<(), String> {
     let mut target = match &args.host {
         Some(host) => {
             let remote = Remote {
@@ -146,10 +147,7 @@ pub async fn run(storage: &str, args: SqlArgs, executor: Handle) -> Result<(), S
             Target::Remote(Client::connect(&remote).await?)
         }
         None => {
-            let engine = Engine::open(storage)
-                .await
-                .map_err(|e| e.to_string())?
-                .with_executor(executor);
+            let engine = storage.engine().await?.with_executor(executor);
             Target::Embedded(engine.session().map_err(|e| e.to_string())?)
         }
     };

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use datafusion::catalog::{CatalogProvider, SchemaProvider, TableProvider};
 use datafusion::error::Result;
-use sieve_storage::{Catalog, StorageError, Table};
+use sieve_storage::{Catalog, StorageError};
 
 use crate::error::to_df;
 use crate::provider::SieveTable;
@@ -57,11 +57,8 @@ impl SchemaProvider for SieveSchema {
     }
 
     async fn table(&self, name: &str) -> Result<Option<Arc<dyn TableProvider>>> {
-        match self.catalog.table(&self.database, name).await {
-            Ok(def) => {
-                let table = Table::new(self.catalog.storage().clone(), def);
-                Ok(Some(Arc::new(SieveTable::new(self.catalog.clone(), table))))
-            }
+        match self.catalog.open_table(&self.database, name).await {
+            Ok(table) => Ok(Some(Arc::new(SieveTable::new(self.catalog.clone(), table)))),
             Err(StorageError::UnknownTable(..)) => Ok(None),
             Err(e) => Err(to_df(e)),
         }

@@ -5,7 +5,6 @@
 use datafusion::arrow::array::StringArray;
 use datafusion::error::Result;
 use sieve_index::{ColumnHashes, EntryKind};
-use sieve_storage::Table;
 
 use crate::error::to_df;
 use crate::session::Engine;
@@ -34,8 +33,7 @@ impl Engine {
         absent: &[String],
     ) -> Result<FalsePositives> {
         let (db, name) = crate::catalog::split_table_name(table, sieve_storage::DEFAULT_DATABASE);
-        let def = self.catalog().table(db, name).await.map_err(to_df)?;
-        let table = Table::new(self.storage().clone(), def);
+        let table = self.catalog().open_table(db, name).await.map_err(to_df)?;
         let snapshot = table.snapshot().await.map_err(to_df)?;
         let blocks = table.blocks(&snapshot).await.map_err(to_df)?;
         let hashes = ColumnHashes::from_array(&StringArray::from_iter_values(absent))

@@ -15,7 +15,7 @@ use datafusion::datasource::memory::MemorySourceConfig;
 use datafusion::error::Result;
 use datafusion::logical_expr::Expr;
 use datafusion::physical_plan::ExecutionPlan;
-use sieve_storage::{Catalog, Table};
+use sieve_storage::Catalog;
 
 use crate::error::to_df;
 
@@ -78,13 +78,12 @@ type Totals = BTreeMap<(String, String), [u64; 4]>;
 
 impl IndexStatsTable {
     async fn totals(&self) -> Result<Totals> {
-        let def = self
+        let table = self
             .catalog
-            .table(&self.database, &self.table)
+            .open_table(&self.database, &self.table)
             .await
             .map_err(to_df)?;
-        let columns = def.options.index_columns.clone();
-        let table = Table::new(self.catalog.storage().clone(), def);
+        let columns = table.def().options.index_columns.clone();
         let snapshot = table.snapshot().await.map_err(to_df)?;
         let blocks = table.blocks(&snapshot).await.map_err(to_df)?;
         let mut totals = Totals::new();

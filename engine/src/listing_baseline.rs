@@ -14,7 +14,6 @@ use datafusion::datasource::listing::{
 use datafusion::error::Result;
 use datafusion::execution::context::SessionContext;
 use datafusion::prelude::SessionConfig;
-use sieve_storage::Table;
 
 use crate::error::to_df;
 use crate::session::Engine;
@@ -25,8 +24,7 @@ impl Engine {
     /// ListingTable over the table's block files, under its bare name.
     pub async fn listing_baseline(&self, table: &str) -> Result<SessionContext> {
         let (db, name) = crate::catalog::split_table_name(table, sieve_storage::DEFAULT_DATABASE);
-        let def = self.catalog().table(db, name).await.map_err(to_df)?;
-        let table = Table::new(self.storage().clone(), def);
+        let table = self.catalog().open_table(db, name).await.map_err(to_df)?;
         // The same Parquet reading as Sieve's scans (filters pushed into the decoder, page index),
         // so the comparison is about which blocks get read.
         let config = SessionConfig::new()

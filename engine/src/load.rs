@@ -16,7 +16,7 @@ use datafusion::arrow::datatypes::UInt64Type;
 use datafusion::common::{exec_datafusion_err, exec_err, plan_err};
 use datafusion::error::Result;
 use futures::StreamExt;
-use sieve_storage::{BlockList, StorageError, Table, TableDef, TableOptions};
+use sieve_storage::{BlockList, StorageError, Table, TableDef, TableOptions, TableWriter};
 
 use crate::error::to_df;
 use crate::session::Engine;
@@ -195,7 +195,7 @@ impl Engine {
             })
             .buffered(parallelism);
         let (mut rows_loaded, mut commits) = (0, 0);
-        let mut writer = table.writer();
+        let mut writer = TableWriter::new(table.clone());
         let mut in_writer = 0;
         while let Some(batch) = batches.next().await {
             let batch: RecordBatch = batch.map_err(|e| exec_datafusion_err!("{e}"))??;
@@ -205,7 +205,7 @@ impl Engine {
             writer.write(batch).await.map_err(to_df)?;
             in_writer += 1;
             if in_writer == request.commit_blocks {
-                let committed = std::mem::replace(&mut writer, table.writer())
+                let committed = std::mem::replace(&mut writer, TableWriter::new(table.clone()))
                     .finish()
                     .await
                     .map_err(to_df)?;

@@ -12,7 +12,7 @@ use datafusion::error::Result;
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::physical_plan::{DisplayAs, DisplayFormatType};
 use futures::StreamExt;
-use sieve_storage::{Catalog, StorageError, Table};
+use sieve_storage::{Catalog, StorageError, Table, TableWriter};
 
 use crate::error::to_df;
 use crate::progress::WriteProgress;
@@ -43,7 +43,7 @@ pub async fn write_stream(
     mut data: SendableRecordBatchStream,
     progress: Option<&WriteProgress>,
 ) -> Result<u64> {
-    let mut writer = table.writer();
+    let mut writer = TableWriter::new(table.clone());
     while let Some(batch) = data.next().await {
         let batch = batch?;
         let rows = batch.num_rows() as u64;

@@ -58,9 +58,41 @@ async fn explain_fetches_nothing_and_the_query_prunes_when_it_runs(location: &st
         (answer.stats.blocks_total, answer.stats.blocks_read),
         (10, 1)
     );
-    let requests = log.take();
-    assert!(!fetched(&requests, ".sidecar").is_empty(), "{requests:#?}");
-    assert!(!fetched(&requests, ".parquet").is_empty(), "{requests:#?}");
+    let first = log.take();
+    assert!(!fetched(&first, ".sidecar").is_empty(), "{first:#?}");
+    assert!(!fetched(&first, ".parquet").is_empty(), "{first:#?}");
+
+    // Again: the snapshot is confirmed with two small requests; segments, sidecar entries and
+    // the block's footer come from the caches.
+    assert_eq!(rows(&run(&s, sql).await), ["500"]);
+    let again = log.take();
+    assert_eq!(fetched(&again, "latest.json").len(), 1, "{again:#?}");
+    assert_eq!(fetched(&again, "HEAD ").len(), 1, "{again:#?}");
+    for kind in ["LIST", "/segments/", ".sidecar"] {
+        assert!(
+            fetched(&again, kind).is_empty(),
+            "fetched {kind} again: {again:#?}"
+        );
+    }
+    let parquet = |r: &[String]| fetched(r, ".parquet").len();
+    assert!(
+        parquet(&again) < parquet(&first),
+        "the footer is cached: {again:#?}"
+    );
+
+    // A commit: the next query lists the history once and fetches only the new segment.
+    run(&s, "insert into t values (5000, 'new')").await;
+    log.take();
+    assert_eq!(
+        rows(&run(&s, "select c1 from t where c2 = 'new'").await),
+        ["5000"]
+    );
+    let after_commit = log.take();
+    assert_eq!(
+        fetched(&after_commit, "/segments/").len(),
+        1,
+        "{after_commit:#?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

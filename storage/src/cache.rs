@@ -13,24 +13,12 @@ use sieve_index::SidecarColumn;
 use crate::segment::BlockList;
 use crate::snapshot::KnownLatest;
 
-const DEFAULT_SIDECAR_CACHE_MIB: u64 = 256;
+/// The sidecar cache's default budget. A point query on a column that min/max cannot prune probes
+/// every block's sidecar, so this budget decides whether such queries on a big table stay warm
+/// (1B rows of t10b with binary_fuse8 on both columns have about 2.3 GB of sidecars); the CLI
+/// passes its `sidecar_cache_mib` setting down ([`crate::Storage::with_sidecar_cache`]).
+pub const DEFAULT_SIDECAR_CACHE_BYTES: u64 = 256 << 20;
 
-/// The sidecar cache's budget: `SIEVE_SIDECAR_CACHE_MIB`, else 256 MiB. A point query on a
-/// column that min/max cannot prune probes every block's sidecar, so this budget decides whether
-/// such queries on a big table stay warm (1B rows of t10b with binary_fuse8 on both columns have
-/// about 2.3 GB of sidecars).
-pub fn sidecar_cache_bytes() -> u64 {
-    let mib = match std::env::var("SIEVE_SIDECAR_CACHE_MIB") {
-        Ok(value) => value.trim().parse().unwrap_or_else(|_| {
-            log::warn!(
-                "SIEVE_SIDECAR_CACHE_MIB={value:?} is not a whole number of MiB; using {DEFAULT_SIDECAR_CACHE_MIB}"
-            );
-            DEFAULT_SIDECAR_CACHE_MIB
-        }),
-        Err(_) => DEFAULT_SIDECAR_CACHE_MIB,
-    };
-    mib << 20
-}
 const BLOCK_LIST_VERSIONS: usize = 64;
 /// Decoded segments kept, by count: a segment is one commit's blocks (256 of t10b's loads), so a
 /// few thousand hold the metadata of tables far past t10b's 10,000 blocks.

@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use crate::checked_json;
 use crate::error::{Result, StorageError};
 use crate::location::Storage;
+use crate::table::Table;
 use crate::table_def::TableDef;
 
 pub const DEFAULT_DATABASE: &str = "default";
@@ -158,6 +159,15 @@ impl Catalog {
         }
     }
 
+    /// The table `db.name`, ready to read and write: the one way to open a table by name.
+    pub async fn open_table(&self, db: &str, name: &str) -> Result<Table> {
+        Ok(Table::new(
+            self.storage.clone(),
+            self.table(db, name).await?,
+        ))
+    }
+
+    /// The definition of `db.name`.
     pub async fn table(&self, db: &str, name: &str) -> Result<TableDef> {
         let path = table_path(db, name);
         match self.storage.store().get(&path).await {

@@ -13,7 +13,7 @@ use object_store::memory::InMemory;
 use object_store::prefix::PrefixStore;
 use url::Url;
 
-use crate::cache::{Caches, sidecar_cache_bytes};
+use crate::cache::{Caches, DEFAULT_SIDECAR_CACHE_BYTES};
 use crate::error::{Result, StorageError};
 
 /// An object store rooted at the storage URL (every path Sieve writes is relative to it), with
@@ -86,7 +86,16 @@ impl Storage {
         Self {
             store,
             url,
-            caches: Arc::new(Caches::new(sidecar_cache_bytes())),
+            caches: Arc::new(Caches::new(DEFAULT_SIDECAR_CACHE_BYTES)),
+        }
+    }
+
+    /// The same store with caches that keep up to `bytes` of opened sidecar entries (fresh
+    /// caches: call it before the storage is used).
+    pub fn with_sidecar_cache(self, bytes: u64) -> Self {
+        Self {
+            caches: Arc::new(Caches::new(bytes)),
+            ..self
         }
     }
 

@@ -16,7 +16,6 @@ use crate::location::Storage;
 use crate::segment::{BlockList, decode_segment};
 use crate::snapshot::{self, Snapshot};
 use crate::table_def::TableDef;
-use crate::writer::TableWriter;
 
 /// Sidecar GETs in flight at once for one query.
 const SIDECAR_FETCH_CONCURRENCY: usize = 32;
@@ -186,9 +185,5 @@ impl Table {
             bytes
         };
         Ok((Some(entry.open(payload)?), fetched))
-    }
-
-    pub fn writer(&self) -> TableWriter {
-        TableWriter::new(self.clone())
     }
 }

@@ -11,7 +11,7 @@ use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use object_store::{ObjectStoreExt, PutPayload};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use sieve_index::{ColumnHashes, Sidecar};
-use sieve_storage::{Catalog, Storage, Table, TableDef, TableOptions};
+use sieve_storage::{Catalog, Storage, Table, TableDef, TableOptions, TableWriter};
 
 fn schema() -> SchemaRef {
     Arc::new(Schema::new(vec![
@@ -40,7 +40,7 @@ async fn new_table(storage: &Storage, block_rows: usize) -> Table {
 }
 
 async fn append(table: &Table, start: u64, rows: u64, batch_rows: u64) -> u64 {
-    let mut writer = table.writer();
+    let mut writer = TableWriter::new(table.clone());
     let mut at = start;
     while at < start + rows {
         let n = batch_rows.min(start + rows - at);
@@ -226,13 +226,13 @@ async fn a_failed_or_abandoned_write_leaves_the_table_as_it_was() {
         let before = table.snapshot().await.unwrap();
 
         // Abandoned mid-way (a crash, a cancelled statement): blocks were uploaded, nothing committed.
-        let mut writer = table.writer();
+        let mut writer = TableWriter::new(table.clone());
         writer.write(batch(10_000, 2_500)).await.unwrap();
         drop(writer);
         assert_eq!(table.snapshot().await.unwrap(), before);
 
         // A bad batch in the middle of a stream fails the write and commits nothing.
-        let mut writer = table.writer();
+        let mut writer = TableWriter::new(table.clone());
         writer.write(batch(20_000, 1_200)).await.unwrap();
         let wrong = RecordBatch::try_new(
             Arc::new(Schema::new(vec![Field::new("x", DataType::UInt64, false)])),
@@ -343,7 +343,7 @@ async fn a_damaged_entry_is_unreadable_but_the_other_column_still_prunes() {
 async fn empty_writes_commit_nothing() {
     let storage = Storage::in_memory();
     let table = new_table(&storage, 100).await;
-    let committed = table.writer().finish().await.unwrap();
+    let committed = TableWriter::new(table.clone()).finish().await.unwrap();
     assert!(committed.snapshot.is_none());
     assert_eq!(table.snapshot().await.unwrap().version, 0);
     assert!(

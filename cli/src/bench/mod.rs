@@ -8,6 +8,7 @@ mod chart;
 mod report;
 mod timing;
 
+use crate::location::Location;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
@@ -64,7 +65,7 @@ struct FiltersArgs {
     out: PathBuf,
 }
 
-pub async fn run(storage: &str, args: BenchArgs) -> Result<(), String> {
+pub async fn run(storage: &Location, args: BenchArgs) -> Result<(), String> {
     match args.command {
         BenchCommand::Filters(args) => filters(storage, args).await,
     }
@@ -227,7 +228,7 @@ async fn present_keys(
 /// `probes`, and its point queries through Sieve's engine (cold: a fresh engine per query).
 async fn measure_sieve(
     engine: &Engine,
-    storage: &str,
+    storage: &Location,
     args: &FiltersArgs,
     table: &Loaded,
     keys: &Keys,
@@ -252,7 +253,7 @@ async fn measure_sieve(
     let [present_warm, present_cold, absent_warm, absent_cold] =
         measure(&name, keys, &table.table, async |cold, sql| {
             let engine = match cold {
-                true => Engine::open(storage).await.map_err(|e| e.to_string())?,
+                true => storage.engine().await?,
                 false => engine.clone(),
             };
             let session = engine.session().map_err(|e| e.to_string())?;
@@ -291,7 +292,7 @@ async fn measure_sieve(
 /// (`none`), counted against the same distinct keys as Sieve's.
 async fn measure_listing(
     engine: &Engine,
-    storage: &str,
+    storage: &Location,
     args: &FiltersArgs,
     table: &Loaded,
     keys: &Keys,
@@ -311,9 +312,9 @@ async fn measure_listing(
     let [present_warm, present_cold, absent_warm, absent_cold] =
         measure(&name, keys, bare, async |cold, sql| {
             let ctx = match cold {
-                true => Engine::open(storage)
-                    .await
-                    .map_err(|e| e.to_string())?
+                true => storage
+                    .engine()
+                    .await?
                     .listing_baseline(&table.table)
                     .await
                     .map_err(|e| e.to_string())?,
@@ -345,8 +346,8 @@ async fn measure_listing(
     })
 }
 
-async fn filters(storage: &str, args: FiltersArgs) -> Result<(), String> {
-    if storage.starts_with("memory:") {
+async fn filters(storage: &Location, args: FiltersArgs) -> Result<(), String> {
+    if storage.is_memory() {
         return Err("bench filters needs storage that outlives one engine (a directory or s3://…): cold-cache queries open it afresh".into());
     }
     if args.queries == 0 || args.rows == 0 {
@@ -354,7 +355,7 @@ async fn filters(storage: &str, args: FiltersArgs) -> Result<(), String> {
     }
     std::fs::create_dir_all(&args.out)
         .map_err(|e| format!("cannot create {}: {e}", args.out.display()))?;
-    let engine = Engine::open(storage).await.map_err(|e| e.to_string())?;
+    let engine = storage.engine().await?;
     text_rows(
         &engine,
         &format!("create database if not exists {}", args.database),

@@ -1,0 +1,35 @@
+//! Where the command's tables live and how much of them a process caches: the `--storage` and
+//! `--sidecar-cache-mib` settings (flag, environment or config file), passed down to the engine
+//! rather than read from the environment inside it.
+
+use std::fmt;
+
+use sieve_engine::Engine;
+use sieve_storage::Storage;
+
+#[derive(Debug, Clone)]
+pub struct Location {
+    pub url: String,
+    pub sidecar_cache_mib: u64,
+}
+
+impl Location {
+    pub async fn engine(&self) -> Result<Engine, String> {
+        let storage = Storage::open(&self.url)
+            .map_err(|e| e.to_string())?
+            .with_sidecar_cache(self.sidecar_cache_mib << 20);
+        Engine::with_storage(storage)
+            .await
+            .map_err(|e| e.to_string())
+    }
+
+    pub fn is_memory(&self) -> bool {
+        self.url.starts_with("memory:")
+    }
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.url)
+    }
+}
