@@ -7,7 +7,15 @@
 //! integer `+ - *` with functions over Arrow's checked kernels and widens `sum`'s integer input to
 //! DECIMAL(38, 0). Constant folding evaluates the functions too; an overflow there leaves the
 //! expression in place, so the error comes when the statement runs.
+//!
+//! A whole tree of integer `+ - *` becomes one call, `checked_arithmetic('0 1 + 2 *', a, b, c)`
+//! for `(a + b) * c`: the tree in postfix order over the operands that follow, evaluated with a
+//! stack in the tree's own order (so an intermediate overflow is found exactly where MySQL finds
+//! it). A call per operator made planning cubic in the chain's length, because DataFusion names
+//! every node of a plan and names a call by formatting each argument's name into a new string:
+//! a chain of 400 terms took 45 s to plan in a debug build, and 1,000 terms most of an hour.
 
+use std::any::Any;
 use std::sync::{Arc, LazyLock};
 
 use datafusion::arrow::array::{ArrayRef, Datum};
@@ -54,13 +62,8 @@ impl AnalyzerRule for CheckedArithmetic {
 fn rewrite(expr: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
     match expr {
         Expr::BinaryExpr(BinaryExpr { left, op, right })
-            if matches!(op, Operator::Plus | Operator::Minus | Operator::Multiply)
-                && left.get_type(schema).is_ok_and(|t| t.is_integer()) =>
+            if step_of(op).is_some() && left.get_type(schema).is_ok_and(|t| t.is_integer()) =>
         {
-            // Two literals are folded here, bottom-up, so a chain of them costs one pass; left
-            // as functions, DataFusion's constant folding would evaluate every level's whole
-            // subtree again (cubic: 500 terms took 24 s). An overflow keeps the function, whose
-            // error comes when the statement runs.
             if let (Expr::Literal(l, _), Expr::Literal(r, _)) = (left.as_ref(), right.as_ref())
                 && let Ok(folded) = apply(op, &l.to_array()?, &r.to_array()?)
             {
@@ -69,13 +72,21 @@ fn rewrite(expr: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
                     None,
                 )));
             }
-            let udf = match op {
-                Operator::Plus => &*CHECKED_ADD,
-                Operator::Minus => &*CHECKED_SUB,
-                _ => &*CHECKED_MUL,
-            };
+            let (mut program, mut operands) = tree(*left)?;
+            let (right_program, right_operands) = tree(*right)?;
+            program.extend(right_program.into_iter().map(|step| match step {
+                Step::Operand(i) => Step::Operand(i + operands.len()),
+                op => op,
+            }));
+            program.push(step_of(op).expect("an arithmetic operator"));
+            operands.extend(right_operands);
+            let mut args = vec![Expr::Literal(
+                ScalarValue::Utf8(Some(encode(&program))),
+                None,
+            )];
+            args.extend(operands);
             Ok(Transformed::yes(Expr::ScalarFunction(
-                ScalarFunction::new_udf(udf.clone(), vec![*left, *right]),
+                ScalarFunction::new_udf(CHECKED.clone(), args),
             )))
         }
         Expr::AggregateFunction(mut aggregate)
@@ -96,58 +107,129 @@ fn rewrite(expr: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
     }
 }
 
-static CHECKED_ADD: LazyLock<Arc<ScalarUDF>> = LazyLock::new(|| udf(Operator::Plus));
-static CHECKED_SUB: LazyLock<Arc<ScalarUDF>> = LazyLock::new(|| udf(Operator::Minus));
-static CHECKED_MUL: LazyLock<Arc<ScalarUDF>> = LazyLock::new(|| udf(Operator::Multiply));
-
-fn udf(op: Operator) -> Arc<ScalarUDF> {
-    Arc::new(ScalarUDF::new_from_impl(Checked {
-        op,
-        name: match op {
-            Operator::Plus => "checked_add",
-            Operator::Minus => "checked_sub",
-            _ => "checked_mul",
-        },
-        signature: Signature::any(2, Volatility::Immutable),
-    }))
+/// One step of a postfix program: push an operand, or apply an operator to the top two values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Step {
+    Operand(usize),
+    Apply(Operator),
 }
 
-/// `a op b` on two integers of one type (type coercion made them one), failing on overflow.
+fn step_of(op: Operator) -> Option<Step> {
+    matches!(op, Operator::Plus | Operator::Minus | Operator::Multiply).then_some(Step::Apply(op))
+}
+
+/// An operand's program and operands: a call this rule made already (its tree merges into the
+/// new one), or any other expression as a single operand.
+fn tree(expr: Expr) -> Result<(Vec<Step>, Vec<Expr>)> {
+    match expr {
+        Expr::ScalarFunction(call) if (call.func.inner().as_ref() as &dyn Any).is::<Checked>() => {
+            let mut args = call.args.into_iter();
+            let Some(Expr::Literal(ScalarValue::Utf8(Some(program)), _)) = args.next() else {
+                return Err(DataFusionError::Internal(
+                    "checked_arithmetic without its program".into(),
+                ));
+            };
+            Ok((decode(&program)?, args.collect()))
+        }
+        other => Ok((vec![Step::Operand(0)], vec![other])),
+    }
+}
+
+fn encode(program: &[Step]) -> String {
+    let words: Vec<String> = program
+        .iter()
+        .map(|step| match step {
+            Step::Operand(i) => i.to_string(),
+            Step::Apply(op) => op.to_string(),
+        })
+        .collect();
+    words.join(" ")
+}
+
+fn decode(program: &str) -> Result<Vec<Step>> {
+    program
+        .split(' ')
+        .map(|word| match word {
+            "+" => Ok(Step::Apply(Operator::Plus)),
+            "-" => Ok(Step::Apply(Operator::Minus)),
+            "*" => Ok(Step::Apply(Operator::Multiply)),
+            index => index.parse().map(Step::Operand).map_err(|_| {
+                DataFusionError::Plan(format!("bad checked_arithmetic program {program:?}"))
+            }),
+        })
+        .collect()
+}
+
+static CHECKED: LazyLock<Arc<ScalarUDF>> = LazyLock::new(|| {
+    Arc::new(ScalarUDF::new_from_impl(Checked {
+        signature: Signature::variadic_any(Volatility::Immutable),
+    }))
+});
+
 #[derive(Debug, PartialEq, Eq, Hash)]
 struct Checked {
-    op: Operator,
-    name: &'static str,
     signature: Signature,
 }
 
 impl ScalarUDFImpl for Checked {
     fn name(&self) -> &str {
-        self.name
+        "checked_arithmetic"
     }
 
     fn signature(&self) -> &Signature {
         &self.signature
     }
 
+    /// The operands' type (type coercion made both sides of every operator alike).
     fn return_type(&self, args: &[DataType]) -> Result<DataType> {
-        Ok(args[0].clone())
+        args.get(1)
+            .cloned()
+            .ok_or_else(|| DataFusionError::Plan("checked_arithmetic takes operands".into()))
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         let rows = args.number_rows;
-        let is_scalar = args
-            .args
+        let mut args = args.args.into_iter();
+        let Some(ColumnarValue::Scalar(ScalarValue::Utf8(Some(program)))) = args.next() else {
+            return Err(DataFusionError::Internal(
+                "checked_arithmetic without its program".into(),
+            ));
+        };
+        let operands: Vec<ColumnarValue> = args.collect();
+        let is_scalar = operands
             .iter()
             .all(|a| matches!(a, ColumnarValue::Scalar(_)));
-        let [left, right] = <[ColumnarValue; 2]>::try_from(args.args)
-            .map_err(|_| DataFusionError::Internal(format!("{} takes two arguments", self.name)))?;
-        let (left, right) = (left.into_array(rows)?, right.into_array(rows)?);
-        let result = apply(self.op, &left, &right).map_err(|e| match e {
-            ArrowError::ArithmeticOverflow(_) => {
-                DataFusionError::External(Box::new(OutOfRange::new(left.data_type(), self.op)))
+        let operands = operands
+            .into_iter()
+            .map(|o| o.into_array(rows))
+            .collect::<Result<Vec<ArrayRef>>>()?;
+        let mut stack: Vec<ArrayRef> = Vec::new();
+        for step in decode(&program)? {
+            match step {
+                Step::Operand(i) => stack.push(operands.get(i).cloned().ok_or_else(|| {
+                    DataFusionError::Internal(format!("checked_arithmetic has no operand {i}"))
+                })?),
+                Step::Apply(op) => {
+                    let (Some(right), Some(left)) = (stack.pop(), stack.pop()) else {
+                        return Err(DataFusionError::Internal(format!(
+                            "bad checked_arithmetic program {program:?}"
+                        )));
+                    };
+                    let result = apply(op, &left, &right).map_err(|e| match e {
+                        ArrowError::ArithmeticOverflow(_) => DataFusionError::External(Box::new(
+                            OutOfRange::new(left.data_type(), op),
+                        )),
+                        other => other.into(),
+                    })?;
+                    stack.push(result);
+                }
             }
-            other => other.into(),
-        })?;
+        }
+        let (Some(result), true) = (stack.pop(), stack.is_empty()) else {
+            return Err(DataFusionError::Internal(format!(
+                "bad checked_arithmetic program {program:?}"
+            )));
+        };
         Ok(if is_scalar {
             ColumnarValue::Scalar(ScalarValue::try_from_array(&result, 0)?)
         } else {
