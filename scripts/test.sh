@@ -32,7 +32,7 @@ trap 'minio_stop; rm -f "$log"' EXIT
 minio_start || exit 1
 
 # --all-targets also runs each criterion bench once, so benches cannot rot.
-cargo test --workspace --all-targets 2>&1 | tee "$log"
+cargo test --workspace --all-targets --no-fail-fast 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 
 awk '/^test result:/ {

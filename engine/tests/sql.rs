@@ -51,9 +51,12 @@ async fn databend_t10b_statement_runs_verbatim_and_point_queries_read_one_block(
 
     let point = run(&session, &format!("select c1 from t10b where c2 = '{c2}'")).await;
     assert_eq!(single_u64(&point), 54321);
-    assert_eq!(
-        point.stats.blocks_read, 1,
-        "the filters prune the other blocks"
+    // The other four blocks' filters each say "maybe" for an absent key with binary_fuse8's
+    // ~0.4% false-positive rate (c2 is random): one such block is rare, two almost never.
+    assert!(
+        point.stats.blocks_read <= 2,
+        "the filters prune the other blocks: {} read",
+        point.stats.blocks_read
     );
 
     let absent = run(&session, "select c1 from t10b where c2 = 'not a number'").await;
