@@ -1,5 +1,5 @@
 //! `sieve load t10b --rows N`: loads Databend's synthetic table with a progress bar (rows/s, ETA)
-//! and a summary; run again after any interruption to finish the load (see the engine's `load`).
+//! and a summary; run again after any interruption to finish the load (see `sieve_workload::load_synthetic`).
 
 use crate::location::Location;
 use std::io::IsTerminal;
@@ -8,7 +8,10 @@ use std::time::Duration;
 use clap::Args;
 use datafusion::arrow::util::display::array_value_to_string;
 use indicatif::{HumanBytes, HumanCount, ProgressBar, ProgressDrawTarget, ProgressStyle};
-use sieve_engine::{DEFAULT_COMMIT_BLOCKS, Engine, LoadProgress, LoadRequest, LoadSummary};
+use sieve_engine::Engine;
+use sieve_workload::{
+    DEFAULT_COMMIT_BLOCKS, LoadProgress, LoadRequest, LoadSummary, load_synthetic,
+};
 
 use crate::progress::rate;
 
@@ -102,7 +105,7 @@ pub async fn load_with_progress(
         )
         .expect("valid template"),
     );
-    let load = engine.load_synthetic(request, &progress);
+    let load = load_synthetic(engine, request, &progress);
     tokio::pin!(load);
     let mut ticks = tokio::time::interval(Duration::from_millis(200));
     let mut started = false;

@@ -122,8 +122,7 @@ pub async fn prune_blocks(
         if kept.is_empty() {
             break;
         }
-        let ids: Vec<&str> = kept.iter().map(|&i| blocks.block_id(i)).collect();
-        let fetch = table.sidecar_entries(&ids, column).await;
+        let fetch = table.sidecar_entries(blocks, &kept, column).await;
         outcome.sidecar_bytes += fetch.bytes_fetched;
         outcome.sidecar_cache_hits += fetch.cache_hits;
         outcome.sidecars_unreadable += fetch.unreadable;

@@ -9,6 +9,7 @@
 
 use std::fmt;
 use std::sync::Arc;
+use std::time::Instant;
 
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::common::config::TableParquetOptions;
@@ -22,7 +23,9 @@ use datafusion::physical_expr::utils::collect_columns;
 use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
 use datafusion::physical_optimizer::pruning::PruningPredicateBuilder;
 use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
-use datafusion::physical_plan::metrics::{ExecutionPlanMetricsSet, MetricBuilder, MetricsSet};
+use datafusion::physical_plan::metrics::{
+    ExecutionPlanMetricsSet, MetricBuilder, MetricValue, MetricsSet, Time,
+};
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, ExecutionPlanProperties, Partitioning,
@@ -104,8 +107,10 @@ impl SieveScanExec {
     ) -> Result<Opened> {
         let table = &request.table;
         let schema = table.def().schema.clone();
+        let started = Instant::now();
         let snapshot = table.snapshot().await.map_err(to_df)?;
         let blocks = table.blocks(&snapshot).await.map_err(to_df)?;
+        let resolved = Instant::now();
         let pruning = request
             .predicate
             .as_ref()
@@ -116,6 +121,18 @@ impl SieveScanExec {
                     .build(p.clone())
             });
         let outcome = prune_blocks(table, &blocks, pruning.as_deref()).await?;
+        // What a point query costs before it reads any block: finding the snapshot and its
+        // blocks, then pruning them.
+        let timer = |name: &'static str, from: Instant, to: Instant| {
+            let time = Time::new();
+            time.add_duration(to - from);
+            MetricBuilder::new(metrics).build(MetricValue::Time {
+                name: name.into(),
+                time,
+            });
+        };
+        timer("snapshot_time", started, resolved);
+        timer("prune_time", resolved, Instant::now());
         let survivors = &outcome.survivors;
         let rows_in_blocks_read = survivors.iter().map(|&i| blocks.rows().value(i)).sum();
         let bytes_in_blocks_read = survivors

@@ -36,7 +36,8 @@ use crate::kind::EntryKind;
 pub const MAGIC: [u8; 8] = *b"SIEVEIDX";
 pub const VERSION: u32 = 1;
 const PREAMBLE: usize = 16;
-const RECORD: usize = 40;
+/// Bytes of one directory record.
+pub const RECORD: usize = 40;
 const FLAG_HAS_NULL: u8 = 1;
 
 fn align8(n: usize) -> usize {
@@ -67,22 +68,17 @@ pub fn encode(columns: &[ColumnIndex]) -> Result<Vec<u8>, IndexError> {
             .to_le_bytes(),
     );
     for c in columns {
-        out.push(c.kind.code());
-        out.push(if c.has_null { FLAG_HAS_NULL } else { 0 });
-        out.extend_from_slice(
-            &u16::try_from(c.column.len())
-                .map_err(|_| too_large("column name"))?
-                .to_le_bytes(),
-        );
-        out.extend_from_slice(
-            &u32::try_from(c.payload.len())
-                .map_err(|_| too_large("payload"))?
-                .to_le_bytes(),
-        );
-        out.extend_from_slice(&c.key_count.to_le_bytes());
-        out.extend_from_slice(&c.ndv_estimate.to_le_bytes());
-        out.extend_from_slice(&(offset as u64).to_le_bytes());
-        out.extend_from_slice(&xxh3_64(&c.payload).to_le_bytes());
+        Record {
+            code: c.kind.code(),
+            flags: if c.has_null { FLAG_HAS_NULL } else { 0 },
+            name_len: u16::try_from(c.column.len()).map_err(|_| too_large("column name"))?,
+            payload_len: u32::try_from(c.payload.len()).map_err(|_| too_large("payload"))?,
+            key_count: c.key_count,
+            ndv_estimate: c.ndv_estimate,
+            offset: offset as u64,
+            checksum: xxh3_64(&c.payload),
+        }
+        .write(&mut out);
         offset = align8(offset + c.payload.len());
     }
     for c in columns {
@@ -164,8 +160,8 @@ impl Reader<'_> {
 struct Record {
     code: u8,
     flags: u8,
-    name_len: usize,
-    payload_len: usize,
+    name_len: u16,
+    payload_len: u32,
     key_count: u64,
     ndv_estimate: u64,
     offset: u64,
@@ -178,13 +174,49 @@ impl Record {
         Self {
             code,
             flags,
-            name_len: usize::from(u16::from_le_bytes(r.take())),
-            payload_len: u32::from_le_bytes(r.take()) as usize,
+            name_len: u16::from_le_bytes(r.take()),
+            payload_len: u32::from_le_bytes(r.take()),
             key_count: u64::from_le_bytes(r.take()),
             ndv_estimate: u64::from_le_bytes(r.take()),
             offset: u64::from_le_bytes(r.take()),
             checksum: u64::from_le_bytes(r.take()),
         }
+    }
+
+    fn write(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&[self.code, self.flags]);
+        out.extend_from_slice(&self.name_len.to_le_bytes());
+        out.extend_from_slice(&self.payload_len.to_le_bytes());
+        out.extend_from_slice(&self.key_count.to_le_bytes());
+        out.extend_from_slice(&self.ndv_estimate.to_le_bytes());
+        out.extend_from_slice(&self.offset.to_le_bytes());
+        out.extend_from_slice(&self.checksum.to_le_bytes());
+    }
+
+    /// The entry this record describes for `column`, with everything a record can check on its
+    /// own checked (the offset's place in the layout is the header's to check).
+    fn entry(self, column: String) -> Result<SidecarEntry, IndexError> {
+        let kind = EntryKind::from_code(self.code).ok_or_else(|| {
+            IndexError::Corrupt(format!("unknown entry kind {} for {column:?}", self.code))
+        })?;
+        if self.flags & !FLAG_HAS_NULL != 0 {
+            return Err(IndexError::Corrupt(format!(
+                "unknown flags {:#x} for {column:?}",
+                self.flags
+            )));
+        }
+        let offset = usize::try_from(self.offset)
+            .map_err(|_| IndexError::Corrupt(format!("entry {column:?} lies beyond any file")))?;
+        Ok(SidecarEntry {
+            kind,
+            has_null: self.flags & FLAG_HAS_NULL != 0,
+            key_count: self.key_count,
+            ndv_estimate: self.ndv_estimate,
+            offset,
+            payload_len: self.payload_len as usize,
+            checksum: self.checksum,
+            column,
+        })
     }
 }
 
@@ -210,7 +242,7 @@ impl SidecarHeader {
 
         let mut reader = Reader(records);
         let records: Vec<Record> = (0..count).map(|_| Record::read(&mut reader)).collect();
-        let names_len: usize = records.iter().map(|r| r.name_len).sum();
+        let names_len: usize = records.iter().map(|r| usize::from(r.name_len)).sum();
         let len = header_len(names_len, count);
         let header = prefix.get(..len).ok_or(IndexError::Truncated("header"))?;
         let (covered, stored) = header.split_at(len - 8);
@@ -222,17 +254,7 @@ impl SidecarHeader {
         let mut expected_offset = len;
         let mut entries: Vec<SidecarEntry> = Vec::with_capacity(count);
         for record in records {
-            let Record {
-                code,
-                flags,
-                name_len,
-                payload_len,
-                key_count,
-                ndv_estimate,
-                offset,
-                checksum,
-            } = record;
-            let (name, rest) = names.split_at(name_len);
+            let (name, rest) = names.split_at(usize::from(record.name_len));
             names = rest;
             let column = std::str::from_utf8(name)
                 .map_err(|_| IndexError::Corrupt("column name is not UTF-8".into()))?
@@ -242,30 +264,15 @@ impl SidecarHeader {
                     "column {column:?} appears twice"
                 )));
             }
-            let kind = EntryKind::from_code(code).ok_or_else(|| {
-                IndexError::Corrupt(format!("unknown entry kind {code} for {column:?}"))
-            })?;
-            if flags & !FLAG_HAS_NULL != 0 {
+            let entry = record.entry(column)?;
+            if entry.offset != expected_offset {
                 return Err(IndexError::Corrupt(format!(
-                    "unknown flags {flags:#x} for {column:?}"
+                    "entry {:?} is not where the layout puts it",
+                    entry.column
                 )));
             }
-            if offset != expected_offset as u64 {
-                return Err(IndexError::Corrupt(format!(
-                    "entry {column:?} is not where the layout puts it"
-                )));
-            }
-            entries.push(SidecarEntry {
-                column,
-                kind,
-                has_null: flags & FLAG_HAS_NULL != 0,
-                key_count,
-                ndv_estimate,
-                offset: expected_offset,
-                payload_len,
-                checksum,
-            });
-            expected_offset = align8(expected_offset + payload_len);
+            expected_offset = align8(expected_offset + entry.payload_len);
+            entries.push(entry);
         }
         Ok(Self { len, entries })
     }
@@ -288,6 +295,49 @@ impl SidecarHeader {
 }
 
 impl SidecarEntry {
+    /// This entry's directory record: what a reader that knows it (the segment metadata keeps
+    /// one per block and indexed column) needs to fetch the payload with one ranged read,
+    /// without the sidecar's header.
+    pub fn record(&self) -> [u8; RECORD] {
+        let mut out = Vec::with_capacity(RECORD);
+        Record {
+            code: self.kind.code(),
+            flags: if self.has_null { FLAG_HAS_NULL } else { 0 },
+            name_len: u16::try_from(self.column.len()).expect("parsed from a u16 length"),
+            payload_len: u32::try_from(self.payload_len).expect("parsed from a u32 length"),
+            key_count: self.key_count,
+            ndv_estimate: self.ndv_estimate,
+            offset: self.offset as u64,
+            checksum: self.checksum,
+        }
+        .write(&mut out);
+        out.try_into().expect("a record is RECORD bytes")
+    }
+
+    /// The entry for `column` from a record [`SidecarEntry::record`] made, checked as strictly
+    /// as the header checks it, the name's length included. A wrong offset cannot pass for a
+    /// right one: the payload read from it must still match the checksum.
+    pub fn from_record(column: &str, record: &[u8]) -> Result<Self, IndexError> {
+        if record.len() != RECORD {
+            return Err(IndexError::Corrupt(format!(
+                "a directory record is {RECORD} bytes, this one {}",
+                record.len()
+            )));
+        }
+        let record = Record::read(&mut Reader(record));
+        if usize::from(record.name_len) != column.len() {
+            return Err(IndexError::Corrupt(format!(
+                "the record for {column:?} names a column of {} bytes",
+                record.name_len
+            )));
+        }
+        record.entry(column.to_string())
+    }
+
+    pub fn column(&self) -> &str {
+        &self.column
+    }
+
     /// Where the payload lies in the file.
     pub fn range(&self) -> Range<usize> {
         self.offset..self.offset + self.payload_len

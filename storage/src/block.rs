@@ -9,7 +9,7 @@ use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use parquet::schema::types::ColumnPath;
 use sieve_index::sidecar;
-use sieve_index::{ColumnHashes, ColumnIndex};
+use sieve_index::{ColumnHashes, ColumnIndex, SidecarHeader};
 
 use crate::block_checksums;
 use crate::error::Result;
@@ -23,6 +23,9 @@ pub struct IndexStats {
     pub ndv_estimate: u64,
     pub key_count: u64,
     pub bytes: u64,
+    /// The entry's sidecar directory record ([`sieve_index::SidecarEntry::record`]): readers
+    /// fetch the payload with one exact ranged read, without the sidecar's header.
+    pub record: [u8; sidecar::RECORD],
 }
 
 /// Per-block statistics the planner prunes with, one entry per schema column (min/max arrays hold
@@ -101,6 +104,7 @@ pub fn encode_block(def: &TableDef, id: String, batches: &[RecordBatch]) -> Resu
         columns.push(ColumnIndex::build(name.clone(), def.options.filter, hashes));
     }
     let sidecar = Bytes::from(sidecar::encode(&columns)?);
+    let header = SidecarHeader::parse(&sidecar)?;
     let index = columns
         .iter()
         .map(|c| IndexStats {
@@ -108,6 +112,7 @@ pub fn encode_block(def: &TableDef, id: String, batches: &[RecordBatch]) -> Resu
             ndv_estimate: c.ndv_estimate,
             key_count: c.key_count,
             bytes: c.payload.len() as u64,
+            record: header.entry(&c.column).expect("encoded just now").record(),
         })
         .collect();
 

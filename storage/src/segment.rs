@@ -1,5 +1,6 @@
 //! Segment metadata: one row per block (location, sizes, per-column min/max/null count, per
-//! indexed column the filter kind, NDV estimate, keys and bytes), stored as an Arrow IPC file.
+//! indexed column the filter kind, NDV estimate, keys, bytes and the entry's sidecar directory
+//! record), stored as an Arrow IPC file.
 //!
 //! Keeping statistics as typed Arrow columns means the planner prunes all blocks of a snapshot with
 //! one vectorised pass over arrays, without opening any Parquet footer.
@@ -14,12 +15,16 @@ use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::UInt64Type;
-use arrow_array::{ArrayRef, BinaryArray, RecordBatch, StringArray, UInt64Array, new_null_array};
+use arrow_array::{
+    Array, ArrayRef, BinaryArray, RecordBatch, StringArray, UInt64Array, new_null_array,
+};
 use arrow_ipc::reader::FileReader;
 use arrow_ipc::writer::FileWriter;
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use arrow_select::concat::{concat, concat_batches};
 use bytes::Bytes;
+
+use sieve_index::SidecarEntry;
 
 use crate::block::BlockStats;
 use crate::block_checksums::BlockChecksums;
@@ -69,6 +74,12 @@ pub fn segment_schema(def: &TableDef) -> SchemaRef {
         for what in ["ndv", "index_keys", "index_bytes"] {
             fields.push(u64_field(index_name(what, c)));
         }
+        // Nullable: segments written before it was added have none.
+        fields.push(Field::new(
+            index_name("index_entry", c),
+            DataType::Binary,
+            true,
+        ));
     }
     let metadata = HashMap::from([(FORMAT_KEY.to_string(), SEGMENT_FORMAT.to_string())]);
     Arc::new(Schema::new_with_metadata(fields, metadata))
@@ -144,6 +155,9 @@ pub fn encode_segment(def: &TableDef, blocks: &[BlockStats]) -> Result<Bytes> {
         columns.push(u64s(&|b| b.index[i].ndv_estimate));
         columns.push(u64s(&|b| b.index[i].key_count));
         columns.push(u64s(&|b| b.index[i].bytes));
+        columns.push(Arc::new(BinaryArray::from_iter_values(
+            blocks.iter().map(|b| b.index[i].record),
+        )));
     }
     let batch = RecordBatch::try_new(schema.clone(), columns)?;
     let mut writer = FileWriter::try_new(Vec::new(), &schema)?;
@@ -245,6 +259,25 @@ impl BlockList {
             bytes: self
                 .column(&index_name("index_bytes", column))?
                 .as_primitive::<UInt64Type>(),
+        })
+    }
+}
+
+impl BlockList {
+    /// Where block `i`'s sidecar holds `column`'s entry, from the segment; None where the
+    /// segment predates the record (or the column is not indexed), and the reader must parse
+    /// the sidecar's header instead.
+    pub fn sidecar_entry(&self, i: usize, column: &str) -> Option<Result<SidecarEntry>> {
+        let records = self
+            .column(&index_name("index_entry", column))?
+            .as_binary::<i32>();
+        records.is_valid(i).then(|| {
+            SidecarEntry::from_record(column, records.value(i)).map_err(|e| {
+                StorageError::Damaged(
+                    format!("segment record of block {}", self.block_id(i)),
+                    e.to_string(),
+                )
+            })
         })
     }
 }

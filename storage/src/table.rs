@@ -9,7 +9,7 @@ use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt};
 use object_store::ObjectStoreExt;
 use object_store::path::Path;
-use sieve_index::{IndexError, SidecarColumn, SidecarHeader};
+use sieve_index::{IndexError, SidecarColumn, SidecarEntry, SidecarHeader};
 
 use crate::error::{Result, StorageError};
 use crate::location::Storage;
@@ -113,27 +113,47 @@ impl Table {
         Ok(list)
     }
 
-    /// Fetches (through the shared byte-bounded cache) `column`'s sidecar entry for each of
-    /// `blocks`, at most [`SIDECAR_FETCH_CONCURRENCY`] blocks at a time. A query probes one or two
-    /// columns, and a block's sidecar holds every indexed column: reading only the entry it needs
-    /// halves a cold query's bytes on a table indexed on two columns.
-    pub async fn sidecar_entries(&self, blocks: &[&str], column: &str) -> SidecarFetch {
+    /// Fetches (through the shared byte-bounded cache) `column`'s sidecar entry for the blocks
+    /// `which` of `blocks`, at most [`SIDECAR_FETCH_CONCURRENCY`] at a time. A query probes one
+    /// or two columns, and a block's sidecar holds every indexed column: reading only the entry
+    /// it needs halves a cold query's bytes on a table indexed on two columns. The segment says
+    /// where each entry lies, so that is one exact ranged read per block (none for an entry with
+    /// no payload); only blocks of segments written before it kept that record cost a read of
+    /// the sidecar's header first.
+    pub async fn sidecar_entries(
+        &self,
+        blocks: &BlockList,
+        which: &[usize],
+        column: &str,
+    ) -> SidecarFetch {
+        if !self.def.options.index_columns.iter().any(|c| c == column) {
+            return SidecarFetch {
+                entries: vec![None; which.len()],
+                ..Default::default()
+            };
+        }
         let cache = &self.storage.caches().sidecars;
-        let paths: Vec<Path> = blocks.iter().map(|b| self.sidecar_path(b)).collect();
         let results: Vec<(Option<Arc<SidecarColumn>>, u64, bool, bool)> =
-            futures::stream::iter(paths)
-                .map(|path| async move {
+            // Owned items: a borrowed closure argument makes the future not Send.
+            futures::stream::iter(which.to_vec())
+                .map(|i| async move {
+                    let path = self.sidecar_path(blocks.block_id(i));
                     let key = (path.to_string(), column.to_string());
                     if let Some(found) = cache.get(&key) {
                         return (Some(found), 0, true, false);
                     }
-                    match self.fetch_entry(&path, column).await {
-                        Ok((entry, fetched)) => {
+                    let fetched = match blocks.sidecar_entry(i, column) {
+                        Some(Ok(entry)) => self.fetch_located(&path, &entry).await,
+                        Some(Err(e)) => Err(e),
+                        None => self.fetch_entry(&path, column).await,
+                    };
+                    match fetched {
+                        Ok((entry, bytes)) => {
                             let entry = entry.map(Arc::new);
                             if let Some(entry) = &entry {
                                 cache.insert(key, entry.clone());
                             }
-                            (entry, fetched, false, false)
+                            (entry, bytes, false, false)
                         }
                         Err(e) => {
                             log::warn!("cannot use sidecar {path}, the block will be read: {e}");
@@ -154,7 +174,27 @@ impl Table {
         fetch
     }
 
-    /// One column's entry of one sidecar, and the bytes read for it: the first
+    /// An entry whose place the segment recorded: exactly its payload's bytes.
+    async fn fetch_located(
+        &self,
+        path: &Path,
+        entry: &SidecarEntry,
+    ) -> Result<(Option<SidecarColumn>, u64)> {
+        let range = entry.range();
+        if range.is_empty() {
+            return Ok((Some(entry.open(Bytes::new())?), 0)); // a min/max-only entry
+        }
+        let payload = self
+            .storage
+            .store()
+            .get_range(path, range.start as u64..range.end as u64)
+            .await?;
+        let fetched = payload.len() as u64;
+        Ok((Some(entry.open(payload)?), fetched))
+    }
+
+    /// One column's entry of a sidecar whose segment has no record of it, and the bytes read for
+    /// it: the first
     /// [`SIDECAR_HEAD_BYTES`], then the payload's range unless that first read already holds it.
     async fn fetch_entry(&self, path: &Path, column: &str) -> Result<(Option<SidecarColumn>, u64)> {
         let store = self.storage.store();

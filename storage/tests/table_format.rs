@@ -11,7 +11,7 @@ use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use object_store::{ObjectStoreExt, PutPayload};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use sieve_index::{ColumnHashes, Sidecar};
-use sieve_storage::{Catalog, Storage, Table, TableDef, TableOptions, TableWriter};
+use sieve_storage::{BlockList, Catalog, Storage, Table, TableDef, TableOptions, TableWriter};
 
 fn schema() -> SchemaRef {
     Arc::new(Schema::new(vec![
@@ -84,8 +84,8 @@ async fn committed_c1(table: &Table) -> Vec<u64> {
     values
 }
 
-/// An in-memory table after one append of `rows`, and its block ids.
-async fn appended_in_memory(block_rows: usize, rows: u64) -> (Storage, Table, Vec<String>) {
+/// An in-memory table after one append of `rows`, and its blocks.
+async fn appended_in_memory(block_rows: usize, rows: u64) -> (Storage, Table, Arc<BlockList>) {
     let storage = Storage::in_memory();
     let table = new_table(&storage, block_rows).await;
     append(&table, 0, rows, block_rows as u64).await;
@@ -93,10 +93,18 @@ async fn appended_in_memory(block_rows: usize, rows: u64) -> (Storage, Table, Ve
         .blocks(&table.snapshot().await.unwrap())
         .await
         .unwrap();
-    let ids = (0..blocks.len())
-        .map(|i| blocks.block_id(i).to_string())
-        .collect();
-    (storage, table, ids)
+    (storage, table, blocks)
+}
+
+/// The bytes of `column`'s sidecar payloads over every block.
+fn payload_bytes(blocks: &BlockList, column: &str) -> u64 {
+    blocks
+        .index_stats(column)
+        .unwrap()
+        .bytes
+        .values()
+        .iter()
+        .sum()
 }
 
 /// Memory, a local directory and, when SIEVE_TEST_S3_URL is set (scripts/test.sh starts MinIO
@@ -151,11 +159,11 @@ async fn blocks_carry_statistics_and_sidecars() {
         assert!(index.kinds.iter().all(|k| k == Some("binary_fuse8")));
         assert!(index.ndv.values().iter().all(|&n| n > 400));
 
-        let ids: Vec<&str> = (0..blocks.len()).map(|i| blocks.block_id(i)).collect();
-        let fetch = table.sidecar_entries(&ids, "c2").await;
+        let all: Vec<usize> = (0..blocks.len()).collect();
+        let fetch = table.sidecar_entries(&blocks, &all, "c2").await;
         assert_eq!((fetch.unreadable, fetch.cache_hits), (0, 0));
-        // Sidecars this small come whole in the first read.
-        assert_eq!(fetch.bytes_fetched, snapshot.sidecar_bytes);
+        // The segment says where each entry lies: exactly its payload is read.
+        assert_eq!(fetch.bytes_fetched, payload_bytes(&blocks, "c2"));
         let key = ColumnHashes::from_array(&StringArray::from(vec!["v2500"]))
             .unwrap()
             .hashes[0];
@@ -165,16 +173,16 @@ async fn blocks_carry_statistics_and_sidecars() {
             .map(|e| e.as_ref().unwrap().may_contain(key))
             .collect();
         assert!(holders[2], "the block holding v2500 must say maybe");
-        let again = table.sidecar_entries(&ids, "c2").await;
+        let again = table.sidecar_entries(&blocks, &all, "c2").await;
         assert_eq!((again.cache_hits, again.bytes_fetched), (4, 0));
-        let other = table.sidecar_entries(&ids, "c1").await;
+        let other = table.sidecar_entries(&blocks, &all, "c1").await;
         assert_eq!(
             (other.cache_hits, other.bytes_fetched),
-            (0, snapshot.sidecar_bytes)
+            (0, payload_bytes(&blocks, "c1"))
         );
         assert!(
             table
-                .sidecar_entries(&ids, "nope")
+                .sidecar_entries(&blocks, &all, "nope")
                 .await
                 .entries
                 .iter()
@@ -256,8 +264,8 @@ async fn a_failed_or_abandoned_write_leaves_the_table_as_it_was() {
 
 #[tokio::test]
 async fn a_corrupt_or_missing_sidecar_means_cannot_prune() {
-    let (storage, table, ids) = appended_in_memory(100, 300).await;
-    let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+    let (storage, table, blocks) = appended_in_memory(100, 300).await;
+    let ids: Vec<&str> = (0..blocks.len()).map(|i| blocks.block_id(i)).collect();
     let store = storage.store();
     store
         .put(
@@ -267,7 +275,7 @@ async fn a_corrupt_or_missing_sidecar_means_cannot_prune() {
         .await
         .unwrap();
     store.delete(&table.sidecar_path(ids[1])).await.unwrap();
-    let fetch = table.sidecar_entries(&ids, "c2").await;
+    let fetch = table.sidecar_entries(&blocks, &[0, 1, 2], "c2").await;
     assert!(fetch.entries[0].is_none() && fetch.entries[1].is_none() && fetch.entries[2].is_some());
     assert_eq!(fetch.unreadable, 2);
 }
@@ -280,9 +288,10 @@ async fn one_column_of_a_large_sidecar_is_read_alone_and_agrees_with_the_whole_f
         let snapshot = table.snapshot().await.unwrap();
         let blocks = table.blocks(&snapshot).await.unwrap();
         let ids: Vec<&str> = (0..blocks.len()).map(|i| blocks.block_id(i)).collect();
-        let fetch = table.sidecar_entries(&ids, "c2").await;
+        let fetch = table.sidecar_entries(&blocks, &[0, 1], "c2").await;
         assert_eq!(fetch.unreadable, 0);
-        // Header read plus one of two similar payloads: well under the whole sidecars.
+        // One of two similar payloads, and nothing else: about half the whole sidecars.
+        assert_eq!(fetch.bytes_fetched, payload_bytes(&blocks, "c2"));
         assert!(
             fetch.bytes_fetched * 10 < snapshot.sidecar_bytes * 6,
             "{} of {}",
@@ -316,9 +325,8 @@ async fn one_column_of_a_large_sidecar_is_read_alone_and_agrees_with_the_whole_f
 
 #[tokio::test]
 async fn a_damaged_entry_is_unreadable_but_the_other_column_still_prunes() {
-    let (storage, table, ids) = appended_in_memory(20_000, 20_000).await;
-    let ids = [ids[0].as_str()];
-    let path = table.sidecar_path(ids[0]);
+    let (storage, table, blocks) = appended_in_memory(20_000, 20_000).await;
+    let path = table.sidecar_path(blocks.block_id(0));
     let store = storage.store();
     let mut bytes = store
         .get(&path)
@@ -333,9 +341,9 @@ async fn a_damaged_entry_is_unreadable_but_the_other_column_still_prunes() {
     let at = bytes.len() - 8;
     bytes[at] ^= 0x5a;
     store.put(&path, PutPayload::from(bytes)).await.unwrap();
-    let c2 = table.sidecar_entries(&ids, "c2").await;
+    let c2 = table.sidecar_entries(&blocks, &[0], "c2").await;
     assert_eq!((c2.unreadable, c2.entries[0].is_none()), (1, true));
-    let c1 = table.sidecar_entries(&ids, "c1").await;
+    let c1 = table.sidecar_entries(&blocks, &[0], "c1").await;
     assert_eq!((c1.unreadable, c1.entries[0].is_some()), (0, true));
 }
 

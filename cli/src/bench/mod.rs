@@ -17,7 +17,8 @@ use clap::{Args, Subcommand};
 use datafusion::execution::context::SessionContext;
 use datafusion::physical_expr_common::metrics::MetricValue;
 use datafusion::physical_plan::{ExecutionPlan, collect};
-use sieve_engine::{DEFAULT_COMMIT_BLOCKS, Engine, LoadRequest};
+use sieve_engine::Engine;
+use sieve_workload::{DEFAULT_COMMIT_BLOCKS, LoadRequest, false_positives, listing_baseline};
 
 use crate::load::{cores, load_with_progress, parse_count, text_rows};
 use report::{Report, SystemRow};
@@ -246,8 +247,7 @@ async fn measure_sieve(
     .await?;
     let number = |s: &str| s.parse::<u64>().unwrap_or(0);
     let (index_bytes, index_keys) = (number(&stats[0][0]), number(&stats[0][1]));
-    let fp = engine
-        .false_positives(&table.table, "c2", probes)
+    let fp = false_positives(engine, &table.table, "c2", probes)
         .await
         .map_err(|e| e.to_string())?;
     let [present_warm, present_cold, absent_warm, absent_cold] =
@@ -305,17 +305,13 @@ async fn measure_listing(
         .table
         .split_once('.')
         .map_or(table.table.as_str(), |(_, t)| t);
-    let warm = engine
-        .listing_baseline(&table.table)
+    let warm = listing_baseline(engine, &table.table)
         .await
         .map_err(|e| e.to_string())?;
     let [present_warm, present_cold, absent_warm, absent_cold] =
         measure(&name, keys, bare, async |cold, sql| {
             let ctx = match cold {
-                true => storage
-                    .engine()
-                    .await?
-                    .listing_baseline(&table.table)
+                true => listing_baseline(&storage.engine().await?, &table.table)
                     .await
                     .map_err(|e| e.to_string())?,
                 false => warm.clone(),

@@ -1,0 +1,48 @@
+//! Measures a table's filters directly: probes keys known to be absent against one column's filter
+//! in every block's sidecar. A query sees a false positive only as one more block read; probing
+//! thousands of keys per block gives a rate precise enough to compare filter kinds.
+
+use datafusion::arrow::array::StringArray;
+use datafusion::error::Result;
+use sieve_index::{ColumnHashes, EntryKind};
+
+use sieve_engine::{Engine, to_df};
+
+/// Probes and hits over the blocks whose sidecar holds a filter for the column.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct FalsePositives {
+    pub probes: u64,
+    pub hits: u64,
+}
+
+impl FalsePositives {
+    /// None when no block has a filter for the column.
+    pub fn rate(&self) -> Option<f64> {
+        (self.probes > 0).then(|| self.hits as f64 / self.probes as f64)
+    }
+}
+
+/// Probes `absent` (text keys the column does not hold) against `column`'s filter in every
+/// block of `table`.
+pub async fn false_positives(
+    engine: &Engine,
+    table: &str,
+    column: &str,
+    absent: &[String],
+) -> Result<FalsePositives> {
+    let table = engine.open_table(table).await?;
+    let snapshot = table.snapshot().await.map_err(to_df)?;
+    let blocks = table.blocks(&snapshot).await.map_err(to_df)?;
+    let hashes = ColumnHashes::from_array(&StringArray::from_iter_values(absent))
+        .map_err(|e| datafusion::error::DataFusionError::External(Box::new(e)))?
+        .hashes;
+    let all: Vec<usize> = (0..blocks.len()).collect();
+    let mut counts = FalsePositives::default();
+    for entry in table.sidecar_entries(&blocks, &all, column).await.entries {
+        if let Some(filter) = entry.filter(|c| matches!(c.kind, EntryKind::Filter(_))) {
+            counts.probes += hashes.len() as u64;
+            counts.hits += hashes.iter().filter(|&&h| filter.may_contain(h)).count() as u64;
+        }
+    }
+    Ok(counts)
+}

@@ -1,0 +1,14 @@
+//! The synthetic table `t10b` and what is measured on it, beside the engine rather than inside
+//! it: the block generator, the resumable loader behind `sieve load`, and the two references
+//! `sieve bench filters` compares Sieve with (plain DataFusion over the same Parquet files, and
+//! each filter's false-positive rate probed directly). It reaches tables through the engine's
+//! public API only.
+
+mod false_positives;
+mod listing_baseline;
+mod load;
+mod synthetic;
+
+pub use false_positives::{FalsePositives, false_positives};
+pub use listing_baseline::listing_baseline;
+pub use load::{DEFAULT_COMMIT_BLOCKS, LoadProgress, LoadRequest, LoadSummary, load_synthetic};
