@@ -16,6 +16,7 @@ mod error;
 pub mod filter;
 pub mod hash;
 mod kind;
+pub mod retrieval;
 pub mod sidecar;
 
 pub use canonical::{ColumnHashes, is_hashable};

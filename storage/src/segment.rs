@@ -200,10 +200,9 @@ impl BlockList {
     }
 
     pub fn block_id(&self, i: usize) -> &str {
-        self.column("block")
-            .expect("segment schema column")
-            .as_string::<i32>()
-            .value(i)
+        // Column 0 by construction (`segment_schema`): not looked up by name, as this is called
+        // per block on every query.
+        self.batch.column(0).as_string::<i32>().value(i)
     }
 
     pub fn rows(&self) -> &UInt64Array {

@@ -115,20 +115,33 @@ pub struct KnownLatest {
 ///
 /// The first time in a process, and whenever `latest.json` has changed since, the snapshots are
 /// listed and checked: none the pointer vouches for may be missing, nor any in between. After
-/// that a query costs two small requests and no listing: a conditional GET of the pointer (not
-/// modified) and a HEAD of the version after the one known (not there, unless the pointer lags
-/// behind a commit, which is then found).
+/// that a query costs two small concurrent requests and no listing: a conditional GET of the
+/// pointer (not modified) and a HEAD of the version after the one known (not there, unless the
+/// pointer lags behind a commit, which is then found).
 pub async fn latest(storage: &Storage, table_dir: &Path) -> Result<Snapshot> {
     let key = table_dir.to_string();
     let known = storage.caches().latest.get(&key);
-    let pointer = read_pointer(storage, table_dir, known.as_ref()).await?;
-    if let (Some(known), None) = (&known, &pointer) {
-        let next = snapshot_path(table_dir, known.snapshot.version + 1);
-        match storage.store().head(&next).await {
-            Err(object_store::Error::NotFound { .. }) => return Ok(known.snapshot.clone()),
-            Ok(_) => {}
-            Err(e) => return Err(e.into()),
-        }
+    // Both requests at once, one round trip: each is sent after the query started, so together
+    // they still see every commit that completed before it.
+    let next = known
+        .as_ref()
+        .map(|k| snapshot_path(table_dir, k.snapshot.version + 1));
+    let (pointer, next_exists) =
+        futures::join!(read_pointer(storage, table_dir, known.as_ref()), async {
+            match &next {
+                Some(next) => match storage.store().head(next).await {
+                    Err(object_store::Error::NotFound { .. }) => Ok(false),
+                    Ok(_) => Ok(true),
+                    Err(e) => Err(StorageError::from(e)),
+                },
+                None => Ok(true),
+            }
+        });
+    let pointer = pointer?;
+    if let (Some(known), None) = (&known, &pointer)
+        && !next_exists?
+    {
+        return Ok(known.snapshot.clone());
     }
     let (pointer, etag) = match (pointer, known) {
         (Some(read), _) => read,

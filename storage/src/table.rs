@@ -132,44 +132,58 @@ impl Table {
                 ..Default::default()
             };
         }
+        // Cached entries first, without a future per block: a warm query on a table of many
+        // blocks is mostly this loop.
         let cache = &self.storage.caches().sidecars;
-        let results: Vec<(Option<Arc<SidecarColumn>>, u64, bool, bool)> =
-            // Owned items: a borrowed closure argument makes the future not Send.
-            futures::stream::iter(which.to_vec())
-                .map(|i| async move {
-                    let path = self.sidecar_path(blocks.block_id(i));
-                    let key = (path.to_string(), column.to_string());
-                    if let Some(found) = cache.get(&key) {
-                        return (Some(found), 0, true, false);
-                    }
-                    let fetched = match blocks.sidecar_entry(i, column) {
-                        Some(Ok(entry)) => self.fetch_located(&path, &entry).await,
-                        Some(Err(e)) => Err(e),
-                        None => self.fetch_entry(&path, column).await,
-                    };
-                    match fetched {
-                        Ok((entry, bytes)) => {
-                            let entry = entry.map(Arc::new);
-                            if let Some(entry) = &entry {
-                                cache.insert(key, entry.clone());
-                            }
-                            (entry, bytes, false, false)
+        let mut fetch = SidecarFetch {
+            entries: Vec::with_capacity(which.len()),
+            ..Default::default()
+        };
+        let mut misses = Vec::new();
+        // The key is the sidecar's path, formatted here rather than built as a `Path` per block.
+        let blocks_dir = self.dir().join("blocks");
+        for (slot, &i) in which.iter().enumerate() {
+            let key = (
+                format!("{blocks_dir}/{}.sidecar", blocks.block_id(i)),
+                column.to_string(),
+            );
+            let found = cache.get(&key);
+            fetch.cache_hits += u64::from(found.is_some());
+            if found.is_none() {
+                misses.push((slot, i, key));
+            }
+            fetch.entries.push(found);
+        }
+        let fetched: Vec<_> = futures::stream::iter(misses)
+            .map(|(slot, i, key)| async move {
+                let path = self.sidecar_path(blocks.block_id(i));
+                debug_assert_eq!(path.as_ref(), key.0);
+                let fetched = match blocks.sidecar_entry(i, column) {
+                    Some(Ok(entry)) => self.fetch_located(&path, &entry).await,
+                    Some(Err(e)) => Err(e),
+                    None => self.fetch_entry(&path, column).await,
+                };
+                match fetched {
+                    Ok((entry, bytes)) => {
+                        let entry = entry.map(Arc::new);
+                        if let Some(entry) = &entry {
+                            cache.insert(key, entry.clone());
                         }
-                        Err(e) => {
-                            log::warn!("cannot use sidecar {path}, the block will be read: {e}");
-                            (None, 0, false, true)
-                        }
+                        (slot, entry, bytes, false)
                     }
-                })
-                .buffered(SIDECAR_FETCH_CONCURRENCY)
-                .collect()
-                .await;
-        let mut fetch = SidecarFetch::default();
-        for (entry, bytes, hit, unreadable) in results {
+                    Err(e) => {
+                        log::warn!("cannot use sidecar {path}, the block will be read: {e}");
+                        (slot, None, 0, true)
+                    }
+                }
+            })
+            .buffer_unordered(SIDECAR_FETCH_CONCURRENCY)
+            .collect()
+            .await;
+        for (slot, entry, bytes, unreadable) in fetched {
             fetch.unreadable += u64::from(unreadable);
             fetch.bytes_fetched += bytes;
-            fetch.cache_hits += u64::from(hit);
-            fetch.entries.push(entry);
+            fetch.entries[slot] = entry;
         }
         fetch
     }

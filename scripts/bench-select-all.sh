@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Memory of a whole-table read through the MySQL protocol, as the table grows:
+# `bash scripts/bench-select-all.sh SIEVE [ROWS…]` (a release build; default sizes 10M 100M).
+# For each size: loads t10b into a fresh local directory, starts `sieve serve`, runs
+# `mysql -e "select * from t10b" > /dev/null` and prints the wall time, rows/s, the server's peak
+# RSS (VmHWM, a fresh server per size) and the mysql client's (it buffers the whole result).
+set -euo pipefail
+sieve="${1:?usage: bench-select-all.sh SIEVE [ROWS…]}"
+shift
+sizes=("$@")
+[ $# -eq 0 ] && sizes=(10M 100M)
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+root=$(mktemp -d)
+server=
+cleanup() { [ -n "$server" ] && kill "$server" 2>/dev/null; wait 2>/dev/null; rm -rf "$root"; }
+trap cleanup EXIT
+
+for size in "${sizes[@]}"; do
+  dir="$root/$size"
+  "$sieve" --storage "$dir" load t10b --rows "$size" 2>&1 | tr '\r' '\n' | grep -E '^loaded' || true
+  "$sieve" --storage "$dir" serve --port "$port" > "$root/server-$size.log" 2>&1 &
+  server=$!
+  for _ in $(seq 300); do
+    mysql -h127.0.0.1 -P"$port" -uroot -e "select 1" > /dev/null 2>&1 && break
+    sleep 0.1
+  done
+  rows=$(mysql -h127.0.0.1 -P"$port" -uroot -N -B -e "select count(*) from t10b")
+  /usr/bin/time -o "$root/time" -f "%e %M" mysql -h127.0.0.1 -P"$port" -uroot -e "select * from t10b" > /dev/null
+  read -r secs client_kib < "$root/time"
+  hwm=$(awk '/VmHWM/ {print $2}' "/proc/$server/status")
+  kill "$server"; wait "$server" 2>/dev/null || true; server=
+  rm -rf "$dir"
+  python3 -c "print(f'$size: {$rows:,} rows in {$secs} s ({$rows / $secs:,.0f} rows/s); server peak RSS {$hwm / 1024:,.0f} MiB; mysql client peak RSS {$client_kib / 1024:,.0f} MiB')"
+done
