@@ -260,9 +260,7 @@ impl BlockList {
                 .as_primitive::<UInt64Type>(),
         })
     }
-}
 
-impl BlockList {
     /// Where block `i`'s sidecar holds `column`'s entry, from the segment; None where the
     /// segment predates the record (or the column is not indexed), and the reader must parse
     /// the sidecar's header instead.

@@ -196,7 +196,8 @@ impl Table {
     ) -> Result<(Option<SidecarColumn>, u64)> {
         let range = entry.range();
         if range.is_empty() {
-            return Ok((Some(entry.open(Bytes::new())?), 0)); // a min/max-only entry
+            // A min/max-only entry; an empty range is not a valid GET.
+            return Ok((Some(entry.open(Bytes::new())?), 0));
         }
         let payload = self
             .storage
@@ -227,17 +228,10 @@ impl Table {
             return Ok((None, fetched));
         };
         let range = entry.range();
-        let payload = if range.end <= head.len() {
-            head.slice(range)
-        } else if range.is_empty() {
-            Bytes::new() // a min/max-only entry; an empty range is not a valid GET
-        } else {
-            let bytes = store
-                .get_range(path, range.start as u64..range.end as u64)
-                .await?;
-            fetched += bytes.len() as u64;
-            bytes
-        };
-        Ok((Some(entry.open(payload)?), fetched))
+        if range.end <= head.len() {
+            return Ok((Some(entry.open(head.slice(range))?), fetched));
+        }
+        let (entry, payload_bytes) = self.fetch_located(path, entry).await?;
+        Ok((entry, fetched + payload_bytes))
     }
 }
