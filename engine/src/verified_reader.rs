@@ -29,8 +29,7 @@ use datafusion::parquet::file::metadata::{
 use datafusion::physical_plan::metrics::ExecutionPlanMetricsSet;
 use futures::FutureExt;
 use futures::future::BoxFuture;
-use object_store::path::Path;
-use object_store::{ObjectMeta, ObjectStore, ObjectStoreExt};
+use object_store::{ObjectMeta, ObjectStore};
 use sieve_storage::BlockChecksums;
 
 #[derive(Debug)]
@@ -53,7 +52,7 @@ impl ParquetFileReaderFactory for VerifiedReaderFactory {
         metadata_size_hint: Option<usize>,
         metrics: &ExecutionPlanMetricsSet,
     ) -> Result<Box<dyn AsyncFileReader + Send>> {
-        let path = file.object_meta.location.clone();
+        let path = &file.object_meta.location;
         let checksums = file.extension::<BlockChecksums>().cloned().ok_or_else(|| {
             internal_datafusion_err!("block {path} was scanned without its checksums")
         })?;
@@ -62,7 +61,6 @@ impl ParquetFileReaderFactory for VerifiedReaderFactory {
             store: self.store.clone(),
             footers: self.footers.clone(),
             meta: file.object_meta,
-            path,
             checksums,
             metadata_size_hint,
         }))
@@ -72,8 +70,8 @@ impl ParquetFileReaderFactory for VerifiedReaderFactory {
 struct VerifiedReader {
     store: Arc<dyn ObjectStore>,
     footers: Arc<FileMetadataCache>,
+    /// The block's location and size, as the footer cache checks entries against.
     meta: ObjectMeta,
-    path: Path,
     checksums: BlockChecksums,
     metrics: ParquetFileMetrics,
     metadata_size_hint: Option<usize>,
@@ -86,18 +84,8 @@ fn external(e: impl std::error::Error + Send + Sync + 'static) -> ParquetError {
 impl AsyncFileReader for VerifiedReader {
     fn get_bytes(&mut self, range: Range<u64>) -> BoxFuture<'_, Result<Bytes, ParquetError>> {
         async move {
-            let widened = self.checksums.widen(&range);
-            self.metrics
-                .bytes_scanned
-                .add((widened.end - widened.start) as usize);
-            let fetched = self
-                .store
-                .get_range(&self.path, widened)
-                .await
-                .map_err(external)?;
-            self.checksums
-                .check(self.path.as_ref(), &range, fetched)
-                .map_err(external)
+            let mut fetched = self.get_byte_ranges(vec![range]).await?;
+            Ok(fetched.pop().expect("one range asked, one returned"))
         }
         .boxed()
     }
@@ -113,7 +101,7 @@ impl AsyncFileReader for VerifiedReader {
             // object_store coalesces ranges that widening made adjacent or overlapping.
             let fetched = self
                 .store
-                .get_ranges(&self.path, &widened)
+                .get_ranges(&self.meta.location, &widened)
                 .await
                 .map_err(external)?;
             ranges
@@ -121,7 +109,7 @@ impl AsyncFileReader for VerifiedReader {
                 .zip(fetched)
                 .map(|(range, bytes)| {
                     self.checksums
-                        .check(self.path.as_ref(), range, bytes)
+                        .check(self.meta.location.as_ref(), range, bytes)
                         .map_err(external)
                 })
                 .collect()
@@ -141,7 +129,7 @@ impl AsyncFileReader for VerifiedReader {
             let wants_index = column_index != PageIndexPolicy::Skip;
             let cached = self
                 .footers
-                .get(&self.path)
+                .get(&self.meta.location)
                 .filter(|entry| entry.is_valid_for(&self.meta))
                 .and_then(|entry| {
                     let found = entry
@@ -163,7 +151,7 @@ impl AsyncFileReader for VerifiedReader {
                 .with_prefetch_hint(self.metadata_size_hint);
             let metadata = Arc::new(reader.load_and_finish(&mut *self, file_len).await?);
             self.footers.put(
-                &self.path,
+                &self.meta.location,
                 CachedFileMetadataEntry::new(
                     self.meta.clone(),
                     Arc::new(CachedParquetMetaData::new(metadata.clone())),
