@@ -8,6 +8,9 @@ extensions_options! {
     pub struct SieveOptions {
         /// Skip blocks using min/max statistics and filter sidecars.
         pub pruning: bool, default = true
+        /// With pruning on, ask the tables' locators where a key is before their sidecars;
+        /// off, probe every block's sidecar (the locator's differential baseline).
+        pub locator: bool, default = true
         /// Stop a query after this many milliseconds, as MySQL's `max_execution_time`; 0 never.
         pub max_execution_time: u64, default = 0
     }

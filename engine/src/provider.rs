@@ -62,6 +62,7 @@ impl TableProvider for SieveTable {
         limit: Option<usize>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
         let options = state.config_options();
+        let sieve = options.extensions.get::<SieveOptions>();
         let df_schema = DFSchema::try_from(self.schema().as_ref().clone())?;
         let predicate = conjunction(filters.iter().cloned())
             .map(|e| state.create_physical_expr(e, &df_schema))
@@ -71,10 +72,8 @@ impl TableProvider for SieveTable {
             projection: projection.cloned(),
             predicate,
             limit,
-            pruning: options
-                .extensions
-                .get::<SieveOptions>()
-                .is_none_or(|o| o.pruning),
+            pruning: sieve.is_none_or(|o| o.pruning),
+            locator: sieve.is_none_or(|o| o.locator),
             partitions: options.execution.target_partitions,
         })?))
     }

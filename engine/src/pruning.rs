@@ -1,13 +1,15 @@
-//! Chooses the blocks a scan must read: first by min/max statistics (DataFusion's
-//! `PruningPredicate` over the snapshot's block list), then by the filter sidecars of the
-//! survivors, probed with the predicate's literal guarantees (`=`, `IN` lists of any length, ORs
-//! of equalities on one column, ANDs of those).
+//! Chooses the blocks a scan must read, and the slices of them: first by min/max statistics
+//! (DataFusion's `PruningPredicate` over the snapshot's block list), then by the predicate's
+//! literal guarantees (`=`, `IN` lists of any length, ORs of equalities on one column, ANDs of
+//! those): the locator groups of the survivors name the blocks and slices that may hold the
+//! keys, and the blocks no locator answered for are probed with their filter sidecars.
 //!
 //! Every step may only keep blocks wrongly, never drop one wrongly: a literal that cannot be cast
 //! to the column type without loss, a column without an index, or a sidecar that is missing or
-//! unreadable all mean "read the block".
+//! unreadable all mean "read the block"; a locator that is missing or damaged means "ask the
+//! sidecars".
 
-use std::collections::HashSet;
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
 use datafusion::arrow::array::{ArrayRef, BooleanArray};
@@ -15,7 +17,8 @@ use datafusion::common::{Column, ScalarValue};
 use datafusion::error::Result;
 use datafusion::physical_expr::utils::{Guarantee, LiteralGuarantee};
 use datafusion::physical_optimizer::pruning::{PruningPredicate, PruningStatistics};
-use sieve_index::ColumnHashes;
+use futures::StreamExt;
+use sieve_index::{ColumnHashes, Location};
 use sieve_storage::{BlockList, Table};
 
 /// What pruning decided for one scan, shown by EXPLAIN ANALYZE.
@@ -24,9 +27,17 @@ pub struct PruneOutcome {
     pub total: usize,
     pub pruned_by_minmax: usize,
     pub pruned_by_filter: usize,
+    /// Blocks the locators said hold none of the keys.
+    pub pruned_by_locator: usize,
     /// Indices into the block list of the blocks to read.
     pub survivors: Vec<usize>,
+    /// Parallel to `survivors`: the slices of each to read (None: all of it).
+    pub slices: Vec<Slices>,
     pub sidecar_bytes: u64,
+    /// Every byte of index read from storage: locator pages and sidecar entries.
+    pub index_bytes: u64,
+    pub locator_groups_probed: u64,
+    pub locators_unreadable: u64,
     pub sidecar_cache_hits: u64,
     pub sidecars_unreadable: u64,
 }
@@ -90,10 +101,116 @@ fn literal_hashes(table: &Table, guarantee: &LiteralGuarantee) -> Option<(String
     Some((name.clone(), hashes))
 }
 
+/// Which slices of a surviving block to read: None for the whole block.
+pub type Slices = Option<BTreeSet<u32>>;
+
+/// Narrows `current` to what another column allows: both must hold for a row to match.
+fn intersect(current: Slices, other: Slices) -> Slices {
+    match (current, other) {
+        (None, other) => other,
+        (current, None) => current,
+        (Some(a), Some(b)) => Some(a.intersection(&b).copied().collect()),
+    }
+}
+
+/// What the locators said about one column's probe, for the blocks they answered for.
+#[derive(Default)]
+struct LocatorAnswer {
+    /// Blocks whose group answered: only those in `found` may hold the keys.
+    answered: HashSet<usize>,
+    found: HashMap<usize, Slices>,
+}
+
+/// Asks every locator group holding a block of `kept` where `hashes` may be. Groups without a
+/// usable locator, or that say "in several blocks", answer for none of their blocks, which then
+/// go to their sidecars.
+async fn ask_locators(
+    table: &Table,
+    blocks: &BlockList,
+    kept: &[usize],
+    column: &str,
+    hashes: &[u64],
+    outcome: &mut PruneOutcome,
+) -> LocatorAnswer {
+    let wanted: HashSet<usize> = kept.iter().copied().collect();
+    // Owned items: a stream over borrowed ones makes the scan's future not Send.
+    let mut groups = Vec::new();
+    for group in blocks.locator_groups() {
+        if !group.blocks.clone().any(|b| wanted.contains(&b)) {
+            continue;
+        }
+        match &group.header {
+            Ok(header) => {
+                if let Some(locator) = header.column(column) {
+                    groups.push((group.clone(), header.clone(), locator.clone()));
+                }
+            }
+            Err(why) => {
+                log::warn!(
+                    "locator {} unusable, its blocks' sidecars are used: {why}",
+                    group.name
+                );
+                outcome.locators_unreadable += 1;
+            }
+        }
+    }
+    let asked: Vec<_> = futures::stream::iter(groups)
+        .map(|(group, header, locator)| async move {
+            let found = table.locate(&group, &header, &locator, hashes).await;
+            (group, found)
+        })
+        .buffer_unordered(LOCATOR_CONCURRENCY)
+        .collect()
+        .await;
+    let mut answer = LocatorAnswer::default();
+    for (group, found) in asked {
+        let (locations, bytes) = match found {
+            Ok(found) => found,
+            Err(e) => {
+                log::warn!(
+                    "cannot read locator {}, its blocks' sidecars are used: {e}",
+                    group.name
+                );
+                outcome.locators_unreadable += 1;
+                continue;
+            }
+        };
+        outcome.locator_groups_probed += 1;
+        outcome.index_bytes += bytes;
+        if locations.contains(&Location::Blocks) {
+            continue;
+        }
+        answer.answered.extend(group.blocks.clone());
+        for location in locations {
+            let (block, slice) = match location {
+                Location::Absent | Location::Blocks => continue,
+                Location::Slice { block, slice } => (block, Some(slice)),
+                Location::Block(block) => (block, None),
+            };
+            let slices = answer
+                .found
+                .entry(group.blocks.start + block as usize)
+                .or_insert_with(|| Some(BTreeSet::new()));
+            match (slices, slice) {
+                (Some(set), Some(slice)) => {
+                    set.insert(slice);
+                }
+                (whole, None) => *whole = None,
+                (None, Some(_)) => {}
+            }
+        }
+    }
+    answer
+}
+
+/// Locator groups asked at once for one query.
+const LOCATOR_CONCURRENCY: usize = 64;
+
 pub async fn prune_blocks(
     table: &Table,
     blocks: &BlockList,
     predicate: Option<&PruningPredicate>,
+    use_locator: bool,
 ) -> Result<PruneOutcome> {
     let mut outcome = PruneOutcome {
         total: blocks.len(),
@@ -101,6 +218,7 @@ pub async fn prune_blocks(
     };
     let Some(predicate) = predicate else {
         outcome.survivors = (0..blocks.len()).collect();
+        outcome.slices = vec![None; blocks.len()];
         return Ok(outcome);
     };
     let keep = predicate.prune(&BlockStatistics(blocks))?;
@@ -112,33 +230,54 @@ pub async fn prune_blocks(
         .iter()
         .filter_map(|g| literal_hashes(table, g))
         .collect();
-    if probes.is_empty() || survivors.is_empty() {
-        outcome.survivors = survivors;
-        return Ok(outcome);
-    }
     // One column at a time, each probing only the blocks the columns before it kept.
-    let mut kept = survivors;
+    let mut kept: Vec<(usize, Slices)> = survivors.into_iter().map(|b| (b, None)).collect();
     for (column, hashes) in &probes {
         if kept.is_empty() {
             break;
         }
-        let fetch = table.sidecar_entries(blocks, &kept, column).await;
+        let before = kept.len();
+        let which: Vec<usize> = kept.iter().map(|(b, _)| *b).collect();
+        let answer = if use_locator {
+            ask_locators(table, blocks, &which, column, hashes, &mut outcome).await
+        } else {
+            LocatorAnswer::default()
+        };
+        let mut narrowed = Vec::with_capacity(kept.len());
+        let mut unanswered = Vec::new();
+        for (block, slices) in kept {
+            if !answer.answered.contains(&block) {
+                unanswered.push((block, slices));
+            } else if let Some(found) = answer.found.get(&block) {
+                let slices = intersect(slices, found.clone());
+                if slices.as_ref().is_none_or(|s| !s.is_empty()) {
+                    narrowed.push((block, slices));
+                }
+            }
+        }
+        outcome.pruned_by_locator += before - unanswered.len() - narrowed.len();
+        let which: Vec<usize> = unanswered.iter().map(|(b, _)| *b).collect();
+        let fetch = table.sidecar_entries(blocks, &which, column).await;
         outcome.sidecar_bytes += fetch.bytes_fetched;
+        outcome.index_bytes += fetch.bytes_fetched;
         outcome.sidecar_cache_hits += fetch.cache_hits;
         outcome.sidecars_unreadable += fetch.unreadable;
-        let before = kept.len();
-        kept = kept
-            .into_iter()
-            .zip(&fetch.entries)
-            .filter(|(_, entry)| {
-                entry
-                    .as_ref()
-                    .is_none_or(|index| hashes.iter().any(|&h| index.may_contain(h)))
-            })
-            .map(|(block, _)| block)
-            .collect();
-        outcome.pruned_by_filter += before - kept.len();
+        let (probed, by_locator) = (unanswered.len(), narrowed.len());
+        narrowed.extend(
+            unanswered
+                .into_iter()
+                .zip(&fetch.entries)
+                .filter(|(_, entry)| {
+                    entry
+                        .as_ref()
+                        .is_none_or(|index| hashes.iter().any(|&h| index.may_contain(h)))
+                })
+                .map(|(block, _)| block),
+        );
+        outcome.pruned_by_filter += probed - (narrowed.len() - by_locator);
+        narrowed.sort_unstable_by_key(|(b, _)| *b);
+        kept = narrowed;
     }
-    outcome.survivors = kept;
+    (outcome.survivors, outcome.slices) = kept.into_iter().unzip();
     Ok(outcome)
 }

@@ -22,6 +22,8 @@ pub struct ScanStats {
     pub blocks_read: u64,
     pub rows_read: u64,
     pub bytes_read: u64,
+    /// Locator pages and sidecar entries read from storage to choose the blocks.
+    pub index_bytes: u64,
 }
 
 impl ScanStats {
@@ -34,6 +36,7 @@ impl ScanStats {
                 stats.blocks_total += opened.outcome.total as u64;
                 stats.blocks_read += opened.outcome.survivors.len() as u64;
                 stats.rows_read += opened.rows_in_blocks_read;
+                stats.index_bytes += opened.outcome.index_bytes;
                 let scanned = scan.metrics().and_then(|m| m.sum_by_name("bytes_scanned"));
                 stats.bytes_read +=
                     scanned.map_or(opened.bytes_in_blocks_read, |v| v.as_usize() as u64);
@@ -46,6 +49,7 @@ impl ScanStats {
             stats.blocks_read += s.blocks_read;
             stats.rows_read += s.rows_read;
             stats.bytes_read += s.bytes_read;
+            stats.index_bytes += s.index_bytes;
         }
         stats
     }

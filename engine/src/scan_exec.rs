@@ -7,6 +7,7 @@
 //! EXPLAIN ANALYZE shows blocks total / pruned by min-max / pruned by filter / read, sidecar
 //! bytes fetched and cache hits, next to the Parquet scan's own metrics.
 
+use std::collections::BTreeSet;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Instant;
@@ -15,10 +16,12 @@ use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::common::config::TableParquetOptions;
 use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::datasource::listing::PartitionedFile;
+use datafusion::datasource::physical_plan::parquet::ParquetRowSelection;
 use datafusion::datasource::physical_plan::{FileGroup, FileScanConfigBuilder, ParquetSource};
 use datafusion::datasource::source::DataSourceExec;
 use datafusion::error::Result;
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
+use datafusion::parquet::arrow::arrow_reader::RowSelection;
 use datafusion::physical_expr::utils::collect_columns;
 use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
 use datafusion::physical_optimizer::pruning::PruningPredicateBuilder;
@@ -32,6 +35,7 @@ use datafusion::physical_plan::{
     PlanProperties, ReplaceChildrenOptions,
 };
 use futures::{StreamExt, TryStreamExt};
+use sieve_index::locator::SLICE_ROWS;
 use sieve_storage::Table;
 use tokio::sync::OnceCell;
 
@@ -50,6 +54,8 @@ pub struct ScanRequest {
     pub limit: Option<usize>,
     /// Off: every block is read (the differential tests' baseline).
     pub pruning: bool,
+    /// Off: pruning probes every block's sidecar, never the locators.
+    pub locator: bool,
     pub partitions: usize,
 }
 
@@ -120,7 +126,7 @@ impl SieveScanExec {
                     .with_file_schema(schema.clone())
                     .build(p.clone())
             });
-        let outcome = prune_blocks(table, &blocks, pruning.as_deref()).await?;
+        let outcome = prune_blocks(table, &blocks, pruning.as_deref(), request.locator).await?;
         // What a point query costs before it reads any block: finding the snapshot and its
         // blocks, then pruning them.
         let timer = |name: &'static str, from: Instant, to: Instant| {
@@ -135,6 +141,15 @@ impl SieveScanExec {
         timer("prune_time", resolved, Instant::now());
         let survivors = &outcome.survivors;
         let rows_in_blocks_read = survivors.iter().map(|&i| blocks.rows().value(i)).sum();
+        // Slices (8192-row pages) the scan is asked to read.
+        let pages_read = survivors
+            .iter()
+            .zip(&outcome.slices)
+            .map(|(&i, slices)| match slices {
+                Some(s) => s.len() as u64,
+                None => blocks.rows().value(i).div_ceil(u64::from(SLICE_ROWS)),
+            })
+            .sum();
         let bytes_in_blocks_read = survivors
             .iter()
             .map(|&i| blocks.data_bytes().value(i))
@@ -146,8 +161,13 @@ impl SieveScanExec {
         };
         count("blocks_total", outcome.total as u64);
         count("blocks_pruned_by_minmax", outcome.pruned_by_minmax as u64);
+        count("blocks_pruned_by_locator", outcome.pruned_by_locator as u64);
         count("blocks_pruned_by_filter", outcome.pruned_by_filter as u64);
         count("blocks_read", survivors.len() as u64);
+        count("pages_read", pages_read);
+        count("index_bytes_fetched", outcome.index_bytes);
+        count("locator_groups_probed", outcome.locator_groups_probed);
+        count("locators_unreadable", outcome.locators_unreadable);
         count("sidecar_bytes_fetched", outcome.sidecar_bytes);
         count("sidecar_cache_hits", outcome.sidecar_cache_hits);
         count("sidecars_unreadable", outcome.sidecars_unreadable);
@@ -159,10 +179,17 @@ impl SieveScanExec {
         } else {
             let files: Vec<PartitionedFile> = survivors
                 .iter()
-                .map(|&i| {
+                .zip(&outcome.slices)
+                .map(|(&i, slices)| {
                     let path = table.block_path(blocks.block_id(i));
-                    PartitionedFile::new(path.to_string(), blocks.data_bytes().value(i))
-                        .with_extension(blocks.checksums(i))
+                    let file = PartitionedFile::new(path.to_string(), blocks.data_bytes().value(i))
+                        .with_extension(blocks.checksums(i));
+                    match slices {
+                        Some(slices) => {
+                            file.with_extension(slice_selection(slices, blocks.rows().value(i)))
+                        }
+                        None => file,
+                    }
                 })
                 .collect();
             let per_group = files.len().div_ceil(request.partitions.max(1));
@@ -211,6 +238,17 @@ impl SieveScanExec {
     }
 }
 
+/// The rows of a block's slices, for the Parquet scan: with the page index it reads only the
+/// pages that hold them.
+fn slice_selection(slices: &BTreeSet<u32>, rows: u64) -> ParquetRowSelection {
+    let rows = rows as usize;
+    let ranges = slices.iter().map(|&s| {
+        let start = (s as usize * SLICE_ROWS as usize).min(rows);
+        start..(start + SLICE_ROWS as usize).min(rows)
+    });
+    ParquetRowSelection::new(RowSelection::from_consecutive_ranges(ranges, rows))
+}
+
 impl DisplayAs for SieveScanExec {
     fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
         let def = self.request.table.def();
@@ -225,9 +263,10 @@ impl DisplayAs for SieveScanExec {
             let o = &opened.outcome;
             write!(
                 f,
-                ", blocks={} total, {} pruned by min-max, {} pruned by filter, {} read",
+                ", blocks={} total, {} pruned by min-max, {} pruned by locator, {} pruned by filter, {} read",
                 o.total,
                 o.pruned_by_minmax,
+                o.pruned_by_locator,
                 o.pruned_by_filter,
                 o.survivors.len()
             )?;

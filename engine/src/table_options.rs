@@ -1,4 +1,5 @@
-//! `CREATE TABLE … WITH (index_columns = 'c1,c2', filter = 'xor8', block_rows = 100000)`.
+//! `CREATE TABLE … WITH (index_columns = 'c1,c2', filter = 'xor8', block_rows = 100000,
+//! locator = true, max_false_reads = 0.01)`.
 //! The same keys are accepted after OPTIONS(…) and as plain `key = value` pairs.
 
 use datafusion::common::plan_err;
@@ -7,7 +8,8 @@ use datafusion::sql::sqlparser::ast::{CreateTableOptions, Expr, SqlOption, Value
 use sieve_index::FilterKind;
 use sieve_storage::TableOptions;
 
-const KEYS: &str = "index_columns, filter, block_rows, parquet_bloom_filters";
+const KEYS: &str =
+    "index_columns, filter, block_rows, parquet_bloom_filters, locator, max_false_reads";
 
 fn literal(value: &Expr) -> Option<String> {
     match value {
@@ -18,6 +20,14 @@ fn literal(value: &Expr) -> Option<String> {
         },
         Expr::Identifier(ident) => Some(ident.value.clone()),
         _ => None,
+    }
+}
+
+fn boolean(key: &str, value: &str) -> Result<bool> {
+    match value.to_ascii_lowercase().as_str() {
+        "true" | "1" => Ok(true),
+        "false" | "0" => Ok(false),
+        _ => plan_err!("{key} must be true or false, got {value:?}"),
     }
 }
 
@@ -67,12 +77,11 @@ pub fn table_options(
                 Ok(n) if n > 0 => options.block_rows = n,
                 _ => return plan_err!("block_rows must be a positive integer, got {value:?}"),
             },
-            "parquet_bloom_filters" => match value.to_ascii_lowercase().as_str() {
-                "true" | "1" => options.parquet_bloom_filters = true,
-                "false" | "0" => options.parquet_bloom_filters = false,
-                _ => {
-                    return plan_err!("parquet_bloom_filters must be true or false, got {value:?}");
-                }
+            "parquet_bloom_filters" => options.parquet_bloom_filters = boolean(key, value)?,
+            "locator" => options.locator = boolean(key, value)?,
+            "max_false_reads" => match value.parse::<f64>() {
+                Ok(n) if n > 0.0 && n <= 1.0 => options.max_false_reads = n,
+                _ => return plan_err!("max_false_reads must be a number in (0, 1], got {value:?}"),
             },
             other => return plan_err!("unknown table option {other:?}; supported: {KEYS}"),
         }

@@ -68,6 +68,7 @@ fn kind(path: &Path) -> &'static str {
         _ if name.ends_with(".arrow") => "segment",
         _ if name.ends_with(".parquet") => "block",
         _ if name.ends_with(".sidecar") => "sidecar",
+        _ if name.ends_with(".loc") => "locator",
         _ => panic!("unexpected file {name}"),
     }
 }
@@ -107,7 +108,7 @@ async fn flipped_bits_in_any_object_give_an_error_or_the_right_answer() {
     let mut snapshots = by_kind.remove("snapshot").unwrap();
     by_kind.insert("snapshot", vec![snapshots.pop().unwrap()]);
     by_kind.insert("older snapshot", snapshots);
-    assert_eq!(by_kind.len(), 8, "{:?}", by_kind.keys());
+    assert_eq!(by_kind.len(), 9, "{:?}", by_kind.keys());
 
     let mut rng = StdRng::seed_from_u64(0x51e7e);
     let mut caught: BTreeMap<&str, usize> = BTreeMap::new();
@@ -149,13 +150,14 @@ async fn flipped_bits_in_any_object_give_an_error_or_the_right_answer() {
         }
     }
     // The objects whose every byte matters are always caught; the marker's content and older
-    // snapshots are never read, a sidecar's damage only means reading its block.
+    // snapshots are never read, a sidecar's damage only means reading its block, a locator's
+    // only means asking the sidecars.
     for kind in ["table definition", "latest pointer", "snapshot", "segment"] {
         assert_eq!(caught.get(kind), Some(&24), "{kind}: {caught:?}");
     }
     // Every stride of every block is read by the first query.
     assert_eq!(caught.get("block"), Some(&24), "{caught:?}");
-    for kind in ["sidecar", "database marker", "older snapshot"] {
+    for kind in ["sidecar", "locator", "database marker", "older snapshot"] {
         assert_eq!(caught.get(kind), Some(&0), "{kind}: {caught:?}");
     }
 }

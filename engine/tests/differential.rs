@@ -1,6 +1,7 @@
 //! Differential test of every pruning path: random data of several types, random `=`, `IN`, `OR`
 //! and `AND` queries (including literals of other types than the column), each run with pruning on
-//! and off; the results must be equal. A filter must never cause a missing row.
+//! (locators, then sidecars), with the locator off (sidecars only) and with pruning off; the
+//! results must be equal. A filter or a locator must never cause a missing row.
 
 mod common;
 
@@ -138,6 +139,11 @@ async fn differential(location: &str, seed: u64) {
     let pruned = engine.session().unwrap();
     let unpruned = engine.session().unwrap();
     unpruned.execute("set sieve.pruning = false").await.unwrap();
+    let sidecars_only = engine.session().unwrap();
+    sidecars_only
+        .execute("set sieve.locator = false")
+        .await
+        .unwrap();
     let mut rng = StdRng::seed_from_u64(seed);
     load(&pruned, &mut rng).await;
 
@@ -146,12 +152,18 @@ async fn differential(location: &str, seed: u64) {
         let sql = query(&mut rng);
         let with = pruned.execute(&sql).await;
         let without = unpruned.execute(&sql).await;
+        let by_sidecars = sidecars_only.execute(&sql).await;
         match (with, without) {
             (Ok(with), Ok(without)) => {
                 assert_eq!(
                     rows(&with),
                     rows(&without),
                     "pruning changed the result of {sql}"
+                );
+                assert_eq!(
+                    rows(&by_sidecars.unwrap()),
+                    rows(&without),
+                    "pruning without the locator changed the result of {sql}"
                 );
                 assert_eq!(without.stats.blocks_read, without.stats.blocks_total);
                 queries += 1;

@@ -60,12 +60,22 @@ async fn explain_fetches_nothing_and_the_query_prunes_when_it_runs(location: &st
         (10, 1)
     );
     let first = log.take();
-    // The segment says where each block's c2 entry lies: one exact read per sidecar probed.
-    let sidecars = fetched(&first, ".sidecar");
-    let distinct: HashSet<&&String> = sidecars.iter().collect();
-    assert!(!sidecars.is_empty(), "{first:#?}");
-    assert_eq!(sidecars.len(), distinct.len(), "{first:#?}");
+    // The table's one locator group says where '3500' is: one ranged read, no sidecar.
+    assert_eq!(fetched(&first, ".loc").len(), 1, "{first:#?}");
+    assert!(fetched(&first, ".sidecar").is_empty(), "{first:#?}");
     assert!(!fetched(&first, ".parquet").is_empty(), "{first:#?}");
+
+    // Without the locator, the segment says where each block's c2 entry lies: one exact read
+    // per sidecar probed.
+    run(&s, "set sieve.locator = false").await;
+    log.take();
+    assert_eq!(rows(&run(&s, sql).await), ["500"]);
+    let without = log.take();
+    let sidecars = fetched(&without, ".sidecar");
+    let distinct: HashSet<&&String> = sidecars.iter().collect();
+    assert_eq!(sidecars.len(), 10, "{without:#?}");
+    assert_eq!(sidecars.len(), distinct.len(), "{without:#?}");
+    assert!(fetched(&without, ".loc").is_empty(), "{without:#?}");
 
     // Again: the snapshot is confirmed with two small requests; segments, sidecar entries and
     // the block's footer come from the caches.

@@ -54,6 +54,28 @@ impl ColumnHashes {
             None => *has_null = true,
         })
     }
+
+    /// [`Self::extend_from_array`], also recording in `rows` the row (counted from `first_row`)
+    /// of every hash it appends: the locator names where in a block each key is.
+    pub fn extend_with_rows(
+        &mut self,
+        array: &dyn Array,
+        first_row: u32,
+        rows: &mut Vec<u32>,
+    ) -> Result<(), IndexError> {
+        let Self { hashes, has_null } = self;
+        let mut row = first_row;
+        visit(array, &mut |h| {
+            match h {
+                Some(h) => {
+                    hashes.push(h);
+                    rows.push(row);
+                }
+                None => *has_null = true,
+            }
+            row += 1;
+        })
+    }
 }
 
 /// Whether values of this type can be hashed, and so indexed.

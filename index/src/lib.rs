@@ -16,6 +16,7 @@ mod error;
 pub mod filter;
 pub mod hash;
 mod kind;
+pub mod locator;
 pub mod retrieval;
 pub mod sidecar;
 
@@ -24,4 +25,5 @@ pub use cardinality::estimate_ndv;
 pub use column_index::{ColumnIndex, EXACT_MAX_KEYS};
 pub use error::IndexError;
 pub use kind::{EntryKind, FilterKind};
+pub use locator::{ColumnLocator, Location, LocatorHeader};
 pub use sidecar::{Sidecar, SidecarColumn, SidecarEntry, SidecarHeader};

@@ -1,5 +1,6 @@
-//! Encodes one block: a Parquet file (one row group, zstd, page statistics for the page index) and
-//! its sidecar, hashing every indexed value exactly once. Pure CPU work, run off the async runtime.
+//! Encodes one block: a Parquet file (one row group, zstd, pages of one locator slice with
+//! statistics for the page index) and its sidecar, hashing every indexed value exactly once. Pure
+//! CPU work, run off the async runtime.
 
 use arrow_array::{ArrayRef, RecordBatch};
 use bytes::Bytes;
@@ -8,6 +9,7 @@ use parquet::arrow::arrow_reader::statistics::StatisticsConverter;
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use parquet::schema::types::ColumnPath;
+use sieve_index::locator::{self, BlockKeys, SLICE_ROWS};
 use sieve_index::sidecar;
 use sieve_index::{ColumnHashes, ColumnIndex, SidecarHeader};
 
@@ -43,21 +45,34 @@ pub struct BlockStats {
     pub null_counts: Vec<u64>,
     /// Parallel to the table's index columns.
     pub index: Vec<IndexStats>,
+    /// The locator group the block is in (set by the writer once the group is built), and on
+    /// the group's first block the group's header.
+    pub locator: Option<(String, Option<Vec<u8>>)>,
 }
 
 pub struct EncodedBlock {
     pub parquet: Bytes,
     pub sidecar: Bytes,
     pub stats: BlockStats,
+    /// Per index column, the block's keys and their slices ([`locator::block_keys`]), kept until
+    /// the block's locator group is built; empty when the table has no locator.
+    pub locator_keys: Vec<BlockKeys>,
 }
 
-fn writer_properties(def: &TableDef) -> Result<WriterProperties> {
+/// `plain_columns`: index columns whose values are nearly all distinct. A dictionary would not
+/// shrink them, and its page (up to 1 MiB) would be read with every slice the locator names.
+fn writer_properties(def: &TableDef, plain_columns: &[&str]) -> Result<WriterProperties> {
     let mut builder = WriterProperties::builder()
         .set_compression(Compression::ZSTD(ZstdLevel::try_new(1)?))
         .set_statistics_enabled(EnabledStatistics::Page)
         // One row group per block: the block is the unit of pruning.
         .set_max_row_group_row_count(None)
-        .set_max_row_group_bytes(None);
+        .set_max_row_group_bytes(None)
+        // Pages of one locator slice, so reading a slice reads about one page per column.
+        .set_data_page_row_count_limit(SLICE_ROWS as usize);
+    for column in plain_columns {
+        builder = builder.set_column_dictionary_enabled(ColumnPath::from(*column), false);
+    }
     if def.options.parquet_bloom_filters {
         for column in &def.options.index_columns {
             let path = ColumnPath::from(column.as_str());
@@ -72,9 +87,41 @@ fn writer_properties(def: &TableDef) -> Result<WriterProperties> {
 
 pub fn encode_block(def: &TableDef, id: String, batches: &[RecordBatch]) -> Result<EncodedBlock> {
     let schema = def.schema.clone();
+    let rows: u64 = batches.iter().map(|b| b.num_rows() as u64).sum();
+    // The index first: its distinct-value estimates decide which columns get a dictionary.
+    let mut columns = Vec::with_capacity(def.options.index_columns.len());
+    let mut locator_keys = Vec::new();
+    for name in &def.options.index_columns {
+        let index = schema.index_of(name)?;
+        let mut hashes = ColumnHashes::default();
+        let mut key_rows = Vec::new();
+        let mut first_row = 0u32;
+        for batch in batches {
+            let array = batch.column(index).as_ref();
+            if def.options.locator {
+                hashes.extend_with_rows(array, first_row, &mut key_rows)?;
+            } else {
+                hashes.extend_from_array(array)?;
+            }
+            first_row += batch.num_rows() as u32;
+        }
+        if def.options.locator {
+            locator_keys.push(locator::block_keys(&hashes.hashes, &key_rows));
+        }
+        columns.push(ColumnIndex::build(name.clone(), def.options.filter, hashes));
+    }
+    let plain_columns: Vec<&str> = columns
+        .iter()
+        .filter(|c| c.ndv_estimate * 2 > rows)
+        .map(|c| c.column.as_str())
+        .collect();
+
     let mut buffer = Vec::new();
-    let mut writer =
-        ArrowWriter::try_new(&mut buffer, schema.clone(), Some(writer_properties(def)?))?;
+    let mut writer = ArrowWriter::try_new(
+        &mut buffer,
+        schema.clone(),
+        Some(writer_properties(def, &plain_columns)?),
+    )?;
     for batch in batches {
         writer.write(batch)?;
     }
@@ -94,15 +141,6 @@ pub fn encode_block(def: &TableDef, id: String, batches: &[RecordBatch]) -> Resu
         null_counts.push(nulls.iter().flatten().sum());
     }
 
-    let mut columns = Vec::with_capacity(def.options.index_columns.len());
-    for name in &def.options.index_columns {
-        let index = schema.index_of(name)?;
-        let mut hashes = ColumnHashes::default();
-        for batch in batches {
-            hashes.extend_from_array(batch.column(index).as_ref())?;
-        }
-        columns.push(ColumnIndex::build(name.clone(), def.options.filter, hashes));
-    }
     let sidecar = Bytes::from(sidecar::encode(&columns)?);
     let header = SidecarHeader::parse(&sidecar)?;
     let index = columns
@@ -118,7 +156,7 @@ pub fn encode_block(def: &TableDef, id: String, batches: &[RecordBatch]) -> Resu
 
     let stats = BlockStats {
         id,
-        rows: batches.iter().map(|b| b.num_rows() as u64).sum(),
+        rows,
         data_bytes: parquet.len() as u64,
         checksums: block_checksums::compute(&parquet),
         sidecar_bytes: sidecar.len() as u64,
@@ -126,10 +164,12 @@ pub fn encode_block(def: &TableDef, id: String, batches: &[RecordBatch]) -> Resu
         maxes,
         null_counts,
         index,
+        locator: None,
     };
     Ok(EncodedBlock {
         parquet,
         sidecar,
         stats,
+        locator_keys,
     })
 }

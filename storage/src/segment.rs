@@ -11,7 +11,8 @@
 //! that column).
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::ops::Range;
+use std::sync::{Arc, OnceLock};
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::UInt64Type;
@@ -24,7 +25,7 @@ use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use arrow_select::concat::{concat, concat_batches};
 use bytes::Bytes;
 
-use sieve_index::SidecarEntry;
+use sieve_index::{LocatorHeader, SidecarEntry};
 
 use crate::block::BlockStats;
 use crate::block_checksums::BlockChecksums;
@@ -43,6 +44,9 @@ fn nulls_name(column: &str) -> String {
 fn index_name(what: &str, column: &str) -> String {
     format!("{what}:{column}")
 }
+
+const LOCATOR: &str = "locator";
+const LOCATOR_HEADER: &str = "locator_header";
 
 /// The segment format this build writes and the newest it reads.
 pub const SEGMENT_FORMAT: u32 = 1;
@@ -81,6 +85,10 @@ pub fn segment_schema(def: &TableDef) -> SchemaRef {
             true,
         ));
     }
+    // The block's locator group, and the group's header on its first block; null for blocks
+    // without a locator (and in segments written before locators).
+    fields.push(Field::new(LOCATOR, DataType::Utf8, true));
+    fields.push(Field::new(LOCATOR_HEADER, DataType::Binary, true));
     let metadata = HashMap::from([(FORMAT_KEY.to_string(), SEGMENT_FORMAT.to_string())]);
     Arc::new(Schema::new_with_metadata(fields, metadata))
 }
@@ -159,6 +167,14 @@ pub fn encode_segment(def: &TableDef, blocks: &[BlockStats]) -> Result<Bytes> {
             blocks.iter().map(|b| b.index[i].record),
         )));
     }
+    columns.push(Arc::new(StringArray::from_iter(
+        blocks
+            .iter()
+            .map(|b| b.locator.as_ref().map(|(group, _)| group)),
+    )));
+    columns.push(Arc::new(BinaryArray::from_iter(blocks.iter().map(|b| {
+        b.locator.as_ref().and_then(|(_, header)| header.as_deref())
+    }))));
     let batch = RecordBatch::try_new(schema.clone(), columns)?;
     let mut writer = FileWriter::try_new(Vec::new(), &schema)?;
     writer.write(&batch)?;
@@ -170,6 +186,19 @@ pub fn encode_segment(def: &TableDef, blocks: &[BlockStats]) -> Result<Bytes> {
 #[derive(Debug, Clone)]
 pub struct BlockList {
     batch: RecordBatch,
+    /// Parsed on first use; the list is cached per table version, so once per version.
+    locator_groups: Arc<OnceLock<Vec<LocatorGroup>>>,
+}
+
+/// Consecutive blocks of one commit indexed by one locator file.
+#[derive(Debug, Clone)]
+pub struct LocatorGroup {
+    pub name: String,
+    /// Indices into the block list.
+    pub blocks: Range<usize>,
+    /// The header from the segment; an error (the reason) if it is missing or does not parse,
+    /// or does not describe exactly these blocks: then the group's blocks use their sidecars.
+    pub header: std::result::Result<Arc<LocatorHeader>, String>,
 }
 
 impl BlockList {
@@ -178,6 +207,7 @@ impl BlockList {
         let schema = segment_schema(def);
         Ok(Self {
             batch: concat_batches(&schema, segments.iter().map(|s| s.as_ref()))?,
+            locator_groups: Arc::default(),
         })
     }
 
@@ -275,6 +305,52 @@ impl BlockList {
                     e.to_string(),
                 )
             })
+        })
+    }
+}
+
+impl BlockList {
+    /// The locator groups of the listed blocks, in order.
+    pub fn locator_groups(&self) -> &[LocatorGroup] {
+        self.locator_groups.get_or_init(|| {
+            let names = self
+                .batch
+                .column(self.batch.num_columns() - 2)
+                .as_string::<i32>();
+            let headers = self
+                .batch
+                .column(self.batch.num_columns() - 1)
+                .as_binary::<i32>();
+            let mut groups: Vec<LocatorGroup> = Vec::new();
+            for i in (0..self.len()).filter(|&i| names.is_valid(i)) {
+                let name = names.value(i);
+                match groups.last_mut() {
+                    Some(g) if g.name == name && g.blocks.end == i => g.blocks.end += 1,
+                    _ => groups.push(LocatorGroup {
+                        name: name.to_string(),
+                        blocks: i..i + 1,
+                        header: if headers.is_valid(i) {
+                            LocatorHeader::parse(headers.value(i))
+                                .map(Arc::new)
+                                .map_err(|e| e.to_string())
+                        } else {
+                            Err("no header on the group's first block".into())
+                        },
+                    }),
+                }
+            }
+            for g in &mut groups {
+                if let Ok(h) = &g.header
+                    && h.blocks as usize != g.blocks.len()
+                {
+                    g.header = Err(format!(
+                        "the header names {} blocks, the segment {}",
+                        h.blocks,
+                        g.blocks.len()
+                    ));
+                }
+            }
+            groups
         })
     }
 }

@@ -1,6 +1,7 @@
 //! A handle on one table's data: its snapshots, block list and sidecars.
 //!
-//! `tables/<id>/blocks/<block>.parquet` and `.sidecar`, `tables/<id>/segments/<segment>.arrow`,
+//! `tables/<id>/blocks/<block>.parquet` and `.sidecar`, `tables/<id>/locators/<group>.loc`,
+//! `tables/<id>/segments/<segment>.arrow`,
 //! `tables/<id>/snapshots/…` (see [`crate::snapshot`]).
 
 use std::sync::Arc;
@@ -9,11 +10,13 @@ use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt};
 use object_store::ObjectStoreExt;
 use object_store::path::Path;
-use sieve_index::{IndexError, SidecarColumn, SidecarEntry, SidecarHeader};
+use sieve_index::{
+    ColumnLocator, IndexError, Location, LocatorHeader, SidecarColumn, SidecarEntry, SidecarHeader,
+};
 
 use crate::error::{Result, StorageError};
 use crate::location::Storage;
-use crate::segment::{BlockList, decode_segment};
+use crate::segment::{BlockList, LocatorGroup, decode_segment};
 use crate::snapshot::{self, Snapshot};
 use crate::table_def::TableDef;
 
@@ -67,6 +70,10 @@ impl Table {
 
     pub fn sidecar_path(&self, block: &str) -> Path {
         self.dir().join("blocks").join(format!("{block}.sidecar"))
+    }
+
+    pub fn locator_path(&self, group: &str) -> Path {
+        self.dir().join("locators").join(format!("{group}.loc"))
     }
 
     pub fn segment_path(&self, segment: &str) -> Path {
@@ -186,6 +193,31 @@ impl Table {
             fetch.entries[slot] = entry;
         }
         fetch
+    }
+
+    /// Where each of `hashes` may be in `column` of a locator group: one ranged read of at most
+    /// two pages per hash, all sent at once. Returns the bytes read too. An error (a missing or
+    /// damaged file) means the group's blocks must be probed another way.
+    pub async fn locate(
+        &self,
+        group: &LocatorGroup,
+        header: &LocatorHeader,
+        column: &ColumnLocator,
+        hashes: &[u64],
+    ) -> Result<(Vec<Location>, u64)> {
+        let path = self.locator_path(&group.name);
+        let reads = hashes.iter().map(|&hash| {
+            let path = &path;
+            async move {
+                let range = header.lookup_range(column, hash);
+                let bytes = self.storage.store().get_range(path, range).await?;
+                let location = header.locate(column, hash, &bytes)?;
+                Ok::<_, StorageError>((location, bytes.len() as u64))
+            }
+        });
+        let found = futures::future::try_join_all(reads).await?;
+        let bytes = found.iter().map(|(_, b)| b).sum();
+        Ok((found.into_iter().map(|(l, _)| l).collect(), bytes))
     }
 
     /// An entry whose place the segment recorded: exactly its payload's bytes.

@@ -21,6 +21,24 @@ pub struct TableOptions {
     /// readers (and DataFusion's ListingTable baseline in `sieve bench filters`) can use them.
     #[serde(default)]
     pub parquet_bloom_filters: bool,
+    /// Build a locator (`sieve_index::locator`) per group of blocks for the index columns, so a
+    /// point query reads one small range per group instead of a filter per block.
+    #[serde(default = "enabled")]
+    pub locator: bool,
+    /// The locator's error budget: expected false block reads of an absent-key query, summed
+    /// over every group the table will ever have.
+    #[serde(default = "default_max_false_reads")]
+    pub max_false_reads: f64,
+}
+
+fn enabled() -> bool {
+    true
+}
+
+pub const DEFAULT_MAX_FALSE_READS: f64 = 0.01;
+
+fn default_max_false_reads() -> f64 {
+    DEFAULT_MAX_FALSE_READS
 }
 
 impl TableOptions {
@@ -36,6 +54,8 @@ impl TableOptions {
             filter: FilterKind::default(),
             block_rows: DEFAULT_BLOCK_ROWS,
             parquet_bloom_filters: false,
+            locator: true,
+            max_false_reads: DEFAULT_MAX_FALSE_READS,
         }
     }
 }
@@ -69,6 +89,12 @@ impl TableDef {
                     field.data_type()
                 )));
             }
+        }
+        if !(options.max_false_reads > 0.0 && options.max_false_reads <= 1.0) {
+            return Err(StorageError::Invalid(format!(
+                "max_false_reads must be in (0, 1], got {}",
+                options.max_false_reads
+            )));
         }
         if options.block_rows == 0 {
             return Err(StorageError::Invalid(

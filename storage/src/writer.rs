@@ -1,6 +1,7 @@
 //! Streams batches into a table: cuts them into blocks of `block_rows` rows, encodes blocks in
 //! parallel (one per core in flight, which also bounds memory whatever the row count), uploads each
-//! block's Parquet file and sidecar concurrently, then commits one snapshot.
+//! block's Parquet file and sidecar concurrently, builds the blocks' locator groups
+//! ([`crate::locator_builder`]), then commits one snapshot.
 //!
 //! Nothing is visible until [`TableWriter::finish`] commits; dropping the writer, or an error,
 //! leaves the table exactly as it was (uploaded blocks become harmless orphans).
@@ -14,18 +15,22 @@ use tokio::task::JoinSet;
 
 use crate::block::{BlockStats, encode_block};
 use crate::error::{Result, StorageError};
+use crate::locator_builder::LocatorBuilder;
 use crate::segment::encode_segment;
 use crate::snapshot::{self, Delta, SegmentRef, Snapshot};
 use crate::table::Table;
+use sieve_index::locator::BlockKeys;
 
 pub struct TableWriter {
     table: Table,
     pending: Vec<RecordBatch>,
     pending_rows: usize,
     in_flight: Arc<Semaphore>,
-    tasks: JoinSet<Result<(usize, BlockStats)>>,
+    tasks: JoinSet<Result<(usize, BlockStats, Vec<BlockKeys>)>>,
     /// Blocks uploaded so far, with their position in the stream.
     done: Vec<(usize, BlockStats)>,
+    /// None when the table has no locator.
+    locators: Option<LocatorBuilder>,
     blocks_started: usize,
     rows_written: u64,
 }
@@ -45,7 +50,10 @@ fn parallelism() -> usize {
 
 impl TableWriter {
     pub fn new(table: Table) -> Self {
+        let has_locator =
+            table.def().options.locator && !table.def().options.index_columns.is_empty();
         Self {
+            locators: has_locator.then(|| LocatorBuilder::new(table.clone())),
             table,
             pending: Vec::new(),
             pending_rows: 0,
@@ -108,7 +116,7 @@ impl TableWriter {
             .await
             .expect("semaphore is never closed");
         while let Some(finished) = self.tasks.try_join_next() {
-            self.done.push(finished??);
+            self.finished(finished??).await?;
         }
         let batches = std::mem::take(&mut self.pending);
         self.pending_rows = 0;
@@ -130,9 +138,21 @@ impl TableWriter {
                 store.put(&sidecar_path, PutPayload::from(encoded.sidecar)),
             )?;
             drop(permit);
-            Ok((sequence, encoded.stats))
+            Ok((sequence, encoded.stats, encoded.locator_keys))
         });
         Ok(())
+    }
+
+    /// Keeps an uploaded block's statistics and hands its keys to its locator group.
+    async fn finished(
+        &mut self,
+        (sequence, stats, keys): (usize, BlockStats, Vec<BlockKeys>),
+    ) -> Result<()> {
+        self.done.push((sequence, stats));
+        match &mut self.locators {
+            Some(locators) => locators.add(sequence, keys).await,
+            None => Ok(()),
+        }
     }
 
     /// Writes the last partial block, waits for every block, writes the segment and commits.
@@ -140,9 +160,19 @@ impl TableWriter {
         if self.pending_rows > 0 {
             self.dispatch().await?;
         }
-        let mut blocks = std::mem::take(&mut self.done);
         while let Some(finished) = self.tasks.join_next().await {
-            blocks.push(finished??);
+            self.finished(finished??).await?;
+        }
+        let mut blocks = std::mem::take(&mut self.done);
+        if let Some(locators) = self.locators.take() {
+            blocks.sort_by_key(|(sequence, _)| *sequence);
+            for group in locators.finish(blocks.len()).await? {
+                let run = &mut blocks[group.first_block..group.first_block + group.blocks];
+                for (i, (_, stats)) in run.iter_mut().enumerate() {
+                    let header = (i == 0).then(|| group.header.clone());
+                    stats.locator = Some((group.name.clone(), header));
+                }
+            }
         }
         if blocks.is_empty() {
             return Ok(Committed {

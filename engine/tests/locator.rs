@@ -1,0 +1,219 @@
+//! The locator, differentially: blocks of several 8192-row slices, keys unique, repeated inside a
+//! slice, across slices of a block and across blocks and commits, NULLs; every query run with the
+//! locator, with sidecars only and with pruning off must agree. A damaged or missing locator
+//! changes nothing but the cost. Counts, not timings: index bytes and data bytes read.
+
+mod common;
+
+use common::{rows, run};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use sieve_engine::{Engine, QueryOutput, Session};
+
+fn sorted(output: &QueryOutput) -> Vec<String> {
+    let mut rows = rows(output);
+    rows.sort();
+    rows
+}
+
+/// 200,000 rows in 60,000-row blocks (8 slices each), in two commits. `k`: unique, except that
+/// rows 135,000.. repeat the keys of rows 0.. (another block, and another commit); NULL every
+/// 13th row. `g`: the same value for 3 consecutive rows (so sometimes across a slice boundary).
+/// `s`: every 27,000 rows again (several slices and blocks).
+async fn load(session: &Session) {
+    run(
+        session,
+        "create table t (k bigint, g bigint, s varchar, v bigint) \
+         with (block_rows = 60000, index_columns = 'k,g,s')",
+    )
+    .await;
+    for (from, to) in [(0, 150_000), (150_000, 200_000)] {
+        run(
+            session,
+            &format!(
+                "insert into t select \
+                   case when number % 13 = 0 then null else (number * 7919) % 135000 end, \
+                   number / 3, concat('v', cast(number % 27000 as varchar)), number \
+                 from numbers({to}) where number >= {from}"
+            ),
+        )
+        .await;
+    }
+}
+
+fn query(rng: &mut StdRng) -> String {
+    let key = |rng: &mut StdRng| match rng.random_range(0..3) {
+        0 => format!("k = {}", rng.random_range(-10..140_000)),
+        1 => format!("g = {}", rng.random_range(0..67_000)),
+        _ => format!("s = 'v{}'", rng.random_range(0..27_500)),
+    };
+    match rng.random_range(0..5) {
+        0 => format!(
+            "k in ({}, {}, {})",
+            rng.random_range(0..136_000),
+            rng.random_range(0..136_000),
+            rng.random_range(0..136_000)
+        ),
+        1 => format!("{} and {}", key(rng), key(rng)),
+        2 => format!("{} or {}", key(rng), key(rng)),
+        _ => key(rng),
+    }
+}
+
+struct Sessions {
+    located: Session,
+    sidecars: Session,
+    unpruned: Session,
+}
+
+async fn sessions(location: &str) -> Sessions {
+    let engine = Engine::open(location).await.unwrap();
+    let sidecars = engine.session().unwrap();
+    run(&sidecars, "set sieve.locator = false").await;
+    let unpruned = engine.session().unwrap();
+    run(&unpruned, "set sieve.pruning = false").await;
+    Sessions {
+        located: engine.session().unwrap(),
+        sidecars,
+        unpruned,
+    }
+}
+
+/// Runs random queries three ways; returns how many the locator answered with fewer data bytes.
+async fn compare(s: &Sessions, seed: u64, queries: usize) -> usize {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut cheaper = 0;
+    for _ in 0..queries {
+        let sql = format!("select * from t where {}", query(&mut rng));
+        let located = run(&s.located, &sql).await;
+        let by_sidecars = run(&s.sidecars, &sql).await;
+        let all = run(&s.unpruned, &sql).await;
+        assert_eq!(sorted(&located), sorted(&all), "the locator changed {sql}");
+        assert_eq!(sorted(&by_sidecars), sorted(&all), "sidecars changed {sql}");
+        cheaper += usize::from(located.stats.bytes_read < by_sidecars.stats.bytes_read);
+    }
+    cheaper
+}
+
+async fn locator_agrees(location: &str, seed: u64) {
+    let s = sessions(location).await;
+    load(&s.located).await;
+    let cheaper = compare(&s, seed, 150).await;
+    assert!(
+        cheaper > 0,
+        "the locator read fewer bytes in only {cheaper} queries"
+    );
+
+    // A key in one slice of one block in each commit, found with at most two pages of each
+    // commit's locator.
+    let sql = "select v from t where k = 25000";
+    let located = run(&s.located, sql).await;
+    let by_sidecars = run(&s.sidecars, sql).await;
+    assert_eq!(sorted(&located), ["155000", "20000"]);
+    assert_eq!(located.stats.blocks_read, 2);
+    assert!(
+        located.stats.index_bytes <= 2 * 2 * 2 * 1024,
+        "{:?}",
+        located.stats
+    );
+    // Less, not much less, at this size: reads are widened to the blocks' 64 KiB checksum
+    // strides, and the footer and page index are read either way.
+    assert!(
+        located.stats.bytes_read < by_sidecars.stats.bytes_read,
+        "one slice: {:?}, the block: {:?}",
+        located.stats,
+        by_sidecars.stats
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn locator_agrees_on_memory() {
+    locator_agrees("memory://", 1).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn locator_agrees_on_local_files() {
+    let dir = tempfile::tempdir().unwrap();
+    locator_agrees(dir.path().to_str().unwrap(), 2).await;
+}
+
+/// Set SIEVE_TEST_S3_URL (and the AWS_* variables) to run it against MinIO; scripts/test.sh does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn locator_agrees_on_s3() {
+    let Ok(base) = std::env::var("SIEVE_TEST_S3_URL") else {
+        eprintln!("SIEVE_TEST_S3_URL not set: skipped");
+        return;
+    };
+    let prefix = format!("{base}/locator-{:x}", rand::random::<u64>());
+    locator_agrees(&prefix, 3).await;
+}
+
+fn locator_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(d).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "loc") {
+                found.push(path);
+            }
+        }
+    }
+    found
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_damaged_or_missing_locator_falls_back_to_the_sidecars() {
+    let dir = tempfile::tempdir().unwrap();
+    let location = dir.path().to_str().unwrap();
+    load(&sessions(location).await.located).await;
+    let files = locator_files(dir.path());
+    assert_eq!(files.len(), 2, "one group per commit");
+    // Every page damaged in the first group, the second group's file gone. A fresh engine, so
+    // nothing is cached.
+    let bytes = std::fs::read(&files[0]).unwrap();
+    let damaged: Vec<u8> = bytes.iter().map(|b| b ^ 0x55).collect();
+    std::fs::write(&files[0], damaged).unwrap();
+    std::fs::remove_file(&files[1]).unwrap();
+    let s = sessions(location).await;
+    compare(&s, 4, 60).await;
+    let found = run(&s.located, "select v from t where k = 25000").await;
+    assert_eq!(sorted(&found), ["155000", "20000"]);
+}
+
+/// A cold absent-key query on a 1000-block table reads a few pages of index, not a filter per
+/// block.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cold_query_on_a_thousand_blocks_reads_little_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let location = dir.path().to_str().unwrap();
+    let s = sessions(location).await;
+    run(
+        &s.located,
+        "create table t with (block_rows = 100) as \
+         select number as c1, cast((number * 7919) % 100003 as string) as c2 \
+         from numbers(100000)",
+    )
+    .await;
+    for (sql, want) in [
+        ("select c1 from t where c2 = '91879x'", vec![]),
+        ("select c1 from t where c2 = '91879'", vec!["100"]),
+    ] {
+        let cold = sessions(location).await;
+        let located = run(&cold.located, sql).await;
+        assert_eq!(rows(&located), want);
+        assert_eq!(located.stats.blocks_total, 1000);
+        assert!(located.stats.index_bytes <= 1 << 20, "{:?}", located.stats);
+        assert!(located.stats.index_bytes <= 4096, "{:?}", located.stats);
+        let by_sidecars = run(&cold.sidecars, sql).await;
+        assert_eq!(rows(&by_sidecars), want);
+        assert!(
+            by_sidecars.stats.index_bytes > 100 * located.stats.index_bytes,
+            "{:?} vs {:?}",
+            by_sidecars.stats,
+            located.stats
+        );
+    }
+}

@@ -1,0 +1,501 @@
+//! The locator: for a group of blocks, one file that says where in the group a key may be (which
+//! block, and which 8192-row slice of it) with one small ranged read, however many blocks the
+//! group holds. Seed 003's "which of many sets holds this key", answered by a static function
+//! instead of a filter per set: each distinct key of an indexed column maps to a fingerprint of
+//! its hash and a slot ([`Location`]), stored in [`crate::retrieval`] shards of at most
+//! [`SHARD_KEYS`] keys. An absent key matches a fingerprint with probability 2^-bits per group,
+//! whatever the group's size.
+//!
+//! Layout, version 1 (all integers little-endian; [`LOCATOR_FORMAT`]):
+//!
+//! ```text
+//! header
+//!   8     magic "SIEVELOC"
+//!   2     format version (1)
+//!   4     blocks in the group, G
+//!   4     rows per slice (8192)
+//!   4     slices per block, P
+//!   8     pages after the header
+//!   2     column count
+//!   per column:
+//!     2+n   name length, UTF-8 name
+//!     1     fingerprint bits f · 1 slot bits s
+//!     8     distinct keys
+//!     4     shard count, then per shard: u32 seed · u32 rows · u64 first page
+//!   8     XXH3-64 of every header byte before it
+//! pages, 1024 bytes each: 1016 bytes of a shard's packed rows (zero-padded after its last row)
+//!   and the XXH3-64 of those bytes seeded with the page's number
+//! ```
+//!
+//! A key's shard is `hash · shards >> 64` (the hash's top bits, so a group's keys sorted by hash
+//! are its shards in order); its value, `fingerprint << s | slot`, is read from the shard's
+//! 64-row window ([`crate::retrieval::Geometry::window`]), at most two pages. Slots: `b·P + p`
+//! is slice `p` of block `b`; `G·P + b` is "several slices of block `b`"; `G·P + G` is "several
+//! blocks" (the reader falls back to the blocks' sidecars); anything above is absent.
+//!
+//! The header is also kept in the segment, so a cold lookup is one read of two pages. Parsing is
+//! strict and every page is checked: a damaged or newer locator is an error, which readers turn
+//! into "use the sidecars", never a missed row.
+
+use std::ops::Range;
+
+use xxhash_rust::xxh3::{xxh3_64, xxh3_64_with_seed};
+
+use crate::error::IndexError;
+use crate::retrieval::{self, Geometry, Retrieval};
+
+pub const MAGIC: [u8; 8] = *b"SIEVELOC";
+/// The locator format this build writes and the newest it reads.
+pub const LOCATOR_FORMAT: u16 = 1;
+/// Rows per slice: the unit a locator names inside a block, and the Parquet page size.
+pub const SLICE_ROWS: u32 = 8192;
+/// Keys per retrieval shard at most: a million keys build with ~9% spare rows (see
+/// [`crate::retrieval`]), and bound the builder's working memory to ~32 MB.
+pub const SHARD_KEYS: usize = 1 << 20;
+pub const PAGE: usize = 1024;
+const PAGE_DATA: usize = PAGE - 8;
+/// A block's key occurs in more than one of its slices.
+pub const MANY_SLICES: u32 = u32::MAX;
+
+fn corrupt(why: impl Into<String>) -> IndexError {
+    IndexError::Corrupt(format!("locator: {}", why.into()))
+}
+
+/// One block's distinct keys of one column and the slice each is in ([`MANY_SLICES`] if more
+/// than one), sorted by hash: what the writer keeps of a block until its group is built.
+pub type BlockKeys = Vec<(u64, u32)>;
+
+/// A block's [`BlockKeys`] from its key hashes and the row of each.
+pub fn block_keys(hashes: &[u64], rows: &[u32]) -> BlockKeys {
+    let mut keys: Vec<(u64, u32)> = hashes
+        .iter()
+        .zip(rows)
+        .map(|(&h, &row)| (h, row / SLICE_ROWS))
+        .collect();
+    keys.sort_unstable();
+    keys.dedup_by(|next, kept| {
+        if next.0 != kept.0 {
+            return false;
+        }
+        if next.1 != kept.1 {
+            kept.1 = MANY_SLICES;
+        }
+        true
+    });
+    keys
+}
+
+/// The fingerprint bits that keep the expected false reads of every group of a table, summed,
+/// under `max_false_reads`: the `k`-th group gets `max_false_reads / (k (k + 1))`, a series that
+/// sums to at most `max_false_reads` however many groups follow (seed 003 tightens its
+/// per-filter rate as the array grows; this does it without rebuilding the older groups).
+pub fn fingerprint_bits(ordinal: u64, max_false_reads: f64) -> u8 {
+    let k = ordinal.max(1) as f64;
+    let rate = max_false_reads.clamp(1e-12, 1.0) / (k * (k + 1.0));
+    (-rate.log2()).ceil().clamp(1.0, 48.0) as u8
+}
+
+/// Where a key may be in a group, by the locator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Location {
+    /// In no block of the group.
+    Absent,
+    /// Only in this slice of this block (block index within the group).
+    Slice { block: u32, slice: u32 },
+    /// In several slices of this block.
+    Block(u32),
+    /// In several blocks: ask their sidecars.
+    Blocks,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Shard {
+    pub geometry: Geometry,
+    pub first_page: u64,
+}
+
+/// One indexed column's part of a group's locator.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ColumnLocator {
+    pub column: String,
+    pub fingerprint_bits: u8,
+    pub slot_bits: u8,
+    pub keys: u64,
+    pub shards: Vec<Shard>,
+}
+
+/// A parsed locator header: everything a lookup needs besides two pages.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LocatorHeader {
+    pub blocks: u32,
+    pub slices_per_block: u32,
+    pub pages: u64,
+    pub columns: Vec<ColumnLocator>,
+    /// Bytes of the header: pages start here.
+    pub len: usize,
+}
+
+fn fingerprint(hash: u64, bits: u8) -> u64 {
+    // Independent of the shard (the hash's top bits) and of the window (mixed with the seed).
+    let mixed = (hash ^ 0x243f_6a88_85a3_08d3).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    (mixed ^ (mixed >> 29)) >> (64 - u32::from(bits))
+}
+
+fn shard_of(hash: u64, shards: usize) -> usize {
+    ((u128::from(hash) * shards as u128) >> 64) as usize
+}
+
+/// Builds a group's locator file from its blocks' [`block_keys`], per column (in the table's
+/// index column order), for the group that is the table's `ordinal`-th. Returns the file; its
+/// header is the first [`LocatorHeader::len`] bytes.
+pub fn build(
+    columns: &[(&str, Vec<BlockKeys>)],
+    slices_per_block: u32,
+    ordinal: u64,
+    max_false_reads: f64,
+) -> Result<Vec<u8>, IndexError> {
+    let blocks = columns.first().map_or(0, |(_, b)| b.len()) as u32;
+    if columns.iter().any(|(_, b)| b.len() as u32 != blocks) {
+        return Err(corrupt("every column needs the same blocks"));
+    }
+    let max_slot = u64::from(blocks) * u64::from(slices_per_block) + u64::from(blocks);
+    let slot_bits = (64 - max_slot.leading_zeros()).max(1) as u8;
+    let fingerprint_bits = fingerprint_bits(ordinal, max_false_reads);
+    let width = slot_bits + fingerprint_bits;
+    let mut pages: Vec<u8> = Vec::new();
+    let mut page_count = 0u64;
+    let mut locators = Vec::with_capacity(columns.len());
+    for (column, per_block) in columns {
+        let upper: usize = per_block.iter().map(Vec::len).sum();
+        let shard_count = upper.div_ceil(SHARD_KEYS).max(1);
+        // Each block's keys are sorted by hash, so a shard is a contiguous run of each.
+        let mut cursors = vec![0usize; per_block.len()];
+        let mut shards = Vec::with_capacity(shard_count);
+        let mut keys = 0u64;
+        for shard in 0..shard_count {
+            let mut entries: Vec<(u64, u32, u32)> = Vec::new();
+            for (block, keys) in per_block.iter().enumerate() {
+                let start = cursors[block];
+                let len =
+                    keys[start..].partition_point(|(h, _)| shard_of(*h, shard_count) == shard);
+                cursors[block] = start + len;
+                entries.extend(
+                    keys[start..start + len]
+                        .iter()
+                        .map(|&(h, slice)| (h, block as u32, slice)),
+                );
+            }
+            entries.sort_unstable();
+            let mut values: Vec<(u64, u64)> = Vec::with_capacity(entries.len());
+            for (h, block, slice) in entries {
+                let slot = match values.last() {
+                    Some(&(last, _)) if last == h => {
+                        values.pop();
+                        max_slot
+                    }
+                    _ if slice == MANY_SLICES => {
+                        u64::from(blocks) * u64::from(slices_per_block) + u64::from(block)
+                    }
+                    _ if slice >= slices_per_block => {
+                        return Err(corrupt(format!(
+                            "slice {slice} is past the {slices_per_block} of a block"
+                        )));
+                    }
+                    _ => u64::from(block) * u64::from(slices_per_block) + u64::from(slice),
+                };
+                values.push((h, fingerprint(h, fingerprint_bits) << slot_bits | slot));
+            }
+            keys += values.len() as u64;
+            let retrieval = Retrieval::build(&values, width)?;
+            shards.push(Shard {
+                geometry: *retrieval.geometry(),
+                first_page: page_count,
+            });
+            for (i, chunk) in retrieval.cells().chunks(PAGE_DATA).enumerate() {
+                let mut data = [0u8; PAGE_DATA];
+                data[..chunk.len()].copy_from_slice(chunk);
+                pages.extend_from_slice(&data);
+                let number = page_count + i as u64;
+                pages.extend_from_slice(&xxh3_64_with_seed(&data, number).to_le_bytes());
+            }
+            page_count += retrieval.cells().len().div_ceil(PAGE_DATA) as u64;
+        }
+        locators.push(ColumnLocator {
+            column: column.to_string(),
+            fingerprint_bits,
+            slot_bits,
+            keys,
+            shards,
+        });
+    }
+    let mut out = encode_header(blocks, slices_per_block, page_count, &locators)?;
+    out.extend_from_slice(&pages);
+    Ok(out)
+}
+
+fn encode_header(
+    blocks: u32,
+    slices_per_block: u32,
+    pages: u64,
+    columns: &[ColumnLocator],
+) -> Result<Vec<u8>, IndexError> {
+    let mut out = Vec::new();
+    out.extend_from_slice(&MAGIC);
+    out.extend_from_slice(&LOCATOR_FORMAT.to_le_bytes());
+    out.extend_from_slice(&blocks.to_le_bytes());
+    out.extend_from_slice(&SLICE_ROWS.to_le_bytes());
+    out.extend_from_slice(&slices_per_block.to_le_bytes());
+    out.extend_from_slice(&pages.to_le_bytes());
+    let count = u16::try_from(columns.len()).map_err(|_| corrupt("too many columns"))?;
+    out.extend_from_slice(&count.to_le_bytes());
+    for c in columns {
+        let name_len =
+            u16::try_from(c.column.len()).map_err(|_| corrupt("column name too long"))?;
+        out.extend_from_slice(&name_len.to_le_bytes());
+        out.extend_from_slice(c.column.as_bytes());
+        out.extend_from_slice(&[c.fingerprint_bits, c.slot_bits]);
+        out.extend_from_slice(&c.keys.to_le_bytes());
+        out.extend_from_slice(&(c.shards.len() as u32).to_le_bytes());
+        for s in &c.shards {
+            out.extend_from_slice(&s.geometry.seed.to_le_bytes());
+            out.extend_from_slice(&s.geometry.rows.to_le_bytes());
+            out.extend_from_slice(&s.first_page.to_le_bytes());
+        }
+    }
+    out.extend_from_slice(&xxh3_64(&out).to_le_bytes());
+    Ok(out)
+}
+
+/// Reads fields off the front of a header, failing on truncation.
+struct Fields<'a>(&'a [u8]);
+
+impl<'a> Fields<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], IndexError> {
+        if self.0.len() < n {
+            return Err(corrupt("header is truncated"));
+        }
+        let (head, rest) = self.0.split_at(n);
+        self.0 = rest;
+        Ok(head)
+    }
+    fn u8(&mut self) -> Result<u8, IndexError> {
+        Ok(self.take(1)?[0])
+    }
+    fn u16(&mut self) -> Result<u16, IndexError> {
+        Ok(u16::from_le_bytes(
+            self.take(2)?.try_into().expect("2 bytes"),
+        ))
+    }
+    fn u32(&mut self) -> Result<u32, IndexError> {
+        Ok(u32::from_le_bytes(
+            self.take(4)?.try_into().expect("4 bytes"),
+        ))
+    }
+    fn u64(&mut self) -> Result<u64, IndexError> {
+        Ok(u64::from_le_bytes(
+            self.take(8)?.try_into().expect("8 bytes"),
+        ))
+    }
+}
+
+impl LocatorHeader {
+    /// Parses a header from the front of `bytes` (the file, or the header as the segment keeps
+    /// it), checking everything it can without the pages.
+    pub fn parse(bytes: &[u8]) -> Result<Self, IndexError> {
+        let mut f = Fields(bytes);
+        if f.take(8)? != MAGIC {
+            return Err(corrupt("bad magic"));
+        }
+        let format = f.u16()?;
+        if format != LOCATOR_FORMAT {
+            return Err(corrupt(format!(
+                "format {format} is not supported by this build (reads {LOCATOR_FORMAT})"
+            )));
+        }
+        let blocks = f.u32()?;
+        if f.u32()? != SLICE_ROWS {
+            return Err(corrupt("unexpected slice size"));
+        }
+        let slices_per_block = f.u32()?;
+        let pages = f.u64()?;
+        let mut columns = Vec::new();
+        for _ in 0..f.u16()? {
+            let name_len = f.u16()? as usize;
+            let column = std::str::from_utf8(f.take(name_len)?)
+                .map_err(|_| corrupt("column name is not UTF-8"))?
+                .to_string();
+            let (fingerprint_bits, slot_bits) = (f.u8()?, f.u8()?);
+            let width = fingerprint_bits
+                .checked_add(slot_bits)
+                .filter(|w| (1..=64).contains(w) && fingerprint_bits >= 1)
+                .ok_or_else(|| corrupt("bad value width"))?;
+            let keys = f.u64()?;
+            let shard_count = f.u32()? as usize;
+            if shard_count == 0 || shard_count > f.0.len() / 16 {
+                return Err(corrupt("bad shard count"));
+            }
+            let mut shards = Vec::with_capacity(shard_count);
+            for _ in 0..shard_count {
+                let geometry = Geometry {
+                    seed: f.u32()?,
+                    rows: f.u32()?,
+                    width,
+                };
+                let first_page = f.u64()?;
+                if (geometry.rows as usize) < retrieval::WINDOW
+                    || first_page + geometry.byte_len().div_ceil(PAGE_DATA) as u64 > pages
+                {
+                    return Err(corrupt("shard lies outside the pages"));
+                }
+                shards.push(Shard {
+                    geometry,
+                    first_page,
+                });
+            }
+            columns.push(ColumnLocator {
+                column,
+                fingerprint_bits,
+                slot_bits,
+                keys,
+                shards,
+            });
+        }
+        let len = bytes.len() - f.0.len();
+        let stored = f.u64()?;
+        if xxh3_64(&bytes[..len]) != stored {
+            return Err(corrupt("header checksum mismatch"));
+        }
+        Ok(Self {
+            blocks,
+            slices_per_block,
+            pages,
+            columns,
+            len: len + 8,
+        })
+    }
+
+    pub fn column(&self, name: &str) -> Option<&ColumnLocator> {
+        self.columns.iter().find(|c| c.column == name)
+    }
+
+    /// Bytes of the whole file.
+    pub fn file_len(&self) -> u64 {
+        self.len as u64 + self.pages * PAGE as u64
+    }
+
+    /// The bytes of the file to read to look `hash` up in `column`: the pages of its window.
+    pub fn lookup_range(&self, column: &ColumnLocator, hash: u64) -> Range<u64> {
+        let (_, pages) = Self::window_pages(column, hash);
+        let start = self.len as u64 + pages.start * PAGE as u64;
+        start..start + (pages.end - pages.start) * PAGE as u64
+    }
+
+    fn window_pages(column: &ColumnLocator, hash: u64) -> (&Shard, Range<u64>) {
+        let shard = &column.shards[shard_of(hash, column.shards.len())];
+        let window = shard.geometry.window(hash);
+        let first = shard.first_page + (window.start / PAGE_DATA) as u64;
+        let last = shard.first_page + ((window.end - 1) / PAGE_DATA) as u64;
+        (shard, first..last + 1)
+    }
+
+    /// Where `hash` may be, from `bytes`, the file's [`Self::lookup_range`] for it; fails if a
+    /// page is damaged.
+    pub fn locate(
+        &self,
+        column: &ColumnLocator,
+        hash: u64,
+        bytes: &[u8],
+    ) -> Result<Location, IndexError> {
+        let (shard, pages) = Self::window_pages(column, hash);
+        if bytes.len() as u64 != (pages.end - pages.start) * PAGE as u64 {
+            return Err(corrupt("lookup read the wrong number of bytes"));
+        }
+        let mut data = Vec::with_capacity(bytes.len());
+        for (page, number) in bytes.chunks(PAGE).zip(pages.clone()) {
+            let (body, sum) = page.split_at(PAGE_DATA);
+            if xxh3_64_with_seed(body, number).to_le_bytes() != sum {
+                return Err(corrupt(format!("page {number} checksum mismatch")));
+            }
+            data.extend_from_slice(body);
+        }
+        let offset = (pages.start - shard.first_page) as usize * PAGE_DATA;
+        let value = retrieval::get_in(&shard.geometry, &data, offset, hash);
+        let slot_mask = (1u64 << column.slot_bits) - 1;
+        if value >> column.slot_bits != fingerprint(hash, column.fingerprint_bits) {
+            return Ok(Location::Absent);
+        }
+        let (blocks, per_block) = (u64::from(self.blocks), u64::from(self.slices_per_block));
+        let slot = value & slot_mask;
+        Ok(if slot < blocks * per_block {
+            Location::Slice {
+                block: (slot / per_block) as u32,
+                slice: (slot % per_block) as u32,
+            }
+        } else if slot < blocks * per_block + blocks {
+            Location::Block((slot - blocks * per_block) as u32)
+        } else if slot == blocks * per_block + blocks {
+            Location::Blocks
+        } else {
+            Location::Absent
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lookup(file: &[u8], column: &str, hash: u64) -> Location {
+        let header = LocatorHeader::parse(file).unwrap();
+        let c = header.column(column).unwrap();
+        let range = header.lookup_range(c, hash);
+        header
+            .locate(c, hash, &file[range.start as usize..range.end as usize])
+            .unwrap()
+    }
+
+    #[test]
+    fn keys_are_found_where_they_are() {
+        // Block 0: key 1 in slice 0, key 2 in slices 0 and 3. Block 1: key 3 in slice 1, key 1.
+        let b0 = block_keys(&[1, 2, 2], &[5, 6, 3 * SLICE_ROWS + 1]);
+        let b1 = block_keys(&[3, 1], &[SLICE_ROWS, 0]);
+        let file = build(&[("c", vec![b0, b1])], 4, 1, 0.01).unwrap();
+        assert_eq!(lookup(&file, "c", 1), Location::Blocks);
+        assert_eq!(lookup(&file, "c", 2), Location::Block(0));
+        assert_eq!(
+            lookup(&file, "c", 3),
+            Location::Slice { block: 1, slice: 1 }
+        );
+    }
+
+    #[test]
+    fn fingerprint_bits_follow_the_budget() {
+        assert_eq!(fingerprint_bits(1, 0.01), 8); // 0.005 → 7.6 bits
+        assert_eq!(fingerprint_bits(100, 0.01), 20); // 1e-6 → 19.9 bits
+        let total: f64 = (1..=100_000u64)
+            .map(|k| 2f64.powi(-i32::from(fingerprint_bits(k, 0.01))))
+            .sum();
+        assert!(total <= 0.01, "{total}");
+    }
+
+    #[test]
+    fn damage_is_an_error() {
+        let b0 = block_keys(
+            &(0..5000).collect::<Vec<_>>(),
+            &(0..5000).collect::<Vec<_>>(),
+        );
+        let mut file = build(&[("c", vec![b0])], 1, 1, 0.01).unwrap();
+        let header = LocatorHeader::parse(&file).unwrap();
+        assert_eq!(header.file_len(), file.len() as u64);
+        let c = header.column("c").unwrap().clone();
+        let range = header.lookup_range(&c, 77);
+        file[range.start as usize + 3] ^= 1;
+        let bytes = &file[range.start as usize..range.end as usize];
+        assert!(header.locate(&c, 77, bytes).is_err());
+        file[10] ^= 1;
+        assert!(LocatorHeader::parse(&file).is_err());
+        let mut newer = file.clone();
+        newer[8] = 2;
+        assert!(LocatorHeader::parse(&newer).is_err());
+    }
+}

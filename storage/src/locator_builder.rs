@@ -1,0 +1,142 @@
+//! Builds a write's locator groups as its blocks finish: every [`blocks_per_group`] consecutive
+//! blocks of the write (and its last, partial run) get one locator file
+//! (`tables/<id>/locators/<name>.loc`, see `sieve_index::locator`), built off the async runtime
+//! and uploaded before the commit that names it.
+//!
+//! Memory is bounded by the group, not the table: a block's keys (16 bytes per distinct key) are
+//! held only until its group is built, and a group holds at most [`LOCATOR_GROUP_ROWS`] rows.
+
+use std::collections::BTreeMap;
+
+use object_store::{ObjectStoreExt, PutPayload};
+use sieve_index::LocatorHeader;
+use sieve_index::locator::{self, SLICE_ROWS};
+use tokio::task::JoinSet;
+
+use crate::error::Result;
+use crate::table::Table;
+use sieve_index::locator::BlockKeys;
+
+/// Rows per locator group at most: 8M keys per column hold 128 MB of keys while the group
+/// waits for its blocks, and a table of a billion rows has about 120 groups.
+pub const LOCATOR_GROUP_ROWS: usize = 8 << 20;
+
+pub fn blocks_per_group(block_rows: usize) -> usize {
+    (LOCATOR_GROUP_ROWS / block_rows.max(1)).max(1)
+}
+
+/// A built group: its file name and header, and the write's blocks it covers.
+pub struct BuiltGroup {
+    pub first_block: usize,
+    pub blocks: usize,
+    pub name: String,
+    pub header: Vec<u8>,
+}
+
+pub struct LocatorBuilder {
+    table: Table,
+    per_group: usize,
+    /// Keys of finished blocks whose group is not built yet, by the block's place in the write.
+    waiting: BTreeMap<usize, Vec<BlockKeys>>,
+    /// The first block of the next group to build.
+    next_block: usize,
+    /// Groups the table had before this write; read when the first group is built.
+    groups_before: Option<u64>,
+    started: u64,
+    tasks: JoinSet<Result<BuiltGroup>>,
+}
+
+impl LocatorBuilder {
+    pub fn new(table: Table) -> Self {
+        let per_group = blocks_per_group(table.def().options.block_rows);
+        Self {
+            table,
+            per_group,
+            waiting: BTreeMap::new(),
+            next_block: 0,
+            groups_before: None,
+            started: 0,
+            tasks: JoinSet::new(),
+        }
+    }
+
+    /// Takes a finished block's keys; starts building its group once every block of it is in.
+    pub async fn add(&mut self, block: usize, keys: Vec<BlockKeys>) -> Result<()> {
+        self.waiting.insert(block, keys);
+        while (self.next_block..self.next_block + self.per_group)
+            .all(|b| self.waiting.contains_key(&b))
+        {
+            self.start(self.per_group).await?;
+        }
+        Ok(())
+    }
+
+    /// Builds the last, partial group of a write of `blocks` blocks and waits for every group.
+    pub async fn finish(mut self, blocks: usize) -> Result<Vec<BuiltGroup>> {
+        if self.next_block < blocks {
+            self.start(blocks - self.next_block).await?;
+        }
+        let mut built = Vec::new();
+        while let Some(group) = self.tasks.join_next().await {
+            built.push(group??);
+        }
+        built.sort_by_key(|g| g.first_block);
+        Ok(built)
+    }
+
+    async fn start(&mut self, blocks: usize) -> Result<()> {
+        let groups_before = match self.groups_before {
+            Some(n) => n,
+            None => {
+                let snapshot = self.table.snapshot().await?;
+                let n = self.table.blocks(&snapshot).await?.locator_groups().len() as u64;
+                *self.groups_before.insert(n)
+            }
+        };
+        let first_block = self.next_block;
+        let keys: Vec<Vec<BlockKeys>> = (first_block..first_block + blocks)
+            .map(|b| {
+                self.waiting
+                    .remove(&b)
+                    .expect("every block of the group is in")
+            })
+            .collect();
+        self.next_block += blocks;
+        self.started += 1;
+        let ordinal = groups_before + self.started;
+        let table = self.table.clone();
+        self.tasks.spawn(async move {
+            let options = &table.def().options;
+            let columns: Vec<String> = options.index_columns.clone();
+            let slices = options.block_rows.div_ceil(SLICE_ROWS as usize) as u32;
+            let budget = options.max_false_reads;
+            let file = tokio::task::spawn_blocking(move || {
+                // Per column, the blocks' keys: transpose the per-block lists.
+                let mut per_column: Vec<(&str, Vec<BlockKeys>)> =
+                    columns.iter().map(|c| (c.as_str(), Vec::new())).collect();
+                for block in keys {
+                    for (column, block_keys) in per_column.iter_mut().zip(block) {
+                        column.1.push(block_keys);
+                    }
+                }
+                locator::build(&per_column, slices, ordinal, budget)
+            })
+            .await??;
+            let header_len = LocatorHeader::parse(&file)?.len;
+            let header = file[..header_len].to_vec();
+            let name = uuid::Uuid::new_v4().simple().to_string();
+            table
+                .storage()
+                .store()
+                .put(&table.locator_path(&name), PutPayload::from(file))
+                .await?;
+            Ok(BuiltGroup {
+                first_block,
+                blocks,
+                name,
+                header,
+            })
+        });
+        Ok(())
+    }
+}
