@@ -40,23 +40,6 @@ async fn answers(dir: &Path) -> Vec<Result<Vec<String>, String>> {
     out
 }
 
-fn files(dir: &Path) -> Vec<PathBuf> {
-    let mut found = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for entry in std::fs::read_dir(d).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                stack.push(path);
-            } else {
-                found.push(path);
-            }
-        }
-    }
-    found.sort();
-    found
-}
-
 /// What kind of object a stored file is.
 fn kind(path: &Path) -> &'static str {
     let name = path.to_string_lossy();
@@ -101,7 +84,7 @@ async fn flipped_bits_in_any_object_give_an_error_or_the_right_answer() {
         assert!(answer.is_ok(), "{answer:?}");
     }
     let mut by_kind: BTreeMap<&str, Vec<PathBuf>> = BTreeMap::new();
-    for path in files(dir.path()) {
+    for path in common::files(dir.path()) {
         by_kind.entry(kind(&path)).or_default().push(path);
     }
     // Queries read only the newest snapshot; older ones are history.
@@ -166,7 +149,7 @@ async fn flipped_bits_in_any_object_give_an_error_or_the_right_answer() {
 async fn a_missing_snapshot_is_reported_not_skipped() {
     let dir = tempfile::tempdir().unwrap();
     table(dir.path()).await;
-    let snapshots: Vec<PathBuf> = files(dir.path())
+    let snapshots: Vec<PathBuf> = common::files(dir.path())
         .into_iter()
         .filter(|p| kind(p) == "snapshot")
         .collect();
@@ -193,7 +176,7 @@ async fn a_missing_snapshot_is_reported_not_skipped() {
 async fn metadata_without_a_checksum_names_its_file() {
     let dir = tempfile::tempdir().unwrap();
     table(dir.path()).await;
-    let definition = files(dir.path())
+    let definition = common::files(dir.path())
         .into_iter()
         .find(|p| kind(p) == "table definition")
         .unwrap();

@@ -148,28 +148,15 @@ async fn locator_agrees_on_s3() {
     locator_agrees(&prefix, 3).await;
 }
 
-fn locator_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
-    let mut found = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for entry in std::fs::read_dir(d).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                stack.push(path);
-            } else if path.extension().is_some_and(|e| e == "loc") {
-                found.push(path);
-            }
-        }
-    }
-    found
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_damaged_or_missing_locator_falls_back_to_the_sidecars() {
     let dir = tempfile::tempdir().unwrap();
     let location = dir.path().to_str().unwrap();
     load(&sessions(location).await.located).await;
-    let files = locator_files(dir.path());
+    let files: Vec<_> = common::files(dir.path())
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "loc"))
+        .collect();
     assert_eq!(files.len(), 2, "one group per commit");
     // Every page damaged in the first group, the second group's file gone. A fresh engine, so
     // nothing is cached.

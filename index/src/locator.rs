@@ -343,7 +343,8 @@ impl LocatorHeader {
                 };
                 let first_page = f.u64()?;
                 if (geometry.rows as usize) < retrieval::WINDOW
-                    || first_page + geometry.byte_len().div_ceil(PAGE_DATA) as u64 > pages
+                    || first_page.saturating_add(geometry.byte_len().div_ceil(PAGE_DATA) as u64)
+                        > pages
                 {
                     return Err(corrupt("shard lies outside the pages"));
                 }

@@ -91,3 +91,31 @@ fn absent_keys_rarely_match() {
         "{matched} of {probes}"
     );
 }
+
+/// More keys than one shard holds: each key is still looked up in the shard it was built into.
+#[test]
+fn keys_across_shards_are_found() {
+    let n = locator::SHARD_KEYS as u64 + 200_000;
+    let hashes: Vec<u64> = (0..n)
+        .map(|k| sieve_index::hash::hash_bytes(&k.to_le_bytes()))
+        .collect();
+    let rows: Vec<u32> = (0..n as u32).map(|r| r % (3 * SLICE_ROWS)).collect();
+    let (first, second) = hashes.split_at(hashes.len() / 2);
+    let blocks = vec![
+        locator::block_keys(first, &rows[..first.len()]),
+        locator::block_keys(second, &rows[first.len()..]),
+    ];
+    let file = locator::build(&[("c", blocks)], 3, 7, 0.01).unwrap();
+    let header = LocatorHeader::parse(&file).unwrap();
+    let column = header.column("c").unwrap();
+    assert_eq!(column.shards.len(), 2);
+    for (i, &h) in hashes.iter().enumerate() {
+        let r = header.lookup_range(column, h);
+        let found = header
+            .locate(column, h, &file[r.start as usize..r.end as usize])
+            .unwrap();
+        let block = u32::from(i >= first.len());
+        let slice = rows[i] / SLICE_ROWS;
+        assert_eq!(found, Location::Slice { block, slice }, "key {i}");
+    }
+}

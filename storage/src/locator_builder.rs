@@ -43,7 +43,7 @@ pub struct LocatorBuilder {
     /// Groups the table had before this write; read when the first group is built.
     groups_before: Option<u64>,
     started: u64,
-    tasks: JoinSet<Result<BuiltGroup>>,
+    tasks: JoinSet<Result<Option<BuiltGroup>>>,
 }
 
 impl LocatorBuilder {
@@ -78,7 +78,7 @@ impl LocatorBuilder {
         }
         let mut built = Vec::new();
         while let Some(group) = self.tasks.join_next().await {
-            built.push(group??);
+            built.extend(group??);
         }
         built.sort_by_key(|g| g.first_block);
         Ok(built)
@@ -110,7 +110,7 @@ impl LocatorBuilder {
             let columns: Vec<String> = options.index_columns.clone();
             let slices = options.block_rows.div_ceil(SLICE_ROWS as usize) as u32;
             let budget = options.max_false_reads;
-            let file = tokio::task::spawn_blocking(move || {
+            let built = tokio::task::spawn_blocking(move || {
                 // Per column, the blocks' keys: transpose the per-block lists.
                 let mut per_column: Vec<(&str, Vec<BlockKeys>)> =
                     columns.iter().map(|c| (c.as_str(), Vec::new())).collect();
@@ -121,7 +121,16 @@ impl LocatorBuilder {
                 }
                 locator::build(&per_column, slices, ordinal, budget)
             })
-            .await??;
+            .await?;
+            // A group that cannot have a locator (values wider than 64 bits, no Ribbon layout
+            // found) keeps its blocks' sidecars: the write still commits.
+            let file = match built {
+                Ok(file) => file,
+                Err(e) => {
+                    log::warn!("no locator for {blocks} blocks of this write: {e}");
+                    return Ok(None);
+                }
+            };
             let header_len = LocatorHeader::parse(&file)?.len;
             let header = file[..header_len].to_vec();
             let name = uuid::Uuid::new_v4().simple().to_string();
@@ -130,12 +139,12 @@ impl LocatorBuilder {
                 .store()
                 .put(&table.locator_path(&name), PutPayload::from(file))
                 .await?;
-            Ok(BuiltGroup {
+            Ok(Some(BuiltGroup {
                 first_block,
                 blocks,
                 name,
                 header,
-            })
+            }))
         });
         Ok(())
     }

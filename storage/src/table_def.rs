@@ -9,6 +9,8 @@ use sieve_index::{FilterKind, is_hashable};
 use crate::error::{Result, StorageError};
 
 pub const DEFAULT_BLOCK_ROWS: usize = 1_000_000;
+/// The locator numbers a block's rows with 32 bits.
+pub const MAX_BLOCK_ROWS: usize = u32::MAX as usize;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TableOptions {
@@ -96,10 +98,11 @@ impl TableDef {
                 options.max_false_reads
             )));
         }
-        if options.block_rows == 0 {
-            return Err(StorageError::Invalid(
-                "block_rows must be at least 1".into(),
-            ));
+        if options.block_rows == 0 || options.block_rows > MAX_BLOCK_ROWS {
+            return Err(StorageError::Invalid(format!(
+                "block_rows must be 1 ..= {MAX_BLOCK_ROWS}, got {}",
+                options.block_rows
+            )));
         }
         Ok(Self {
             database: database.to_string(),
