@@ -164,8 +164,8 @@ impl TableWriter {
             self.finished(finished??).await?;
         }
         let mut blocks = std::mem::take(&mut self.done);
+        blocks.sort_by_key(|(sequence, _)| *sequence);
         if let Some(locators) = self.locators.take() {
-            blocks.sort_by_key(|(sequence, _)| *sequence);
             for group in locators.finish(blocks.len()).await? {
                 let run = &mut blocks[group.first_block..group.first_block + group.blocks];
                 for (i, (_, stats)) in run.iter_mut().enumerate() {
@@ -181,7 +181,6 @@ impl TableWriter {
                 snapshot: None,
             });
         }
-        blocks.sort_by_key(|(sequence, _)| *sequence);
         let blocks: Vec<BlockStats> = blocks.into_iter().map(|(_, b)| b).collect();
 
         let name = uuid::Uuid::new_v4().simple().to_string();
