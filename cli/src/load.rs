@@ -194,12 +194,13 @@ pub async fn run(storage: &Location, args: LoadArgs) -> Result<(), String> {
         }
     );
     println!(
-        "{}: {} rows in {} blocks · data {} · sidecars {}",
+        "{}: {} rows in {} blocks · data {} · sidecars {} · locators built in {:.1} s of thread time",
         summary.table,
         HumanCount(summary.rows_total),
         summary.blocks_total,
         HumanBytes(summary.data_bytes),
-        HumanBytes(summary.sidecar_bytes)
+        HumanBytes(summary.sidecar_bytes),
+        summary.locator_build.as_secs_f64()
     );
     let stats = text_rows(
         &engine,

@@ -82,6 +82,7 @@ fn the_filter_comparison_at_10m_rows_is_complete_and_consistent() {
             "sieve cuckoo",
             "sieve bloom",
             "sieve none",
+            "sieve locator",
             "datafusion none",
             "datafusion parquet_bloom"
         ]
@@ -134,7 +135,7 @@ fn the_filter_comparison_at_10m_rows_is_complete_and_consistent() {
             // Absent keys lie inside every block's min/max: only the filter prunes, and with
             // these rates it prunes nearly everything.
             assert!(u(&s["absent_warm"]["blocks_read_median"]) <= 1, "{name}");
-        } else {
+        } else if name != "sieve locator" {
             assert!(s["false_positive_rate"].is_null(), "{name}");
         }
         match name.as_str() {
@@ -142,6 +143,22 @@ fn the_filter_comparison_at_10m_rows_is_complete_and_consistent() {
                 assert_eq!(index_bytes, 0, "{name}");
                 for case in ["present_warm", "absent_warm", "absent_cold"] {
                     assert_eq!(u(&s[case]["blocks_read_median"]), BLOCKS, "{name} {case}");
+                }
+            }
+            "sieve locator" => {
+                // Two groups (8 and 2 blocks), each holding every distinct key of c1 and c2.
+                assert_eq!(u(&s["index_keys"]), 2 * ROWS, "{name}");
+                let bits = f(&s["bits_per_key"]);
+                assert!((16.0..=32.0).contains(&bits), "{name}: {bits} bits/key");
+                assert_eq!(u(&s["false_positive_probes"]), 100_000 * 2, "{name}");
+                // The groups' fingerprints have 8 and 10 bits: 2^-8 and 2^-10 per probe.
+                let fpr = f(&s["false_positive_rate"]);
+                assert!((0.0..=0.005).contains(&fpr), "{name}: FPR {fpr}");
+                for case in ["absent_warm", "absent_cold"] {
+                    assert_eq!(u(&s[case]["blocks_read_median"]), 0, "{name} {case}");
+                }
+                for case in ["present_warm", "present_cold"] {
+                    assert_eq!(u(&s[case]["blocks_read_median"]), 1, "{name} {case}");
                 }
             }
             "datafusion parquet_bloom" => {

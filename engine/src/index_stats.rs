@@ -1,6 +1,8 @@
 //! `sieve_index_stats('table')` (or `'database.table'`): what a table's filters cost, per column
 //! and entry kind over all its blocks — blocks, distinct keys, NDV estimates, bytes and bits per
-//! key — queryable in SQL like any table.
+//! key — queryable in SQL like any table. The locator is a kind of its own ("locator"): its
+//! pages per column over the groups whose header parses (a group's keys are distinct within
+//! it, so a key in two groups counts twice, as it does in two blocks' sidecars).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -99,6 +101,19 @@ impl IndexStatsTable {
                 entry[1] += stats.keys.value(i);
                 entry[2] += stats.ndv.value(i);
                 entry[3] += stats.bytes.value(i);
+            }
+        }
+        // The locator's keys are exact (distinct per group), so its NDV is its key count.
+        for group in blocks.locator_groups() {
+            let Ok(header) = &group.header else { continue };
+            for column in &header.columns {
+                let entry = totals
+                    .entry((column.column.clone(), "locator".to_string()))
+                    .or_default();
+                entry[0] += group.blocks.len() as u64;
+                entry[1] += column.keys;
+                entry[2] += column.keys;
+                entry[3] += column.bytes();
             }
         }
         Ok(totals)

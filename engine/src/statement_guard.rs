@@ -32,13 +32,18 @@ pub const MAX_OPERATORS: usize = 2_000;
 /// The stack size of threads that run statements.
 pub const QUERY_THREAD_STACK: usize = 16 << 20;
 
-/// Refuses a statement whose operator chains could overflow a query thread's stack.
+/// Refuses a statement whose operator chains could overflow a query thread's stack; in a script,
+/// each statement (up to a `;`) is bounded on its own.
 pub fn check_complexity(sql: &str) -> Result<()> {
     // A statement the tokenizer rejects is reported by the parser, with its position.
     let Ok(tokens) = Tokenizer::new(&MySqlDialect {}, sql).tokenize() else {
         return Ok(());
     };
-    let operators = tokens.iter().filter(|t| is_operator(t)).count();
+    let operators = tokens
+        .split(|t| *t == Token::SemiColon)
+        .map(|statement| statement.iter().filter(|t| is_operator(t)).count())
+        .max()
+        .unwrap_or(0);
     if operators > MAX_OPERATORS {
         return plan_err!(
             "statement too complex: {operators} operators, at most {MAX_OPERATORS}; \
@@ -137,6 +142,16 @@ mod tests {
         // select, count, *, from, where, then "=" and "or" per term.
         check_complexity(&chain(MAX_OPERATORS / 2 - 3)).unwrap();
         let error = check_complexity(&chain(MAX_OPERATORS)).unwrap_err();
+        assert!(
+            error.to_string().contains("statement too complex"),
+            "{error}"
+        );
+        // A script's statements are bounded one by one.
+        let script = chain(10)
+            .repeat(MAX_OPERATORS)
+            .replace(" or a = 9", " or a = 9;");
+        check_complexity(&script).unwrap();
+        let error = check_complexity(&format!("{script}{}", chain(MAX_OPERATORS))).unwrap_err();
         assert!(
             error.to_string().contains("statement too complex"),
             "{error}"

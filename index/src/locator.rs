@@ -124,6 +124,18 @@ pub struct ColumnLocator {
     pub shards: Vec<Shard>,
 }
 
+impl ColumnLocator {
+    /// Bytes of the column's pages in the file.
+    pub fn bytes(&self) -> u64 {
+        let pages: usize = self
+            .shards
+            .iter()
+            .map(|s| s.geometry.byte_len().div_ceil(PAGE_DATA))
+            .sum();
+        (pages * PAGE) as u64
+    }
+}
+
 /// A parsed locator header: everything a lookup needs besides two pages.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LocatorHeader {

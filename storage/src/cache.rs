@@ -1,11 +1,12 @@
 //! Caches shared by every query on one storage: what each table's newest version was last found
 //! to be, decoded segments (immutable once written) and the block lists built from them per
-//! table version, and opened sidecar entries bounded in bytes. A commit makes a query fetch its
-//! one new segment, not the table's every segment again.
+//! table version, opened sidecar entries and verified locator pages, both bounded in bytes. A
+//! commit makes a query fetch its one new segment, not the table's every segment again.
 
 use std::sync::Arc;
 
 use arrow_array::RecordBatch;
+use bytes::Bytes;
 use quick_cache::Weighter;
 use quick_cache::sync::Cache;
 use sieve_index::SidecarColumn;
@@ -18,6 +19,11 @@ use crate::snapshot::KnownLatest;
 /// (1B rows of t10b with binary_fuse8 on both columns have about 2.3 GB of sidecars); the CLI
 /// passes its `sidecar_cache_mib` setting down ([`crate::Storage::with_sidecar_cache`]).
 pub const DEFAULT_SIDECAR_CACHE_BYTES: u64 = 256 << 20;
+
+/// Locator pages kept: a lookup reads at most 2 KiB per group, so this holds the pages of about
+/// 64k (key, group) lookups — a warm working set of a few hundred point queries at a billion rows
+/// (125 groups) — in a fixed budget beside the sidecars'.
+const LOCATOR_PAGE_BYTES: u64 = 128 << 20;
 
 const BLOCK_LIST_VERSIONS: usize = 64;
 /// Decoded segments kept, by count: a segment is one commit's blocks (256 of t10b's loads), so a
@@ -40,6 +46,20 @@ impl Weighter<EntryKey, Arc<SidecarColumn>> for EntryBytes {
     }
 }
 
+/// Locator pages are cached by locator path and the read's byte range (a lookup reads one page
+/// or two from the same start).
+pub type PagesKey = (String, u64, u64);
+
+/// Weighs verified locator pages by their bytes (plus the key).
+#[derive(Clone)]
+pub struct PageBytes;
+
+impl Weighter<PagesKey, Bytes> for PageBytes {
+    fn weight(&self, key: &PagesKey, pages: &Bytes) -> u64 {
+        (pages.len() + key.0.len()) as u64 + 16
+    }
+}
+
 pub struct Caches {
     /// By table directory.
     pub latest: Cache<String, KnownLatest>,
@@ -47,6 +67,8 @@ pub struct Caches {
     pub segments: Cache<(String, u64), Arc<RecordBatch>>,
     pub block_lists: Cache<(String, u64), Arc<BlockList>>,
     pub sidecars: Cache<EntryKey, Arc<SidecarColumn>, EntryBytes>,
+    /// Only pages whose checksums held: a damaged read is never cached.
+    pub locator_pages: Cache<PagesKey, Bytes, PageBytes>,
 }
 
 impl Caches {
@@ -61,6 +83,11 @@ impl Caches {
                 sidecar_bytes,
                 EntryBytes,
             ),
+            locator_pages: Cache::with_weighter(
+                (LOCATOR_PAGE_BYTES / 2048) as usize,
+                LOCATOR_PAGE_BYTES,
+                PageBytes,
+            ),
         }
     }
 }
@@ -73,6 +100,7 @@ impl std::fmt::Debug for Caches {
             .field("block_lists", &self.block_lists.len())
             .field("sidecars", &self.sidecars.len())
             .field("sidecar_bytes", &self.sidecars.weight())
+            .field("locator_page_bytes", &self.locator_pages.weight())
             .finish()
     }
 }

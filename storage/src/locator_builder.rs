@@ -31,6 +31,8 @@ pub struct BuiltGroup {
     pub blocks: usize,
     pub name: String,
     pub header: Vec<u8>,
+    /// Time spent building the file (on one blocking thread), for the load's report.
+    pub build_time: std::time::Duration,
 }
 
 pub struct LocatorBuilder {
@@ -110,7 +112,8 @@ impl LocatorBuilder {
             let columns: Vec<String> = options.index_columns.clone();
             let slices = options.block_rows.div_ceil(SLICE_ROWS as usize) as u32;
             let budget = options.max_false_reads;
-            let built = tokio::task::spawn_blocking(move || {
+            let (built, build_time) = tokio::task::spawn_blocking(move || {
+                let started = std::time::Instant::now();
                 // Per column, the blocks' keys: transpose the per-block lists.
                 let mut per_column: Vec<(&str, Vec<BlockKeys>)> =
                     columns.iter().map(|c| (c.as_str(), Vec::new())).collect();
@@ -119,7 +122,8 @@ impl LocatorBuilder {
                         column.1.push(block_keys);
                     }
                 }
-                locator::build(&per_column, slices, ordinal, budget)
+                let built = locator::build(&per_column, slices, ordinal, budget);
+                (built, started.elapsed())
             })
             .await?;
             // A group that cannot have a locator (values wider than 64 bits, no Ribbon layout
@@ -144,6 +148,7 @@ impl LocatorBuilder {
                 blocks,
                 name,
                 header,
+                build_time,
             }))
         });
         Ok(())

@@ -196,8 +196,9 @@ impl Table {
     }
 
     /// Where each of `hashes` may be in `column` of a locator group: one ranged read of at most
-    /// two pages per hash, all sent at once. Returns the bytes read too. An error (a missing or
-    /// damaged file) means the group's blocks must be probed another way.
+    /// two pages per hash, all sent at once, unless the pages are cached. Returns the bytes read
+    /// from storage too. An error (a missing or damaged file) means the group's blocks must be
+    /// probed another way.
     pub async fn locate(
         &self,
         group: &LocatorGroup,
@@ -206,18 +207,32 @@ impl Table {
         hashes: &[u64],
     ) -> Result<(Vec<Location>, u64)> {
         let path = self.locator_path(&group.name);
+        let cache = &self.storage.caches().locator_pages;
         let reads = hashes.iter().map(|&hash| {
             let path = &path;
             async move {
                 let range = header.lookup_range(column, hash);
-                let bytes = self.storage.store().get_range(path, range).await?;
-                let location = header.locate(column, hash, &bytes)?;
-                Ok::<_, StorageError>((location, bytes.len() as u64))
+                let key = (path.to_string(), range.start, range.end);
+                if let Some(pages) = cache.get(&key) {
+                    return Ok((header.locate(column, hash, &pages)?, 0));
+                }
+                let pages = self.storage.store().get_range(path, range).await?;
+                let location = header.locate(column, hash, &pages)?;
+                let fetched = pages.len() as u64;
+                cache.insert(key, pages);
+                Ok::<_, StorageError>((location, fetched))
             }
         });
         let found = futures::future::try_join_all(reads).await?;
         let bytes = found.iter().map(|(_, b)| b).sum();
         Ok((found.into_iter().map(|(l, _)| l).collect(), bytes))
+    }
+
+    /// A locator group's whole file, for tools that probe many keys at once (a benchmark's
+    /// false-read count) rather than a query's few.
+    pub async fn read_locator(&self, group: &LocatorGroup) -> Result<Bytes> {
+        let path = self.locator_path(&group.name);
+        Ok(self.storage.store().get(&path).await?.bytes().await?)
     }
 
     /// An entry whose place the segment recorded: exactly its payload's bytes.

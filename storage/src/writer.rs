@@ -42,6 +42,8 @@ pub struct Committed {
     pub blocks: u64,
     /// None when there was nothing to commit.
     pub snapshot: Option<Snapshot>,
+    /// Time spent building this write's locator groups, summed over the threads that built them.
+    pub locator_build: std::time::Duration,
 }
 
 fn parallelism() -> usize {
@@ -165,8 +167,10 @@ impl TableWriter {
         }
         let mut blocks = std::mem::take(&mut self.done);
         blocks.sort_by_key(|(sequence, _)| *sequence);
+        let mut locator_build = std::time::Duration::ZERO;
         if let Some(locators) = self.locators.take() {
             for group in locators.finish(blocks.len()).await? {
+                locator_build += group.build_time;
                 let run = &mut blocks[group.first_block..group.first_block + group.blocks];
                 for (i, (_, stats)) in run.iter_mut().enumerate() {
                     let header = (i == 0).then(|| group.header.clone());
@@ -179,6 +183,7 @@ impl TableWriter {
                 rows: 0,
                 blocks: 0,
                 snapshot: None,
+                locator_build,
             });
         }
         let blocks: Vec<BlockStats> = blocks.into_iter().map(|(_, b)| b).collect();
@@ -205,6 +210,7 @@ impl TableWriter {
             rows: delta.rows,
             blocks: delta.blocks,
             snapshot: Some(committed),
+            locator_build,
         })
     }
 }

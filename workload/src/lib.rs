@@ -9,6 +9,6 @@ mod listing_baseline;
 mod load;
 mod synthetic;
 
-pub use false_positives::{FalsePositives, false_positives};
+pub use false_positives::{FalsePositives, false_positives, locator_false_reads};
 pub use listing_baseline::listing_baseline;
 pub use load::{DEFAULT_COMMIT_BLOCKS, LoadProgress, LoadRequest, LoadSummary, load_synthetic};

@@ -81,6 +81,8 @@ pub struct LoadSummary {
     pub elapsed: Duration,
     pub data_bytes: u64,
     pub sidecar_bytes: u64,
+    /// Thread time spent building locator groups (they build beside the blocks' encoding).
+    pub locator_build: Duration,
 }
 
 /// Which blocks `blocks` already holds, checking that every one is a block this loader would
@@ -157,7 +159,7 @@ pub async fn load_synthetic(
             tokio::task::spawn_blocking(move || synthetic::block(i, first, rows))
         })
         .buffered(parallelism);
-    let (mut rows_loaded, mut commits) = (0, 0);
+    let (mut rows_loaded, mut commits, mut locator_build) = (0, 0, Duration::ZERO);
     let mut writer = TableWriter::new(table.clone());
     let mut in_writer = 0;
     while let Some(batch) = batches.next().await {
@@ -176,6 +178,7 @@ pub async fn load_synthetic(
                 .committed
                 .fetch_add(committed.rows, Ordering::Relaxed);
             (rows_loaded, commits, in_writer) = (rows_loaded + committed.rows, commits + 1, 0);
+            locator_build += committed.locator_build;
         }
     }
     let committed = writer.finish().await.map_err(to_df)?;
@@ -184,6 +187,7 @@ pub async fn load_synthetic(
         .fetch_add(committed.rows, Ordering::Relaxed);
     rows_loaded += committed.rows;
     commits += u64::from(committed.snapshot.is_some());
+    locator_build += committed.locator_build;
 
     let snapshot = table.snapshot().await.map_err(to_df)?;
     Ok(LoadSummary {
@@ -196,5 +200,6 @@ pub async fn load_synthetic(
         elapsed: started.elapsed(),
         data_bytes: snapshot.data_bytes,
         sidecar_bytes: snapshot.sidecar_bytes,
+        locator_build,
     })
 }

@@ -14,11 +14,14 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use clap::{Args, Subcommand};
+use datafusion::arrow::datatypes::Schema;
 use datafusion::execution::context::SessionContext;
 use datafusion::physical_expr_common::metrics::MetricValue;
 use datafusion::physical_plan::{ExecutionPlan, collect};
 use sieve_engine::Engine;
-use sieve_workload::{DEFAULT_COMMIT_BLOCKS, LoadRequest, false_positives, listing_baseline};
+use sieve_workload::{
+    DEFAULT_COMMIT_BLOCKS, LoadRequest, false_positives, listing_baseline, locator_false_reads,
+};
 
 use crate::load::{cores, load_with_progress, parse_count, text_rows};
 use report::{Report, SystemRow};
@@ -225,31 +228,49 @@ async fn present_keys(
     Ok(rows.into_iter().map(|mut row| row.remove(0)).collect())
 }
 
+/// Which of a Sieve table's indexes a row of the report measures.
+#[derive(Clone, Copy, PartialEq)]
+enum SieveIndex {
+    /// The per-block sidecars of the table's filter kind (`sieve.locator` off).
+    Sidecars,
+    /// The locator groups, with the sidecars as their fallback.
+    Locator,
+}
+
 /// One Sieve table: its index as `sieve_index_stats` counts it, the false-positive rate over
-/// `probes`, and its point queries through Sieve's engine (cold: a fresh engine per query).
+/// `probes` (per block for sidecars, per group for the locator), and its point queries through
+/// Sieve's engine (cold: a fresh engine per query).
 async fn measure_sieve(
     engine: &Engine,
     storage: &Location,
     args: &FiltersArgs,
     table: &Loaded,
+    index: SieveIndex,
     keys: &Keys,
     probes: &[String],
 ) -> Result<SystemRow, String> {
-    let name = format!("sieve {}", table.filter);
+    let (filter, kinds) = match index {
+        SieveIndex::Sidecars => (table.filter.clone(), "kind <> 'locator'"),
+        SieveIndex::Locator => ("locator".to_string(), "kind = 'locator'"),
+    };
+    let name = format!("sieve {filter}");
     eprintln!("measuring {name}");
     let stats = text_rows(
         engine,
         &format!(
-            "select sum(bytes), sum(keys) from sieve_index_stats('{}')",
+            "select sum(bytes), sum(keys) from sieve_index_stats('{}') where {kinds}",
             table.table
         ),
     )
     .await?;
     let number = |s: &str| s.parse::<u64>().unwrap_or(0);
     let (index_bytes, index_keys) = (number(&stats[0][0]), number(&stats[0][1]));
-    let fp = false_positives(engine, &table.table, "c2", probes)
-        .await
-        .map_err(|e| e.to_string())?;
+    let fp = match index {
+        SieveIndex::Sidecars => false_positives(engine, &table.table, "c2", probes).await,
+        SieveIndex::Locator => locator_false_reads(engine, &table.table, "c2", probes).await,
+    }
+    .map_err(|e| e.to_string())?;
+    let locator = index == SieveIndex::Locator;
     let [present_warm, present_cold, absent_warm, absent_cold] =
         measure(&name, keys, &table.table, async |cold, sql| {
             let engine = match cold {
@@ -257,6 +278,10 @@ async fn measure_sieve(
                 false => engine.clone(),
             };
             let session = engine.session().map_err(|e| e.to_string())?;
+            session
+                .execute(&format!("set sieve.locator = {locator}"))
+                .await
+                .map_err(|e| e.to_string())?;
             let started = Instant::now();
             let out = session.execute(&sql).await.map_err(|e| e.to_string())?;
             Ok(Sample {
@@ -268,7 +293,7 @@ async fn measure_sieve(
         .await?;
     Ok(SystemRow {
         engine: "sieve",
-        filter: table.filter.clone(),
+        filter,
         table: table.table.clone(),
         rows: args.rows,
         blocks: table.blocks,
@@ -375,18 +400,40 @@ async fn filters(storage: &Location, args: FiltersArgs) -> Result<(), String> {
     };
     let probes = absent_keys(args.queries + args.probe_keys).split_off(args.queries);
 
-    let mut systems = Vec::new();
-    for table in loaded.iter().filter(|l| l.filter != PARQUET_BLOOM) {
-        systems.push(measure_sieve(&engine, storage, &args, table, &keys, &probes).await?);
-    }
-    // Distinct keys per block over c1 and c2, as the Sieve tables count them.
-    let index_keys = systems.first().map_or(0, |s: &SystemRow| s.index_keys);
     let find = |filter: &str| {
         loaded
             .iter()
             .find(|l| l.filter == filter)
             .expect("always loaded")
     };
+    let mut systems = Vec::new();
+    for table in loaded.iter().filter(|l| l.filter != PARQUET_BLOOM) {
+        let sidecars = SieveIndex::Sidecars;
+        systems
+            .push(measure_sieve(&engine, storage, &args, table, sidecars, &keys, &probes).await?);
+    }
+    // The locator of the default kind's table (any indexed table has the same locator).
+    let default_kind = sieve_storage::TableOptions::defaults_for(&Schema::empty())
+        .filter
+        .to_string();
+    if let Some(table) = loaded
+        .iter()
+        .find(|l| l.filter == default_kind)
+        .or(loaded.first())
+    {
+        let row = measure_sieve(
+            &engine,
+            storage,
+            &args,
+            table,
+            SieveIndex::Locator,
+            &keys,
+            &probes,
+        );
+        systems.push(row.await?);
+    }
+    // Distinct keys per block over c1 and c2, as the Sieve tables count them.
+    let index_keys = systems.first().map_or(0, |s: &SystemRow| s.index_keys);
     for filter in ["none", PARQUET_BLOOM] {
         let row = measure_listing(
             &engine,
