@@ -6,7 +6,7 @@ mod common;
 
 use serde_json::Value;
 
-use common::{sieve, stderr};
+use common::{sieve, sql, stderr};
 
 const ROWS: u64 = 10_000_000;
 const BLOCKS: u64 = 10;
@@ -18,6 +18,30 @@ fn f(v: &Value) -> f64 {
 
 fn u(v: &Value) -> u64 {
     v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"))
+}
+
+/// A metric of the Sieve scan in EXPLAIN ANALYZE output (`name=361.0 K`), as a number.
+fn metric(plan: &str, name: &str) -> f64 {
+    let at = plan
+        .match_indices(&format!("{name}="))
+        .map(|(i, _)| i)
+        .find(|&i| {
+            i == 0
+                || !plan.as_bytes()[i - 1].is_ascii_alphanumeric() && plan.as_bytes()[i - 1] != b'_'
+        })
+        .unwrap_or_else(|| panic!("no {name} in {plan}"));
+    let text = &plan[at + name.len() + 1..];
+    let end = text.find([',', ']']).unwrap_or(text.len());
+    let mut parts = text[..end].split_whitespace();
+    let number: f64 = parts.next().unwrap().parse().unwrap();
+    number
+        * match parts.next() {
+            None => 1.0,
+            Some("K") => 1e3,
+            Some("M") => 1e6,
+            Some("B") => 1e9,
+            Some(unit) => panic!("unit {unit} of {name}"),
+        }
 }
 
 /// Bits per key and false-positive rate each kind may show with 1M distinct keys per block.
@@ -168,6 +192,27 @@ fn the_filter_comparison_at_10m_rows_is_complete_and_consistent() {
             _ => {}
         }
     }
+
+    // The locator's reads at 10M rows, counted by the scan (a fresh process: nothing cached): a
+    // present key's one slice, ≤ 512 KB of data; a few pages of index.
+    let table = "bench_filters.t_binary_fuse8";
+    let found = common::stdout(&sql(
+        &storage,
+        &format!("select c2 from {table} where c1 = 4242424"),
+    ));
+    let key = found
+        .lines()
+        .nth(3)
+        .unwrap()
+        .trim_matches(|c| c == '|' || c == ' ');
+    let plan = common::stdout(&sql(
+        &storage,
+        &format!("explain analyze select c1 from {table} where c2 = '{key}'"),
+    ));
+    assert_eq!(metric(&plan, "blocks_read"), 1.0, "{plan}");
+    assert_eq!(metric(&plan, "pages_read"), 1.0, "{plan}");
+    assert!(metric(&plan, "bytes_scanned") <= 512e3, "{plan}");
+    assert!(metric(&plan, "index_bytes_fetched") <= 8e3, "{plan}");
 
     let markdown = std::fs::read_to_string(out_dir.join("filters.md")).unwrap();
     assert_eq!(

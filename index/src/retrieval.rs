@@ -27,7 +27,8 @@ const MAX_ATTEMPTS: u32 = 32;
 
 /// Spare rows per key on the first attempt; each retry adds a tenth. Measured (release, 8 key
 /// sets each): a 64-bit window's threshold is sharp, about 7% at 100k keys, 8.3% at 1M and 10%
-/// at 4M, which is why the locator cuts its keys into shards of at most 1M.
+/// at 4M, which is why the locator cuts its keys into small shards
+/// ([`crate::locator::SHARD_KEYS`]).
 const BASE_OVERHEAD: f64 = 0.08;
 
 /// Where a structure's rows lie: everything a reader needs besides the rows themselves.

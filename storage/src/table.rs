@@ -219,7 +219,9 @@ impl Table {
                 let pages = self.storage.store().get_range(path, range).await?;
                 let location = header.locate(column, hash, &pages)?;
                 let fetched = pages.len() as u64;
-                cache.insert(key, pages);
+                // A copy: a response's bytes may be a slice of a larger buffer the cache would
+                // keep alive unweighed.
+                cache.insert(key, Bytes::copy_from_slice(&pages));
                 Ok::<_, StorageError>((location, fetched))
             }
         });

@@ -1,12 +1,15 @@
 //! Measures a table's filters directly: probes keys known to be absent against one column's filter
 //! in every block's sidecar. A query sees a false positive only as one more block read; probing
-//! thousands of keys per block gives a rate precise enough to compare filter kinds.
+//! thousands of keys per block gives a rate precise enough to compare filter kinds. The same for
+//! the locator, per group.
+
+use std::sync::Arc;
 
 use datafusion::arrow::array::StringArray;
 use datafusion::error::Result;
-use sieve_index::{ColumnHashes, EntryKind, Location};
-
 use sieve_engine::{Engine, to_df};
+use sieve_index::{ColumnHashes, EntryKind, Location};
+use sieve_storage::{BlockList, Table};
 
 /// Probes and hits over the blocks whose sidecar holds a filter for the column.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -22,12 +25,19 @@ impl FalsePositives {
     }
 }
 
-fn hashes(keys: &[String]) -> Result<Vec<u64>> {
-    Ok(
-        ColumnHashes::from_array(&StringArray::from_iter_values(keys))
-            .map_err(|e| datafusion::error::DataFusionError::External(Box::new(e)))?
-            .hashes,
-    )
+/// The table, its current blocks, and the keys' hashes.
+async fn open(
+    engine: &Engine,
+    table: &str,
+    keys: &[String],
+) -> Result<(Table, Arc<BlockList>, Vec<u64>)> {
+    let table = engine.open_table(table).await?;
+    let snapshot = table.snapshot().await.map_err(to_df)?;
+    let blocks = table.blocks(&snapshot).await.map_err(to_df)?;
+    let hashes = ColumnHashes::from_array(&StringArray::from_iter_values(keys))
+        .map_err(|e| datafusion::error::DataFusionError::External(Box::new(e)))?
+        .hashes;
+    Ok((table, blocks, hashes))
 }
 
 /// Probes `absent` (text keys the column does not hold) against `column`'s filter in every
@@ -38,10 +48,7 @@ pub async fn false_positives(
     column: &str,
     absent: &[String],
 ) -> Result<FalsePositives> {
-    let table = engine.open_table(table).await?;
-    let snapshot = table.snapshot().await.map_err(to_df)?;
-    let blocks = table.blocks(&snapshot).await.map_err(to_df)?;
-    let hashes = hashes(absent)?;
+    let (table, blocks, hashes) = open(engine, table, absent).await?;
     let all: Vec<usize> = (0..blocks.len()).collect();
     let mut counts = FalsePositives::default();
     for entry in table.sidecar_entries(&blocks, &all, column).await.entries {
@@ -62,10 +69,7 @@ pub async fn locator_false_reads(
     column: &str,
     absent: &[String],
 ) -> Result<FalsePositives> {
-    let table = engine.open_table(table).await?;
-    let snapshot = table.snapshot().await.map_err(to_df)?;
-    let blocks = table.blocks(&snapshot).await.map_err(to_df)?;
-    let hashes = hashes(absent)?;
+    let (table, blocks, hashes) = open(engine, table, absent).await?;
     let mut counts = FalsePositives::default();
     for group in blocks.locator_groups() {
         let Ok(header) = &group.header else { continue };
