@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use datafusion::arrow::array::StringArray;
-use datafusion::error::Result;
+use datafusion::error::{DataFusionError, Result};
 use sieve_engine::{Engine, to_df};
 use sieve_index::{ColumnHashes, EntryKind, Location};
 use sieve_storage::{BlockList, Table};
@@ -35,7 +35,7 @@ async fn open(
     let snapshot = table.snapshot().await.map_err(to_df)?;
     let blocks = table.blocks(&snapshot).await.map_err(to_df)?;
     let hashes = ColumnHashes::from_array(&StringArray::from_iter_values(keys))
-        .map_err(|e| datafusion::error::DataFusionError::External(Box::new(e)))?
+        .map_err(|e| DataFusionError::External(Box::new(e)))?
         .hashes;
     Ok((table, blocks, hashes))
 }
@@ -83,14 +83,14 @@ pub async fn locator_false_reads(
             let pages = file
                 .get(range.start as usize..range.end as usize)
                 .ok_or_else(|| {
-                    datafusion::error::DataFusionError::Execution(format!(
+                    DataFusionError::Execution(format!(
                         "locator {} is shorter than its header says",
                         group.name
                     ))
                 })?;
             let location = header
                 .locate(locator, hash, pages)
-                .map_err(|e| datafusion::error::DataFusionError::External(Box::new(e)))?;
+                .map_err(|e| DataFusionError::External(Box::new(e)))?;
             counts.hits += u64::from(location != Location::Absent);
         }
     }
