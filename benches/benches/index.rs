@@ -3,7 +3,9 @@
 //! - `build`: hashing the Arrow column + cardinality estimate + sort/dedup + filter construction
 //!   (throughput = keys/s, so ns/key is its inverse);
 //! - `probe`: `may_contain` on an opened sidecar, half present and half absent keys;
-//! - a table of bits/key and measured false-positive rate, printed first.
+//! - a table of bits/key and measured false-positive rate, printed first;
+//! - `locator`: what a load spends per key on a locator group of 8 blocks (1M keys): the
+//!   blocks' `block_keys`, then `locator::build`.
 //!
 //! `cargo bench -p sieve-benches --bench index` (add `-- build/binary_fuse8` to filter).
 
@@ -12,6 +14,7 @@ use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion, Throughput};
 use sieve_benches::random_double_strings;
+use sieve_index::locator::{self, SLICE_ROWS};
 use sieve_index::sidecar::{self, Sidecar};
 use sieve_index::{ColumnHashes, ColumnIndex, FilterKind};
 
@@ -91,6 +94,33 @@ fn probe(c: &mut Criterion) {
     group.finish();
 }
 
+fn locator(c: &mut Criterion) {
+    const BLOCKS: usize = 8;
+    const BLOCK_KEYS: usize = 1 << 17;
+    let mut group = c.benchmark_group("locator");
+    group
+        .sample_size(10)
+        .warm_up_time(Duration::from_millis(500))
+        .throughput(Throughput::Elements((BLOCKS * BLOCK_KEYS) as u64));
+    let rows: Vec<u32> = (0..BLOCK_KEYS as u32).collect();
+    let blocks: Vec<Vec<u64>> = (0..BLOCKS as u64)
+        .map(|b| hashes(b, BLOCK_KEYS).hashes)
+        .collect();
+    let keys = || -> Vec<_> {
+        blocks
+            .iter()
+            .map(|h| locator::block_keys(h, &rows))
+            .collect()
+    };
+    group.bench_function("block_keys", |b| b.iter(|| black_box(keys())));
+    let per_block = [("c2", keys())];
+    let slices = (BLOCK_KEYS as u32).div_ceil(SLICE_ROWS);
+    group.bench_function("build", |b| {
+        b.iter(|| locator::build(black_box(&per_block), slices, 1, 0.01).expect("builds"))
+    });
+    group.finish();
+}
+
 fn main() {
     let mut criterion = Criterion::default().configure_from_args();
     // `cargo bench` passes --bench; `cargo test` runs each benchmark once and skips the report.
@@ -99,5 +129,6 @@ fn main() {
     }
     build(&mut criterion);
     probe(&mut criterion);
+    locator(&mut criterion);
     criterion.final_summary();
 }

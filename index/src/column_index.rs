@@ -4,6 +4,7 @@
 use crate::canonical::ColumnHashes;
 use crate::cardinality::estimate_ndv;
 use crate::filter;
+use crate::hash_sort::sort_by_hash;
 use crate::kind::{EntryKind, FilterKind};
 
 /// Up to this many distinct values an exact list of hashes (8 bytes each) is stored: it is about
@@ -18,8 +19,8 @@ pub struct ColumnIndex {
     pub has_null: bool,
     /// Distinct hashes the entry was built from (the estimate when min/max decides).
     pub key_count: u64,
-    /// HyperLogLog estimate of the column's distinct non-null values in the block; planner
-    /// statistics use it.
+    /// HyperLogLog estimate of the column's distinct non-null values in the block (exact when
+    /// built [`Self::from_distinct`] a locator's keys); planner statistics use it.
     pub ndv_estimate: u64,
     pub payload: Vec<u8>,
 }
@@ -32,6 +33,23 @@ impl ColumnIndex {
             has_null,
         } = hashes;
         let ndv_estimate = estimate_ndv(&keys);
+        if ndv_estimate > 1 {
+            // Xor and fuse construction need distinct keys; sorting also makes output reproducible.
+            sort_by_hash(&mut keys, |&k| k);
+            keys.dedup();
+        }
+        Self::from_distinct(column, configured, keys, has_null, ndv_estimate)
+    }
+
+    /// [`Self::build`] from the column's distinct hashes, sorted, when the caller has them
+    /// already (the locator's keys are).
+    pub fn from_distinct(
+        column: impl Into<String>,
+        configured: FilterKind,
+        distinct: Vec<u64>,
+        has_null: bool,
+        ndv_estimate: u64,
+    ) -> Self {
         let chosen = match ndv_estimate {
             0 | 1 => EntryKind::MinMaxOnly,
             n if n <= EXACT_MAX_KEYS => EntryKind::Exact,
@@ -40,12 +58,9 @@ impl ColumnIndex {
         let key_count = if chosen == EntryKind::MinMaxOnly {
             ndv_estimate
         } else {
-            // Xor and fuse construction need distinct keys; sorting also makes output reproducible.
-            keys.sort_unstable();
-            keys.dedup();
-            keys.len() as u64
+            distinct.len() as u64
         };
-        let (kind, payload) = filter::build(chosen, &keys, ndv_estimate);
+        let (kind, payload) = filter::build(chosen, &distinct, ndv_estimate);
         Self {
             column: column.into(),
             kind,

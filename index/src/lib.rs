@@ -15,6 +15,7 @@ mod column_index;
 mod error;
 pub mod filter;
 pub mod hash;
+mod hash_sort;
 mod kind;
 pub mod locator;
 pub mod retrieval;

@@ -6,12 +6,13 @@
 //! [`SHARD_KEYS`] keys. An absent key matches a fingerprint with probability 2^-bits per group,
 //! whatever the group's size.
 //!
-//! Layout, version 1 (all integers little-endian; [`LOCATOR_FORMAT`]):
+//! Layout, version 2 (all integers little-endian; [`LOCATOR_FORMAT`]; version 1 placed windows
+//! by a mix of the whole hash, and is read as unknown):
 //!
 //! ```text
 //! header
 //!   8     magic "SIEVELOC"
-//!   2     format version (1)
+//!   2     format version (2)
 //!   4     blocks in the group, G
 //!   4     rows per slice (8192)
 //!   4     slices per block, P
@@ -28,8 +29,10 @@
 //! ```
 //!
 //! A key's shard is `hash · shards >> 64` (the hash's top bits, so a group's keys sorted by hash
-//! are its shards in order); its value, `fingerprint << s | slot`, is read from the shard's
-//! 64-row window ([`crate::retrieval::Geometry::window`]), at most two pages. Slots: `b·P + p`
+//! are its shards in order) and its key within the shard the low 64 bits of that product (so
+//! they ascend with the hash too, and the shard is banded front to back); its value,
+//! `fingerprint << s | slot`, is read at that key from the shard's 64-row window
+//! ([`crate::retrieval::Geometry::window`]), at most two pages. Slots: `b·P + p`
 //! is slice `p` of block `b`; `G·P + b` is "several slices of block `b`"; `G·P + G` is "several
 //! blocks" (the reader falls back to the blocks' sidecars); anything above is absent.
 //!
@@ -42,11 +45,12 @@ use std::ops::Range;
 use xxhash_rust::xxh3::{xxh3_64, xxh3_64_with_seed};
 
 use crate::error::IndexError;
-use crate::retrieval::{self, Geometry, Retrieval};
+use crate::hash_sort::sort_by_hash;
+use crate::retrieval::{self, Geometry, Retrieval, Scratch};
 
 pub const MAGIC: [u8; 8] = *b"SIEVELOC";
 /// The locator format this build writes and the newest it reads.
-pub const LOCATOR_FORMAT: u16 = 1;
+pub const LOCATOR_FORMAT: u16 = 2;
 /// Rows per slice: the unit a locator names inside a block, and the Parquet page size.
 pub const SLICE_ROWS: u32 = 8192;
 /// Keys per retrieval shard at most. At 2^20 keys the 8% first attempt usually failed (8 key
@@ -74,7 +78,7 @@ pub fn block_keys(hashes: &[u64], rows: &[u32]) -> BlockKeys {
         .zip(rows)
         .map(|(&h, &row)| (h, row / SLICE_ROWS))
         .collect();
-    keys.sort_unstable();
+    sort_by_hash(&mut keys, |k| k.0);
     keys.dedup_by(|next, kept| {
         if next.0 != kept.0 {
             return false;
@@ -159,6 +163,12 @@ fn shard_of(hash: u64, shards: usize) -> usize {
     ((u128::from(hash) * shards as u128) >> 64) as usize
 }
 
+/// A hash's key within its shard: the part of `hash · shards` below the shard, which ascends
+/// with the hash across the shard and is distinct for distinct hashes.
+fn in_shard(hash: u64, shards: usize) -> u64 {
+    hash.wrapping_mul(shards as u64)
+}
+
 /// Builds a group's locator file from its blocks' [`block_keys`], per column (in the table's
 /// index column order), for the group that is the table's `ordinal`-th. Returns the file; its
 /// header is the first [`LocatorHeader::len`] bytes.
@@ -179,6 +189,7 @@ pub fn build(
     let mut pages: Vec<u8> = Vec::new();
     let mut page_count = 0u64;
     let mut locators = Vec::with_capacity(columns.len());
+    let mut scratch = Scratch::default();
     for (column, per_block) in columns {
         let upper: usize = per_block.iter().map(Vec::len).sum();
         let shard_count = upper.div_ceil(SHARD_KEYS).max(1);
@@ -186,8 +197,10 @@ pub fn build(
         let mut cursors = vec![0usize; per_block.len()];
         let mut shards = Vec::with_capacity(shard_count);
         let mut keys = 0u64;
+        let (mut entries, mut values) = (Vec::new(), Vec::new());
         for shard in 0..shard_count {
-            let mut entries: Vec<(u64, u32, u32)> = Vec::new();
+            entries.clear();
+            values.clear();
             for (block, keys) in per_block.iter().enumerate() {
                 let start = cursors[block];
                 let len =
@@ -199,9 +212,8 @@ pub fn build(
                         .map(|&(h, slice)| (h, block as u32, slice)),
                 );
             }
-            entries.sort_unstable();
-            let mut values: Vec<(u64, u64)> = Vec::with_capacity(entries.len());
-            for (h, block, slice) in entries {
+            sort_by_hash(&mut entries, |e| in_shard(e.0, shard_count));
+            for &(h, block, slice) in &entries {
                 let slot = match values.last() {
                     Some(&(last, _)) if last == h => {
                         values.pop();
@@ -220,7 +232,10 @@ pub fn build(
                 values.push((h, fingerprint(h, fingerprint_bits) << slot_bits | slot));
             }
             keys += values.len() as u64;
-            let retrieval = Retrieval::build(&values, width)?;
+            for entry in &mut values {
+                entry.0 = in_shard(entry.0, shard_count);
+            }
+            let retrieval = Retrieval::build(&values, width, &mut scratch)?;
             shards.push(Shard {
                 geometry: *retrieval.geometry(),
                 first_page: page_count,
@@ -400,17 +415,19 @@ impl LocatorHeader {
 
     /// The bytes of the file to read to look `hash` up in `column`: the pages of its window.
     pub fn lookup_range(&self, column: &ColumnLocator, hash: u64) -> Range<u64> {
-        let (_, pages) = Self::window_pages(column, hash);
+        let (_, _, pages) = Self::window_pages(column, hash);
         let start = self.len as u64 + pages.start * PAGE as u64;
         start..start + (pages.end - pages.start) * PAGE as u64
     }
 
-    fn window_pages(column: &ColumnLocator, hash: u64) -> (&Shard, Range<u64>) {
-        let shard = &column.shards[shard_of(hash, column.shards.len())];
-        let window = shard.geometry.window(hash);
+    /// A hash's shard, its key there, and the pages of its window.
+    fn window_pages(column: &ColumnLocator, hash: u64) -> (&Shard, u64, Range<u64>) {
+        let count = column.shards.len();
+        let (shard, key) = (&column.shards[shard_of(hash, count)], in_shard(hash, count));
+        let window = shard.geometry.window(key);
         let first = shard.first_page + (window.start / PAGE_DATA) as u64;
         let last = shard.first_page + ((window.end - 1) / PAGE_DATA) as u64;
-        (shard, first..last + 1)
+        (shard, key, first..last + 1)
     }
 
     /// Where `hash` may be, from `bytes`, the file's [`Self::lookup_range`] for it; fails if a
@@ -421,7 +438,7 @@ impl LocatorHeader {
         hash: u64,
         bytes: &[u8],
     ) -> Result<Location, IndexError> {
-        let (shard, pages) = Self::window_pages(column, hash);
+        let (shard, key, pages) = Self::window_pages(column, hash);
         if bytes.len() as u64 != (pages.end - pages.start) * PAGE as u64 {
             return Err(corrupt("lookup read the wrong number of bytes"));
         }
@@ -434,7 +451,7 @@ impl LocatorHeader {
             data.extend_from_slice(body);
         }
         let offset = (pages.start - shard.first_page) as usize * PAGE_DATA;
-        let value = retrieval::get_in(&shard.geometry, &data, offset, hash);
+        let value = retrieval::get_in(&shard.geometry, &data, offset, key);
         let slot_mask = (1u64 << column.slot_bits) - 1;
         if value >> column.slot_bits != fingerprint(hash, column.fingerprint_bits) {
             return Ok(Location::Absent);
@@ -495,10 +512,11 @@ mod tests {
 
     #[test]
     fn damage_is_an_error() {
-        let b0 = block_keys(
-            &(0..5000).collect::<Vec<_>>(),
-            &(0..5000).collect::<Vec<_>>(),
-        );
+        // Hashes spread over the whole range, as the pinned hash's are.
+        let hashes: Vec<u64> = (0..5000u64)
+            .map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15))
+            .collect();
+        let b0 = block_keys(&hashes, &(0..5000).collect::<Vec<_>>());
         let mut file = build(&[("c", vec![b0])], 1, 1, 0.01).unwrap();
         let header = LocatorHeader::parse(&file).unwrap();
         assert_eq!(header.file_len(), file.len() as u64);
@@ -509,8 +527,10 @@ mod tests {
         assert!(header.locate(&c, 77, bytes).is_err());
         file[10] ^= 1;
         assert!(LocatorHeader::parse(&file).is_err());
-        let mut newer = file.clone();
-        newer[8] = 2;
-        assert!(LocatorHeader::parse(&newer).is_err());
+        for version in [1, LOCATOR_FORMAT + 1] {
+            let mut other = file.clone();
+            other[8..10].copy_from_slice(&version.to_le_bytes());
+            assert!(LocatorHeader::parse(&other).is_err());
+        }
     }
 }

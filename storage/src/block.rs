@@ -106,9 +106,24 @@ pub fn encode_block(def: &TableDef, id: String, batches: &[RecordBatch]) -> Resu
             first_row += batch.num_rows() as u32;
         }
         if def.options.locator {
-            locator_keys.push(locator::block_keys(&hashes.hashes, &key_rows));
+            // The locator's keys are the column's distinct hashes, sorted: the sidecar's
+            // filter is built from them instead of sorting the hashes a second time, and their
+            // count is exact where an estimate would be.
+            let keys = locator::block_keys(&hashes.hashes, &key_rows);
+            let distinct: Vec<u64> = keys.iter().map(|&(hash, _)| hash).collect();
+            let ndv = distinct.len() as u64;
+            let (filter, has_null) = (def.options.filter, hashes.has_null);
+            columns.push(ColumnIndex::from_distinct(
+                name.clone(),
+                filter,
+                distinct,
+                has_null,
+                ndv,
+            ));
+            locator_keys.push(keys);
+        } else {
+            columns.push(ColumnIndex::build(name.clone(), def.options.filter, hashes));
         }
-        columns.push(ColumnIndex::build(name.clone(), def.options.filter, hashes));
     }
     let plain_columns: Vec<&str> = columns
         .iter()
