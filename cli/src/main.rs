@@ -7,6 +7,7 @@ mod load;
 mod location;
 mod login_throttle;
 mod mysql_backend;
+mod mysql_params;
 mod mysql_values;
 mod packet_guard;
 mod progress;

@@ -1,6 +1,6 @@
 //! One MySQL connection: a Sieve session behind the wire protocol (opensrv-mysql). Queries run
-//! in the engine; driver chatter is answered directly; prepared statements substitute their
-//! parameters as SQL literals, which is all point lookups from drivers need.
+//! in the engine; driver chatter is answered directly; prepared statements bind their parameters
+//! to the plan as typed values (`sieve_engine::Prepared`).
 
 use std::collections::HashMap;
 use std::io;
@@ -10,19 +10,22 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use chrono::{NaiveDate, NaiveDateTime};
+use datafusion::arrow::datatypes::DataType;
+use datafusion::common::ScalarValue;
 use datafusion::error::DataFusionError;
 use opensrv_mysql::{
     AsyncMysqlShim, Column, ColumnFlags, ColumnType, ErrorKind, InitWriter, OkResponse,
-    ParamParser, QueryResultWriter, StatementMetaWriter, Value, ValueInner,
+    ParamParser, QueryResultWriter, StatementMetaWriter,
 };
-use sieve_engine::{ErrorClass, QueryStream, Session, classify};
+use sieve_engine::{ErrorClass, Prepared, QueryStream, Session, classify};
 use tokio::io::AsyncWrite;
 use tokio::net::TcpStream;
 
 use crate::auth::Account;
 use crate::login_throttle::LoginThrottle;
-use crate::mysql_values::{columns, write_batch};
+use crate::mysql_params::scalar;
+use crate::mysql_values::{column, columns, write_batch};
+use crate::packet_guard::OpenStatements;
 use crate::progress::{rate, watch};
 use crate::system_variables::{Chatter, VERSION, answer};
 
@@ -37,10 +40,19 @@ pub struct Backend {
     authenticated: Arc<AtomicBool>,
     connection_id: u32,
     salt: [u8; 20],
-    statements: HashMap<u32, String>,
+    statements: HashMap<u32, Statement>,
+    /// The ids in `statements`, for the connection's guard.
+    open_statements: Arc<OpenStatements>,
     next_statement: u32,
     /// Statements that wrote since BEGIN, while a client believes it is in a transaction.
     transaction: Option<u64>,
+}
+
+/// A prepared statement: its text, and its numbered parameters if it has any. Without
+/// parameters it runs as its text does, driver chatter included.
+struct Statement {
+    sql: String,
+    prepared: Option<Prepared>,
 }
 
 /// What a connection's login is checked with.
@@ -48,6 +60,7 @@ pub struct Login {
     pub account: Arc<Account>,
     pub throttle: Arc<LoginThrottle>,
     pub authenticated: Arc<AtomicBool>,
+    pub statements: Arc<OpenStatements>,
 }
 
 impl Backend {
@@ -66,6 +79,7 @@ impl Backend {
             connection_id,
             salt,
             statements: HashMap::new(),
+            open_statements: login.statements,
             next_statement: 1,
             transaction: None,
         }
@@ -121,12 +135,31 @@ impl Backend {
             }
             None => {}
         }
+        self.stream(query, None, results).await
+    }
+
+    /// Runs `sql` (or, given `bound`, that prepared statement with those values) and sends its
+    /// result, tracking writes for ROLLBACK, logging slow statements, and cancelling it if the
+    /// client goes away.
+    async fn stream<W: AsyncWrite + Send + Unpin>(
+        &mut self,
+        sql: &str,
+        bound: Option<(Prepared, Vec<ScalarValue>)>,
+        results: QueryResultWriter<'_, W>,
+    ) -> io::Result<()> {
         let started = Instant::now();
-        let head: String = query.chars().take(80).collect();
+        let head: String = sql.chars().take(80).collect();
         let (session, transaction) = (&self.session, &mut self.transaction);
         let statement = async {
             let planned = watch(
-                session.query(query),
+                async {
+                    match bound {
+                        Some((prepared, values)) => {
+                            session.execute_prepared(&prepared, values).await
+                        }
+                        None => session.query(sql).await,
+                    }
+                },
                 session.progress(),
                 PROGRESS_EVERY,
                 |rows, elapsed| {
@@ -255,46 +288,6 @@ fn mysql_error(e: &DataFusionError) -> (ErrorKind, String) {
     (kind, e.to_string())
 }
 
-/// Where the `?` placeholders of a statement are, ignoring those inside quotes.
-fn placeholders(query: &str) -> Vec<usize> {
-    let mut quote = None;
-    let mut found = Vec::new();
-    for (i, c) in query.char_indices() {
-        match (quote, c) {
-            (None, '\'' | '"' | '`') => quote = Some(c),
-            (Some(q), _) if c == q => quote = None,
-            (None, '?') => found.push(i),
-            _ => {}
-        }
-    }
-    found
-}
-
-fn quote_text(text: &str) -> String {
-    format!("'{}'", text.replace('\\', "\\\\").replace('\'', "''"))
-}
-
-fn literal(value: Value<'_>) -> String {
-    match value.into_inner() {
-        ValueInner::NULL => "NULL".into(),
-        ValueInner::Bytes(b) => quote_text(&String::from_utf8_lossy(b)),
-        ValueInner::Int(i) => i.to_string(),
-        ValueInner::UInt(u) => u.to_string(),
-        ValueInner::Double(d) => format!("{d:?}"),
-        ValueInner::Date(_) => format!("DATE '{}'", NaiveDate::from(value)),
-        ValueInner::Datetime(_) => format!("TIMESTAMP '{}'", NaiveDateTime::from(value)),
-        ValueInner::Time(_) => {
-            let secs = std::time::Duration::from(value).as_secs();
-            format!(
-                "'{:02}:{:02}:{:02}'",
-                secs / 3600,
-                secs / 60 % 60,
-                secs % 60
-            )
-        }
-    }
-}
-
 #[async_trait]
 impl<W: AsyncWrite + Send + Unpin> AsyncMysqlShim<W> for Backend {
     type Error = io::Error;
@@ -339,18 +332,32 @@ impl<W: AsyncWrite + Send + Unpin> AsyncMysqlShim<W> for Backend {
         query: &'a str,
         info: StatementMetaWriter<'a, W>,
     ) -> io::Result<()> {
+        let prepared = if answer(query, &self.session.database()).is_some() {
+            None
+        } else {
+            match self.session.prepare(query).await {
+                Ok(prepared) => Some(prepared).filter(|p| p.params() > 0),
+                Err(e) => {
+                    let (kind, message) = mysql_error(&e);
+                    return info.error(kind, message.as_bytes()).await;
+                }
+            }
+        };
+        let params: Vec<Column> = prepared
+            .iter()
+            .flat_map(|p| &p.param_types)
+            .map(|t| column("?", t.as_ref().unwrap_or(&DataType::Utf8), true))
+            .collect();
         let id = self.next_statement;
         self.next_statement += 1;
-        let params: Vec<Column> = placeholders(query)
-            .iter()
-            .map(|_| Column {
-                table: String::new(),
-                column: "?".into(),
-                coltype: ColumnType::MYSQL_TYPE_VAR_STRING,
-                colflags: ColumnFlags::empty(),
-            })
-            .collect();
-        self.statements.insert(id, query.to_string());
+        self.statements.insert(
+            id,
+            Statement {
+                sql: query.to_string(),
+                prepared,
+            },
+        );
+        self.open_statements.opened(id);
         info.reply(id, &params, &[]).await
     }
 
@@ -360,7 +367,7 @@ impl<W: AsyncWrite + Send + Unpin> AsyncMysqlShim<W> for Backend {
         params: ParamParser<'a>,
         results: QueryResultWriter<'a, W>,
     ) -> io::Result<()> {
-        let Some(template) = self.statements.get(&id).cloned() else {
+        let Some(statement) = self.statements.get(&id) else {
             return results
                 .error(
                     ErrorKind::ER_UNKNOWN_STMT_HANDLER,
@@ -368,28 +375,24 @@ impl<W: AsyncWrite + Send + Unpin> AsyncMysqlShim<W> for Backend {
                 )
                 .await;
         };
-        let values: Vec<String> = params.into_iter().map(|p| literal(p.value)).collect();
-        let slots = placeholders(&template);
-        if values.len() != slots.len() {
-            let message = format!(
-                "statement has {} parameters, {} given",
-                slots.len(),
-                values.len()
-            );
-            return results
-                .error(ErrorKind::ER_WRONG_ARGUMENTS, message.as_bytes())
-                .await;
-        }
-        let mut sql =
-            String::with_capacity(template.len() + values.iter().map(String::len).sum::<usize>());
-        let mut last = 0;
-        for (slot, value) in slots.iter().zip(&values) {
-            sql.push_str(&template[last..*slot]);
-            sql.push_str(value);
-            last = slot + 1;
-        }
-        sql.push_str(&template[last..]);
-        self.run(&sql, results).await
+        let sql = statement.sql.clone();
+        let Some(prepared) = statement.prepared.clone() else {
+            return self.run(&sql, results).await;
+        };
+        let values: Result<Vec<_>, String> = params
+            .into_iter()
+            .enumerate()
+            .map(|(i, param)| scalar(i + 1, param))
+            .collect();
+        let values = match values {
+            Ok(values) => values,
+            Err(message) => {
+                return results
+                    .error(ErrorKind::ER_WRONG_ARGUMENTS, message.as_bytes())
+                    .await;
+            }
+        };
+        self.stream(&sql, Some((prepared, values)), results).await
     }
 
     async fn on_close<'a>(&'a mut self, id: u32)
@@ -397,6 +400,7 @@ impl<W: AsyncWrite + Send + Unpin> AsyncMysqlShim<W> for Backend {
         W: 'async_trait,
     {
         self.statements.remove(&id);
+        self.open_statements.closed(id);
     }
 
     async fn on_query<'a>(
@@ -423,19 +427,5 @@ impl<W: AsyncWrite + Send + Unpin> AsyncMysqlShim<W> for Backend {
                 writer.error(kind, message.as_bytes()).await
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn placeholders_skip_quoted_question_marks() {
-        assert_eq!(
-            placeholders("select * from t where a = ? and b = '?' and c = ?"),
-            vec![26, 48]
-        );
-        assert_eq!(quote_text("it's"), "'it''s'");
     }
 }

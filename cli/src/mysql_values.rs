@@ -55,35 +55,38 @@ pub fn columns(batch_schema: &datafusion::arrow::datatypes::Schema) -> Vec<Colum
     batch_schema
         .fields()
         .iter()
-        .map(|field| {
-            let kind = kind(field.data_type());
-            let coltype = match kind {
-                Kind::Signed | Kind::Unsigned => ColumnType::MYSQL_TYPE_LONGLONG,
-                Kind::Float => ColumnType::MYSQL_TYPE_DOUBLE,
-                Kind::Decimal => ColumnType::MYSQL_TYPE_NEWDECIMAL,
-                Kind::Date => ColumnType::MYSQL_TYPE_DATE,
-                Kind::DateTime => ColumnType::MYSQL_TYPE_DATETIME,
-                Kind::Text => ColumnType::MYSQL_TYPE_VAR_STRING,
-                Kind::Blob => ColumnType::MYSQL_TYPE_BLOB,
-            };
-            let mut colflags = ColumnFlags::empty();
-            if matches!(kind, Kind::Unsigned) {
-                colflags |= ColumnFlags::UNSIGNED_FLAG;
-            }
-            if matches!(kind, Kind::Blob) {
-                colflags |= ColumnFlags::BINARY_FLAG;
-            }
-            if !field.is_nullable() {
-                colflags |= ColumnFlags::NOT_NULL_FLAG;
-            }
-            Column {
-                table: String::new(),
-                column: field.name().clone(),
-                coltype,
-                colflags,
-            }
-        })
+        .map(|field| column(field.name(), field.data_type(), field.is_nullable()))
         .collect()
+}
+
+/// How a value of `data_type` is described to clients: result columns and statement parameters.
+pub fn column(name: &str, data_type: &DataType, nullable: bool) -> Column {
+    let kind = kind(data_type);
+    let coltype = match kind {
+        Kind::Signed | Kind::Unsigned => ColumnType::MYSQL_TYPE_LONGLONG,
+        Kind::Float => ColumnType::MYSQL_TYPE_DOUBLE,
+        Kind::Decimal => ColumnType::MYSQL_TYPE_NEWDECIMAL,
+        Kind::Date => ColumnType::MYSQL_TYPE_DATE,
+        Kind::DateTime => ColumnType::MYSQL_TYPE_DATETIME,
+        Kind::Text => ColumnType::MYSQL_TYPE_VAR_STRING,
+        Kind::Blob => ColumnType::MYSQL_TYPE_BLOB,
+    };
+    let mut colflags = ColumnFlags::empty();
+    if matches!(kind, Kind::Unsigned) {
+        colflags |= ColumnFlags::UNSIGNED_FLAG;
+    }
+    if matches!(kind, Kind::Blob) {
+        colflags |= ColumnFlags::BINARY_FLAG;
+    }
+    if !nullable {
+        colflags |= ColumnFlags::NOT_NULL_FLAG;
+    }
+    Column {
+        table: String::new(),
+        column: name.to_string(),
+        coltype,
+        colflags,
+    }
 }
 
 /// One column of a batch, cast once to the Arrow type its MySQL values are read from.

@@ -14,6 +14,9 @@
 //!   into an I/O error that closes the connection; the guard answers such a command itself with
 //!   MySQL's error 1300 and the connection goes on. It can, because opensrv reads the next packet
 //!   only once it has sent its answer to the last one.
+//! - Statements. opensrv closes the connection when a client executes a statement id it does
+//!   not know (one it closed, or never prepared); MySQL answers error 1243 and goes on, and so
+//!   does the guard, from the ids the backend has open ([`OpenStatements`]).
 //! - Time. Login must finish within the handshake timeout (a deadline, so a byte every few seconds
 //!   does not keep a connection), and a logged-in client that sends nothing for the idle timeout
 //!   is disconnected (MySQL's `connect_timeout` and `wait_timeout`).
@@ -21,9 +24,11 @@
 //! Written here because no crate frames MySQL packets in front of another library's reader.
 
 use std::borrow::Cow;
+use std::collections::HashSet;
 use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll, ready};
 use std::time::Duration;
@@ -44,6 +49,32 @@ const READ_CHUNK: usize = 8 << 10;
 
 /// Commands whose body opensrv reads as UTF-8 text: COM_INIT_DB, COM_QUERY, COM_STMT_PREPARE.
 const TEXT_COMMANDS: [u8; 3] = [0x02, 0x03, 0x16];
+const COM_STMT_EXECUTE: u8 = 0x17;
+
+/// The prepared statement ids a connection's backend has open, shared with its guard.
+#[derive(Debug, Default)]
+pub struct OpenStatements(Mutex<HashSet<u32>>);
+
+impl OpenStatements {
+    pub fn opened(&self, id: u32) {
+        self.ids().insert(id);
+    }
+
+    pub fn closed(&self, id: u32) {
+        self.ids().remove(&id);
+    }
+
+    fn is_open(&self, id: u32) -> bool {
+        self.ids().contains(&id)
+    }
+
+    fn ids(&self) -> std::sync::MutexGuard<'_, HashSet<u32>> {
+        // A set of integers cannot be left half-changed by a panic.
+        self.0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
 
 #[derive(Debug, Clone, Copy)]
 pub struct GuardLimits {
@@ -59,6 +90,8 @@ pub struct PacketGuard<R> {
     limits: GuardLimits,
     /// Set by the backend once the client has logged in.
     authenticated: Arc<AtomicBool>,
+    /// Kept by the backend: the statement ids COM_STMT_EXECUTE may name.
+    statements: Arc<OpenStatements>,
     /// Read from the socket, not handed on yet.
     pending: BytesMut,
     /// Bytes at the front of `pending` that make up a checked packet, still to hand on.
@@ -119,6 +152,17 @@ fn payload(packet: &[u8]) -> Cow<'_, [u8]> {
     )
 }
 
+/// MySQL's error 1243 for COM_STMT_EXECUTE of a statement that is not open, if it is one.
+fn unknown_statement(payload: &[u8], open: &OpenStatements) -> Option<String> {
+    let (&command, body) = payload.split_first()?;
+    if command != COM_STMT_EXECUTE {
+        return None;
+    }
+    let id = u32::from_le_bytes(body.get(..4)?.try_into().ok()?);
+    (!open.is_open(id))
+        .then(|| format!("Unknown prepared statement handler ({id}) given to mysqld_stmt_execute"))
+}
+
 /// MySQL's error 1300 for a text command that is not UTF-8, if it is one.
 fn invalid_text(payload: &[u8]) -> Option<String> {
     let (command, text) = payload.split_first()?;
@@ -137,12 +181,14 @@ impl<R> PacketGuard<R> {
         errors: Arc<TcpStream>,
         limits: GuardLimits,
         authenticated: Arc<AtomicBool>,
+        statements: Arc<OpenStatements>,
     ) -> Self {
         Self {
             inner,
             errors,
             limits,
             authenticated,
+            statements,
             pending: BytesMut::new(),
             ready: 0,
             answer: Vec::new(),
@@ -180,12 +226,17 @@ impl<R> PacketGuard<R> {
             }
         };
         let refused = authenticated
-            .then(|| invalid_text(&payload(&self.pending[..packet.len])))
+            .then(|| {
+                let payload = payload(&self.pending[..packet.len]);
+                invalid_text(&payload)
+                    .map(|message| (1300, message))
+                    .or_else(|| unknown_statement(&payload, &self.statements).map(|m| (1243, m)))
+            })
             .flatten();
         match refused {
-            Some(message) => {
+            Some((code, message)) => {
                 self.answer =
-                    error_packet(packet.sequence.wrapping_add(1), 1300, "HY000", &message);
+                    error_packet(packet.sequence.wrapping_add(1), code, "HY000", &message);
                 self.pending.advance(packet.len);
             }
             None => self.ready = packet.len,

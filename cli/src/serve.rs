@@ -16,7 +16,7 @@ use crate::auth::Account;
 use crate::config::ConfigFile;
 use crate::login_throttle::LoginThrottle;
 use crate::mysql_backend::{Backend, Login};
-use crate::packet_guard::{PacketGuard, error_packet};
+use crate::packet_guard::{OpenStatements, PacketGuard, error_packet};
 
 /// How long accepting waits after an error (out of file descriptors, say) before trying again;
 /// doubles while errors go on, so a full descriptor table costs no CPU and little log.
@@ -134,15 +134,17 @@ pub async fn serve(engine: Engine, args: ServeArgs, config: ConfigFile) -> Resul
                     }
                 };
                 let authenticated = Arc::new(AtomicBool::new(false));
+                let statements = Arc::new(OpenStatements::default());
                 let login = Login {
                     account: account.clone(),
                     throttle: throttle.clone(),
                     authenticated: authenticated.clone(),
+                    statements: statements.clone(),
                 };
                 let backend = Backend::new(session, watcher.clone(), login, ids.fetch_add(1, Ordering::Relaxed));
                 tokio::spawn(async move {
                     let (reader, writer) = stream.into_split();
-                    let reader = PacketGuard::new(reader, watcher, limits.guard, authenticated);
+                    let reader = PacketGuard::new(reader, watcher, limits.guard, authenticated, statements);
                     if let Err(e) = AsyncMysqlIntermediary::run_on(backend, reader, writer).await {
                         log::debug!("connection from {peer} ended: {e}");
                     }

@@ -8,7 +8,8 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::wire::{
-    COM_INIT_DB, COM_PING, COM_QUERY, COM_STMT_PREPARE, Wire, command, error_code, packet,
+    COM_INIT_DB, COM_PING, COM_QUERY, COM_STMT_CLOSE, COM_STMT_PREPARE, Wire, command, error_code,
+    execute_with_bigint, packet,
 };
 use common::{PASSWORD, Server, stderr, stdout};
 
@@ -76,6 +77,43 @@ fn pipelined_commands_are_each_answered_in_order() {
         assert_eq!(error_code(&wire.reply()[0].1), Some(1064), "round {round}");
         assert_eq!(wire.reply()[0].1[0], 0x00, "PING's OK, round {round}");
     }
+}
+
+/// What go-sql-driver/mysql and Connector/J put in one write (CLOSE then PREPARE), and a whole
+/// PREPARE, EXECUTE, CLOSE round trip in one write: each command is answered, in order, and
+/// every EXECUTE computes from its own parameter.
+#[test]
+fn pipelined_prepared_statements_are_each_answered_in_order() {
+    let server = Server::start();
+    let mut wire = Wire::connect(server.port);
+    assert_eq!(wire.login("root", PASSWORD).1[0], 0x00);
+    let close = |id: u32| command(COM_STMT_CLOSE, &id.to_le_bytes());
+    // Statement ids count up from 1 on a connection, so a pipelining client knows them.
+    let mut next_id = 1;
+    for round in 0..50i64 {
+        let mut burst = command(COM_STMT_PREPARE, b"select ? + 1");
+        burst.extend(execute_with_bigint(next_id, round));
+        burst.extend(close(next_id));
+        burst.extend(command(COM_STMT_PREPARE, b"select ? * 2"));
+        burst.extend(execute_with_bigint(next_id + 1, round));
+        burst.extend(command(COM_PING, b""));
+        wire.send(&burst).unwrap();
+        assert_eq!(wire.prepare_ok(), (next_id, 1), "round {round}");
+        assert_eq!(wire.binary_bigint(), round + 1, "round {round}");
+        assert_eq!(wire.prepare_ok(), (next_id + 1, 1), "round {round}");
+        assert_eq!(wire.binary_bigint(), round * 2, "round {round}");
+        assert_eq!(wire.reply()[0].1[0], 0x00, "PING's OK, round {round}");
+        // The second statement is closed together with the next round's first PREPARE.
+        let mut burst = close(next_id + 1);
+        burst.extend(command(COM_QUERY, format!("select {round}").as_bytes()));
+        wire.send(&burst).unwrap();
+        let rows = wire.reply();
+        assert_eq!(rows[rows.len() - 2].1[1..], *round.to_string().as_bytes());
+        next_id += 2;
+    }
+    // A closed statement is gone.
+    wire.send(&execute_with_bigint(1, 0)).unwrap();
+    assert_eq!(error_code(&wire.reply()[0].1), Some(1243));
 }
 
 #[test]

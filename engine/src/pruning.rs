@@ -21,6 +21,8 @@ use futures::StreamExt;
 use sieve_index::{ColumnHashes, Location};
 use sieve_storage::{BlockList, Table};
 
+use crate::lossless_cast::lossless_cast;
+
 /// What pruning decided for one scan, shown by EXPLAIN ANALYZE.
 #[derive(Debug, Default, Clone)]
 pub struct PruneOutcome {
@@ -87,11 +89,8 @@ fn literal_hashes(table: &Table, guarantee: &LiteralGuarantee) -> Option<(String
     let column_type = def.schema.field_with_name(name).ok()?.data_type();
     let mut hashes = Vec::with_capacity(guarantee.literals.len());
     for literal in &guarantee.literals {
-        let cast = literal.cast_to(column_type).ok()?;
         // A lossy cast (5.5 into an integer column) could hash a different value: do not prune.
-        if cast.cast_to(&literal.data_type()).ok()? != *literal {
-            return None;
-        }
+        let cast = lossless_cast(literal, column_type)?;
         hashes.extend(
             ColumnHashes::from_array(cast.to_array().ok()?.as_ref())
                 .ok()?

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use datafusion::arrow::array::UInt64Array;
 use datafusion::arrow::datatypes::SchemaRef;
-use datafusion::common::{exec_err, plan_err};
+use datafusion::common::{ScalarValue, exec_err, plan_err};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::SessionStateBuilder;
 use datafusion::execution::context::SessionContext;
@@ -39,6 +39,7 @@ use crate::memory::{MemoryLimits, QueryPool};
 use crate::numbers::NumbersFunction;
 use crate::options::SieveOptions;
 use crate::panic_guard;
+use crate::prepared::{Prepared, number_placeholders};
 use crate::progress::WriteProgress;
 use crate::query_stream::{QueryOutput, QueryStream};
 use crate::set_variable;
@@ -250,9 +251,13 @@ impl Session {
 
     async fn parse_and_run(&self, sql: &str) -> Result<QueryStream> {
         check_complexity(sql)?;
+        self.execute_statement(Self::parse_one(sql)?).await
+    }
+
+    fn parse_one(sql: &str) -> Result<DFStatement> {
         let mut statements = DFParser::parse_sql_with_dialect(sql, &MySqlDialect {})?;
         match (statements.pop_front(), statements.is_empty()) {
-            (Some(statement), true) => self.execute_statement(statement).await,
+            (Some(statement), true) => Ok(statement),
             (None, _) => plan_err!("no statement to run"),
             (Some(_), false) => {
                 plan_err!("one statement expected; split scripts with split_statements")
@@ -426,9 +431,68 @@ impl Session {
         }
     }
 
+    /// Parses a statement whose `?` placeholders are bound at each [`Self::execute_prepared`];
+    /// fails as the statement would (bad SQL, unknown table) before anything runs.
+    pub async fn prepare(&self, sql: &str) -> Result<Prepared> {
+        check_complexity(sql)?;
+        let mut statement = Self::parse_one(sql)?;
+        let params = number_placeholders(&mut statement)?;
+        if params == 0 {
+            return Ok(Prepared {
+                statement,
+                param_types: Vec::new(),
+            });
+        }
+        let plan = self
+            .ctx
+            .state()
+            .statement_to_plan(statement.clone())
+            .await?;
+        let types = plan.get_parameter_types()?;
+        let param_types = (1..=params)
+            .map(|n| types.get(&format!("${n}")).cloned().flatten())
+            .collect();
+        Ok(Prepared {
+            statement,
+            param_types,
+        })
+    }
+
+    /// Runs a prepared statement with one value per parameter. The values are bound to the
+    /// plan as literals of their own types (DataFusion coerces them as it would a literal in
+    /// the text), never spliced into SQL.
+    pub async fn execute_prepared(
+        &self,
+        prepared: &Prepared,
+        params: Vec<ScalarValue>,
+    ) -> Result<QueryStream> {
+        if params.len() != prepared.params() {
+            return plan_err!(
+                "the statement has {} parameters, {} given",
+                prepared.params(),
+                params.len()
+            );
+        }
+        let statement = prepared.statement.clone();
+        panic_guard::catch(async move {
+            if params.is_empty() {
+                return self.execute_statement(statement).await;
+            }
+            self.progress.reset();
+            let plan = self.ctx.state().statement_to_plan(statement).await?;
+            self.run_plan(plan.with_param_values(prepared.bind(params))?)
+                .await
+        })
+        .await
+    }
+
     async fn run_in_datafusion(&self, statement: DFStatement) -> Result<QueryStream> {
-        let started = Instant::now();
         let plan = self.ctx.state().statement_to_plan(statement).await?;
+        self.run_plan(plan).await
+    }
+
+    async fn run_plan(&self, plan: LogicalPlan) -> Result<QueryStream> {
+        let started = Instant::now();
         check_confined(&plan)?;
         let limit = match plan {
             // MySQL's max_execution_time bounds read-only statements; writes commit or not.

@@ -32,6 +32,20 @@ pub const COM_INIT_DB: u8 = 0x02;
 pub const COM_QUERY: u8 = 0x03;
 pub const COM_PING: u8 = 0x0e;
 pub const COM_STMT_PREPARE: u8 = 0x16;
+pub const COM_STMT_EXECUTE: u8 = 0x17;
+pub const COM_STMT_CLOSE: u8 = 0x19;
+
+/// COM_STMT_EXECUTE of statement `id` with one BIGINT parameter.
+pub fn execute_with_bigint(id: u32, value: i64) -> Vec<u8> {
+    let mut body = id.to_le_bytes().to_vec();
+    body.push(0); // no cursor
+    body.extend_from_slice(&1u32.to_le_bytes()); // iterations
+    body.push(0); // null bitmap: not NULL
+    body.push(1); // types follow
+    body.extend_from_slice(&[0x08, 0x00]); // MYSQL_TYPE_LONGLONG, signed
+    body.extend_from_slice(&value.to_le_bytes());
+    command(COM_STMT_EXECUTE, &body)
+}
 
 fn sha1(parts: &[&[u8]]) -> [u8; 20] {
     let mut hasher = Sha1::new();
@@ -121,6 +135,42 @@ impl Wire {
             packets.push(next);
         }
         packets
+    }
+}
+
+impl Wire {
+    /// Reads the reply to COM_STMT_PREPARE: the statement's id and parameter count, after its
+    /// parameter and column definitions. Panics on an error.
+    pub fn prepare_ok(&mut self) -> (u32, u16) {
+        let (_, ok) = self.read().expect("a reply to PREPARE");
+        assert_eq!(
+            ok[0],
+            0x00,
+            "PREPARE failed: {}",
+            String::from_utf8_lossy(&ok)
+        );
+        let id = u32::from_le_bytes(ok[1..5].try_into().unwrap());
+        let columns = u16::from_le_bytes([ok[5], ok[6]]);
+        let params = u16::from_le_bytes([ok[7], ok[8]]);
+        for count in [params, columns] {
+            if count > 0 {
+                for _ in 0..=count {
+                    self.read().expect("a definition or its EOF");
+                }
+            }
+        }
+        (id, params)
+    }
+
+    /// The single BIGINT of a one-row, one-column binary result set.
+    pub fn binary_bigint(&mut self) -> i64 {
+        let packets = self.reply();
+        assert_eq!(packets[0].1, [1], "one column: {packets:?}");
+        // Column count, its definition, EOF, the row, EOF.
+        assert_eq!(packets.len(), 5, "{packets:?}");
+        let row = &packets[3].1;
+        assert_eq!(row[..2], [0x00, 0x00], "a binary row with no NULL");
+        i64::from_le_bytes(row[2..10].try_into().unwrap())
     }
 }
 

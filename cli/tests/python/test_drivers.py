@@ -1,4 +1,6 @@
 """Python MySQL drivers against `sieve serve` (started by tests/python_drivers.rs)."""
+import datetime
+import decimal
 import os
 
 import mysql.connector
@@ -52,5 +54,26 @@ def test_mysql_connector_prepared_statements():
     assert cur.fetchall() == [(777, "v777")]
     cur.execute("select n from mc_t where n = ? or s = ?", (5, "v6"))
     assert sorted(r[0] for r in cur.fetchall()) == [5, 6]
+    # Values are bound as typed data, never pasted into SQL: quotes, backslashes and comment
+    # markers are just characters.
+    for text in ("x' or '1'='1", "v1\\", "v1' -- ", "v1\\' or 1=1 #", "?"):
+        cur.execute("select n from mc_t where s = ?", (text,))
+        assert cur.fetchall() == [], text
+    cur.execute("select n from mc_t where n < ? order by n limit ?", (10, 2))
+    assert cur.fetchall() == [(0,), (1,)]
+    cur.execute("select n from mc_t where n = ?", (decimal.Decimal("5"),))
+    assert cur.fetchall() == [(5,)]
+    cur.execute("select n from mc_t where n = ?", (decimal.Decimal("5.5"),))
+    assert cur.fetchall() == []
+    cur.execute("select n from mc_t where n = ?", (-1,))
+    assert cur.fetchall() == []
+    cur.execute("select count(*) from mc_t where s = ?", (None,))
+    assert cur.fetchall() == [(0,)]
+    day, moment = datetime.date(2024, 2, 29), datetime.datetime(2024, 2, 29, 13, 14, 15, 250000)
+    cur.execute("select ?, ?, ? + 1, ?", (day, moment, 2.5, "text"))
+    assert cur.fetchall() == [(day, moment, 3.5, "text")]
+    cur.execute("insert into mc_t values (?, ?)", (5000, "it's new"))
+    cur.execute("select n, s from mc_t where s = ?", ("it's new",))
+    assert cur.fetchall() == [(5000, "it's new")]
     cur.close()
     conn.close()

@@ -1,0 +1,141 @@
+//! Server-side prepared statements: MySQL's `?` placeholders become DataFusion parameters
+//! (`$1`, `$2`, … in the order they appear), and each execution binds typed values to the plan.
+//! A value is never pasted into SQL text, so none can change what a statement means, and
+//! `LIMIT ?` works where DataFusion takes an expression.
+//!
+//! The parser keeps `?` as a placeholder named `?`, which DataFusion cannot number; the
+//! placeholders are renamed here by their position in the text (their spans), since the order
+//! in which a visitor meets them is not the order a client binds them in.
+
+use std::ops::ControlFlow;
+
+use datafusion::arrow::datatypes::DataType;
+use datafusion::common::{ScalarValue, plan_err};
+use datafusion::error::Result;
+use datafusion::sql::parser::Statement as DFStatement;
+use datafusion::sql::sqlparser::ast::{Expr, Statement, Value, visit_expressions_mut};
+use datafusion::sql::sqlparser::tokenizer::Location;
+
+use crate::lossless_cast::lossless_cast;
+
+/// A parsed statement whose `?` are numbered, and what its parameters are.
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    pub(crate) statement: DFStatement,
+    /// Per parameter, in order, the type DataFusion infers for it from the plan, if it can.
+    pub param_types: Vec<Option<DataType>>,
+}
+
+impl Prepared {
+    pub fn params(&self) -> usize {
+        self.param_types.len()
+    }
+
+    /// The values as the types the plan expects of them where that loses nothing (a string for
+    /// a `Utf8View` column, `5` for an unsigned one); the others as given, for DataFusion to
+    /// coerce as it would the same literal in SQL text (`-1` against an unsigned column).
+    pub(crate) fn bind(&self, values: Vec<ScalarValue>) -> Vec<ScalarValue> {
+        values
+            .into_iter()
+            .zip(&self.param_types)
+            .map(|(value, expected)| {
+                expected
+                    .as_ref()
+                    .filter(|t| value.data_type() != **t)
+                    .and_then(|t| lossless_cast(&value, t))
+                    .unwrap_or(value)
+            })
+            .collect()
+    }
+}
+
+/// Renames the statement's `?` placeholders to `$1 … $n` in text order; returns `n`. Only
+/// statements DataFusion plans may have any: Sieve's own (CREATE TABLE, SET, SHOW, …) take none.
+pub(crate) fn number_placeholders(statement: &mut DFStatement) -> Result<usize> {
+    let inner: &mut Statement = match statement {
+        DFStatement::Statement(inner) => inner,
+        DFStatement::Explain(explain) => return number_placeholders(&mut explain.statement),
+        _ => return Ok(0),
+    };
+    let mut found: Vec<Location> = Vec::new();
+    let _ = visit_expressions_mut(inner, |expr| {
+        if let Some(span) = question_mark(expr) {
+            found.push(span);
+        }
+        ControlFlow::<()>::Continue(())
+    });
+    if found.is_empty() {
+        return Ok(0);
+    }
+    if !matches!(inner, Statement::Query(_) | Statement::Insert(_)) {
+        return plan_err!("parameters (?) are only allowed in SELECT, INSERT and EXPLAIN");
+    }
+    let key = |l: &Location| (l.line, l.column);
+    found.sort_by_key(key);
+    if found.windows(2).any(|w| key(&w[0]) == key(&w[1])) {
+        return plan_err!("cannot tell this statement's parameters apart by position");
+    }
+    let _ = visit_expressions_mut(inner, |expr| {
+        if let Some(at) = question_mark(expr) {
+            let number = found.binary_search_by_key(&key(&at), key).expect("seen") + 1;
+            if let Expr::Value(value) = expr {
+                value.value = Value::Placeholder(format!("${number}"));
+            }
+        }
+        ControlFlow::<()>::Continue(())
+    });
+    Ok(found.len())
+}
+
+/// Where a `?` placeholder starts, if `expr` is one.
+fn question_mark(expr: &Expr) -> Option<Location> {
+    match expr {
+        Expr::Value(v) if v.value == Value::Placeholder("?".into()) => Some(v.span.start),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datafusion::sql::parser::DFParser;
+    use datafusion::sql::sqlparser::dialect::MySqlDialect;
+
+    fn numbered(sql: &str) -> Result<(usize, String)> {
+        let mut statement = DFParser::parse_sql_with_dialect(sql, &MySqlDialect {})?
+            .pop_front()
+            .expect("one statement");
+        let n = number_placeholders(&mut statement)?;
+        Ok((n, statement.to_string()))
+    }
+
+    #[test]
+    fn placeholders_are_numbered_in_text_order() {
+        let (n, sql) = numbered(
+            "select a from t where b = ? and c in (?, '?', \"?\") /* ? */ and d = ? limit ?",
+        )
+        .unwrap();
+        assert_eq!(n, 4);
+        assert_eq!(
+            sql,
+            "SELECT a FROM t WHERE b = $1 AND c IN ($2, '?', \"?\") AND d = $3 LIMIT $4"
+        );
+        // A subquery the visitor may reach in another order.
+        let (_, sql) =
+            numbered("select ? + (select max(x) from u where y = ?) from t where z = ?").unwrap();
+        assert_eq!(
+            sql,
+            "SELECT $1 + (SELECT max(x) FROM u WHERE y = $2) FROM t WHERE z = $3"
+        );
+        let (n, _) = numbered("explain select * from t where a = ?").unwrap();
+        assert_eq!(n, 1);
+        assert_eq!(numbered("insert into t values (?, ?)").unwrap().0, 2);
+        assert_eq!(numbered("select 'a?' from t").unwrap().0, 0);
+    }
+
+    #[test]
+    fn statements_sieve_runs_itself_take_no_parameters() {
+        assert!(numbered("set @x = ?").is_err());
+        assert!(numbered("delete from t where a = ?").is_err());
+    }
+}
