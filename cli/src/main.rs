@@ -15,7 +15,7 @@ mod remote;
 mod render;
 mod serve;
 mod shell;
-mod system_variables;
+mod transaction_statements;
 
 use clap::{Parser, Subcommand};
 use sieve_engine::QUERY_THREAD_STACK;

@@ -14,10 +14,10 @@ use datafusion::arrow::datatypes::DataType;
 use datafusion::common::ScalarValue;
 use datafusion::error::DataFusionError;
 use opensrv_mysql::{
-    AsyncMysqlShim, Column, ColumnFlags, ColumnType, ErrorKind, InitWriter, OkResponse,
-    ParamParser, QueryResultWriter, StatementMetaWriter,
+    AsyncMysqlShim, Column, ErrorKind, InitWriter, OkResponse, ParamParser, QueryResultWriter,
+    StatementMetaWriter,
 };
-use sieve_engine::{ErrorClass, Prepared, QueryStream, Session, classify};
+use sieve_engine::{Client, ErrorClass, MYSQL_VERSION, Prepared, QueryStream, Session, classify};
 use tokio::io::AsyncWrite;
 use tokio::net::TcpStream;
 
@@ -27,7 +27,7 @@ use crate::mysql_params::scalar;
 use crate::mysql_values::{column, columns, write_batch};
 use crate::packet_guard::OpenStatements;
 use crate::progress::{rate, watch};
-use crate::system_variables::{Chatter, VERSION, answer};
+use crate::transaction_statements::{Transaction, transaction_statement};
 
 pub struct Backend {
     session: Session,
@@ -90,16 +90,16 @@ impl Backend {
         query: &str,
         results: QueryResultWriter<'_, W>,
     ) -> io::Result<()> {
-        match answer(query, &self.session.database()) {
-            Some(Chatter::Begin) => {
+        match transaction_statement(query) {
+            Some(Transaction::Begin) => {
                 self.transaction = Some(0);
                 return results.completed(OkResponse::default()).await;
             }
-            Some(Chatter::Commit) => {
+            Some(Transaction::Commit) => {
                 self.transaction = None;
                 return results.completed(OkResponse::default()).await;
             }
-            Some(Chatter::Rollback) => {
+            Some(Transaction::Rollback) => {
                 return match self.transaction.take() {
                     Some(writes) if writes > 0 => {
                         let message = format!(
@@ -115,23 +115,6 @@ impl Backend {
                     }
                     _ => results.completed(OkResponse::default()).await,
                 };
-            }
-            Some(Chatter::Row(row)) => {
-                let cols: Vec<Column> = row
-                    .iter()
-                    .map(|(name, _)| Column {
-                        table: String::new(),
-                        column: name.clone(),
-                        coltype: ColumnType::MYSQL_TYPE_VAR_STRING,
-                        colflags: ColumnFlags::empty(),
-                    })
-                    .collect();
-                let mut writer = results.start(&cols).await?;
-                for (_, value) in &row {
-                    writer.write_col(value.as_deref())?;
-                }
-                writer.end_row().await?;
-                return writer.finish().await;
             }
             None => {}
         }
@@ -269,6 +252,11 @@ async fn send<W: AsyncWrite + Send + Unpin>(
     Ok(sent)
 }
 
+/// Some connectors end a statement's text with a NUL, as a C string; MySQL ignores it.
+fn without_terminator(sql: &str) -> &str {
+    sql.trim_end_matches('\0')
+}
+
 fn mysql_error(e: &DataFusionError) -> (ErrorKind, String) {
     let kind = match classify(e) {
         ErrorClass::Syntax => ErrorKind::ER_PARSE_ERROR,
@@ -293,7 +281,7 @@ impl<W: AsyncWrite + Send + Unpin> AsyncMysqlShim<W> for Backend {
     type Error = io::Error;
 
     fn version(&self) -> String {
-        VERSION.to_string()
+        MYSQL_VERSION.to_string()
     }
 
     fn connect_id(&self) -> u32 {
@@ -316,6 +304,10 @@ impl<W: AsyncWrite + Send + Unpin> AsyncMysqlShim<W> for Backend {
             .check(self.peer, || self.account.verify(user, salt, auth_data))
             .await;
         if ok {
+            self.session.set_client(&Client {
+                user: format!("{}@{}", String::from_utf8_lossy(user), self.peer),
+                connection_id: u64::from(self.connection_id),
+            });
             self.authenticated.store(true, Ordering::Release);
         } else {
             log::warn!(
@@ -332,7 +324,8 @@ impl<W: AsyncWrite + Send + Unpin> AsyncMysqlShim<W> for Backend {
         query: &'a str,
         info: StatementMetaWriter<'a, W>,
     ) -> io::Result<()> {
-        let prepared = if answer(query, &self.session.database()).is_some() {
+        let query = without_terminator(query);
+        let prepared = if transaction_statement(query).is_some() {
             None
         } else {
             match self.session.prepare(query).await {
@@ -408,7 +401,7 @@ impl<W: AsyncWrite + Send + Unpin> AsyncMysqlShim<W> for Backend {
         query: &'a str,
         results: QueryResultWriter<'a, W>,
     ) -> io::Result<()> {
-        self.run(query, results).await
+        self.run(without_terminator(query), results).await
     }
 
     async fn on_init<'a>(

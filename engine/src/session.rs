@@ -14,6 +14,7 @@ use datafusion::execution::SessionStateBuilder;
 use datafusion::execution::context::SessionContext;
 use datafusion::execution::memory_pool::MemoryPool;
 use datafusion::execution::runtime_env::{RuntimeEnv, RuntimeEnvBuilder};
+use datafusion::logical_expr::var_provider::VarType;
 use datafusion::logical_expr::{DdlStatement, LogicalPlan};
 use datafusion::optimizer::Analyzer;
 use datafusion::physical_plan::ExecutionPlan;
@@ -42,11 +43,14 @@ use crate::panic_guard;
 use crate::prepared::{Prepared, number_placeholders};
 use crate::progress::WriteProgress;
 use crate::query_stream::{QueryOutput, QueryStream};
+use crate::session_functions::{self, Client};
 use crate::set_variable;
+use crate::show_filter::{filter_of, filtered_list};
 use crate::sink::write_stream;
 use crate::statement_guard::{check_complexity, check_confined};
 use crate::statement_task::{rows_on, run_on};
 use crate::storage_url::object_store_url;
+use crate::system_variables::SystemVariables;
 use crate::table_options::{table_options, take_table_options};
 
 /// One storage location opened for SQL; cheap to clone, shared by its sessions.
@@ -190,6 +194,8 @@ impl Session {
             .clone()
             .with_aliases(["rand"]);
         ctx.register_udf(rand);
+        ctx.register_variable(VarType::System, Arc::new(SystemVariables));
+        session_functions::register(&ctx, &Client::default());
         let storage = catalog.storage();
         let url = object_store_url(storage)?;
         ctx.register_object_store(url.as_ref(), storage.store().clone());
@@ -199,6 +205,11 @@ impl Session {
             progress,
             executor,
         })
+    }
+
+    /// Says whom the session serves, for `user()` and `connection_id()`.
+    pub fn set_client(&self, client: &Client) {
+        session_functions::register(&self.ctx, client);
     }
 
     /// Rows written so far by the statement running now (INSERT, CTAS).
@@ -287,11 +298,12 @@ impl Session {
                 self.create_database(&object_parts(&name), if_not_exists)
                     .await
             }
-            Statement::ShowDatabases { .. } | Statement::ShowSchemas { .. } => QueryStream::list(
-                "Database",
-                self.catalog.list_databases().await.map_err(to_df)?,
-                self.pool(),
-            ),
+            Statement::ShowDatabases { show_options, .. }
+            | Statement::ShowSchemas { show_options, .. } => {
+                let databases = self.catalog.list_databases().await.map_err(to_df)?;
+                let filter = filter_of(show_options.filter_position);
+                filtered_list(&self.ctx, "Database", databases, filter, self.pool()).await
+            }
             Statement::Use(Use::Object(name) | Use::Database(name) | Use::Schema(name)) => {
                 match object_parts(&name).as_slice() {
                     [db] => self.use_database(db).await.map(|()| self.affected(0)),
@@ -304,7 +316,9 @@ impl Session {
                     None => self.database(),
                 };
                 let tables = self.catalog.list_tables(&db).await.map_err(to_df)?;
-                QueryStream::list(&format!("Tables_in_{db}"), tables, self.pool())
+                let filter = filter_of(show_options.filter_position);
+                let column = format!("Tables_in_{db}");
+                filtered_list(&self.ctx, &column, tables, filter, self.pool()).await
             }
             Statement::CreateTable(create) if !create.external => self.create_table(create).await,
             Statement::Set(set) => {

@@ -108,7 +108,6 @@ async fn locator_agrees(location: &str, seed: u64) {
     // commit's locator.
     let sql = "select v from t where k = 25000";
     let located = run(&s.located, sql).await;
-    let by_sidecars = run(&s.sidecars, sql).await;
     assert_eq!(sorted(&located), ["155000", "20000"]);
     assert_eq!(located.stats.blocks_read, 2);
     assert!(

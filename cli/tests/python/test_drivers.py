@@ -37,6 +37,13 @@ def test_pymysql_errors_and_wrong_password():
         assert err.value.args[0] == 1146
         cur.execute("select 1")
         assert cur.fetchone() == (1,)
+        # A statement ended by a NUL, as some C connectors send it.
+        cur.execute("select 5\0")
+        assert cur.fetchone() == (5,)
+        cur.execute("select version(), connection_id() > 0, user()")
+        version, has_id, user = cur.fetchone()
+        assert "-sieve-" in version and version.startswith("8.0.")
+        assert has_id == 1 and user.startswith("root@")
     conn.close()
     with pytest.raises(pymysql.err.OperationalError) as err:
         pymysql.connect(host="127.0.0.1", port=PORT, user="root", password="wrong")

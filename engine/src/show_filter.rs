@@ -1,0 +1,64 @@
+//! `SHOW … LIKE 'pattern'` and `SHOW … WHERE expr` over a list the catalog answers (databases,
+//! tables): the filter runs in DataFusion, with MySQL's LIKE (`\` escapes) and the list's column
+//! named case-insensitively in a WHERE, as MySQL names columns.
+
+use datafusion::arrow::array::{RecordBatch, StringArray};
+use datafusion::arrow::datatypes::{DataType, Field, Schema};
+use datafusion::common::Column;
+use datafusion::error::Result;
+use datafusion::execution::context::SessionContext;
+use datafusion::logical_expr::{Expr, Like, lit};
+use datafusion::sql::sqlparser::ast::{ShowStatementFilter, ShowStatementFilterPosition};
+use std::sync::Arc;
+
+use crate::query_stream::QueryStream;
+
+/// The filter of a SHOW statement, wherever it was written.
+pub(crate) fn filter_of(
+    position: Option<ShowStatementFilterPosition>,
+) -> Option<ShowStatementFilter> {
+    position.map(|p| match p {
+        ShowStatementFilterPosition::Infix(f) | ShowStatementFilterPosition::Suffix(f) => f,
+    })
+}
+
+/// `values` as a one-column result named `column`, the rows `filter` keeps.
+pub(crate) async fn filtered_list(
+    ctx: &SessionContext,
+    column: &str,
+    values: Vec<String>,
+    filter: Option<ShowStatementFilter>,
+    pool: Arc<dyn datafusion::execution::memory_pool::MemoryPool>,
+) -> Result<QueryStream> {
+    let Some(filter) = filter else {
+        return QueryStream::list(column, values, pool);
+    };
+    // Filtered under its lower-cased name, which unquoted names in a WHERE normalize to.
+    let internal = column.to_ascii_lowercase();
+    let schema = Arc::new(Schema::new(vec![Field::new(
+        &internal,
+        DataType::Utf8,
+        false,
+    )]));
+    let batch = RecordBatch::try_new(schema, vec![Arc::new(StringArray::from(values))])?;
+    let frame = ctx.read_batch(batch)?;
+    let name = Expr::Column(Column::new_unqualified(&internal));
+    let like = |pattern: String, case_insensitive: bool| {
+        Expr::Like(Like::new(
+            false,
+            Box::new(name.clone()),
+            Box::new(lit(pattern)),
+            Some('\\'),
+            case_insensitive,
+        ))
+    };
+    let predicate = match filter {
+        ShowStatementFilter::Like(p) | ShowStatementFilter::NoKeyword(p) => like(p, false),
+        ShowStatementFilter::ILike(p) => like(p, true),
+        ShowStatementFilter::Where(e) => frame.parse_sql_expr(&e.to_string())?,
+    };
+    let frame = frame.filter(predicate)?.select(vec![name.alias(column)])?;
+    let schema = Arc::new(frame.schema().as_arrow().clone());
+    let rows = frame.execute_stream().await?;
+    Ok(QueryStream::rows(schema, rows, None, pool))
+}
