@@ -11,6 +11,7 @@ use datafusion::error::Result;
 use sieve_storage::{Catalog, StorageError};
 
 use crate::error::to_df;
+use crate::information_schema::{self, InformationSchema};
 use crate::provider::SieveTable;
 
 pub const CATALOG_NAME: &str = "sieve";
@@ -37,6 +38,9 @@ impl CatalogProvider for SieveCatalog {
     }
 
     fn schema(&self, name: &str) -> Option<Arc<dyn SchemaProvider>> {
+        if name.eq_ignore_ascii_case(information_schema::NAME) {
+            return Some(Arc::new(InformationSchema::new(self.catalog.clone())));
+        }
         Some(Arc::new(SieveSchema {
             catalog: self.catalog.clone(),
             database: name.to_string(),

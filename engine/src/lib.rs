@@ -4,10 +4,13 @@
 mod catalog;
 mod checked_arithmetic;
 mod deadline;
+mod describe;
 mod error;
 mod index_stats;
+mod information_schema;
 mod lossless_cast;
 mod memory;
+mod mysql_types;
 mod numbers;
 mod options;
 mod panic_guard;

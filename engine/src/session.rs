@@ -8,20 +8,20 @@ use std::time::Duration;
 
 use datafusion::arrow::array::UInt64Array;
 use datafusion::arrow::datatypes::SchemaRef;
-use datafusion::common::{ScalarValue, exec_err, plan_err};
+use datafusion::common::{Column, ScalarValue, exec_err, plan_err};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::SessionStateBuilder;
 use datafusion::execution::context::SessionContext;
 use datafusion::execution::memory_pool::MemoryPool;
 use datafusion::execution::runtime_env::{RuntimeEnv, RuntimeEnvBuilder};
 use datafusion::logical_expr::var_provider::VarType;
-use datafusion::logical_expr::{DdlStatement, LogicalPlan};
+use datafusion::logical_expr::{DdlStatement, Expr, LogicalPlan};
 use datafusion::optimizer::Analyzer;
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::prelude::SessionConfig;
 use datafusion::sql::parser::{DFParser, Statement as DFStatement};
 use datafusion::sql::sqlparser::ast::{
-    CreateTable, ObjectName, ObjectType, SchemaName, Statement, Use,
+    CreateTable, ObjectName, ObjectType, SchemaName, ShowStatementFilter, Statement, Use,
 };
 use datafusion::sql::sqlparser::dialect::MySqlDialect;
 use futures::StreamExt;
@@ -34,6 +34,7 @@ use tokio::time::Instant;
 use crate::catalog::{CATALOG_NAME, SieveCatalog};
 use crate::checked_arithmetic::CheckedArithmetic;
 use crate::deadline::{DeadlineStream, QueryTimeout};
+use crate::describe::columns_of;
 use crate::error::to_df;
 use crate::index_stats::IndexStatsFunction;
 use crate::memory::{MemoryLimits, QueryPool};
@@ -45,7 +46,7 @@ use crate::progress::WriteProgress;
 use crate::query_stream::{QueryOutput, QueryStream};
 use crate::session_functions::{self, Client};
 use crate::set_variable;
-use crate::show_filter::{filter_of, filtered_list};
+use crate::show_filter::{filter_of, filtered_list, like};
 use crate::sink::write_stream;
 use crate::statement_guard::{check_complexity, check_confined};
 use crate::statement_task::{rows_on, run_on};
@@ -320,6 +321,18 @@ impl Session {
                 let column = format!("Tables_in_{db}");
                 filtered_list(&self.ctx, &column, tables, filter, self.pool()).await
             }
+            Statement::ExplainTable { table_name, .. } => {
+                self.describe(&table_name, false, None).await
+            }
+            Statement::ShowColumns {
+                full, show_options, ..
+            } => {
+                let Some(table) = show_options.show_in.and_then(|s| s.parent_name) else {
+                    return plan_err!("SHOW COLUMNS needs FROM table");
+                };
+                let filter = filter_of(show_options.filter_position);
+                self.describe(&table, full, filter).await
+            }
             Statement::CreateTable(create) if !create.external => self.create_table(create).await,
             Statement::Set(set) => {
                 set_variable::apply(self.ctx.state_ref().write().config_mut().options_mut(), set)?;
@@ -342,6 +355,33 @@ impl Session {
                     .await
             }
         }
+    }
+
+    /// DESCRIBE / SHOW COLUMNS: an unknown table is MySQL's error, not an empty list.
+    async fn describe(
+        &self,
+        name: &ObjectName,
+        full: bool,
+        filter: Option<ShowStatementFilter>,
+    ) -> Result<QueryStream> {
+        let (db, table) = self.resolve(name)?;
+        self.catalog.table(&db, &table).await.map_err(to_df)?;
+        let frame = columns_of(&self.ctx, &db, &table, full).await?;
+        let field = || Expr::Column(Column::new_unqualified("Field"));
+        let frame = match filter {
+            None => frame,
+            Some(ShowStatementFilter::Like(p) | ShowStatementFilter::NoKeyword(p)) => {
+                frame.filter(like(field(), p, false))?
+            }
+            Some(ShowStatementFilter::ILike(p)) => frame.filter(like(field(), p, true))?,
+            Some(ShowStatementFilter::Where(e)) => {
+                let predicate = frame.parse_sql_expr(&e.to_string())?;
+                frame.filter(predicate)?
+            }
+        };
+        let schema = Arc::new(frame.schema().as_arrow().clone());
+        let rows = frame.execute_stream().await?;
+        Ok(QueryStream::rows(schema, rows, None, self.pool()))
     }
 
     async fn create_database(&self, name: &[String], if_not_exists: bool) -> Result<QueryStream> {

@@ -13,6 +13,17 @@ use std::sync::Arc;
 
 use crate::query_stream::QueryStream;
 
+/// MySQL's `expr LIKE 'pattern'`: `%` and `_`, escaped by `\`.
+pub(crate) fn like(expr: Expr, pattern: String, case_insensitive: bool) -> Expr {
+    Expr::Like(Like::new(
+        false,
+        Box::new(expr),
+        Box::new(lit(pattern)),
+        Some('\\'),
+        case_insensitive,
+    ))
+}
+
 /// The filter of a SHOW statement, wherever it was written.
 pub(crate) fn filter_of(
     position: Option<ShowStatementFilterPosition>,
@@ -43,18 +54,11 @@ pub(crate) async fn filtered_list(
     let batch = RecordBatch::try_new(schema, vec![Arc::new(StringArray::from(values))])?;
     let frame = ctx.read_batch(batch)?;
     let name = Expr::Column(Column::new_unqualified(&internal));
-    let like = |pattern: String, case_insensitive: bool| {
-        Expr::Like(Like::new(
-            false,
-            Box::new(name.clone()),
-            Box::new(lit(pattern)),
-            Some('\\'),
-            case_insensitive,
-        ))
-    };
     let predicate = match filter {
-        ShowStatementFilter::Like(p) | ShowStatementFilter::NoKeyword(p) => like(p, false),
-        ShowStatementFilter::ILike(p) => like(p, true),
+        ShowStatementFilter::Like(p) | ShowStatementFilter::NoKeyword(p) => {
+            like(name.clone(), p, false)
+        }
+        ShowStatementFilter::ILike(p) => like(name.clone(), p, true),
         ShowStatementFilter::Where(e) => frame.parse_sql_expr(&e.to_string())?,
     };
     let frame = frame.filter(predicate)?.select(vec![name.alias(column)])?;
