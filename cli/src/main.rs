@@ -3,6 +3,7 @@
 mod auth;
 mod bench;
 mod config;
+mod kill;
 mod load;
 mod location;
 mod login_throttle;

@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 use std::io;
 use std::net::IpAddr;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -20,8 +21,10 @@ use opensrv_mysql::{
 use sieve_engine::{Client, ErrorClass, MYSQL_VERSION, Prepared, QueryStream, Session, classify};
 use tokio::io::AsyncWrite;
 use tokio::net::TcpStream;
+use tokio::sync::futures::Notified;
 
 use crate::auth::Account;
+use crate::kill::{Connections, Killable, kill_statement};
 use crate::login_throttle::LoginThrottle;
 use crate::mysql_params::scalar;
 use crate::mysql_values::{column, columns, write_batch};
@@ -39,6 +42,9 @@ pub struct Backend {
     /// Tells the connection's [`crate::packet_guard::PacketGuard`] that login succeeded.
     authenticated: Arc<AtomicBool>,
     connection_id: u32,
+    /// Where KILL finds this connection, and its own handle there.
+    connections: Arc<Connections>,
+    killable: Arc<Killable>,
     salt: [u8; 20],
     statements: HashMap<u32, Statement>,
     /// The ids in `statements`, for the connection's guard.
@@ -46,6 +52,12 @@ pub struct Backend {
     next_statement: u32,
     /// Statements that wrote since BEGIN, while a client believes it is in a transaction.
     transaction: Option<u64>,
+}
+
+impl Drop for Backend {
+    fn drop(&mut self) {
+        self.connections.deregister(self.connection_id);
+    }
 }
 
 /// A prepared statement: its text, and its numbered parameters if it has any. Without
@@ -61,13 +73,17 @@ pub struct Login {
     pub throttle: Arc<LoginThrottle>,
     pub authenticated: Arc<AtomicBool>,
     pub statements: Arc<OpenStatements>,
+    pub connections: Arc<Connections>,
 }
 
 impl Backend {
     pub fn new(session: Session, client: Arc<TcpStream>, login: Login, connection_id: u32) -> Self {
         // Printable, never NUL: some clients treat the salt as a C string.
         let salt = std::array::from_fn(|_| rand::random_range(b'!'..=b'~'));
+        let killable = login.connections.register(connection_id, client.clone());
         Self {
+            connections: login.connections,
+            killable,
             session,
             peer: client
                 .peer_addr()
@@ -90,6 +106,16 @@ impl Backend {
         query: &str,
         results: QueryResultWriter<'_, W>,
     ) -> io::Result<()> {
+        if let Some((id, query_only)) = kill_statement(query) {
+            return if self.connections.kill(id, query_only) {
+                results.completed(OkResponse::default()).await
+            } else {
+                let message = format!("Unknown thread id: {id}");
+                results
+                    .error(ErrorKind::ER_NO_SUCH_THREAD, message.as_bytes())
+                    .await
+            };
+        }
         match transaction_statement(query) {
             Some(Transaction::Begin) => {
                 self.transaction = Some(0);
@@ -133,6 +159,10 @@ impl Backend {
         let started = Instant::now();
         let head: String = sql.chars().take(80).collect();
         let (session, transaction) = (&self.session, &mut self.transaction);
+        // Registered now, so a KILL QUERY from here on interrupts this statement.
+        let killed = self.killable.interrupt.notified();
+        tokio::pin!(killed);
+        killed.as_mut().enable();
         let statement = async {
             let planned = watch(
                 async {
@@ -152,8 +182,11 @@ impl Backend {
                         rate(rows, elapsed)
                     );
                 },
-            )
-            .await;
+            );
+            let planned = tokio::select! {
+                planned = planned => planned,
+                () = killed.as_mut() => return interrupted(results).await,
+            };
             match planned {
                 Ok(output) => {
                     if output.affected_rows().is_some_and(|rows| rows > 0)
@@ -161,7 +194,7 @@ impl Backend {
                     {
                         *writes += 1;
                     }
-                    let rows = send(output, results).await?;
+                    let rows = send(output, results, killed).await?;
                     log_slow(&head, rows, started);
                     Ok(())
                 }
@@ -215,6 +248,7 @@ async fn client_gone(socket: &TcpStream) {
 async fn send<W: AsyncWrite + Send + Unpin>(
     mut output: QueryStream,
     results: QueryResultWriter<'_, W>,
+    mut killed: Pin<&mut Notified<'_>>,
 ) -> io::Result<u64> {
     if let Some(affected_rows) = output.affected_rows() {
         results
@@ -226,7 +260,10 @@ async fn send<W: AsyncWrite + Send + Unpin>(
         return Ok(affected_rows);
     }
     let cols = columns(output.schema());
-    let mut next = output.next().await;
+    let mut next = tokio::select! {
+        next = output.next() => next,
+        () = killed.as_mut() => return interrupted(results).await.map(|()| 0),
+    };
     if let Some(Err(e)) = &next {
         let (kind, message) = mysql_error(e);
         results.error(kind, message.as_bytes()).await?;
@@ -246,7 +283,13 @@ async fn send<W: AsyncWrite + Send + Unpin>(
                 return Ok(sent);
             }
         }
-        next = output.next().await;
+        next = tokio::select! {
+            next = output.next() => next,
+            () = killed.as_mut() => {
+                rows.finish_error(ErrorKind::ER_QUERY_INTERRUPTED, &INTERRUPTED).await?;
+                return Ok(sent);
+            }
+        };
     }
     rows.finish().await?;
     Ok(sent)
@@ -255,6 +298,17 @@ async fn send<W: AsyncWrite + Send + Unpin>(
 /// Some connectors end a statement's text with a NUL, as a C string; MySQL ignores it.
 fn without_terminator(sql: &str) -> &str {
     sql.trim_end_matches('\0')
+}
+
+const INTERRUPTED: &[u8] = b"Query execution was interrupted";
+
+/// The answer to a statement KILL QUERY stopped before its first row.
+async fn interrupted<W: AsyncWrite + Send + Unpin>(
+    results: QueryResultWriter<'_, W>,
+) -> io::Result<()> {
+    results
+        .error(ErrorKind::ER_QUERY_INTERRUPTED, INTERRUPTED)
+        .await
 }
 
 fn mysql_error(e: &DataFusionError) -> (ErrorKind, String) {

@@ -14,6 +14,7 @@ use tokio::sync::Semaphore;
 
 use crate::auth::Account;
 use crate::config::ConfigFile;
+use crate::kill::Connections;
 use crate::login_throttle::LoginThrottle;
 use crate::mysql_backend::{Backend, Login};
 use crate::packet_guard::{OpenStatements, PacketGuard, error_packet};
@@ -92,6 +93,7 @@ pub async fn serve(engine: Engine, args: ServeArgs, config: ConfigFile) -> Resul
         engine.storage().url()
     );
     let ids = AtomicU32::new(1);
+    let connections = Arc::new(Connections::default());
     let shutdown = shutdown_signal();
     tokio::pin!(shutdown);
     loop {
@@ -140,6 +142,7 @@ pub async fn serve(engine: Engine, args: ServeArgs, config: ConfigFile) -> Resul
                     throttle: throttle.clone(),
                     authenticated: authenticated.clone(),
                     statements: statements.clone(),
+                    connections: connections.clone(),
                 };
                 let backend = Backend::new(session, watcher.clone(), login, ids.fetch_add(1, Ordering::Relaxed));
                 tokio::spawn(async move {

@@ -2,6 +2,8 @@
 import datetime
 import decimal
 import os
+import threading
+import time
 
 import mysql.connector
 import pymysql
@@ -84,3 +86,40 @@ def test_mysql_connector_prepared_statements():
     assert cur.fetchall() == [(5000, "it's new")]
     cur.close()
     conn.close()
+
+
+def test_kill_query_then_the_connection():
+    victim, killer = pymysql_connect(), pymysql_connect()
+    with victim.cursor() as cur:
+        cur.execute("select connection_id()")
+        (victim_id,) = cur.fetchone()
+    failures = []
+
+    def long_scan():
+        try:
+            with victim.cursor() as cur:
+                cur.execute("select count(*) from numbers(1000000000000) where number % 7 = 3")
+        except pymysql.err.OperationalError as e:
+            failures.append(e.args[0])
+
+    scan = threading.Thread(target=long_scan)
+    scan.start()
+    # KILL QUERY between statements does nothing, so repeat it until the scan has started.
+    with killer.cursor() as cur:
+        deadline = time.monotonic() + 60
+        while scan.is_alive() and time.monotonic() < deadline:
+            cur.execute(f"kill query {victim_id}")
+            scan.join(0.2)
+    assert not scan.is_alive() and failures == [1317]
+    with victim.cursor() as cur:
+        cur.execute("select 1")
+        assert cur.fetchone() == (1,)
+    with killer.cursor() as cur:
+        cur.execute(f"kill {victim_id}")
+        with pytest.raises(pymysql.err.OperationalError) as err:
+            cur.execute("kill 4000000000")
+        assert err.value.args[0] == 1094
+    with pytest.raises((pymysql.err.OperationalError, pymysql.err.InterfaceError)):
+        with victim.cursor() as cur:
+            cur.execute("select 1")
+    killer.close()
