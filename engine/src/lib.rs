@@ -23,6 +23,7 @@ mod scan_exec;
 mod session;
 mod session_functions;
 mod set_variable;
+mod show_create;
 mod show_filter;
 mod sink;
 mod statement_guard;

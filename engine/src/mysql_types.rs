@@ -88,6 +88,22 @@ pub fn mysql_type(data_type: &DataType) -> MysqlType {
     }
 }
 
+/// The type as Sieve's CREATE TABLE takes it back: MySQL's name where DataFusion parses it to
+/// the same type, DataFusion's where MySQL's would not (`boolean`, not `tinyint(1)`).
+pub fn ddl_type(data_type: &DataType) -> String {
+    match data_type {
+        DataType::Boolean => "boolean".into(),
+        DataType::Timestamp(..) => "timestamp".into(),
+        DataType::Time32(_) | DataType::Time64(_) => "time".into(),
+        DataType::Binary
+        | DataType::LargeBinary
+        | DataType::BinaryView
+        | DataType::FixedSizeBinary(_) => "bytea".into(),
+        DataType::Dictionary(_, value) => ddl_type(value),
+        _ => mysql_type(data_type).column_type,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use datafusion::arrow::array::RecordBatch;
-use datafusion::arrow::array::StringArray;
+use datafusion::arrow::array::{ArrayRef, StringArray};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::error::Result;
 use datafusion::execution::SendableRecordBatchStream;
@@ -124,9 +124,28 @@ impl QueryStream {
         values: Vec<String>,
         pool: Arc<dyn MemoryPool>,
     ) -> Result<Self> {
-        let schema = Arc::new(Schema::new(vec![Field::new(column, DataType::Utf8, false)]));
-        let batch =
-            RecordBatch::try_new(schema.clone(), vec![Arc::new(StringArray::from(values))])?;
+        let rows = values.into_iter().map(|v| vec![v]).collect();
+        Self::table(&[column], rows, pool)
+    }
+
+    /// Text columns, row by row, for SHOW statements answered from the catalog.
+    pub(crate) fn table(
+        columns: &[&str],
+        rows: Vec<Vec<String>>,
+        pool: Arc<dyn MemoryPool>,
+    ) -> Result<Self> {
+        let fields: Vec<Field> = columns
+            .iter()
+            .map(|c| Field::new(*c, DataType::Utf8, false))
+            .collect();
+        let schema = Arc::new(Schema::new(fields));
+        let arrays = (0..columns.len())
+            .map(|i| {
+                let values: Vec<&str> = rows.iter().map(|r| r[i].as_str()).collect();
+                Arc::new(StringArray::from(values)) as ArrayRef
+            })
+            .collect();
+        let batch = RecordBatch::try_new(schema.clone(), arrays)?;
         let rows = datafusion::physical_plan::stream::RecordBatchStreamAdapter::new(
             schema.clone(),
             futures::stream::iter([Ok(batch)]),

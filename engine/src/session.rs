@@ -21,7 +21,8 @@ use datafusion::physical_plan::ExecutionPlan;
 use datafusion::prelude::SessionConfig;
 use datafusion::sql::parser::{DFParser, Statement as DFStatement};
 use datafusion::sql::sqlparser::ast::{
-    CreateTable, ObjectName, ObjectType, SchemaName, ShowStatementFilter, Statement, Use,
+    CreateTable, ObjectName, ObjectType, SchemaName, ShowCreateObject, ShowStatementFilter,
+    Statement, Use,
 };
 use datafusion::sql::sqlparser::dialect::MySqlDialect;
 use futures::StreamExt;
@@ -46,6 +47,7 @@ use crate::progress::WriteProgress;
 use crate::query_stream::{QueryOutput, QueryStream};
 use crate::session_functions::{self, Client};
 use crate::set_variable;
+use crate::show_create::create_table_sql;
 use crate::show_filter::{filter_of, filtered_list, like};
 use crate::sink::write_stream;
 use crate::statement_guard::{check_complexity, check_confined};
@@ -320,6 +322,18 @@ impl Session {
                 let filter = filter_of(show_options.filter_position);
                 let column = format!("Tables_in_{db}");
                 filtered_list(&self.ctx, &column, tables, filter, self.pool()).await
+            }
+            Statement::ShowCreate {
+                obj_type: ShowCreateObject::Table,
+                obj_name,
+            } => {
+                let (db, table) = self.resolve(&obj_name)?;
+                let def = self.catalog.table(&db, &table).await.map_err(to_df)?;
+                QueryStream::table(
+                    &["Table", "Create Table"],
+                    vec![vec![def.name.clone(), create_table_sql(&def)]],
+                    self.pool(),
+                )
             }
             Statement::ExplainTable { table_name, .. } => {
                 self.describe(&table_name, false, None).await

@@ -16,6 +16,7 @@ fn literal(value: &Expr) -> Option<String> {
         Expr::Value(v) => match &v.value {
             Value::SingleQuotedString(s) | Value::DoubleQuotedString(s) => Some(s.clone()),
             Value::Number(n, _) => Some(n.clone()),
+            Value::Boolean(b) => Some(b.to_string()),
             _ => None,
         },
         Expr::Identifier(ident) => Some(ident.value.clone()),

@@ -96,7 +96,7 @@ async fn ddl_insert_and_catalog_statements() {
     assert!(text(&run(&session, "show databases").await).contains("shop"));
     let described = text(&run(&session, "describe items").await);
     assert!(
-        described.contains("price") && described.contains("Float64"),
+        described.contains("price") && described.contains("double"),
         "{described}"
     );
     let qualified = run(&session, "select count(*) from shop.items").await;
@@ -106,6 +106,30 @@ async fn ddl_insert_and_catalog_statements() {
     run(&session, "drop table if exists items").await;
     run(&session, "use default").await;
     run(&session, "drop database shop").await;
+}
+
+/// SHOW CREATE TABLE's statement makes the same table again: columns, types, NULLs, options.
+#[tokio::test]
+async fn show_create_table_recreates_the_table() {
+    let session = memory_session().await;
+    run(
+        &session,
+        "create table original (a bigint unsigned not null, b varchar, c decimal(10,2), \
+         d boolean, e timestamp, f date, g double, h int, i smallint unsigned) \
+         with (index_columns = 'a,b', filter = 'xor16', block_rows = 1000, locator = false, \
+         max_false_reads = 0.5, parquet_bloom_filters = true)",
+    )
+    .await;
+    let shown = value(&run(&session, "show create table original").await, 1);
+    assert!(shown.starts_with("CREATE TABLE `original` ("), "{shown}");
+    run(&session, &shown.replace("`original`", "`copy`")).await;
+    let copied = value(&run(&session, "show create table copy").await, 1);
+    assert_eq!(copied.replace("`copy`", "`original`"), shown);
+    assert_eq!(
+        text(&run(&session, "describe copy").await),
+        text(&run(&session, "describe original").await)
+    );
+    assert!(shown.contains("locator = false") && shown.contains("filter = 'xor16'"));
 }
 
 #[tokio::test]

@@ -1,0 +1,36 @@
+//! SHOW CREATE TABLE: the statement that makes the table again, columns and Sieve's table
+//! options (`WITH (…)`) included, as `mariadb-dump --no-data` and GUI tools read it.
+
+use sieve_storage::TableDef;
+
+use crate::mysql_types::ddl_type;
+
+/// `name` quoted with backticks, as MySQL quotes identifiers.
+fn quoted(name: &str) -> String {
+    format!("`{}`", name.replace('`', "``"))
+}
+
+pub(crate) fn create_table_sql(def: &TableDef) -> String {
+    let columns: Vec<String> = def
+        .schema
+        .fields()
+        .iter()
+        .map(|f| {
+            let null = if f.is_nullable() { "" } else { " NOT NULL" };
+            format!("  {} {}{null}", quoted(f.name()), ddl_type(f.data_type()))
+        })
+        .collect();
+    let o = &def.options;
+    format!(
+        "CREATE TABLE {} (\n{}\n) WITH (index_columns = '{}', filter = '{}', block_rows = {}, \
+         locator = {}, max_false_reads = {}, parquet_bloom_filters = {})",
+        quoted(&def.name),
+        columns.join(",\n"),
+        o.index_columns.join(",").replace('\'', "''"),
+        o.filter,
+        o.block_rows,
+        o.locator,
+        o.max_false_reads,
+        o.parquet_bloom_filters,
+    )
+}
