@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use clap::Args;
 use opensrv_mysql::AsyncMysqlIntermediary;
-use sieve_engine::Engine;
+use sieve_engine::{Engine, ServerLimits};
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
@@ -135,6 +135,10 @@ pub async fn serve(engine: Engine, args: ServeArgs, config: ConfigFile) -> Resul
                         continue;
                     }
                 };
+                session.set_server_limits(ServerLimits {
+                    max_allowed_packet: limits.guard.max_allowed_packet as u64,
+                    wait_timeout: limits.guard.idle_timeout.as_secs(),
+                });
                 let authenticated = Arc::new(AtomicBool::new(false));
                 let statements = Arc::new(OpenStatements::default());
                 let login = Login {

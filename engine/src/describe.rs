@@ -1,21 +1,52 @@
-//! DESCRIBE t and SHOW [FULL] COLUMNS FROM t, as MySQL answers them (Field, Type, Null, Key,
-//! Default, Extra), read from [`crate::information_schema`]: MySQL type names, and `MUL` on the
-//! indexed columns.
+//! DESCRIBE t and SHOW [FULL] COLUMNS FROM t [LIKE | WHERE], as MySQL answers them (Field, Type,
+//! Null, Key, Default, Extra), read from [`crate::information_schema`]: MySQL type names, and
+//! `MUL` on the indexed columns.
 
 use datafusion::common::{Column, ScalarValue};
 use datafusion::dataframe::DataFrame;
 use datafusion::error::Result;
 use datafusion::execution::context::SessionContext;
-use datafusion::logical_expr::{Expr, col, lit};
+use datafusion::logical_expr::{Expr, col, lit, when};
+use datafusion::sql::sqlparser::ast::ShowStatementFilter;
 
-/// The columns of `database.table`, in order; `full` adds Collation, Privileges and Comment.
+use crate::show_filter::like;
+
+/// The columns of `database.table`, in order, that `filter` keeps; `full` adds Collation,
+/// Privileges and Comment.
 pub(crate) async fn columns_of(
     ctx: &SessionContext,
     database: &str,
     table: &str,
     full: bool,
+    filter: Option<ShowStatementFilter>,
 ) -> Result<DataFrame> {
-    let columns = ctx
+    // (information_schema column or value, MySQL's heading); filtered under the heading in
+    // lower case, which unquoted names in a WHERE normalize to, then shown as MySQL shows it.
+    let text = |v: Option<&str>| lit(ScalarValue::Utf8(v.map(str::to_string)));
+    let column = |name: &str| Expr::Column(Column::new_unqualified(name));
+    let mut shown = vec![
+        (column("column_name"), "Field"),
+        (column("column_type"), "Type"),
+    ];
+    if full {
+        let collation = when(
+            column("data_type").eq(lit("varchar")),
+            lit("utf8mb4_general_ci"),
+        )
+        .otherwise(text(None))?;
+        shown.push((collation, "Collation"));
+    }
+    shown.extend([
+        (column("is_nullable"), "Null"),
+        (column("column_key"), "Key"),
+        (column("column_default"), "Default"),
+        (column("extra"), "Extra"),
+    ]);
+    if full {
+        shown.push((lit("select,insert"), "Privileges"));
+        shown.push((column("column_comment"), "Comment"));
+    }
+    let frame = ctx
         .table(format!("{}.columns", crate::information_schema::NAME).as_str())
         .await?
         .filter(
@@ -23,22 +54,31 @@ pub(crate) async fn columns_of(
                 .eq(lit(database))
                 .and(col("table_name").eq(lit(table))),
         )?
-        .sort(vec![col("ordinal_position").sort(true, false)])?;
-    let named =
-        |column: &str, name: &str| Expr::Column(Column::new_unqualified(column)).alias(name);
-    let mut out = vec![named("column_name", "Field"), named("column_type", "Type")];
-    if full {
-        out.push(lit(ScalarValue::Utf8(None)).alias("Collation"));
-    }
-    out.extend([
-        named("is_nullable", "Null"),
-        named("column_key", "Key"),
-        named("column_default", "Default"),
-        named("extra", "Extra"),
-    ]);
-    if full {
-        out.push(lit("select,insert").alias("Privileges"));
-        out.push(named("column_comment", "Comment"));
-    }
-    columns.select(out)
+        .sort(vec![col("ordinal_position").sort(true, false)])?
+        .select(
+            shown
+                .iter()
+                .map(|(e, heading)| e.clone().alias(heading.to_ascii_lowercase()))
+                .collect::<Vec<_>>(),
+        )?;
+    let field = column("field");
+    let frame = match filter {
+        None => frame,
+        // Column names are not case-sensitive in MySQL.
+        Some(
+            ShowStatementFilter::Like(p)
+            | ShowStatementFilter::ILike(p)
+            | ShowStatementFilter::NoKeyword(p),
+        ) => frame.filter(like(field, p, true))?,
+        Some(ShowStatementFilter::Where(e)) => {
+            let predicate = frame.parse_sql_expr(&e.to_string())?;
+            frame.filter(predicate)?
+        }
+    };
+    frame.select(
+        shown
+            .iter()
+            .map(|(_, heading)| column(&heading.to_ascii_lowercase()).alias(*heading))
+            .collect::<Vec<_>>(),
+    )
 }

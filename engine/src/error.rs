@@ -6,6 +6,7 @@ use sieve_storage::StorageError;
 
 use crate::checked_arithmetic::OutOfRange;
 use crate::deadline::QueryTimeout;
+use crate::scan_exec::FullScanRefused;
 use crate::set_variable::UnknownVariable;
 
 pub fn to_df(e: StorageError) -> DataFusionError {
@@ -53,6 +54,9 @@ pub fn classify(error: &DataFusionError) -> ErrorClass {
         }
         if e.is::<OutOfRange>() {
             return ErrorClass::OutOfRange;
+        }
+        if e.is::<FullScanRefused>() {
+            return ErrorClass::NotSupported;
         }
     }
     match root {

@@ -45,4 +45,4 @@ pub use query_stream::{QueryOutput, QueryStream, ScanStats};
 pub use session::{Engine, Session};
 pub use session_functions::Client;
 pub use statement_guard::{MAX_OPERATORS, QUERY_THREAD_STACK};
-pub use system_variables::MYSQL_VERSION;
+pub use system_variables::{MYSQL_VERSION, ServerLimits};

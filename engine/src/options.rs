@@ -13,6 +13,11 @@ extensions_options! {
         pub locator: bool, default = true
         /// Stop a query after this many milliseconds, as MySQL's `max_execution_time`; 0 never.
         pub max_execution_time: u64, default = 0
+        /// Run filtered queries that narrow no block of a table over `full_scan_blocks` blocks
+        /// (Cassandra's ALLOW FILTERING; also `… ALLOW FILTERING` after one statement).
+        pub allow_full_scan: bool, default = false
+        /// Tables of more blocks than this are guarded against filtered full scans.
+        pub full_scan_blocks: u64, default = 10
     }
 }
 

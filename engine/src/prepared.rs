@@ -24,6 +24,29 @@ pub struct Prepared {
     pub(crate) statement: DFStatement,
     /// Per parameter, in order, the type DataFusion infers for it from the plan, if it can.
     pub param_types: Vec<Option<DataType>>,
+    /// Written with `… ALLOW FILTERING`.
+    pub(crate) allow_full_scan: bool,
+    /// The session's database when it was prepared: names resolve there, as in MySQL, even
+    /// after a USE.
+    pub(crate) database: String,
+}
+
+/// A statement without Cassandra's trailing `ALLOW FILTERING` (which Sieve takes to mean "this
+/// statement may read a large table in full"), and whether it had it.
+pub(crate) fn allow_filtering(sql: &str) -> (&str, bool) {
+    let trimmed = sql.trim_end().trim_end_matches(';').trim_end();
+    match last_word(trimmed, "filtering").and_then(|rest| last_word(rest, "allow")) {
+        Some(rest) => (rest, true),
+        None => (sql, false),
+    }
+}
+
+/// `text` without its last word if that is `word` (any case) after whitespace.
+fn last_word<'a>(text: &'a str, word: &str) -> Option<&'a str> {
+    let at = text.len().checked_sub(word.len())?;
+    let (rest, tail) = (text.get(..at)?, text.get(at..)?);
+    (tail.eq_ignore_ascii_case(word) && rest.ends_with(char::is_whitespace))
+        .then(|| rest.trim_end())
 }
 
 impl Prepared {
@@ -131,6 +154,20 @@ mod tests {
         assert_eq!(n, 1);
         assert_eq!(numbered("insert into t values (?, ?)").unwrap().0, 2);
         assert_eq!(numbered("select 'a?' from t").unwrap().0, 0);
+    }
+
+    #[test]
+    fn allow_filtering_is_a_suffix() {
+        assert_eq!(
+            allow_filtering("select * from t where b > 1 ALLOW\n FILTERING;"),
+            ("select * from t where b > 1", true)
+        );
+        assert_eq!(
+            allow_filtering("select * from t where b > 1 allow filtering ; "),
+            ("select * from t where b > 1", true)
+        );
+        assert_eq!(allow_filtering("select 'allow filtering'").1, false);
+        assert_eq!(allow_filtering("allow filtering").1, false);
     }
 
     #[test]

@@ -74,6 +74,10 @@ impl TableProvider for SieveTable {
             limit,
             pruning: sieve.is_none_or(|o| o.pruning),
             locator: sieve.is_none_or(|o| o.locator),
+            full_scan_blocks: match sieve {
+                Some(o) if !o.allow_full_scan => Some(o.full_scan_blocks),
+                _ => None,
+            },
             partitions: options.execution.target_partitions,
         })?))
     }

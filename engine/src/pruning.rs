@@ -40,6 +40,8 @@ pub struct PruneOutcome {
     pub index_bytes: u64,
     pub locator_groups_probed: u64,
     pub locators_unreadable: u64,
+    /// The filter names keys of an indexed column (`=`, IN): a point lookup.
+    pub point_lookup: bool,
     pub sidecar_cache_hits: u64,
     pub sidecars_unreadable: u64,
 }
@@ -229,6 +231,7 @@ pub async fn prune_blocks(
         .iter()
         .filter_map(|g| literal_hashes(table, g))
         .collect();
+    outcome.point_lookup = !probes.is_empty();
     // One column at a time, each probing only the blocks the columns before it kept.
     let mut kept: Vec<(usize, Slices)> = survivors.into_iter().map(|b| (b, None)).collect();
     for (column, hashes) in &probes {

@@ -19,7 +19,7 @@ use datafusion::datasource::listing::PartitionedFile;
 use datafusion::datasource::physical_plan::parquet::ParquetRowSelection;
 use datafusion::datasource::physical_plan::{FileGroup, FileScanConfigBuilder, ParquetSource};
 use datafusion::datasource::source::DataSourceExec;
-use datafusion::error::Result;
+use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::parquet::arrow::arrow_reader::RowSelection;
 use datafusion::physical_expr::utils::collect_columns;
@@ -44,6 +44,21 @@ use crate::pruning::{PruneOutcome, prune_blocks};
 use crate::storage_url::object_store_url;
 use crate::verified_reader::VerifiedReaderFactory;
 
+/// A filtered query that would read every block of a large table (seed 004: Cassandra's ALLOW
+/// FILTERING). Refused before any block is read, saying how to narrow it or run it anyway.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "refusing to read all {blocks} blocks of {table}: no block can be skipped for this filter. \
+     Filter on an indexed column ({}) or a range of a clustered one, or run it anyway with \
+     ALLOW FILTERING at the end of the statement or SET sieve.allow_full_scan = true",
+    if index_columns.is_empty() { "none".to_string() } else { index_columns.join(", ") }
+)]
+pub struct FullScanRefused {
+    pub table: String,
+    pub blocks: usize,
+    pub index_columns: Vec<String>,
+}
+
 /// What a scan is asked to read; planning fills it in without touching storage.
 #[derive(Debug, Clone)]
 pub struct ScanRequest {
@@ -56,6 +71,9 @@ pub struct ScanRequest {
     pub pruning: bool,
     /// Off: pruning probes every block's sidecar, never the locators.
     pub locator: bool,
+    /// A filtered scan that narrows no block of a table of more blocks than this is refused
+    /// ([`FullScanRefused`]); None allows it.
+    pub full_scan_blocks: Option<u64>,
     pub partitions: usize,
 }
 
@@ -127,6 +145,19 @@ impl SieveScanExec {
                     .build(p.clone())
             });
         let outcome = prune_blocks(table, &blocks, pruning.as_deref(), request.locator).await?;
+        if let Some(limit) = request.full_scan_blocks
+            && request.pruning
+            && request.predicate.is_some()
+            && !outcome.point_lookup
+            && outcome.total as u64 > limit
+            && outcome.survivors.len() == outcome.total
+        {
+            return Err(DataFusionError::External(Box::new(FullScanRefused {
+                table: format!("{}.{}", table.def().database, table.def().name),
+                blocks: outcome.total,
+                index_columns: table.def().options.index_columns.clone(),
+            })));
+        }
         // What a point query costs before it reads any block: finding the snapshot and its
         // blocks, then pruning them.
         let timer = |name: &'static str, from: Instant, to: Instant| {

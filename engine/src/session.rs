@@ -8,14 +8,14 @@ use std::time::Duration;
 
 use datafusion::arrow::array::UInt64Array;
 use datafusion::arrow::datatypes::SchemaRef;
-use datafusion::common::{Column, ScalarValue, exec_err, plan_err};
+use datafusion::common::{ScalarValue, exec_err, plan_err};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::SessionStateBuilder;
 use datafusion::execution::context::SessionContext;
 use datafusion::execution::memory_pool::MemoryPool;
 use datafusion::execution::runtime_env::{RuntimeEnv, RuntimeEnvBuilder};
 use datafusion::logical_expr::var_provider::VarType;
-use datafusion::logical_expr::{DdlStatement, Expr, LogicalPlan};
+use datafusion::logical_expr::{DdlStatement, LogicalPlan};
 use datafusion::optimizer::Analyzer;
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::prelude::SessionConfig;
@@ -38,22 +38,23 @@ use crate::deadline::{DeadlineStream, QueryTimeout};
 use crate::describe::columns_of;
 use crate::error::to_df;
 use crate::index_stats::IndexStatsFunction;
+use crate::information_schema;
 use crate::memory::{MemoryLimits, QueryPool};
 use crate::numbers::NumbersFunction;
 use crate::options::SieveOptions;
 use crate::panic_guard;
-use crate::prepared::{Prepared, number_placeholders};
+use crate::prepared::{Prepared, allow_filtering, number_placeholders};
 use crate::progress::WriteProgress;
 use crate::query_stream::{QueryOutput, QueryStream};
 use crate::session_functions::{self, Client};
 use crate::set_variable;
 use crate::show_create::create_table_sql;
-use crate::show_filter::{filter_of, filtered_list, like};
+use crate::show_filter::{filter_of, filtered_list};
 use crate::sink::write_stream;
 use crate::statement_guard::{check_complexity, check_confined};
 use crate::statement_task::{rows_on, run_on};
 use crate::storage_url::object_store_url;
-use crate::system_variables::SystemVariables;
+use crate::system_variables::{ServerLimits, SystemVariables};
 use crate::table_options::{table_options, take_table_options};
 
 /// One storage location opened for SQL; cheap to clone, shared by its sessions.
@@ -197,7 +198,7 @@ impl Session {
             .clone()
             .with_aliases(["rand"]);
         ctx.register_udf(rand);
-        ctx.register_variable(VarType::System, Arc::new(SystemVariables));
+        ctx.register_variable(VarType::System, Arc::new(SystemVariables::default()));
         session_functions::register(&ctx, &Client::default());
         let storage = catalog.storage();
         let url = object_store_url(storage)?;
@@ -208,6 +209,13 @@ impl Session {
             progress,
             executor,
         })
+    }
+
+    /// The limits the server serving this session enforces, as `@@max_allowed_packet` and
+    /// `@@wait_timeout` report them.
+    pub fn set_server_limits(&self, limits: ServerLimits) {
+        self.ctx
+            .register_variable(VarType::System, Arc::new(SystemVariables { limits }));
     }
 
     /// Says whom the session serves, for `user()` and `connection_id()`.
@@ -265,7 +273,35 @@ impl Session {
 
     async fn parse_and_run(&self, sql: &str) -> Result<QueryStream> {
         check_complexity(sql)?;
-        self.execute_statement(Self::parse_one(sql)?).await
+        let (sql, allow_filtering) = allow_filtering(sql);
+        let statement = Self::parse_one(sql)?;
+        self.allowing_full_scan(allow_filtering, self.execute_statement(statement))
+            .await
+    }
+
+    /// Runs `statement` (which plans its scans before it returns) with full scans allowed if
+    /// `allow` says so, the session's setting as it was afterwards.
+    async fn allowing_full_scan(
+        &self,
+        allow: bool,
+        statement: impl Future<Output = Result<QueryStream>>,
+    ) -> Result<QueryStream> {
+        // On the heap: a statement's future is large, and this one wraps every statement.
+        let statement = Box::pin(statement);
+        if !allow {
+            return statement.await;
+        }
+        let set = |value: bool| -> bool {
+            let state = self.ctx.state_ref();
+            let mut state = state.write();
+            let options = state.config_mut().options_mut();
+            let sieve = options.extensions.get_mut::<SieveOptions>();
+            sieve.is_some_and(|o| std::mem::replace(&mut o.allow_full_scan, value))
+        };
+        let before = set(true);
+        let result = statement.await;
+        set(before);
+        result
     }
 
     fn parse_one(sql: &str) -> Result<DFStatement> {
@@ -303,7 +339,8 @@ impl Session {
             }
             Statement::ShowDatabases { show_options, .. }
             | Statement::ShowSchemas { show_options, .. } => {
-                let databases = self.catalog.list_databases().await.map_err(to_df)?;
+                let mut databases = self.catalog.list_databases().await.map_err(to_df)?;
+                databases.push(information_schema::NAME.to_string());
                 let filter = filter_of(show_options.filter_position);
                 filtered_list(&self.ctx, "Database", databases, filter, self.pool()).await
             }
@@ -380,28 +417,17 @@ impl Session {
     ) -> Result<QueryStream> {
         let (db, table) = self.resolve(name)?;
         self.catalog.table(&db, &table).await.map_err(to_df)?;
-        let frame = columns_of(&self.ctx, &db, &table, full).await?;
-        let field = || Expr::Column(Column::new_unqualified("Field"));
-        let frame = match filter {
-            None => frame,
-            Some(ShowStatementFilter::Like(p) | ShowStatementFilter::NoKeyword(p)) => {
-                frame.filter(like(field(), p, false))?
-            }
-            Some(ShowStatementFilter::ILike(p)) => frame.filter(like(field(), p, true))?,
-            Some(ShowStatementFilter::Where(e)) => {
-                let predicate = frame.parse_sql_expr(&e.to_string())?;
-                frame.filter(predicate)?
-            }
-        };
-        let schema = Arc::new(frame.schema().as_arrow().clone());
-        let rows = frame.execute_stream().await?;
-        Ok(QueryStream::rows(schema, rows, None, self.pool()))
+        let frame = columns_of(&self.ctx, &db, &table, full, filter).await?;
+        self.run_plan(frame.into_unoptimized_plan()).await
     }
 
     async fn create_database(&self, name: &[String], if_not_exists: bool) -> Result<QueryStream> {
         let [name] = name else {
             return plan_err!("a database name has one part");
         };
+        if name.eq_ignore_ascii_case(information_schema::NAME) {
+            return plan_err!("{name} is MySQL's catalog of the server; it cannot be created");
+        }
         match self.catalog.create_database(name).await {
             Ok(()) => Ok(self.affected(1)),
             Err(StorageError::DatabaseExists(_)) if if_not_exists => Ok(self.affected(0)),
@@ -503,12 +529,15 @@ impl Session {
     /// fails as the statement would (bad SQL, unknown table) before anything runs.
     pub async fn prepare(&self, sql: &str) -> Result<Prepared> {
         check_complexity(sql)?;
+        let (sql, allow_full_scan) = allow_filtering(sql);
         let mut statement = Self::parse_one(sql)?;
         let params = number_placeholders(&mut statement)?;
         if params == 0 {
             return Ok(Prepared {
                 statement,
                 param_types: Vec::new(),
+                allow_full_scan,
+                database: self.database(),
             });
         }
         let plan = self
@@ -523,6 +552,8 @@ impl Session {
         Ok(Prepared {
             statement,
             param_types,
+            allow_full_scan,
+            database: self.database(),
         })
     }
 
@@ -542,16 +573,18 @@ impl Session {
             );
         }
         let statement = prepared.statement.clone();
-        panic_guard::catch(async move {
+        let run = async move {
             if params.is_empty() {
                 return self.execute_statement(statement).await;
             }
             self.progress.reset();
-            let plan = self.ctx.state().statement_to_plan(statement).await?;
+            let mut state = self.ctx.state();
+            state.config_mut().options_mut().catalog.default_schema = prepared.database.clone();
+            let plan = state.statement_to_plan(statement).await?;
             self.run_plan(plan.with_param_values(prepared.bind(params))?)
                 .await
-        })
-        .await
+        };
+        panic_guard::catch(self.allowing_full_scan(prepared.allow_full_scan, run)).await
     }
 
     async fn run_in_datafusion(&self, statement: DFStatement) -> Result<QueryStream> {

@@ -15,8 +15,29 @@ use crate::set_variable::UnknownVariable;
 /// features by it) marked as Sieve.
 pub const MYSQL_VERSION: &str = concat!("8.0.36-sieve-", env!("CARGO_PKG_VERSION"));
 
+/// The limits a server enforces, which clients read to stay inside them (Connector/J sizes its
+/// packets by `max_allowed_packet`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServerLimits {
+    pub max_allowed_packet: u64,
+    /// Seconds a client may stay silent (`wait_timeout`, `interactive_timeout`).
+    pub wait_timeout: u64,
+}
+
+impl Default for ServerLimits {
+    /// MySQL's defaults, for sessions no server configured.
+    fn default() -> Self {
+        Self {
+            max_allowed_packet: 64 << 20,
+            wait_timeout: 28800,
+        }
+    }
+}
+
 #[derive(Debug, Default)]
-pub struct SystemVariables;
+pub struct SystemVariables {
+    pub limits: ServerLimits,
+}
 
 /// `@@session.x`, `@@global.x` and `@@x` are one variable here: `x`, lower-cased.
 fn name(var_names: &[String]) -> String {
@@ -32,13 +53,13 @@ fn name(var_names: &[String]) -> String {
     bare.to_ascii_lowercase()
 }
 
-fn value(name: &str) -> Option<ScalarValue> {
+fn value(name: &str, limits: &ServerLimits) -> Option<ScalarValue> {
     let text = |s: &str| ScalarValue::Utf8(Some(s.to_string()));
     let number = |n: i64| ScalarValue::Int64(Some(n));
     Some(match name {
         "version" => text(MYSQL_VERSION),
         "version_comment" => text("Sieve"),
-        "max_allowed_packet" => number(64 << 20),
+        "max_allowed_packet" => number(limits.max_allowed_packet as i64),
         "autocommit" | "auto_increment_increment" | "auto_increment_offset" => number(1),
         "transaction_isolation" | "tx_isolation" => text("REPEATABLE-READ"),
         "transaction_read_only" | "tx_read_only" | "lower_case_table_names" => number(0),
@@ -52,7 +73,7 @@ fn value(name: &str) -> Option<ScalarValue> {
         }
         "sql_mode" | "init_connect" | "license" => text(""),
         "time_zone" | "system_time_zone" => text("UTC"),
-        "wait_timeout" | "interactive_timeout" => number(28800),
+        "wait_timeout" | "interactive_timeout" => number(limits.wait_timeout as i64),
         "net_write_timeout" => number(60),
         "net_buffer_length" => number(16384),
         "query_cache_size" | "query_cache_type" | "performance_schema" => number(0),
@@ -66,13 +87,14 @@ fn value(name: &str) -> Option<ScalarValue> {
 impl VarProvider for SystemVariables {
     fn get_value(&self, var_names: Vec<String>) -> Result<ScalarValue> {
         let name = name(&var_names);
-        value(&name).ok_or_else(|| DataFusionError::External(Box::new(UnknownVariable(name))))
+        value(&name, &self.limits)
+            .ok_or_else(|| DataFusionError::External(Box::new(UnknownVariable(name))))
     }
 
     /// Unknown names get a type too, so that the error is MySQL's "unknown system variable"
     /// (from [`Self::get_value`]) rather than DataFusion's "no type information".
     fn get_type(&self, var_names: &[String]) -> Option<DataType> {
-        Some(value(&name(var_names)).map_or(DataType::Utf8, |v| v.data_type()))
+        Some(value(&name(var_names), &self.limits).map_or(DataType::Utf8, |v| v.data_type()))
     }
 }
 
@@ -88,12 +110,19 @@ mod tests {
             vec!["@@global.VERSION".to_string()],
         ] {
             assert_eq!(
-                SystemVariables.get_value(names).unwrap(),
+                SystemVariables::default().get_value(names).unwrap(),
                 ScalarValue::Utf8(Some(MYSQL_VERSION.into()))
             );
         }
         let auto = vec!["@@session".into(), "auto_increment_increment".into()];
-        assert_eq!(SystemVariables.get_type(&auto), Some(DataType::Int64));
-        assert!(SystemVariables.get_value(vec!["@@nope".into()]).is_err());
+        assert_eq!(
+            SystemVariables::default().get_type(&auto),
+            Some(DataType::Int64)
+        );
+        assert!(
+            SystemVariables::default()
+                .get_value(vec!["@@nope".into()])
+                .is_err()
+        );
     }
 }

@@ -132,6 +132,107 @@ async fn show_create_table_recreates_the_table() {
     assert!(shown.contains("locator = false") && shown.contains("filter = 'xor16'"));
 }
 
+/// A prepared statement reads the tables of the database it was prepared in, as in MySQL, and
+/// binds typed values.
+#[tokio::test]
+async fn prepared_statements_resolve_names_where_they_were_prepared() {
+    let session = memory_session().await;
+    run(&session, "create database other").await;
+    run(
+        &session,
+        "create table t as select number as a from numbers(10)",
+    )
+    .await;
+    run(
+        &session,
+        "create table other.t as select number as a from numbers(3)",
+    )
+    .await;
+    let prepared = session
+        .prepare("select count(*) from t where a < ? limit ?")
+        .await
+        .unwrap();
+    assert_eq!(prepared.params(), 2);
+    run(&session, "use other").await;
+    let count = |values| async {
+        let output = session
+            .execute_prepared(&prepared, values)
+            .await
+            .unwrap()
+            .collect()
+            .await
+            .unwrap();
+        single_u64(&output)
+    };
+    use datafusion::common::ScalarValue::{Int64, Utf8};
+    assert_eq!(count(vec![Int64(Some(5)), Int64(Some(1))]).await, 5);
+    // A string where a number is expected is data, compared as the column's type would be.
+    assert_eq!(count(vec![Utf8(Some("7".into())), Int64(Some(1))]).await, 7);
+    let wrong = session
+        .execute_prepared(&prepared, vec![Int64(Some(1))])
+        .await;
+    assert!(wrong.is_err());
+}
+
+/// Cassandra's ALLOW FILTERING (seed 004): a filter that can skip no block of a table of more
+/// than `sieve.full_scan_blocks` blocks is refused, saying how to narrow it or run it anyway;
+/// point lookups on indexed columns and filters that skip blocks run.
+#[tokio::test]
+async fn filtered_full_scans_of_large_tables_are_refused() {
+    let session = memory_session().await;
+    run(
+        &session,
+        "create table big with (block_rows = 100, index_columns = 'k') as \
+         select number as n, number % 7 as k, concat('v', cast(number as string)) as s \
+         from numbers(2000)",
+    )
+    .await;
+    let refused = session
+        .execute("select count(*) from big where s like '%77%'")
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        refused.contains("all 20 blocks")
+            && refused.contains("(k)")
+            && refused.contains("ALLOW FILTERING")
+            && refused.contains("sieve.allow_full_scan"),
+        "{refused}"
+    );
+    let allowed = run(
+        &session,
+        "select count(*) from big where s like '%77%' allow filtering",
+    )
+    .await;
+    assert_eq!(single_u64(&allowed), 38);
+    // Every block holds k = 3, so nothing is skipped; still a point lookup on an indexed column.
+    assert_eq!(
+        single_u64(&run(&session, "select count(*) from big where k = 3").await),
+        286
+    );
+    // Min/max skips blocks of the ordered column n: a range runs.
+    assert_eq!(
+        single_u64(&run(&session, "select count(*) from big where n >= 1500").await),
+        500
+    );
+    // No filter at all, and metadata answers: not a filtered scan.
+    assert_eq!(
+        single_u64(&run(&session, "select count(*) from big").await),
+        2000
+    );
+    run(&session, "set sieve.allow_full_scan = true").await;
+    assert_eq!(
+        single_u64(&run(&session, "select count(*) from big where s like '%77%'").await),
+        38
+    );
+    run(&session, "set sieve.allow_full_scan = false").await;
+    run(&session, "set sieve.full_scan_blocks = 20").await;
+    assert_eq!(
+        single_u64(&run(&session, "select count(*) from big where s like '%77%'").await),
+        38
+    );
+}
+
 #[tokio::test]
 async fn bad_input_gets_clear_errors() {
     let session = memory_session().await;
