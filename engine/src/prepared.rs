@@ -166,8 +166,8 @@ mod tests {
             allow_filtering("select * from t where b > 1 allow filtering ; "),
             ("select * from t where b > 1", true)
         );
-        assert_eq!(allow_filtering("select 'allow filtering'").1, false);
-        assert_eq!(allow_filtering("allow filtering").1, false);
+        assert!(!allow_filtering("select 'allow filtering'").1);
+        assert!(!allow_filtering("allow filtering").1);
     }
 
     #[test]
