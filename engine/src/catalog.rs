@@ -1,7 +1,8 @@
 //! Exposes the storage catalog to DataFusion: every database is a schema of the `sieve` catalog.
 //! Lookups go to storage each time, so tables created or dropped by another process are seen at
 //! once. Listing is async in storage and sync here, so SHOW DATABASES / SHOW TABLES are answered by
-//! the session from storage directly, and the listing methods below return nothing.
+//! the session from storage directly, and the listing methods below return nothing; MySQL's
+//! `information_schema` is a schema of its own ([`crate::information_schema`]), listed when read.
 
 use std::sync::Arc;
 

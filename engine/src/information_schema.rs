@@ -69,6 +69,14 @@ impl Columns {
         self
     }
 
+    /// TABLE_CATALOG, TABLE_SCHEMA and TABLE_NAME: the table each row is about.
+    fn tables_of<'a>(self, tables: impl Iterator<Item = &'a TableDef> + Clone) -> Self {
+        let n = tables.clone().count();
+        self.text("table_catalog", same(CATALOG, n))
+            .text("table_schema", texts(tables.clone().map(|d| d.database.as_str())))
+            .text("table_name", texts(tables.map(|d| d.name.as_str())))
+    }
+
     fn table(self) -> Result<Arc<dyn TableProvider>> {
         let schema = Arc::new(Schema::new(self.fields));
         let batch = RecordBatch::try_new(schema.clone(), self.arrays)?;
@@ -115,12 +123,7 @@ impl InformationSchema {
             })
             .collect();
         Columns::default()
-            .text("table_catalog", same(CATALOG, n))
-            .text(
-                "table_schema",
-                texts(defs.iter().map(|d| d.database.as_str())),
-            )
-            .text("table_name", texts(defs.iter().map(|d| d.name.as_str())))
+            .tables_of(defs.iter())
             .text("table_type", same("BASE TABLE", n))
             .text("engine", same("Sieve", n))
             .number("table_rows", vec![None; n])
@@ -141,12 +144,7 @@ impl InformationSchema {
         let types: Vec<_> = rows.iter().map(|r| mysql_type(r.2.data_type())).collect();
         let n = rows.len();
         Columns::default()
-            .text("table_catalog", same(CATALOG, n))
-            .text(
-                "table_schema",
-                texts(rows.iter().map(|r| r.0.database.as_str())),
-            )
-            .text("table_name", texts(rows.iter().map(|r| r.0.name.as_str())))
+            .tables_of(rows.iter().map(|r| r.0))
             .text(
                 "column_name",
                 texts(rows.iter().map(|r| r.2.name().as_str())),
@@ -207,12 +205,7 @@ impl InformationSchema {
         }
         let n = rows.len();
         Columns::default()
-            .text("table_catalog", same(CATALOG, n))
-            .text(
-                "table_schema",
-                texts(rows.iter().map(|r| r.0.database.as_str())),
-            )
-            .text("table_name", texts(rows.iter().map(|r| r.0.name.as_str())))
+            .tables_of(rows.iter().map(|r| r.0))
             .number("non_unique", vec![Some(1); n])
             .text(
                 "index_schema",
