@@ -2,7 +2,7 @@
 # Runs every test suite of the workspace, with a real MinIO for the S3 tests, and ends with one
 # summary line ("N passed, N failed"). Installs what a fresh machine lacks: MinIO (built with
 # `go install` at a pinned version), the stock mysql client (mariadb-client) and the Python MySQL
-# drivers. The target dir lives outside the clone so CI runs and later
+# drivers; Go fetches go-sql-driver/mysql (pinned in cli/tests/go/go.sum) on the first run. The target dir lives outside the clone so CI runs and later
 # clones reuse the build.
 set -uo pipefail
 cd "$(dirname "$0")/.."

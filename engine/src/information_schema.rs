@@ -73,7 +73,10 @@ impl Columns {
     fn tables_of<'a>(self, tables: impl Iterator<Item = &'a TableDef> + Clone) -> Self {
         let n = tables.clone().count();
         self.text("table_catalog", same(CATALOG, n))
-            .text("table_schema", texts(tables.clone().map(|d| d.database.as_str())))
+            .text(
+                "table_schema",
+                texts(tables.clone().map(|d| d.database.as_str())),
+            )
             .text("table_name", texts(tables.map(|d| d.name.as_str())))
     }
 
