@@ -2,7 +2,8 @@
 # Runs every test suite of the workspace, with a real MinIO for the S3 tests, and ends with one
 # summary line ("N passed, N failed"). Installs what a fresh machine lacks: MinIO (built with
 # `go install` at a pinned version), the stock mysql client (mariadb-client) and the Python MySQL
-# drivers; Go fetches go-sql-driver/mysql (pinned in cli/tests/go/go.sum) on the first run. The target dir lives outside the clone so CI runs and later
+# drivers, Node.js and mysql2; Go fetches go-sql-driver/mysql (pinned in cli/tests/go/go.sum) on
+# the first run. The target dir lives outside the clone so CI runs and later
 # clones reuse the build.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -24,6 +25,16 @@ fi
 if ! python3 -c "import pymysql, mysql.connector, pytest" 2>/dev/null; then
   echo "installing PyMySQL, mysql-connector-python and pytest"
   python3 -m pip install -q pymysql mysql-connector-python pytest || exit 1
+fi
+
+if ! command -v node >/dev/null 2>&1; then
+  echo "installing Node.js and npm"
+  { $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq nodejs npm; } >/dev/null \
+    || { echo "could not install Node.js" >&2; exit 1; }
+fi
+if [ ! -d cli/tests/node/node_modules/mysql2 ]; then
+  echo "installing mysql2 for node (pinned in cli/tests/node/package-lock.json)"
+  npm ci --prefix cli/tests/node --no-audit --no-fund --silent || exit 1
 fi
 
 source scripts/minio.sh

@@ -13,7 +13,9 @@ use datafusion::arrow::datatypes::DataType;
 use datafusion::common::{ScalarValue, plan_err};
 use datafusion::error::Result;
 use datafusion::sql::parser::Statement as DFStatement;
-use datafusion::sql::sqlparser::ast::{Expr, Statement, Value, visit_expressions_mut};
+use datafusion::sql::sqlparser::ast::{
+    Expr, LimitClause, Query, Statement, Value, Visit, Visitor, visit_expressions_mut,
+};
 use datafusion::sql::sqlparser::tokenizer::Location;
 
 use crate::lossless_cast::lossless_cast;
@@ -72,13 +74,22 @@ impl Prepared {
     }
 }
 
-/// Renames the statement's `?` placeholders to `$1 … $n` in text order; returns `n`. Only
-/// statements DataFusion plans may have any: Sieve's own (CREATE TABLE, SET, SHOW, …) take none.
-pub(crate) fn number_placeholders(statement: &mut DFStatement) -> Result<usize> {
+/// A statement's parameters, once numbered.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) struct Placeholders {
+    pub count: usize,
+    /// The parameters (from 0) that are a LIMIT or an OFFSET: row counts, whatever type a
+    /// driver sends them as (mysql2 sends every number as a DOUBLE).
+    pub row_counts: Vec<usize>,
+}
+
+/// Renames the statement's `?` placeholders to `$1 … $n` in text order. Only statements
+/// DataFusion plans may have any: Sieve's own (CREATE TABLE, SET, SHOW, …) take none.
+pub(crate) fn number_placeholders(statement: &mut DFStatement) -> Result<Placeholders> {
     let inner: &mut Statement = match statement {
         DFStatement::Statement(inner) => inner,
         DFStatement::Explain(explain) => return number_placeholders(&mut explain.statement),
-        _ => return Ok(0),
+        _ => return Ok(Placeholders::default()),
     };
     let mut found: Vec<Location> = Vec::new();
     let _ = visit_expressions_mut(inner, |expr| {
@@ -88,7 +99,7 @@ pub(crate) fn number_placeholders(statement: &mut DFStatement) -> Result<usize> 
         ControlFlow::<()>::Continue(())
     });
     if found.is_empty() {
-        return Ok(0);
+        return Ok(Placeholders::default());
     }
     if !matches!(inner, Statement::Query(_) | Statement::Insert(_)) {
         return plan_err!("parameters (?) are only allowed in SELECT, INSERT and EXPLAIN");
@@ -98,6 +109,14 @@ pub(crate) fn number_placeholders(statement: &mut DFStatement) -> Result<usize> 
     if found.windows(2).any(|w| key(&w[0]) == key(&w[1])) {
         return plan_err!("cannot tell this statement's parameters apart by position");
     }
+    let mut limits = RowCounts(Vec::new());
+    let _ = inner.visit(&mut limits);
+    let mut row_counts: Vec<usize> = limits
+        .0
+        .iter()
+        .filter_map(|at| found.binary_search_by_key(&key(at), key).ok())
+        .collect();
+    row_counts.sort_unstable();
     let _ = visit_expressions_mut(inner, |expr| {
         if let Some(at) = question_mark(expr) {
             let number = found.binary_search_by_key(&key(&at), key).expect("seen") + 1;
@@ -107,7 +126,30 @@ pub(crate) fn number_placeholders(statement: &mut DFStatement) -> Result<usize> 
         }
         ControlFlow::<()>::Continue(())
     });
-    Ok(found.len())
+    Ok(Placeholders {
+        count: found.len(),
+        row_counts,
+    })
+}
+
+/// Collects where the `?` of every LIMIT and OFFSET (in subqueries too) are.
+struct RowCounts(Vec<Location>);
+
+impl Visitor for RowCounts {
+    type Break = ();
+
+    fn pre_visit_query(&mut self, query: &Query) -> ControlFlow<()> {
+        let exprs: Vec<&Expr> = match &query.limit_clause {
+            Some(LimitClause::LimitOffset { limit, offset, .. }) => limit
+                .iter()
+                .chain(offset.iter().map(|o| &o.value))
+                .collect(),
+            Some(LimitClause::OffsetCommaLimit { offset, limit }) => vec![offset, limit],
+            None => Vec::new(),
+        };
+        self.0.extend(exprs.into_iter().filter_map(question_mark));
+        ControlFlow::Continue(())
+    }
 }
 
 /// Where a `?` placeholder starts, if `expr` is one.
@@ -128,7 +170,7 @@ mod tests {
         let mut statement = DFParser::parse_sql_with_dialect(sql, &MySqlDialect {})?
             .pop_front()
             .expect("one statement");
-        let n = number_placeholders(&mut statement)?;
+        let n = number_placeholders(&mut statement)?.count;
         Ok((n, statement.to_string()))
     }
 
@@ -154,6 +196,20 @@ mod tests {
         assert_eq!(n, 1);
         assert_eq!(numbered("insert into t values (?, ?)").unwrap().0, 2);
         assert_eq!(numbered("select 'a?' from t").unwrap().0, 0);
+    }
+
+    #[test]
+    fn row_counts_are_known() {
+        let mut statement = DFParser::parse_sql_with_dialect(
+            "select a from t where b = ? and c in (select d from u limit ?) limit ?, ?",
+            &MySqlDialect {},
+        )
+        .unwrap()
+        .pop_front()
+        .unwrap();
+        let numbered = number_placeholders(&mut statement).unwrap();
+        assert_eq!(numbered.count, 4);
+        assert_eq!(numbered.row_counts, [1, 2, 3]);
     }
 
     #[test]

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use datafusion::arrow::array::UInt64Array;
-use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::datatypes::{DataType, SchemaRef};
 use datafusion::common::{ScalarValue, exec_err, plan_err};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::SessionStateBuilder;
@@ -531,7 +531,8 @@ impl Session {
         check_complexity(sql)?;
         let (sql, allow_full_scan) = allow_filtering(sql);
         let mut statement = Self::parse_one(sql)?;
-        let params = number_placeholders(&mut statement)?;
+        let placeholders = number_placeholders(&mut statement)?;
+        let params = placeholders.count;
         if params == 0 {
             return Ok(Prepared {
                 statement,
@@ -547,7 +548,10 @@ impl Session {
             .await?;
         let types = plan.get_parameter_types()?;
         let param_types = (1..=params)
-            .map(|n| types.get(&format!("${n}")).cloned().flatten())
+            .map(|n| match types.get(&format!("${n}")).cloned().flatten() {
+                None if placeholders.row_counts.contains(&(n - 1)) => Some(DataType::Int64),
+                inferred => inferred,
+            })
             .collect();
         Ok(Prepared {
             statement,
