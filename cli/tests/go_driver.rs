@@ -5,27 +5,15 @@ mod common;
 
 use std::process::Command;
 
-use common::{PASSWORD, Server, stderr, stdout};
+use common::Server;
 
 #[test]
 fn go_sql_driver_prepared_statements_in_a_loop() {
     let server = Server::start();
-    let program = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/go");
-    let out = Command::new("go")
-        .args(["run", "."])
-        .current_dir(program)
+    let mut go = Command::new("go");
+    go.args(["run", "."])
+        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/go"))
         // The toolchain installed, never one downloaded because go.mod names another.
-        .env("GOTOOLCHAIN", "local")
-        .env("SIEVE_PORT", server.port.to_string())
-        .env("SIEVE_PASSWORD", PASSWORD)
-        .output()
-        .expect("go runs");
-    assert!(
-        out.status.success(),
-        "the Go program failed:\n{}\n{}\nserver log:\n{}",
-        stdout(&out),
-        stderr(&out),
-        server.log()
-    );
-    assert_eq!(stdout(&out).trim(), "ok");
+        .env("GOTOOLCHAIN", "local");
+    assert_eq!(server.run_client(go).trim(), "ok");
 }

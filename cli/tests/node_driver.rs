@@ -5,25 +5,13 @@ mod common;
 
 use std::process::Command;
 
-use common::{PASSWORD, Server, stderr, stdout};
+use common::Server;
 
 #[test]
 fn node_mysql2_execute_binds_limit_and_values() {
     let server = Server::start();
-    let program = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/node");
-    let out = Command::new("node")
-        .arg("main.js")
-        .current_dir(program)
-        .env("SIEVE_PORT", server.port.to_string())
-        .env("SIEVE_PASSWORD", PASSWORD)
-        .output()
-        .expect("node runs");
-    assert!(
-        out.status.success(),
-        "the node program failed:\n{}\n{}\nserver log:\n{}",
-        stdout(&out),
-        stderr(&out),
-        server.log()
-    );
-    assert_eq!(stdout(&out).trim(), "ok");
+    let mut node = Command::new("node");
+    node.arg("main.js")
+        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/node"));
+    assert_eq!(server.run_client(node).trim(), "ok");
 }

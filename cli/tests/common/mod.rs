@@ -118,6 +118,25 @@ impl Server {
         self.child.wait().unwrap()
     }
 
+    /// Runs a client program (a driver's test) against this server, which it finds in
+    /// `SIEVE_PORT` and `SIEVE_PASSWORD`; fails the test with its output and the server's log
+    /// unless it succeeds. Returns its stdout.
+    pub fn run_client(&self, mut program: Command) -> String {
+        let out = program
+            .env("SIEVE_PORT", self.port.to_string())
+            .env("SIEVE_PASSWORD", PASSWORD)
+            .output()
+            .unwrap_or_else(|e| panic!("{program:?} does not run: {e}"));
+        assert!(
+            out.status.success(),
+            "{program:?} failed:\n{}\n{}\nserver log:\n{}",
+            stdout(&out),
+            stderr(&out),
+            self.log()
+        );
+        stdout(&out)
+    }
+
     fn mysql_command(&self, args: &[&str]) -> Command {
         let mut command = Command::new("mysql");
         command.args([
