@@ -118,16 +118,6 @@ impl QueryStream {
         }
     }
 
-    /// One text column, for SHOW statements answered from the catalog.
-    pub(crate) fn list(
-        column: &str,
-        values: Vec<String>,
-        pool: Arc<dyn MemoryPool>,
-    ) -> Result<Self> {
-        let rows = values.into_iter().map(|v| vec![v]).collect();
-        Self::table(&[column], rows, pool)
-    }
-
     /// Text columns, row by row, for SHOW statements answered from the catalog.
     pub(crate) fn table(
         columns: &[&str],

@@ -342,7 +342,8 @@ impl Session {
                 let mut databases = self.catalog.list_databases().await.map_err(to_df)?;
                 databases.push(information_schema::NAME.to_string());
                 let filter = filter_of(show_options.filter_position);
-                filtered_list(&self.ctx, "Database", databases, filter, self.pool()).await
+                let list = filtered_list(&self.ctx, "Database", databases, filter)?;
+                self.run_plan(list.into_unoptimized_plan()).await
             }
             Statement::Use(Use::Object(name) | Use::Database(name) | Use::Schema(name)) => {
                 match object_parts(&name).as_slice() {
@@ -358,7 +359,8 @@ impl Session {
                 let tables = self.catalog.list_tables(&db).await.map_err(to_df)?;
                 let filter = filter_of(show_options.filter_position);
                 let column = format!("Tables_in_{db}");
-                filtered_list(&self.ctx, &column, tables, filter, self.pool()).await
+                let list = filtered_list(&self.ctx, &column, tables, filter)?;
+                self.run_plan(list.into_unoptimized_plan()).await
             }
             Statement::ShowCreate {
                 obj_type: ShowCreateObject::Table,

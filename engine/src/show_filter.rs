@@ -5,13 +5,12 @@
 use datafusion::arrow::array::{RecordBatch, StringArray};
 use datafusion::arrow::datatypes::{DataType, Field, Schema};
 use datafusion::common::Column;
+use datafusion::dataframe::DataFrame;
 use datafusion::error::Result;
 use datafusion::execution::context::SessionContext;
 use datafusion::logical_expr::{Expr, Like, lit};
 use datafusion::sql::sqlparser::ast::{ShowStatementFilter, ShowStatementFilterPosition};
 use std::sync::Arc;
-
-use crate::query_stream::QueryStream;
 
 /// MySQL's `expr LIKE 'pattern'`: `%` and `_`, escaped by `\`.
 pub(crate) fn like(expr: Expr, pattern: String, case_insensitive: bool) -> Expr {
@@ -33,17 +32,14 @@ pub(crate) fn filter_of(
     })
 }
 
-/// `values` as a one-column result named `column`, the rows `filter` keeps.
-pub(crate) async fn filtered_list(
+/// `values` as a one-column frame named `column`, the rows `filter` keeps; the session runs it
+/// as it runs any plan.
+pub(crate) fn filtered_list(
     ctx: &SessionContext,
     column: &str,
     values: Vec<String>,
     filter: Option<ShowStatementFilter>,
-    pool: Arc<dyn datafusion::execution::memory_pool::MemoryPool>,
-) -> Result<QueryStream> {
-    let Some(filter) = filter else {
-        return QueryStream::list(column, values, pool);
-    };
+) -> Result<DataFrame> {
     // Filtered under its lower-cased name, which unquoted names in a WHERE normalize to.
     let internal = column.to_ascii_lowercase();
     let schema = Arc::new(Schema::new(vec![Field::new(
@@ -54,15 +50,16 @@ pub(crate) async fn filtered_list(
     let batch = RecordBatch::try_new(schema, vec![Arc::new(StringArray::from(values))])?;
     let frame = ctx.read_batch(batch)?;
     let name = Expr::Column(Column::new_unqualified(&internal));
-    let predicate = match filter {
-        ShowStatementFilter::Like(p) | ShowStatementFilter::NoKeyword(p) => {
-            like(name.clone(), p, false)
+    let frame = match filter {
+        None => frame,
+        Some(ShowStatementFilter::Like(p) | ShowStatementFilter::NoKeyword(p)) => {
+            frame.filter(like(name.clone(), p, false))?
         }
-        ShowStatementFilter::ILike(p) => like(name.clone(), p, true),
-        ShowStatementFilter::Where(e) => frame.parse_sql_expr(&e.to_string())?,
+        Some(ShowStatementFilter::ILike(p)) => frame.filter(like(name.clone(), p, true))?,
+        Some(ShowStatementFilter::Where(e)) => {
+            let predicate = frame.parse_sql_expr(&e.to_string())?;
+            frame.filter(predicate)?
+        }
     };
-    let frame = frame.filter(predicate)?.select(vec![name.alias(column)])?;
-    let schema = Arc::new(frame.schema().as_arrow().clone());
-    let rows = frame.execute_stream().await?;
-    Ok(QueryStream::rows(schema, rows, None, pool))
+    frame.select(vec![name.alias(column)])
 }
