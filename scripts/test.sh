@@ -22,10 +22,33 @@ if ! command -v mysql >/dev/null 2>&1; then
   { $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq mariadb-client; } >/dev/null \
     || { echo "could not install mariadb-client" >&2; exit 1; }
 fi
-if ! python3 -c "import pymysql, mysql.connector, pytest" 2>/dev/null; then
-  echo "installing PyMySQL, mysql-connector-python and pytest"
-  python3 -m pip install -q pymysql mysql-connector-python pytest || exit 1
+if ! python3 -c "import pymysql, mysql.connector, pytest, sqlalchemy, pandas" 2>/dev/null; then
+  echo "installing PyMySQL, mysql-connector-python, SQLAlchemy, pandas and pytest"
+  python3 -m pip install -q pymysql mysql-connector-python "sqlalchemy>=2,<3" pandas pytest || exit 1
 fi
+
+if ! command -v java >/dev/null 2>&1; then
+  echo "installing a Java runtime"
+  { $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq default-jdk-headless; } >/dev/null \
+    || { echo "could not install Java" >&2; exit 1; }
+fi
+jars_dir="${SIEVE_TOOLS_DIR:-$HOME/.cache/sieve-tools}/jdbc"
+mkdir -p "$jars_dir"
+SIEVE_JDBC_JARS=""
+while read -r path sum; do
+  jar="$jars_dir/$(basename "$path")"
+  if ! echo "$sum  $jar" | sha256sum -c --status 2>/dev/null; then
+    echo "fetching $(basename "$path") from Maven Central"
+    curl -sSfL "https://repo1.maven.org/maven2/$path" -o "$jar.part" && mv "$jar.part" "$jar" \
+      && echo "$sum  $jar" | sha256sum -c --status \
+      || { echo "could not fetch $path (or its checksum differs)" >&2; exit 1; }
+  fi
+  SIEVE_JDBC_JARS="$SIEVE_JDBC_JARS${SIEVE_JDBC_JARS:+:}$jar"
+done <<'JARS'
+com/mysql/mysql-connector-j/9.1.0/mysql-connector-j-9.1.0.jar 8776e2ebc46072c9a47ea59d98298c4273bd9f16a7b26b5dfa4744535aa26c62
+org/mariadb/jdbc/mariadb-java-client/3.5.1/mariadb-java-client-3.5.1.jar 50a50c4a3c13c30dfbd40587f7ad9a496197d285ede0948641d9eee68fdf2106
+JARS
+export SIEVE_JDBC_JARS
 
 if ! command -v node >/dev/null 2>&1; then
   echo "installing Node.js and npm"

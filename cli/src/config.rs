@@ -24,7 +24,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use sieve_engine::{MemoryLimits, SieveOptions};
 
-use crate::packet_guard::GuardLimits;
+use crate::mysql::GuardLimits;
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -36,6 +36,11 @@ impl Connections {
         self.map().remove(&id);
     }
 
+    /// Connections open now (MySQL's `Threads`).
+    pub fn count(&self) -> usize {
+        self.map().len()
+    }
+
     /// Interrupts connection `id`'s statement, and closes the connection unless `query_only`;
     /// false if there is no such connection.
     pub fn kill(&self, id: u32, query_only: bool) -> bool {

@@ -2,11 +2,10 @@
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use clap::Args;
-use opensrv_mysql::AsyncMysqlIntermediary;
 use sieve_engine::{Engine, ServerLimits};
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
@@ -16,8 +15,7 @@ use crate::auth::Account;
 use crate::config::ConfigFile;
 use crate::kill::Connections;
 use crate::login_throttle::LoginThrottle;
-use crate::mysql_backend::{Backend, Login};
-use crate::packet_guard::{OpenStatements, PacketGuard, error_packet};
+use crate::mysql::{Connection, ServerStatus, Shared, error, error_packet};
 
 /// How long accepting waits after an error (out of file descriptors, say) before trying again;
 /// doubles while errors go on, so a full descriptor table costs no CPU and little log.
@@ -84,8 +82,14 @@ pub async fn serve(engine: Engine, args: ServeArgs, config: ConfigFile) -> Resul
     let listener = TcpListener::bind(address)
         .await
         .map_err(|e| format!("cannot listen on {address}: {e}"))?;
-    let account = Arc::new(Account { user, password });
-    let throttle = Arc::new(LoginThrottle::default());
+    let connections = Arc::new(Connections::default());
+    let shared = Arc::new(Shared {
+        account: Arc::new(Account { user, password }),
+        throttle: Arc::new(LoginThrottle::default()),
+        connections: connections.clone(),
+        status: Arc::new(ServerStatus::default()),
+        limits: limits.guard,
+    });
     let slots = Arc::new(Semaphore::new(limits.max_connections));
     let mut backoff = ACCEPT_BACKOFF.0;
     log::info!(
@@ -93,7 +97,6 @@ pub async fn serve(engine: Engine, args: ServeArgs, config: ConfigFile) -> Resul
         engine.storage().url()
     );
     let ids = AtomicU32::new(1);
-    let connections = Arc::new(Connections::default());
     let shutdown = shutdown_signal();
     tokio::pin!(shutdown);
     loop {
@@ -112,7 +115,7 @@ pub async fn serve(engine: Engine, args: ServeArgs, config: ConfigFile) -> Resul
                 };
                 let Ok(slot) = slots.clone().try_acquire_owned() else {
                     log::warn!("refused {peer}: {} connections open (max_connections)", limits.max_connections);
-                    let refusal = error_packet(0, 1040, "08004", "Too many connections");
+                    let refusal = error_packet(0, error::CON_COUNT, "Too many connections");
                     tokio::spawn(async move {
                         let _ = tokio::time::timeout(Duration::from_secs(1), stream.write_all(&refusal)).await;
                     });
@@ -139,20 +142,10 @@ pub async fn serve(engine: Engine, args: ServeArgs, config: ConfigFile) -> Resul
                     max_allowed_packet: limits.guard.max_allowed_packet as u64,
                     wait_timeout: limits.guard.idle_timeout.as_secs(),
                 });
-                let authenticated = Arc::new(AtomicBool::new(false));
-                let statements = Arc::new(OpenStatements::default());
-                let login = Login {
-                    account: account.clone(),
-                    throttle: throttle.clone(),
-                    authenticated: authenticated.clone(),
-                    statements: statements.clone(),
-                    connections: connections.clone(),
-                };
-                let backend = Backend::new(session, watcher.clone(), login, ids.fetch_add(1, Ordering::Relaxed));
+                let connection = Connection::new(session, watcher, shared.clone(), ids.fetch_add(1, Ordering::Relaxed));
                 tokio::spawn(async move {
                     let (reader, writer) = stream.into_split();
-                    let reader = PacketGuard::new(reader, watcher, limits.guard, authenticated, statements);
-                    if let Err(e) = AsyncMysqlIntermediary::run_on(backend, reader, writer).await {
+                    if let Err(e) = connection.run(reader, writer).await {
                         log::debug!("connection from {peer} ended: {e}");
                     }
                     drop(slot);

@@ -67,8 +67,45 @@ fn errors_carry_mysql_codes_and_the_connection_survives() {
         ])
         .output()
         .unwrap();
-    // opensrv-mysql answers a failed handshake with 1698 (SQLSTATE 28000, access denied).
-    common::assert_fails_with(&out, "ERROR 1698 (28000)");
+    common::assert_fails_with(&out, "ERROR 1045 (28000)");
+}
+
+/// `mariadb-dump --no-data` writes a script that makes the tables again; `mariadb-admin status`
+/// reads the server's counters (COM_STATISTICS).
+#[test]
+fn dump_schema_and_admin_status() {
+    let server = Server::start();
+    let out = server.mysql(&["-e", "create database shop; create table shop.t (c1 bigint not null, c2 varchar, d decimal(10,2)) with (index_columns = 'c1,c2', filter = 'xor8'); insert into shop.t values (1, 'a', 1.5)"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let port = format!("-P{}", server.port);
+    let password = format!("-p{}", common::PASSWORD);
+    let login = ["-h127.0.0.1", port.as_str(), "-uroot", password.as_str()];
+    let dump = std::process::Command::new("mariadb-dump")
+        .args(login)
+        .args(["--no-data", "shop"])
+        .output()
+        .expect("mariadb-dump is installed with mariadb-client");
+    assert!(dump.status.success(), "{}\n{}", stderr(&dump), server.log());
+    let script = stdout(&dump);
+    assert!(script.contains("CREATE TABLE"), "{script}");
+    // The dump, replayed into a new database, makes the same table.
+    let out = server.mysql(&["-e", "create database copy"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = server.mysql_script(&["copy"], &script);
+    assert!(out.status.success(), "{}\n{script}", stderr(&out));
+    let out = server.mysql(&["-e", "show create table copy.t"]);
+    let original = server.mysql(&["-e", "show create table shop.t"]);
+    assert_eq!(stdout(&out), stdout(&original));
+
+    let status = std::process::Command::new("mariadb-admin")
+        .args(login)
+        .arg("status")
+        .output()
+        .expect("mariadb-admin is installed with mariadb-client");
+    assert!(status.status.success(), "{}", stderr(&status));
+    let line = stdout(&status);
+    assert!(line.starts_with("Uptime: ") && line.contains("Threads: 1"), "{line}");
+    assert!(line.contains("Questions: "), "{line}");
 }
 
 #[test]

@@ -265,3 +265,35 @@ fn nested_values_are_sent_as_text_and_refused_statements_keep_the_connection() {
     assert!(stderr(&out).contains("ERROR 1235"), "{}", stderr(&out));
     assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
 }
+
+/// Commands a driver would never send like this: each gets MySQL's error, and the connection
+/// goes on, in step.
+#[test]
+fn malformed_commands_get_errors_and_the_connection_goes_on() {
+    let server = Server::start();
+    let mut wire = Wire::connect(server.port);
+    assert_eq!(wire.login("root", PASSWORD).1[0], 0x00);
+    wire.send(&command(COM_STMT_PREPARE, b"select ? + 1")).unwrap();
+    let (id, _) = wire.prepare_ok();
+    let whole = execute_with_bigint(id, 41);
+    let mut burst = Vec::new();
+    // EXECUTE cut short at every length, a bad type byte, an unknown command, COM_STATISTICS.
+    for cut in 9..whole.len() {
+        let payload = &whole[4..cut];
+        burst.extend(common::wire::packet(0, payload));
+    }
+    burst.extend(command(0x17, &[&id.to_le_bytes()[..], &[0, 1, 0, 0, 0, 0, 1, 0xf0, 0, 9]].concat()));
+    burst.extend(command(0x60, b"?"));
+    burst.extend(command(0x09, b""));
+    burst.extend(whole.clone());
+    wire.send(&burst).unwrap();
+    for cut in 9..whole.len() {
+        let reply = wire.reply();
+        assert_eq!(error_code(&reply[0].1), Some(1210), "EXECUTE cut at {cut}: {reply:?}");
+    }
+    assert_eq!(error_code(&wire.reply()[0].1), Some(1210), "a type byte no value has");
+    assert_eq!(error_code(&wire.reply()[0].1), Some(1047), "an unknown command");
+    let (_, statistics) = wire.read().unwrap();
+    assert!(statistics.starts_with(b"Uptime: "), "{statistics:?}");
+    assert_eq!(wire.binary_bigint(), 42);
+}

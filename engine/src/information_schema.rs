@@ -1,4 +1,5 @@
-//! MySQL's `information_schema` (SCHEMATA, TABLES, COLUMNS, STATISTICS), answered from the Sieve
+//! MySQL's `information_schema` (SCHEMATA, TABLES, COLUMNS, STATISTICS; FILES, PARTITIONS
+//! and TRIGGERS, empty: Sieve has none of them, and `mariadb-dump` asks), answered from the Sieve
 //! catalog when a query names one: what JDBC's `DatabaseMetaData`, SQLAlchemy's inspector and
 //! GUI tools read to list databases, tables, columns and indexes. Types are MySQL's
 //! ([`crate::mysql_types`]); each indexed column is an index named after it, of its filter kind.
@@ -19,7 +20,15 @@ use crate::error::to_df;
 use crate::mysql_types::mysql_type;
 
 pub const NAME: &str = "information_schema";
-const TABLES: [&str; 4] = ["schemata", "tables", "columns", "statistics"];
+const TABLES: [&str; 7] = [
+    "schemata",
+    "tables",
+    "columns",
+    "statistics",
+    "files",
+    "partitions",
+    "triggers",
+];
 /// What MySQL calls its only catalog.
 const CATALOG: &str = "def";
 
@@ -85,6 +94,50 @@ impl Columns {
         let batch = RecordBatch::try_new(schema.clone(), self.arrays)?;
         Ok(Arc::new(MemTable::try_new(schema, vec![vec![batch]])?))
     }
+}
+
+/// The columns tools read of FILES (MySQL's tablespace files) and PARTITIONS.
+const FILES_TEXT: &[&str] = &[
+    "file_id",
+    "file_name",
+    "file_type",
+    "tablespace_name",
+    "logfile_group_name",
+    "engine",
+    "extra",
+];
+const FILES_NUMBERS: &[&str] = &["total_extents", "initial_size", "extent_size"];
+const PARTITIONS_TEXT: &[&str] = &[
+    "table_catalog",
+    "table_schema",
+    "table_name",
+    "partition_name",
+    "partition_method",
+    "partition_expression",
+    "tablespace_name",
+];
+
+const TRIGGERS_TEXT: &[&str] = &[
+    "trigger_catalog",
+    "trigger_schema",
+    "trigger_name",
+    "event_manipulation",
+    "event_object_schema",
+    "event_object_table",
+    "action_statement",
+    "action_timing",
+];
+
+/// A table of these columns with no rows.
+fn empty(text: &[&str], numbers: &[&str]) -> Result<Arc<dyn TableProvider>> {
+    let mut columns = Columns::default();
+    for name in text {
+        columns = columns.text(name, Vec::new());
+    }
+    for name in numbers {
+        columns = columns.number(name, Vec::new());
+    }
+    columns.table()
 }
 
 fn same(value: &str, n: usize) -> Vec<Option<String>> {
@@ -177,6 +230,23 @@ impl InformationSchema {
                 types.iter().map(|t| t.precision).collect(),
             )
             .number("numeric_scale", types.iter().map(|t| t.scale).collect())
+            .number(
+                "character_octet_length",
+                types.iter().map(|t| t.octet_length()).collect(),
+            )
+            .number(
+                "datetime_precision",
+                types.iter().map(|t| t.datetime_precision()).collect(),
+            )
+            .text(
+                "character_set_name",
+                types.iter().map(|t| t.charset().map(|c| c.0.to_string())).collect(),
+            )
+            .text(
+                "collation_name",
+                types.iter().map(|t| t.charset().map(|c| c.1.to_string())).collect(),
+            )
+            .text("privileges", same("select,insert", n))
             .text(
                 "column_type",
                 texts(types.iter().map(|t| t.column_type.as_str())),
@@ -193,6 +263,7 @@ impl InformationSchema {
             )
             .text("extra", same("", n))
             .text("column_comment", same("", n))
+            .text("generation_expression", same("", n))
             .table()
     }
 
@@ -258,6 +329,9 @@ impl SchemaProvider for InformationSchema {
             "tables" => self.tables().await?,
             "columns" => self.columns().await?,
             "statistics" => self.statistics().await?,
+            "files" => empty(FILES_TEXT, FILES_NUMBERS)?,
+            "partitions" => empty(PARTITIONS_TEXT, &[])?,
+            "triggers" => empty(TRIGGERS_TEXT, &[])?,
             _ => return Ok(None),
         }))
     }

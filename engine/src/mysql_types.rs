@@ -17,6 +17,28 @@ pub struct MysqlType {
     pub scale: Option<u64>,
 }
 
+impl MysqlType {
+    /// `CHARACTER_OCTET_LENGTH`: a string's bytes in utf8mb4 (4 per character), a blob's.
+    pub fn octet_length(&self) -> Option<u64> {
+        let chars = self.max_length?;
+        Some(if self.data_type == "varchar" { chars * 4 } else { chars })
+    }
+
+    /// `DATETIME_PRECISION`: the digits of a second's fraction, for dates and times.
+    pub fn datetime_precision(&self) -> Option<u64> {
+        match self.data_type.as_str() {
+            "datetime" | "time" => Some(6),
+            "date" => Some(0),
+            _ => None,
+        }
+    }
+
+    /// `CHARACTER_SET_NAME` and `COLLATION_NAME`, for strings.
+    pub fn charset(&self) -> Option<(&'static str, &'static str)> {
+        (self.data_type == "varchar").then_some(("utf8mb4", "utf8mb4_general_ci"))
+    }
+}
+
 /// Strings have no declared length in Sieve; MySQL's longest `varchar`.
 const VARCHAR_LENGTH: u64 = 65_535;
 const BLOB_LENGTH: u64 = 4_294_967_295;

@@ -9,7 +9,7 @@
 
 use std::ops::ControlFlow;
 
-use datafusion::arrow::datatypes::DataType;
+use datafusion::arrow::datatypes::{DataType, FieldRef};
 use datafusion::common::{ScalarValue, plan_err};
 use datafusion::error::Result;
 use datafusion::sql::parser::Statement as DFStatement;
@@ -26,6 +26,9 @@ pub struct Prepared {
     pub(crate) statement: DFStatement,
     /// Per parameter, in order, the type DataFusion infers for it from the plan, if it can.
     pub param_types: Vec<Option<DataType>>,
+    /// The columns a query returns, when planning it to type the parameters told them; empty
+    /// for other statements.
+    pub result_fields: Vec<FieldRef>,
     /// Written with `… ALLOW FILTERING`.
     pub(crate) allow_full_scan: bool,
     /// The session's database when it was prepared: names resolve there, as in MySQL, even

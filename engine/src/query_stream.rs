@@ -71,9 +71,19 @@ impl QueryOutput {
     }
 }
 
+/// Where a result column's values come from, for clients that show it (a MySQL column
+/// definition's schema and table): the table a column is read from, unchanged.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ColumnOrigin {
+    pub database: String,
+    pub table: String,
+}
+
 /// A statement's result as it is produced.
 pub struct QueryStream {
     schema: SchemaRef,
+    /// Per column, the table it is read from; empty when no column is one of a table's.
+    origins: Vec<Option<ColumnOrigin>>,
     rows: Option<SendableRecordBatchStream>,
     affected_rows: Option<u64>,
     plan: Option<Arc<dyn ExecutionPlan>>,
@@ -84,6 +94,7 @@ impl QueryStream {
     pub(crate) fn affected(rows: u64, pool: Arc<dyn MemoryPool>) -> Self {
         Self {
             schema: Arc::new(Schema::empty()),
+            origins: Vec::new(),
             rows: None,
             affected_rows: Some(rows),
             plan: None,
@@ -111,6 +122,7 @@ impl QueryStream {
     ) -> Self {
         Self {
             schema,
+            origins: Vec::new(),
             rows: Some(rows),
             affected_rows: None,
             plan,
@@ -145,6 +157,15 @@ impl QueryStream {
 
     pub fn schema(&self) -> &SchemaRef {
         &self.schema
+    }
+
+    pub(crate) fn with_origins(self, origins: Vec<Option<ColumnOrigin>>) -> Self {
+        Self { origins, ..self }
+    }
+
+    /// The table column `i` is read from, if it is a table's column.
+    pub fn origin(&self, i: usize) -> Option<&ColumnOrigin> {
+        self.origins.get(i)?.as_ref()
     }
 
     /// Rows written or removed by DML and DDL; None for a query.

@@ -34,19 +34,22 @@ use tokio::time::Instant;
 
 use crate::catalog::{CATALOG_NAME, SieveCatalog};
 use crate::checked_arithmetic::CheckedArithmetic;
+use crate::mysql_rewrites;
 use crate::deadline::{DeadlineStream, QueryTimeout};
 use crate::describe::columns_of;
 use crate::error::to_df;
 use crate::index_stats::IndexStatsFunction;
 use crate::information_schema;
+use crate::mysql_show;
 use crate::memory::{MemoryLimits, QueryPool};
 use crate::numbers::NumbersFunction;
 use crate::options::SieveOptions;
 use crate::panic_guard;
 use crate::prepared::{Prepared, allow_filtering, number_placeholders};
 use crate::progress::WriteProgress;
-use crate::query_stream::{QueryOutput, QueryStream};
-use crate::session_functions::{self, Client};
+use crate::query_stream::{ColumnOrigin, QueryOutput, QueryStream};
+use crate::script::statement_texts;
+use crate::session_functions::{self, Client, RowCount};
 use crate::set_variable;
 use crate::show_create::create_table_sql;
 use crate::show_filter::{filter_of, filtered_list};
@@ -55,7 +58,8 @@ use crate::statement_guard::{check_complexity, check_confined};
 use crate::statement_task::{rows_on, run_on};
 use crate::storage_url::object_store_url;
 use crate::system_variables::{ServerLimits, SystemVariables};
-use crate::table_options::{table_options, take_table_options};
+use crate::user_variables::UserVariables;
+use crate::table_options::{table_options, take_key_constraints, take_table_options};
 
 /// One storage location opened for SQL; cheap to clone, shared by its sessions.
 #[derive(Debug, Clone)]
@@ -152,6 +156,10 @@ pub struct Session {
     catalog: Catalog,
     progress: Arc<WriteProgress>,
     executor: Option<Handle>,
+    /// What SHOW VARIABLES and SHOW PROCESSLIST report: the server's limits and the client.
+    server: std::sync::Mutex<(ServerLimits, Client)>,
+    user_variables: Arc<UserVariables>,
+    row_count: Arc<RowCount>,
 }
 
 fn object_parts(name: &ObjectName) -> Vec<String> {
@@ -198,8 +206,12 @@ impl Session {
             .clone()
             .with_aliases(["rand"]);
         ctx.register_udf(rand);
+        crate::mysql_functions::register(&ctx);
         ctx.register_variable(VarType::System, Arc::new(SystemVariables::default()));
-        session_functions::register(&ctx, &Client::default());
+        let user_variables = Arc::new(UserVariables::default());
+        ctx.register_variable(VarType::UserDefined, user_variables.clone());
+        let row_count = Arc::new(RowCount::default());
+        session_functions::register(&ctx, &Client::default(), &row_count);
         let storage = catalog.storage();
         let url = object_store_url(storage)?;
         ctx.register_object_store(url.as_ref(), storage.store().clone());
@@ -208,6 +220,9 @@ impl Session {
             catalog,
             progress,
             executor,
+            server: Default::default(),
+            user_variables,
+            row_count,
         })
     }
 
@@ -216,11 +231,20 @@ impl Session {
     pub fn set_server_limits(&self, limits: ServerLimits) {
         self.ctx
             .register_variable(VarType::System, Arc::new(SystemVariables { limits }));
+        self.server().0 = limits;
+    }
+
+    fn server(&self) -> std::sync::MutexGuard<'_, (ServerLimits, Client)> {
+        // Two plain values cannot be left half-changed by a panic.
+        self.server
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Says whom the session serves, for `user()` and `connection_id()`.
     pub fn set_client(&self, client: &Client) {
-        session_functions::register(&self.ctx, client);
+        session_functions::register(&self.ctx, client, &self.row_count);
+        self.server().1 = client.clone();
     }
 
     /// Rows written so far by the statement running now (INSERT, CTAS).
@@ -255,9 +279,9 @@ impl Session {
     /// Splits a script into its statements (as SQL text), so callers can run and time each.
     pub fn split_statements(sql: &str) -> Result<Vec<String>> {
         check_complexity(sql)?;
-        Ok(DFParser::parse_sql_with_dialect(sql, &MySqlDialect {})?
-            .iter()
-            .map(|s| s.to_string())
+        Ok(statement_texts(sql)?
+            .into_iter()
+            .map(str::to_string)
             .collect())
     }
 
@@ -268,13 +292,28 @@ impl Session {
 
     /// Runs one statement; a query's rows stream as the caller reads them.
     pub async fn query(&self, sql: &str) -> Result<QueryStream> {
-        panic_guard::catch(self.parse_and_run(sql)).await
+        let output = panic_guard::catch(self.parse_and_run(sql)).await;
+        self.counted(output)
+    }
+
+    /// Keeps what `row_count()` reports of a statement that ran.
+    fn counted(&self, output: Result<QueryStream>) -> Result<QueryStream> {
+        if let Ok(stream) = &output {
+            self.row_count.set(stream.affected_rows());
+        }
+        output
     }
 
     async fn parse_and_run(&self, sql: &str) -> Result<QueryStream> {
         check_complexity(sql)?;
         let (sql, allow_filtering) = allow_filtering(sql);
-        let statement = Self::parse_one(sql)?;
+        let sql = set_variable::without_names(sql);
+        let sql = sql.as_ref();
+        if let Some(rewritten) = mysql_show::rewrite(sql, &self.database()) {
+            return self.run_sql(&rewritten?).await;
+        }
+        let mut statement = Self::parse_one(sql)?;
+        mysql_rewrites::rewrite(&mut statement);
         self.allowing_full_scan(allow_filtering, self.execute_statement(statement))
             .await
     }
@@ -351,16 +390,38 @@ impl Session {
                     _ => plan_err!("USE takes one database name, got {name}"),
                 }
             }
-            Statement::ShowTables { show_options, .. } => {
+            Statement::ShowTables {
+                full, show_options, ..
+            } => {
                 let db = match show_options.show_in.and_then(|s| s.parent_name) {
                     Some(name) => object_parts(&name).join("."),
                     None => self.database(),
                 };
-                let tables = self.catalog.list_tables(&db).await.map_err(to_df)?;
+                if !self.catalog.database_exists(&db).await.map_err(to_df)?
+                    && !db.eq_ignore_ascii_case(information_schema::NAME)
+                {
+                    return Err(to_df(StorageError::UnknownDatabase(db)));
+                }
                 let filter = filter_of(show_options.filter_position);
-                let column = format!("Tables_in_{db}");
-                let list = filtered_list(&self.ctx, &column, tables, filter)?;
-                self.run_plan(list.into_unoptimized_plan()).await
+                self.run_sql(&mysql_show::tables(&db, full, filter)).await
+            }
+            Statement::ShowVariables { filter, .. } => {
+                let limits = self.server().0;
+                self.run_sql(&mysql_show::variables(&limits, filter)).await
+            }
+            Statement::ShowStatus { filter, .. } => {
+                self.run_sql(&mysql_show::status(filter)).await
+            }
+            Statement::ShowCollation { filter } => {
+                self.run_sql(&mysql_show::collations(filter)).await
+            }
+            Statement::ShowCharset(charset) => {
+                self.run_sql(&mysql_show::charsets(charset.filter)).await
+            }
+            Statement::ShowProcessList { .. } => {
+                let client = self.server().1.clone();
+                let sql = mysql_show::processlist(client.connection_id, &client.user, &self.database());
+                self.run_sql(&sql).await
             }
             Statement::ShowCreate {
                 obj_type: ShowCreateObject::Table,
@@ -388,9 +449,24 @@ impl Session {
             }
             Statement::CreateTable(create) if !create.external => self.create_table(create).await,
             Statement::Set(set) => {
-                set_variable::apply(self.ctx.state_ref().write().config_mut().options_mut(), set)?;
+                let (user, rest) = set_variable::take_user_assignments(set);
+                // Values first: a SET that fails changes nothing.
+                let mut values = Vec::with_capacity(user.len());
+                for (name, expr) in user {
+                    values.push((name, self.evaluate(&expr).await?));
+                }
+                if let Some(rest) = rest {
+                    let state = self.ctx.state_ref();
+                    set_variable::apply(state.write().config_mut().options_mut(), rest)?;
+                }
+                for (name, value) in values {
+                    self.user_variables.set(&name, value);
+                }
                 Ok(self.affected(0))
             }
+            // Each statement reads one snapshot of the tables it names, which is what a read
+            // lock would give; Sieve takes no locks (mariadb-dump sends these).
+            Statement::LockTables { .. } | Statement::UnlockTables => Ok(self.affected(0)),
             Statement::Drop {
                 object_type,
                 if_exists,
@@ -474,7 +550,8 @@ impl Session {
     /// CREATE TABLE, with Sieve's options; CREATE TABLE … AS SELECT writes and commits the rows
     /// before the table is published, so a failed CTAS leaves no table behind.
     async fn create_table(&self, mut create: CreateTable) -> Result<QueryStream> {
-        let pairs = take_table_options(&mut create.table_options)?;
+        let mut pairs = take_table_options(&mut create.table_options)?;
+        take_key_constraints(&mut create.constraints, &mut pairs)?;
         let (db, name) = self.resolve(&create.name)?;
         let if_not_exists = create.if_not_exists;
         if create.or_replace {
@@ -533,12 +610,14 @@ impl Session {
         check_complexity(sql)?;
         let (sql, allow_full_scan) = allow_filtering(sql);
         let mut statement = Self::parse_one(sql)?;
+        mysql_rewrites::rewrite(&mut statement);
         let placeholders = number_placeholders(&mut statement)?;
         let params = placeholders.count;
         if params == 0 {
             return Ok(Prepared {
                 statement,
                 param_types: Vec::new(),
+                result_fields: Vec::new(),
                 allow_full_scan,
                 database: self.database(),
             });
@@ -555,9 +634,14 @@ impl Session {
                 inferred => inferred,
             })
             .collect();
+        let result_fields = match plan {
+            LogicalPlan::Dml(_) | LogicalPlan::Ddl(_) | LogicalPlan::Statement(_) => Vec::new(),
+            query => query.schema().fields().to_vec(),
+        };
         Ok(Prepared {
             statement,
             param_types,
+            result_fields,
             allow_full_scan,
             database: self.database(),
         })
@@ -590,7 +674,24 @@ impl Session {
             self.run_plan(plan.with_param_values(prepared.bind(params))?)
                 .await
         };
-        panic_guard::catch(self.allowing_full_scan(prepared.allow_full_scan, run)).await
+        let output =
+            panic_guard::catch(self.allowing_full_scan(prepared.allow_full_scan, run)).await;
+        self.counted(output)
+    }
+
+    /// The value of one expression, as `SELECT expr` computes it.
+    async fn evaluate(&self, expr: &datafusion::sql::sqlparser::ast::Expr) -> Result<ScalarValue> {
+        let output = self.run_sql(&format!("select {expr}")).await?.collect().await?;
+        match output.batches.iter().find(|b| b.num_rows() > 0) {
+            Some(batch) => ScalarValue::try_from_array(batch.column(0), 0),
+            None => Ok(ScalarValue::Utf8(None)),
+        }
+    }
+
+    /// Runs a query Sieve wrote itself (the answer to a SHOW statement).
+    async fn run_sql(&self, sql: &str) -> Result<QueryStream> {
+        let plan = self.ctx.state().create_logical_plan(sql).await?;
+        self.run_plan(plan).await
     }
 
     async fn run_in_datafusion(&self, statement: DFStatement) -> Result<QueryStream> {
@@ -608,6 +709,17 @@ impl Session {
         };
         let is_dml = matches!(plan, LogicalPlan::Dml(_));
         let schema: SchemaRef = Arc::new(plan.schema().as_arrow().clone());
+        let database = self.database();
+        let origins = plan
+            .schema()
+            .iter()
+            .map(|(qualifier, _)| {
+                qualifier.map(|q| ColumnOrigin {
+                    database: q.schema().unwrap_or(&database).to_string(),
+                    table: q.table().to_string(),
+                })
+            })
+            .collect();
         let executor = self.executor.clone().unwrap_or_else(Handle::current);
         let planned = run_on(&executor, plan_physical(self.ctx.clone(), plan));
         let physical = match limit {
@@ -630,7 +742,7 @@ impl Session {
             }
             return Ok(QueryStream::written(count, physical, self.pool()));
         }
-        Ok(QueryStream::rows(schema, rows, Some(physical), self.pool()))
+        Ok(QueryStream::rows(schema, rows, Some(physical), self.pool()).with_origins(origins))
     }
 
     /// The session's statement time limit (`SET sieve.max_execution_time = ms`; 0 is none).

@@ -1,7 +1,10 @@
 //! MySQL's functions of no arguments that tools call to learn where they are: `version()`,
 //! `database()` / `schema()`, `user()` and its synonyms, `connection_id()`, `last_insert_id()`,
-//! `curdate()`. Their values come from the session (its database, the client it serves), so
+//! `curdate()`, `row_count()`. Their values come from the session (its database, the client it serves), so
 //! each session registers its own.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
 
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::ScalarValue;
@@ -36,6 +39,33 @@ enum Value {
     Fixed(ScalarValue),
     /// The session's current database, which `USE` changes.
     Database,
+    /// Rows the session's previous statement wrote (-1 after a query), as MySQL counts them.
+    RowCount(Arc<RowCount>),
+}
+
+/// What `row_count()` reports, kept by the session as its statements finish.
+#[derive(Debug, Default)]
+pub struct RowCount(AtomicI64);
+
+impl RowCount {
+    pub fn set(&self, affected_rows: Option<u64>) {
+        let n = affected_rows.map_or(-1, |n| i64::try_from(n).unwrap_or(i64::MAX));
+        self.0.store(n, Ordering::Relaxed);
+    }
+}
+
+impl PartialEq for RowCount {
+    fn eq(&self, other: &Self) -> bool {
+        std::ptr::eq(self, other)
+    }
+}
+
+impl Eq for RowCount {}
+
+impl std::hash::Hash for RowCount {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        std::ptr::hash(self, state);
+    }
 }
 
 #[derive(Debug, PartialEq, Eq, Hash)]
@@ -63,6 +93,7 @@ impl ScalarUDFImpl for SessionFunction {
         Ok(match &self.value {
             Value::Fixed(v) => v.data_type(),
             Value::Database => DataType::Utf8,
+            Value::RowCount(_) => DataType::Int64,
         })
     }
 
@@ -72,6 +103,7 @@ impl ScalarUDFImpl for SessionFunction {
             Value::Database => {
                 ScalarValue::Utf8(Some(args.config_options.catalog.default_schema.clone()))
             }
+            Value::RowCount(count) => ScalarValue::Int64(Some(count.0.load(Ordering::Relaxed))),
         }))
     }
 }
@@ -87,7 +119,7 @@ fn function(name: &'static str, aliases: &[&str], value: Value) -> ScalarUDF {
 }
 
 /// Registers the functions for a session serving `client` (again, when the client changes).
-pub fn register(ctx: &SessionContext, client: &Client) {
+pub fn register(ctx: &SessionContext, client: &Client, row_count: &Arc<RowCount>) {
     let text = |s: &str| Value::Fixed(ScalarValue::Utf8(Some(s.to_string())));
     let number = |n: u64| Value::Fixed(ScalarValue::UInt64(Some(n)));
     for udf in [
@@ -101,6 +133,7 @@ pub fn register(ctx: &SessionContext, client: &Client) {
         function("connection_id", &[], number(client.connection_id)),
         // Sieve has no AUTO_INCREMENT columns: no statement ever generated an id.
         function("last_insert_id", &[], number(0)),
+        function("row_count", &[], Value::RowCount(row_count.clone())),
     ] {
         ctx.register_udf(udf);
     }

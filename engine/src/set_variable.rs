@@ -6,7 +6,11 @@
 use datafusion::common::{not_impl_err, plan_err};
 use datafusion::config::ConfigOptions;
 use datafusion::error::{DataFusionError, Result};
+use std::borrow::Cow;
+
 use datafusion::sql::sqlparser::ast::{ContextModifier, Expr, ObjectName, Set, Value};
+use datafusion::sql::sqlparser::dialect::MySqlDialect;
+use datafusion::sql::sqlparser::tokenizer::{Token, Tokenizer};
 
 /// The error of a variable Sieve does not have; MySQL's text (error 1193).
 #[derive(Debug, thiserror::Error)]
@@ -31,6 +35,7 @@ const ACCEPTED_MYSQL: &[&str] = &[
     "session_track_system_variables",
     "session_track_transaction_info",
     "sql_mode",
+    "sql_notes",
     "sql_quote_show_create",
     "sql_safe_updates",
     "time_zone",
@@ -41,6 +46,74 @@ const ACCEPTED_MYSQL: &[&str] = &[
     "unique_checks",
     "wait_timeout",
 ];
+
+/// A SET whose list names `NAMES charset [COLLATE collation]` among other assignments, without
+/// it (MariaDB Connector/J sends `SET autocommit=1, …, NAMES utf8mb4`, which the parser only
+/// takes alone). Sieve's character set is always utf8mb4, so the item changes nothing.
+pub fn without_names(sql: &str) -> Cow<'_, str> {
+    let Ok(tokens) = Tokenizer::new(&MySqlDialect {}, sql).tokenize() else {
+        return Cow::Borrowed(sql);
+    };
+    let word = |t: &Token, w: &str| matches!(t, Token::Word(x) if x.quote_style.is_none() && x.value.eq_ignore_ascii_case(w));
+    let meaningful: Vec<usize> = (0..tokens.len())
+        .filter(|&i| !matches!(tokens[i], Token::Whitespace(_)))
+        .collect();
+    if meaningful.len() < 4 || !word(&tokens[meaningful[0]], "set") {
+        return Cow::Borrowed(sql);
+    }
+    // Items of the list, as ranges of meaningful tokens between top-level commas.
+    let mut items: Vec<Vec<usize>> = vec![Vec::new()];
+    let mut depth = 0i32;
+    for &i in &meaningful[1..] {
+        match &tokens[i] {
+            Token::LParen => depth += 1,
+            Token::RParen => depth -= 1,
+            Token::Comma if depth == 0 => {
+                items.push(Vec::new());
+                continue;
+            }
+            _ => {}
+        }
+        items.last_mut().expect("one item").push(i);
+    }
+    let is_names = |item: &Vec<usize>| item.first().is_some_and(|&i| word(&tokens[i], "names"));
+    if items.len() < 2 || !items.iter().any(is_names) {
+        return Cow::Borrowed(sql);
+    }
+    let kept: Vec<String> = items
+        .iter()
+        .filter(|item| !is_names(item))
+        .map(|item| item.iter().map(|&i| tokens[i].to_string()).collect::<Vec<_>>().join(" "))
+        .collect();
+    Cow::Owned(format!("SET {}", kept.join(", ")))
+}
+
+/// Takes the assignments to MySQL user variables (`@name`, not `@@name`) out of a SET: their
+/// names and values, and what is left of the statement, if anything.
+pub fn take_user_assignments(set: Set) -> (Vec<(String, Expr)>, Option<Set>) {
+    let is_user = |name: &ObjectName| {
+        let written = name.to_string();
+        written.starts_with('@') && !written.starts_with("@@")
+    };
+    match set {
+        Set::SingleAssignment {
+            variable, values, ..
+        } if is_user(&variable) && values.len() == 1 => {
+            let value = values.into_iter().next().expect("one value");
+            (vec![(variable.to_string(), value)], None)
+        }
+        Set::MultipleAssignments { assignments } => {
+            let (user, system): (Vec<_>, Vec<_>) =
+                assignments.into_iter().partition(|a| is_user(&a.name));
+            let user = user.into_iter().map(|a| (a.name.to_string(), a.value)).collect();
+            let rest = (!system.is_empty()).then_some(Set::MultipleAssignments {
+                assignments: system,
+            });
+            (user, rest)
+        }
+        other => (Vec::new(), Some(other)),
+    }
+}
 
 /// Applies a SET statement to a session's options; all of it or, on an error, none of it.
 pub fn apply(options: &mut ConfigOptions, set: Set) -> Result<()> {
@@ -84,9 +157,6 @@ fn setting(
 ) -> Result<(Option<String>, String)> {
     let written = name.to_string();
     let mut variable = written.to_ascii_lowercase();
-    if variable.starts_with('@') && !variable.starts_with("@@") {
-        return plan_err!("user variables ({written}) are not supported");
-    }
     let mut global = matches!(scope, Some(ContextModifier::Global));
     for prefix in ["@@", "session.", "local.", "global."] {
         if let Some(rest) = variable.strip_prefix(prefix) {
@@ -187,6 +257,10 @@ mod tests {
         );
         set(&mut options, "set sieve.prunning = false").unwrap_err();
         set(&mut options, "SET GLOBAL max_execution_time = 5").unwrap_err();
+        let names = without_names("set autocommit=1, sql_mode = concat(@@sql_mode,',X'), NAMES utf8mb4 COLLATE utf8mb4_unicode_ci");
+        assert_eq!(names, "SET autocommit = 1, sql_mode = concat ( @@sql_mode , ',X' )");
+        set(&mut options, &names).unwrap();
+        assert_eq!(without_names("SET NAMES utf8mb4"), "SET NAMES utf8mb4");
         // A failing assignment leaves the others of its statement unapplied.
         set(&mut options, "SET sieve.pruning = false, bogus = 1").unwrap_err();
         assert!(sieve(&options).pruning);

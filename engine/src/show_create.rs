@@ -21,6 +21,13 @@ pub(crate) fn create_table_sql(def: &TableDef) -> String {
         })
         .collect();
     let o = &def.options;
+    // Each indexed column as MySQL's KEY, which tools read for a table's indexes (SQLAlchemy's
+    // inspector parses this statement) and CREATE TABLE takes back as an indexed column.
+    let keys = o.index_columns.iter().map(|c| {
+        let c = quoted(c);
+        format!("  KEY {c} ({c}) COMMENT '{}'", o.filter)
+    });
+    let columns: Vec<String> = columns.into_iter().chain(keys).collect();
     format!(
         "CREATE TABLE {} (\n{}\n) WITH (index_columns = '{}', filter = '{}', block_rows = {}, \
          locator = {}, max_false_reads = {}, parquet_bloom_filters = {})",

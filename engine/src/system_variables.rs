@@ -53,14 +53,62 @@ fn name(var_names: &[String]) -> String {
     bare.to_ascii_lowercase()
 }
 
-fn value(name: &str, limits: &ServerLimits) -> Option<ScalarValue> {
+/// Every variable [`value`] knows, for SHOW VARIABLES.
+pub(crate) const VARIABLES: &[&str] = &[
+    "version",
+    "version_comment",
+    "max_allowed_packet",
+    "autocommit",
+    "auto_increment_increment",
+    "auto_increment_offset",
+    "transaction_isolation",
+    "tx_isolation",
+    "transaction_read_only",
+    "tx_read_only",
+    "lower_case_table_names",
+    "character_set_client",
+    "character_set_connection",
+    "character_set_results",
+    "character_set_server",
+    "character_set_database",
+    "collation_connection",
+    "collation_server",
+    "collation_database",
+    "sql_mode",
+    "init_connect",
+    "license",
+    "time_zone",
+    "system_time_zone",
+    "wait_timeout",
+    "interactive_timeout",
+    "net_write_timeout",
+    "net_buffer_length",
+    "query_cache_size",
+    "query_cache_type",
+    "performance_schema",
+    "have_ssl",
+    "have_openssl",
+    "socket",
+    "unique_checks",
+    "foreign_key_checks",
+    "sql_notes",
+    "sql_quote_show_create",
+];
+
+pub(crate) fn value(name: &str, limits: &ServerLimits) -> Option<ScalarValue> {
     let text = |s: &str| ScalarValue::Utf8(Some(s.to_string()));
     let number = |n: i64| ScalarValue::Int64(Some(n));
     Some(match name {
         "version" => text(MYSQL_VERSION),
         "version_comment" => text("Sieve"),
         "max_allowed_packet" => number(limits.max_allowed_packet as i64),
-        "autocommit" | "auto_increment_increment" | "auto_increment_offset" => number(1),
+        "autocommit"
+        | "auto_increment_increment"
+        | "auto_increment_offset"
+        | "unique_checks"
+        | "foreign_key_checks"
+        | "sql_notes"
+        | "sql_quote_show_create" => number(1),
         "transaction_isolation" | "tx_isolation" => text("REPEATABLE-READ"),
         "transaction_read_only" | "tx_read_only" | "lower_case_table_names" => number(0),
         "character_set_client"
@@ -124,5 +172,8 @@ mod tests {
                 .get_value(vec!["@@nope".into()])
                 .is_err()
         );
+        for name in VARIABLES {
+            assert!(value(name, &ServerLimits::default()).is_some(), "{name}");
+        }
     }
 }

@@ -4,7 +4,9 @@
 
 use datafusion::common::plan_err;
 use datafusion::error::Result;
-use datafusion::sql::sqlparser::ast::{CreateTableOptions, Expr, SqlOption, Value};
+use datafusion::sql::sqlparser::ast::{
+    CreateTableOptions, Expr, SqlOption, TableConstraint, Value,
+};
 use sieve_index::FilterKind;
 use sieve_storage::TableOptions;
 
@@ -52,6 +54,50 @@ pub fn take_table_options(options: &mut CreateTableOptions) -> Result<Vec<(Strin
         }
     }
     Ok(pairs)
+}
+
+/// Takes MySQL's `KEY [name] (column)` definitions out of a CREATE TABLE (DataFusion has no
+/// indexes) as an `index_columns` option: a MySQL `KEY` is a Sieve indexed column, which is how
+/// SHOW CREATE TABLE writes them, so a dump (`mariadb-dump --no-data`) makes the same table.
+/// Explicit `index_columns` add to them.
+pub fn take_key_constraints(
+    constraints: &mut Vec<TableConstraint>,
+    pairs: &mut Vec<(String, String)>,
+) -> Result<()> {
+    let mut keys = Vec::new();
+    let mut kept = Vec::new();
+    for constraint in std::mem::take(constraints) {
+        let TableConstraint::Index(index) = constraint else {
+            kept.push(constraint);
+            continue;
+        };
+        for column in &index.columns {
+            match &column.column.expr {
+                Expr::Identifier(ident) => keys.push(ident.value.clone()),
+                other => return plan_err!("an index is on columns, not on {other}"),
+            }
+        }
+    }
+    *constraints = kept;
+    if keys.is_empty() {
+        return Ok(());
+    }
+    for (key, value) in pairs.iter_mut() {
+        if key == "index_columns" || key == "index" {
+            keys.extend(value.split(',').map(|c| c.trim().to_string()));
+            keys.retain(|c| !c.is_empty());
+            let mut unique = Vec::new();
+            for k in keys {
+                if !unique.contains(&k) {
+                    unique.push(k);
+                }
+            }
+            *value = unique.join(",");
+            return Ok(());
+        }
+    }
+    pairs.push(("index_columns".into(), keys.join(",")));
+    Ok(())
 }
 
 /// Applies `pairs` over `options` (a new table's defaults, or an existing table's options when a

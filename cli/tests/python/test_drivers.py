@@ -49,8 +49,8 @@ def test_pymysql_errors_and_wrong_password():
     conn.close()
     with pytest.raises(pymysql.err.OperationalError) as err:
         pymysql.connect(host="127.0.0.1", port=PORT, user="root", password="wrong")
-    # opensrv-mysql answers a failed handshake with 1698 (SQLSTATE 28000, access denied).
-    assert err.value.args[0] == 1698
+    # MySQL's "Access denied for user" (SQLSTATE 28000).
+    assert err.value.args[0] == 1045
 
 
 def test_mysql_connector_prepared_statements():
@@ -123,3 +123,57 @@ def test_kill_query_then_the_connection():
         with victim.cursor() as cur:
             cur.execute("select 1")
     killer.close()
+
+
+def test_multi_statement_queries_answer_each_statement():
+    conn = pymysql_connect(client_flag=pymysql.constants.CLIENT.MULTI_STATEMENTS)
+    with conn.cursor() as cur:
+        cur.execute("select 1 as a; select 'x;y' as b, 2 as c; -- a comment\n select 3")
+        assert cur.fetchall() == ((1,),)
+        assert cur.nextset()
+        assert cur.fetchall() == (("x;y", 2),)
+        assert cur.nextset()
+        assert cur.fetchall() == ((3,),)
+        assert not cur.nextset()
+        # The first failure ends the chain, as in MySQL; the connection goes on.
+        with pytest.raises(pymysql.err.ProgrammingError) as err:
+            cur.execute("select 1; select * from no_such_table; select 2")
+            while cur.nextset():
+                pass
+        assert err.value.args[0] == 1146
+        cur.execute("select 4")
+        assert cur.fetchone() == (4,)
+    conn.close()
+
+
+def test_sqlalchemy_inspector_and_pandas():
+    import pandas
+    import sqlalchemy
+
+    url = f"mysql+pymysql://root:{PASSWORD}@127.0.0.1:{PORT}/sa_db"
+    setup = pymysql_connect(autocommit=True)
+    with setup.cursor() as cur:
+        cur.execute("create database if not exists sa_db")
+        cur.execute("create table if not exists sa_db.sa_t (id bigint not null, name varchar, "
+                    "price decimal(10,2), day date) with (index_columns = 'id,name')")
+        cur.execute("insert into sa_db.sa_t values (1, 'one', 1.50, date '2024-01-02'), "
+                    "(2, 'two', 2.25, date '2024-03-04')")
+    setup.close()
+    engine = sqlalchemy.create_engine(url)
+    inspector = sqlalchemy.inspect(engine)
+    assert "sa_t" in inspector.get_table_names()
+    columns = {c["name"]: c for c in inspector.get_columns("sa_t")}
+    assert list(columns) == ["id", "name", "price", "day"]
+    assert isinstance(columns["id"]["type"], sqlalchemy.types.BIGINT)
+    assert not columns["id"]["nullable"]
+    assert isinstance(columns["price"]["type"], sqlalchemy.types.DECIMAL)
+    assert (columns["price"]["type"].precision, columns["price"]["type"].scale) == (10, 2)
+    indexed = sorted(c for i in inspector.get_indexes("sa_t") for c in i["column_names"])
+    assert indexed == ["id", "name"]
+    frame = pandas.read_sql_table("sa_t", engine).sort_values("id")
+    assert list(frame["name"]) == ["one", "two"]
+    assert list(frame["id"]) == [1, 2]
+    point = pandas.read_sql(sqlalchemy.text("select name, price from sa_t where id = :id"), engine,
+                            params={"id": 2})
+    assert point.to_dict("records") == [{"name": "two", "price": decimal.Decimal("2.25")}]
+    engine.dispose()

@@ -1,0 +1,81 @@
+//! A script (a MySQL multi-statement query, a `sieve sql` file) cut into its statements' own
+//! text at the semicolons between them. The text is kept as written, not re-rendered from the
+//! syntax tree, so what only the text carries (`… ALLOW FILTERING`, comments) reaches each
+//! statement. The tokenizer finds the semicolons, so one inside a string, a quoted name or a
+//! comment does not cut.
+
+use datafusion::error::{DataFusionError, Result};
+use datafusion::sql::sqlparser::dialect::MySqlDialect;
+use datafusion::sql::sqlparser::tokenizer::{Location, Token, Tokenizer};
+
+/// The statements of `sql`, each trimmed; stretches holding only whitespace and comments are
+/// not statements.
+pub fn statement_texts(sql: &str) -> Result<Vec<&str>> {
+    let tokens = Tokenizer::new(&MySqlDialect {}, sql)
+        .tokenize_with_location()
+        .map_err(|e| DataFusionError::SQL(Box::new(e.into()), None))?;
+    let offsets = ByteOffsets::new(sql);
+    let mut statements = Vec::new();
+    let (mut start, mut has_content) = (0, false);
+    for token in tokens {
+        match token.token {
+            Token::SemiColon => {
+                let end = offsets.of(token.span.start);
+                if has_content {
+                    statements.push(sql[start..end].trim());
+                }
+                (start, has_content) = (end + 1, false);
+            }
+            Token::Whitespace(_) => {}
+            _ => has_content = true,
+        }
+    }
+    if has_content {
+        statements.push(sql[start..].trim());
+    }
+    Ok(statements)
+}
+
+/// Turns the tokenizer's (line, column in characters) locations into byte offsets.
+struct ByteOffsets<'a> {
+    sql: &'a str,
+    line_starts: Vec<usize>,
+}
+
+impl<'a> ByteOffsets<'a> {
+    fn new(sql: &'a str) -> Self {
+        let line_starts = std::iter::once(0)
+            .chain(sql.match_indices('\n').map(|(at, _)| at + 1))
+            .collect();
+        Self { sql, line_starts }
+    }
+
+    fn of(&self, location: Location) -> usize {
+        let line = self.line_starts[(location.line as usize).saturating_sub(1)];
+        let column = (location.column as usize).saturating_sub(1);
+        self.sql[line..]
+            .char_indices()
+            .nth(column)
+            .map_or(self.sql.len(), |(at, _)| line + at)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn semicolons_in_strings_names_and_comments_do_not_cut() {
+        let sql = "select 'a;b', `c;d` from t; -- x;y\n select \"é;\" /* ; */ ;\n\n select 3 allow filtering;  -- end";
+        assert_eq!(
+            statement_texts(sql).unwrap(),
+            [
+                "select 'a;b', `c;d` from t",
+                "-- x;y\n select \"é;\" /* ; */",
+                "select 3 allow filtering"
+            ]
+        );
+        assert!(statement_texts(" ; -- nothing\n;").unwrap().is_empty());
+        assert_eq!(statement_texts("select 1").unwrap(), ["select 1"]);
+    }
+}
