@@ -258,6 +258,12 @@ pub async fn read(storage: &Storage, table_dir: &Path, version: u64) -> Result<S
 pub async fn commit(storage: &Storage, table_dir: &Path, delta: &Delta) -> Result<Snapshot> {
     for _ in 0..MAX_COMMIT_ATTEMPTS {
         let base = latest(storage, table_dir).await?;
+        if base.segments.iter().any(|s| s.name == delta.segment.name) {
+            // This commit already landed: the store took an earlier attempt (or a request
+            // object_store retried after a lost reply, answered "already exists"). Segment
+            // names are unique, so committing it again would count its rows twice.
+            return Ok(base);
+        }
         let mut segments = base.segments.clone();
         segments.push(delta.segment.clone());
         let next = Snapshot {
@@ -302,4 +308,31 @@ pub async fn commit(storage: &Storage, table_dir: &Path, delta: &Delta) -> Resul
     Err(StorageError::Invalid(format!(
         "commit lost {MAX_COMMIT_ATTEMPTS} races for the next snapshot; try again"
     )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A commit whose snapshot landed but whose caller did not hear so (a reply lost to a
+    /// network fault, the request retried) is not applied twice when it is tried again.
+    #[tokio::test]
+    async fn a_commit_tried_again_after_it_landed_counts_once() {
+        let storage = Storage::in_memory();
+        let dir = Path::from("tables/t");
+        let delta = |name: &str| Delta {
+            segment: SegmentRef::new(name.into(), name.as_bytes()),
+            rows: 10,
+            blocks: 1,
+            data_bytes: 100,
+            sidecar_bytes: 10,
+        };
+        let first = commit(&storage, &dir, &delta("a")).await.unwrap();
+        let other = commit(&storage, &dir, &delta("b")).await.unwrap();
+        let again = commit(&storage, &dir, &delta("a")).await.unwrap();
+        assert_eq!((first.version, other.version), (1, 2));
+        assert_eq!(again, other, "already committed: nothing new");
+        let newest = latest(&storage, &dir).await.unwrap();
+        assert_eq!((newest.version, newest.rows), (2, 20));
+    }
 }
