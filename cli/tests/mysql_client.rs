@@ -104,7 +104,10 @@ fn dump_schema_and_admin_status() {
         .expect("mariadb-admin is installed with mariadb-client");
     assert!(status.status.success(), "{}", stderr(&status));
     let line = stdout(&status);
-    assert!(line.starts_with("Uptime: ") && line.contains("Threads: 1"), "{line}");
+    assert!(
+        line.starts_with("Uptime: ") && line.contains("Threads: 1"),
+        "{line}"
+    );
     assert!(line.contains("Questions: "), "{line}");
 }
 

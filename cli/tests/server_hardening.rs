@@ -273,7 +273,8 @@ fn malformed_commands_get_errors_and_the_connection_goes_on() {
     let server = Server::start();
     let mut wire = Wire::connect(server.port);
     assert_eq!(wire.login("root", PASSWORD).1[0], 0x00);
-    wire.send(&command(COM_STMT_PREPARE, b"select ? + 1")).unwrap();
+    wire.send(&command(COM_STMT_PREPARE, b"select ? + 1"))
+        .unwrap();
     let (id, _) = wire.prepare_ok();
     let whole = execute_with_bigint(id, 41);
     let mut burst = Vec::new();
@@ -282,17 +283,32 @@ fn malformed_commands_get_errors_and_the_connection_goes_on() {
         let payload = &whole[4..cut];
         burst.extend(common::wire::packet(0, payload));
     }
-    burst.extend(command(0x17, &[&id.to_le_bytes()[..], &[0, 1, 0, 0, 0, 0, 1, 0xf0, 0, 9]].concat()));
+    burst.extend(command(
+        0x17,
+        &[&id.to_le_bytes()[..], &[0, 1, 0, 0, 0, 0, 1, 0xf0, 0, 9]].concat(),
+    ));
     burst.extend(command(0x60, b"?"));
     burst.extend(command(0x09, b""));
     burst.extend(whole.clone());
     wire.send(&burst).unwrap();
     for cut in 9..whole.len() {
         let reply = wire.reply();
-        assert_eq!(error_code(&reply[0].1), Some(1210), "EXECUTE cut at {cut}: {reply:?}");
+        assert_eq!(
+            error_code(&reply[0].1),
+            Some(1210),
+            "EXECUTE cut at {cut}: {reply:?}"
+        );
     }
-    assert_eq!(error_code(&wire.reply()[0].1), Some(1210), "a type byte no value has");
-    assert_eq!(error_code(&wire.reply()[0].1), Some(1047), "an unknown command");
+    assert_eq!(
+        error_code(&wire.reply()[0].1),
+        Some(1210),
+        "a type byte no value has"
+    );
+    assert_eq!(
+        error_code(&wire.reply()[0].1),
+        Some(1047),
+        "an unknown command"
+    );
     let (_, statistics) = wire.read().unwrap();
     assert!(statistics.starts_with(b"Uptime: "), "{statistics:?}");
     assert_eq!(wire.binary_bigint(), 42);

@@ -51,7 +51,10 @@ mod tests {
     #[test]
     fn unnamed_expressions_take_their_text() {
         assert_eq!(
-            rewritten("select 1, 'x', version(), c1, t.c2, c3 as y from t", name_columns),
+            rewritten(
+                "select 1, 'x', version(), c1, t.c2, c3 as y from t",
+                name_columns
+            ),
             "SELECT 1 AS `1`, 'x' AS `x`, version() AS `version()`, c1, t.c2, c3 AS y FROM t"
         );
         assert_eq!(rewritten("select 1, 1", name_columns), "SELECT 1 AS `1`, 1");

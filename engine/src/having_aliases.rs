@@ -9,8 +9,7 @@ use std::collections::HashMap;
 use std::ops::ControlFlow;
 
 use datafusion::sql::sqlparser::ast::{
-    BinaryOperator, Expr, GroupByExpr, Select, SelectItem, visit_expressions,
-    visit_expressions_mut,
+    BinaryOperator, Expr, GroupByExpr, Select, SelectItem, visit_expressions, visit_expressions_mut,
 };
 
 /// Functions that make a query aggregate, where HAVING keeps its own meaning.
@@ -39,9 +38,11 @@ const AGGREGATES: &[&str] = &[
 fn aggregates<V: datafusion::sql::sqlparser::ast::Visit>(node: &V) -> bool {
     visit_expressions(node, |expr| match expr {
         Expr::Function(f)
-            if f.name.0.last().and_then(|p| p.as_ident()).is_some_and(|i| {
-                AGGREGATES.contains(&i.value.to_ascii_lowercase().as_str())
-            }) =>
+            if f.name
+                .0
+                .last()
+                .and_then(|p| p.as_ident())
+                .is_some_and(|i| AGGREGATES.contains(&i.value.to_ascii_lowercase().as_str())) =>
         {
             ControlFlow::Break(())
         }

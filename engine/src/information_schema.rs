@@ -240,11 +240,17 @@ impl InformationSchema {
             )
             .text(
                 "character_set_name",
-                types.iter().map(|t| t.charset().map(|c| c.0.to_string())).collect(),
+                types
+                    .iter()
+                    .map(|t| t.charset().map(|c| c.0.to_string()))
+                    .collect(),
             )
             .text(
                 "collation_name",
-                types.iter().map(|t| t.charset().map(|c| c.1.to_string())).collect(),
+                types
+                    .iter()
+                    .map(|t| t.charset().map(|c| c.1.to_string()))
+                    .collect(),
             )
             .text("privileges", same("select,insert", n))
             .text(

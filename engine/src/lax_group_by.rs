@@ -28,9 +28,7 @@ pub(crate) fn any_value_of_ungrouped_columns(select: &mut Select) {
             },
             _ => continue,
         };
-        if grouped.contains(&key(expr))
-            || grouped.contains(&name.value.to_ascii_lowercase())
-        {
+        if grouped.contains(&key(expr)) || grouped.contains(&name.value.to_ascii_lowercase()) {
             continue;
         }
         let any_value = Expr::Function(Function {

@@ -57,7 +57,10 @@ pub(crate) fn rewrite_mysql_expressions(statement: &mut DFStatement) {
             }
         }
         if let Some(arg) = case_function_argument(expr) {
-            let inner = std::mem::replace(arg, Expr::value(datafusion::sql::sqlparser::ast::Value::Null));
+            let inner = std::mem::replace(
+                arg,
+                Expr::value(datafusion::sql::sqlparser::ast::Value::Null),
+            );
             *arg = Expr::Cast {
                 kind: CastKind::Cast,
                 expr: Box::new(inner),
@@ -95,7 +98,13 @@ fn case_function_argument(expr: &mut Expr) -> Option<&mut Expr> {
     };
     match list.args.as_mut_slice() {
         [FunctionArg::Unnamed(FunctionArgExpr::Expr(arg))]
-            if !matches!(arg, Expr::Cast { data_type: DataType::Varchar(None), .. }) =>
+            if !matches!(
+                arg,
+                Expr::Cast {
+                    data_type: DataType::Varchar(None),
+                    ..
+                }
+            ) =>
         {
             Some(arg)
         }

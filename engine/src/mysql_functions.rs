@@ -86,12 +86,20 @@ impl ScalarUDFImpl for Locate {
             .collect::<Result<Vec<_>>>()?;
         let needles = cast(&arrays[0], &DataType::Utf8)?;
         let haystacks = cast(&arrays[1], &DataType::Utf8)?;
-        let starts = arrays.get(2).map(|a| cast(a, &DataType::Int64)).transpose()?;
+        let starts = arrays
+            .get(2)
+            .map(|a| cast(a, &DataType::Int64))
+            .transpose()?;
         let (needles, haystacks) = (needles.as_string::<i32>(), haystacks.as_string::<i32>());
-        let starts = starts.as_ref().map(|a| a.as_primitive::<datafusion::arrow::datatypes::Int64Type>());
+        let starts = starts
+            .as_ref()
+            .map(|a| a.as_primitive::<datafusion::arrow::datatypes::Int64Type>());
         let found: Int64Array = (0..rows)
             .map(|i| {
-                if needles.is_null(i) || haystacks.is_null(i) || starts.is_some_and(|s| s.is_null(i)) {
+                if needles.is_null(i)
+                    || haystacks.is_null(i)
+                    || starts.is_some_and(|s| s.is_null(i))
+                {
                     return None;
                 }
                 let from = starts.map_or(1, |s| s.value(i));
@@ -107,14 +115,16 @@ fn locate(needle: &str, haystack: &str, from: i64) -> i64 {
     let Ok(skip) = usize::try_from(from - 1) else {
         return 0;
     };
-    let Some((offset, _)) = haystack.char_indices().nth(skip).or(
-        (skip == haystack.chars().count()).then_some((haystack.len(), ' ')),
-    ) else {
+    let Some((offset, _)) = haystack
+        .char_indices()
+        .nth(skip)
+        .or((skip == haystack.chars().count()).then_some((haystack.len(), ' ')))
+    else {
         return 0;
     };
-    haystack[offset..]
-        .find(needle)
-        .map_or(0, |at| (skip + haystack[offset..offset + at].chars().count() + 1) as i64)
+    haystack[offset..].find(needle).map_or(0, |at| {
+        (skip + haystack[offset..offset + at].chars().count() + 1) as i64
+    })
 }
 
 /// Registers the functions with a session.

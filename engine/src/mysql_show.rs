@@ -166,7 +166,12 @@ pub(crate) fn charsets(filter: Option<ShowStatementFilter>) -> String {
         ["binary", "Binary pseudo charset", "binary", "1"],
     ]
     .map(|[name, description, collation, len]| {
-        vec![string(name), string(description), string(collation), len.to_string()]
+        vec![
+            string(name),
+            string(description),
+            string(collation),
+            len.to_string(),
+        ]
     });
     shown(
         &[
@@ -244,12 +249,10 @@ fn object(tokens: &[Token]) -> Option<(Option<String>, String, &[Token])> {
 /// `FROM db` or `IN db` at the front of `tokens`, and what follows it.
 fn from_database(tokens: &[Token]) -> (Option<String>, &[Token]) {
     match tokens {
-        [from, db, rest @ ..] if keyword(from, "from") || keyword(from, "in") => {
-            match name(db) {
-                Some(db) => (Some(db), rest),
-                None => (None, tokens),
-            }
-        }
+        [from, db, rest @ ..] if keyword(from, "from") || keyword(from, "in") => match name(db) {
+            Some(db) => (Some(db), rest),
+            None => (None, tokens),
+        },
         _ => (None, tokens),
     }
 }
@@ -259,7 +262,9 @@ fn from_database(tokens: &[Token]) -> (Option<String>, &[Token]) {
 fn trailing_filter(sql: &str, tokens: &[Token]) -> Result<Filter> {
     match tokens {
         [] => Ok(Filter::None),
-        [like, Token::SingleQuotedString(p)] if keyword(like, "like") => Ok(Filter::Like(p.clone())),
+        [like, Token::SingleQuotedString(p)] if keyword(like, "like") => {
+            Ok(Filter::Like(p.clone()))
+        }
         [r#where, ..] if keyword(r#where, "where") => {
             let lower = sql.to_ascii_lowercase();
             let at = lower.rfind(" where ").or_else(|| lower.rfind("\nwhere "));
@@ -286,7 +291,9 @@ pub(crate) fn rewrite(sql: &str, database: &str) -> Option<Result<String>> {
     }
     match rest {
         [index, from, rest @ ..]
-            if ["index", "indexes", "keys"].iter().any(|k| keyword(index, k))
+            if ["index", "indexes", "keys"]
+                .iter()
+                .any(|k| keyword(index, k))
                 && (keyword(from, "from") || keyword(from, "in")) =>
         {
             Some(show_index(sql, rest, database))
@@ -319,10 +326,7 @@ pub(crate) fn rewrite(sql: &str, database: &str) -> Option<Result<String>> {
                 return Some(plan_err!("SHOW CREATE DATABASE takes one database name"));
             };
             let db = name(db)?;
-            let from = format!(
-                "from {SCHEMA}.schemata where schema_name = {}",
-                string(&db)
-            );
+            let from = format!("from {SCHEMA}.schemata where schema_name = {}", string(&db));
             Some(Ok(shown(
                 &[
                     ("schema_name", "Database"),
@@ -412,11 +416,20 @@ mod tests {
 
     #[test]
     fn statements_the_parser_does_not_know_are_rewritten() {
-        let sql = rewrite("SHOW INDEX FROM `t` FROM `db`", "other").unwrap().unwrap();
-        assert!(sql.contains("table_schema = 'db' and table_name = 't'"), "{sql}");
-        let sql = rewrite("show keys in db.t where Key_name = 'c1'", "x").unwrap().unwrap();
+        let sql = rewrite("SHOW INDEX FROM `t` FROM `db`", "other")
+            .unwrap()
+            .unwrap();
+        assert!(
+            sql.contains("table_schema = 'db' and table_name = 't'"),
+            "{sql}"
+        );
+        let sql = rewrite("show keys in db.t where Key_name = 'c1'", "x")
+            .unwrap()
+            .unwrap();
         assert!(sql.ends_with("where Key_name = 'c1'"), "{sql}");
-        let sql = rewrite("show table status like 't\\_%'", "db").unwrap().unwrap();
+        let sql = rewrite("show table status like 't\\_%'", "db")
+            .unwrap()
+            .unwrap();
         assert!(sql.contains("like 't\\\\_%'"), "{sql}");
         assert!(rewrite("show tables", "db").is_none());
         assert!(rewrite("select 1", "db").is_none());

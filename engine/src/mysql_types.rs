@@ -21,7 +21,11 @@ impl MysqlType {
     /// `CHARACTER_OCTET_LENGTH`: a string's bytes in utf8mb4 (4 per character), a blob's.
     pub fn octet_length(&self) -> Option<u64> {
         let chars = self.max_length?;
-        Some(if self.data_type == "varchar" { chars * 4 } else { chars })
+        Some(if self.data_type == "varchar" {
+            chars * 4
+        } else {
+            chars
+        })
     }
 
     /// `DATETIME_PRECISION`: the digits of a second's fraction, for dates and times.

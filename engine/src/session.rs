@@ -34,14 +34,14 @@ use tokio::time::Instant;
 
 use crate::catalog::{CATALOG_NAME, SieveCatalog};
 use crate::checked_arithmetic::CheckedArithmetic;
-use crate::mysql_rewrites;
 use crate::deadline::{DeadlineStream, QueryTimeout};
 use crate::describe::columns_of;
 use crate::error::to_df;
 use crate::index_stats::IndexStatsFunction;
 use crate::information_schema;
-use crate::mysql_show;
 use crate::memory::{MemoryLimits, QueryPool};
+use crate::mysql_rewrites;
+use crate::mysql_show;
 use crate::numbers::NumbersFunction;
 use crate::options::SieveOptions;
 use crate::panic_guard;
@@ -58,8 +58,8 @@ use crate::statement_guard::{check_complexity, check_confined};
 use crate::statement_task::{rows_on, run_on};
 use crate::storage_url::object_store_url;
 use crate::system_variables::{ServerLimits, SystemVariables};
-use crate::user_variables::UserVariables;
 use crate::table_options::{table_options, take_key_constraints, take_table_options};
+use crate::user_variables::UserVariables;
 
 /// One storage location opened for SQL; cheap to clone, shared by its sessions.
 #[derive(Debug, Clone)]
@@ -409,9 +409,7 @@ impl Session {
                 let limits = self.server().0;
                 self.run_sql(&mysql_show::variables(&limits, filter)).await
             }
-            Statement::ShowStatus { filter, .. } => {
-                self.run_sql(&mysql_show::status(filter)).await
-            }
+            Statement::ShowStatus { filter, .. } => self.run_sql(&mysql_show::status(filter)).await,
             Statement::ShowCollation { filter } => {
                 self.run_sql(&mysql_show::collations(filter)).await
             }
@@ -420,7 +418,8 @@ impl Session {
             }
             Statement::ShowProcessList { .. } => {
                 let client = self.server().1.clone();
-                let sql = mysql_show::processlist(client.connection_id, &client.user, &self.database());
+                let sql =
+                    mysql_show::processlist(client.connection_id, &client.user, &self.database());
                 self.run_sql(&sql).await
             }
             Statement::ShowCreate {
@@ -681,7 +680,11 @@ impl Session {
 
     /// The value of one expression, as `SELECT expr` computes it.
     async fn evaluate(&self, expr: &datafusion::sql::sqlparser::ast::Expr) -> Result<ScalarValue> {
-        let output = self.run_sql(&format!("select {expr}")).await?.collect().await?;
+        let output = self
+            .run_sql(&format!("select {expr}"))
+            .await?
+            .collect()
+            .await?;
         match output.batches.iter().find(|b| b.num_rows() > 0) {
             Some(batch) => ScalarValue::try_from_array(batch.column(0), 0),
             None => Ok(ScalarValue::Utf8(None)),

@@ -83,7 +83,12 @@ pub fn without_names(sql: &str) -> Cow<'_, str> {
     let kept: Vec<String> = items
         .iter()
         .filter(|item| !is_names(item))
-        .map(|item| item.iter().map(|&i| tokens[i].to_string()).collect::<Vec<_>>().join(" "))
+        .map(|item| {
+            item.iter()
+                .map(|&i| tokens[i].to_string())
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
         .collect();
     Cow::Owned(format!("SET {}", kept.join(", ")))
 }
@@ -105,7 +110,10 @@ pub fn take_user_assignments(set: Set) -> (Vec<(String, Expr)>, Option<Set>) {
         Set::MultipleAssignments { assignments } => {
             let (user, system): (Vec<_>, Vec<_>) =
                 assignments.into_iter().partition(|a| is_user(&a.name));
-            let user = user.into_iter().map(|a| (a.name.to_string(), a.value)).collect();
+            let user = user
+                .into_iter()
+                .map(|a| (a.name.to_string(), a.value))
+                .collect();
             let rest = (!system.is_empty()).then_some(Set::MultipleAssignments {
                 assignments: system,
             });
@@ -257,8 +265,13 @@ mod tests {
         );
         set(&mut options, "set sieve.prunning = false").unwrap_err();
         set(&mut options, "SET GLOBAL max_execution_time = 5").unwrap_err();
-        let names = without_names("set autocommit=1, sql_mode = concat(@@sql_mode,',X'), NAMES utf8mb4 COLLATE utf8mb4_unicode_ci");
-        assert_eq!(names, "SET autocommit = 1, sql_mode = concat ( @@sql_mode , ',X' )");
+        let names = without_names(
+            "set autocommit=1, sql_mode = concat(@@sql_mode,',X'), NAMES utf8mb4 COLLATE utf8mb4_unicode_ci",
+        );
+        assert_eq!(
+            names,
+            "SET autocommit = 1, sql_mode = concat ( @@sql_mode , ',X' )"
+        );
         set(&mut options, &names).unwrap();
         assert_eq!(without_names("SET NAMES utf8mb4"), "SET NAMES utf8mb4");
         // A failing assignment leaves the others of its statement unapplied.

@@ -40,7 +40,10 @@ impl VarProvider for UserVariables {
     }
 
     fn get_type(&self, var_names: &[String]) -> Option<DataType> {
-        Some(self.get(var_names).map_or(DataType::Utf8, |v| v.data_type()))
+        Some(
+            self.get(var_names)
+                .map_or(DataType::Utf8, |v| v.data_type()),
+        )
     }
 }
 
@@ -51,7 +54,10 @@ mod tests {
     #[test]
     fn names_fold_case_and_unset_is_null() {
         let vars = UserVariables::default();
-        assert_eq!(vars.get_value(vec!["@x".into()]).unwrap(), ScalarValue::Utf8(None));
+        assert_eq!(
+            vars.get_value(vec!["@x".into()]).unwrap(),
+            ScalarValue::Utf8(None)
+        );
         vars.set("@Old_Mode", ScalarValue::Int64(Some(3)));
         assert_eq!(
             vars.get_value(vec!["@old_mode".into()]).unwrap(),

@@ -60,7 +60,10 @@ const BINARY_CHARSET: u16 = 63;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
     /// TINYINT … BIGINT: its width in bytes.
-    Int { bytes: u8, unsigned: bool },
+    Int {
+        bytes: u8,
+        unsigned: bool,
+    },
     Float,
     Double,
     Decimal,
@@ -131,7 +134,11 @@ impl ColumnDefinition {
                     _ => (code::LONGLONG, if unsigned { 20 } else { 19 }),
                 };
                 // A sign's place, as MySQL counts it (BIGINT is 20 either way).
-                let length = if unsigned || bytes == 8 { digits } else { digits + 1 };
+                let length = if unsigned || bytes == 8 {
+                    digits
+                } else {
+                    digits + 1
+                };
                 (type_code, length, 0)
             }
             // 31: "not fixed", what MySQL sends for FLOAT and DOUBLE without a scale.
@@ -161,7 +168,11 @@ impl ColumnDefinition {
             Kind::Date | Kind::DateTime | Kind::Time => flags |= flag::BINARY,
             Kind::Text => {}
         }
-        let charset = if kind == Kind::Text { UTF8MB4 } else { BINARY_CHARSET };
+        let charset = if kind == Kind::Text {
+            UTF8MB4
+        } else {
+            BINARY_CHARSET
+        };
         let (schema, table) = origin
             .map(|o| (o.database.clone(), o.table.clone()))
             .unwrap_or_default();
@@ -222,7 +233,9 @@ struct Values {
 fn values(array: &ArrayRef) -> Result<Values, ArrowError> {
     let kind = kind(array.data_type());
     let target = match kind {
-        Kind::Int { unsigned: false, .. } => DataType::Int64,
+        Kind::Int {
+            unsigned: false, ..
+        } => DataType::Int64,
         Kind::Int { unsigned: true, .. } => DataType::UInt64,
         Kind::Float => DataType::Float32,
         Kind::Double => DataType::Float64,
@@ -309,7 +322,9 @@ fn date_of(days: i32) -> NaiveDate {
 fn text_value(out: &mut Vec<u8>, column: &Values, i: usize) {
     let a = &column.array;
     let text = match column.kind {
-        Kind::Int { unsigned: false, .. } => a.as_primitive::<Int64Type>().value(i).to_string(),
+        Kind::Int {
+            unsigned: false, ..
+        } => a.as_primitive::<Int64Type>().value(i).to_string(),
         Kind::Int { unsigned: true, .. } => a.as_primitive::<UInt64Type>().value(i).to_string(),
         Kind::Float => a.as_primitive::<Float32Type>().value(i).to_string(),
         Kind::Double => a.as_primitive::<Float64Type>().value(i).to_string(),
@@ -382,7 +397,9 @@ fn binary_value(out: &mut Vec<u8>, column: &Values, i: usize) {
             let v = a.as_primitive::<UInt64Type>().value(i);
             out.extend_from_slice(&v.to_le_bytes()[..usize::from(bytes)]);
         }
-        Kind::Float => out.extend_from_slice(&a.as_primitive::<Float32Type>().value(i).to_le_bytes()),
+        Kind::Float => {
+            out.extend_from_slice(&a.as_primitive::<Float32Type>().value(i).to_le_bytes())
+        }
         Kind::Double => {
             out.extend_from_slice(&a.as_primitive::<Float64Type>().value(i).to_le_bytes());
         }
@@ -435,7 +452,10 @@ mod tests {
     #[test]
     fn definitions_carry_mysql_types_lengths_and_decimals() {
         let int = definition(DataType::Int32);
-        assert_eq!((int.type_code, int.length, int.decimals), (code::LONG, 11, 0));
+        assert_eq!(
+            (int.type_code, int.length, int.decimals),
+            (code::LONG, 11, 0)
+        );
         let unsigned = definition(DataType::UInt64);
         assert_eq!((unsigned.type_code, unsigned.length), (code::LONGLONG, 20));
         assert_ne!(unsigned.flags & flag::UNSIGNED, 0);

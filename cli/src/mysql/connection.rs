@@ -19,7 +19,9 @@ use super::handshake::{
     HandshakeResponse, NATIVE_PASSWORD, SERVER_CAPABILITIES, auth_switch, capability, greeting,
     parse_response,
 };
-use super::packets::{GuardLimits, PRE_AUTH_MAX_PACKET, Packet, PacketReader, PacketWriter, ReadError};
+use super::packets::{
+    GuardLimits, PRE_AUTH_MAX_PACKET, Packet, PacketReader, PacketWriter, ReadError,
+};
 use super::params::Bindings;
 use super::replies::{
     end_of_rows, eof_packet, error, error_payload, ok_packet, statistics, status,
@@ -137,7 +139,10 @@ impl Connection {
         loop {
             let deadline = tokio::time::Instant::now() + limits.idle_timeout;
             let waiting = "idle for longer than wait_timeout";
-            let packet = match reader.next(limits.max_allowed_packet, deadline, waiting).await {
+            let packet = match reader
+                .next(limits.max_allowed_packet, deadline, waiting)
+                .await
+            {
                 Ok(Some(packet)) => packet,
                 Ok(None) => return Ok(()),
                 Err(e) => return refuse(&mut writer, e).await,
@@ -187,7 +192,10 @@ impl Connection {
         }
         self.capabilities = response.capabilities & SERVER_CAPABILITIES;
         let switch = response.capabilities & capability::PLUGIN_AUTH != 0
-            && response.plugin.as_deref().is_some_and(|p| p != NATIVE_PASSWORD);
+            && response
+                .plugin
+                .as_deref()
+                .is_some_and(|p| p != NATIVE_PASSWORD);
         if switch {
             writer.packet(&auth_switch(&self.salt));
             writer.flush().await?;
@@ -205,7 +213,11 @@ impl Connection {
                 "Access denied for user '{}'@'{}' (using password: {})",
                 String::from_utf8_lossy(&response.user),
                 self.peer,
-                if response.auth.is_empty() { "NO" } else { "YES" }
+                if response.auth.is_empty() {
+                    "NO"
+                } else {
+                    "YES"
+                }
             );
             writer.packet(&error_payload(error::ACCESS_DENIED, &message));
             writer.flush().await?;
@@ -262,7 +274,10 @@ impl Connection {
         w: &mut Writer<W>,
     ) -> io::Result<bool> {
         let Some((&command, body)) = payload.split_first() else {
-            w.packet(&error_payload(error::MALFORMED_PACKET, "empty command packet"));
+            w.packet(&error_payload(
+                error::MALFORMED_PACKET,
+                "empty command packet",
+            ));
             return Ok(true);
         };
         match command {
@@ -358,7 +373,11 @@ impl Connection {
     }
 
     /// A command's text, or MySQL's error 1300 for text that is not UTF-8.
-    fn text<'a, W: AsyncWrite + Unpin>(&self, body: &'a [u8], w: &mut Writer<W>) -> Option<&'a str> {
+    fn text<'a, W: AsyncWrite + Unpin>(
+        &self,
+        body: &'a [u8],
+        w: &mut Writer<W>,
+    ) -> Option<&'a str> {
         match std::str::from_utf8(body) {
             // Some connectors end a statement's text with a NUL, as a C string; MySQL ignores it.
             Ok(text) => Some(text.trim_end_matches('\0')),
@@ -382,7 +401,11 @@ impl Connection {
     }
 
     /// COM_QUERY: one statement, or several when the client allows multi-statements.
-    async fn query<W: AsyncWrite + Unpin>(&mut self, sql: &str, w: &mut Writer<W>) -> io::Result<()> {
+    async fn query<W: AsyncWrite + Unpin>(
+        &mut self,
+        sql: &str,
+        w: &mut Writer<W>,
+    ) -> io::Result<()> {
         let statements = if self.capabilities & capability::MULTI_STATEMENTS != 0 {
             // Text the tokenizer rejects runs whole, for the parser to report where it fails.
             Session::split_statements(sql).unwrap_or_else(|_| vec![sql.to_string()])
@@ -395,7 +418,11 @@ impl Connection {
         }
         let last = statements.len() - 1;
         for (i, statement) in statements.iter().enumerate() {
-            let more = if i < last { status::MORE_RESULTS_EXISTS } else { 0 };
+            let more = if i < last {
+                status::MORE_RESULTS_EXISTS
+            } else {
+                0
+            };
             if self.statement(statement, more, w).await? == Outcome::Failed {
                 break;
             }
@@ -424,7 +451,10 @@ impl Connection {
                         "ROLLBACK cannot undo the {writes} statement(s) that wrote since BEGIN: \
                          Sieve has no transactions, each statement committed on its own"
                     );
-                    w.packet(&error_payload(error::WARNING_NOT_COMPLETE_ROLLBACK, &message));
+                    w.packet(&error_payload(
+                        error::WARNING_NOT_COMPLETE_ROLLBACK,
+                        &message,
+                    ));
                     return Ok(Outcome::Failed);
                 }
             }
@@ -434,7 +464,11 @@ impl Connection {
         Ok(Outcome::Done)
     }
 
-    async fn prepare<W: AsyncWrite + Unpin>(&mut self, sql: &str, w: &mut Writer<W>) -> io::Result<()> {
+    async fn prepare<W: AsyncWrite + Unpin>(
+        &mut self,
+        sql: &str,
+        w: &mut Writer<W>,
+    ) -> io::Result<()> {
         let prepared = if transaction_statement(sql).is_some() || kill_statement(sql).is_some() {
             None
         } else {
@@ -490,7 +524,11 @@ impl Connection {
         Ok(())
     }
 
-    async fn execute<W: AsyncWrite + Unpin>(&mut self, body: &[u8], w: &mut Writer<W>) -> io::Result<()> {
+    async fn execute<W: AsyncWrite + Unpin>(
+        &mut self,
+        body: &[u8],
+        w: &mut Writer<W>,
+    ) -> io::Result<()> {
         let id = statement_id(body);
         let Some(statement) = self.statements.get_mut(&id) else {
             w.packet(&unknown_statement(id, "mysqld_stmt_execute"));

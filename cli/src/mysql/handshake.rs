@@ -146,7 +146,10 @@ mod tests {
         packet.extend_from_slice(&[0; 28]);
         packet.extend_from_slice(b"u\0\x02xy");
         let parsed = parse_response(&packet).unwrap();
-        assert_eq!((parsed.auth.as_slice(), parsed.database), (&b"xy"[..], None));
+        assert_eq!(
+            (parsed.auth.as_slice(), parsed.database),
+            (&b"xy"[..], None)
+        );
     }
 
     #[test]

@@ -90,7 +90,12 @@ fn raw<'a>(r: &mut Reader<'a>, type_code: u8) -> Result<Raw<'a>, Malformed> {
 }
 
 /// The value of parameter `index` (from 1, for messages).
-fn scalar(index: usize, type_code: u8, unsigned: bool, raw: Raw<'_>) -> Result<ScalarValue, String> {
+fn scalar(
+    index: usize,
+    type_code: u8,
+    unsigned: bool,
+    raw: Raw<'_>,
+) -> Result<ScalarValue, String> {
     let bad = |why: &str| format!("parameter {index}: {why}");
     Ok(match raw {
         Raw::Int(bits, _) if unsigned => ScalarValue::UInt64(Some(bits)),
@@ -302,17 +307,33 @@ mod execute_tests {
         let mut b = Bindings::new(3);
         let mut values = vec![0xfe]; // TINY -2
         values.extend(7u64.to_le_bytes()); // LONGLONG unsigned 7
-        let sent = body(0b100, &[(code::TINY, 0), (code::LONGLONG, 0x80), (code::VAR_STRING, 0)], &values);
+        let sent = body(
+            0b100,
+            &[
+                (code::TINY, 0),
+                (code::LONGLONG, 0x80),
+                (code::VAR_STRING, 0),
+            ],
+            &values,
+        );
         assert_eq!(
             b.values(&sent).unwrap(),
-            [ScalarValue::Int64(Some(-2)), ScalarValue::UInt64(Some(7)), ScalarValue::Null]
+            [
+                ScalarValue::Int64(Some(-2)),
+                ScalarValue::UInt64(Some(7)),
+                ScalarValue::Null
+            ]
         );
         // Types not sent again: the last ones hold.
         let mut again = vec![0, 1, 0, 0, 0, 0b011, 0];
         again.extend(b"\x02hi");
         assert_eq!(
             b.values(&again).unwrap(),
-            [ScalarValue::Null, ScalarValue::Null, ScalarValue::Utf8(Some("hi".into()))]
+            [
+                ScalarValue::Null,
+                ScalarValue::Null,
+                ScalarValue::Utf8(Some("hi".into()))
+            ]
         );
     }
 
@@ -323,10 +344,16 @@ mod execute_tests {
         values.extend(b"\x03abc");
         let sent = body(0, &[(code::DOUBLE, 0), (code::VAR_STRING, 0)], &values);
         for cut in 0..sent.len() {
-            assert!(Bindings::new(2).values(&sent[..cut]).is_err(), "cut at {cut}");
+            assert!(
+                Bindings::new(2).values(&sent[..cut]).is_err(),
+                "cut at {cut}"
+            );
         }
         assert!(Bindings::new(2).values(&sent).is_ok());
-        assert!(Bindings::new(1).values(&[0, 1, 0, 0, 0, 0, 0]).is_err(), "no types ever sent");
+        assert!(
+            Bindings::new(1).values(&[0, 1, 0, 0, 0, 0, 0]).is_err(),
+            "no types ever sent"
+        );
     }
 
     #[test]

@@ -116,7 +116,16 @@ mod tests {
 
     #[test]
     fn length_encoded_integers_round_trip() {
-        for n in [0, 250, 251, 0xffff, 0x1_0000, 0xff_ffff, 0x100_0000, u64::MAX] {
+        for n in [
+            0,
+            250,
+            251,
+            0xffff,
+            0x1_0000,
+            0xff_ffff,
+            0x100_0000,
+            u64::MAX,
+        ] {
             let mut out = Vec::new();
             put_lenenc_int(&mut out, n);
             let mut reader = Reader::new(&out);
