@@ -15,6 +15,7 @@ use datafusion::sql::sqlparser::dialect::MySqlDialect;
 use datafusion::sql::sqlparser::tokenizer::{Token, Tokenizer};
 
 use crate::information_schema::NAME as SCHEMA;
+use crate::script::ByteOffsets;
 use crate::system_variables::{ServerLimits, VARIABLES, value};
 
 /// `text` as a MySQL string literal: quotes doubled, backslashes escaped.
@@ -117,12 +118,12 @@ pub(crate) fn variables(limits: &ServerLimits, filter: Option<ShowStatementFilte
     )
 }
 
-/// Sieve keeps no server counters in the engine; the MySQL server's COM_STATISTICS has them.
+/// The engine keeps no server counters (the MySQL server's COM_STATISTICS has them): the
+/// headings, no rows.
 pub(crate) fn status(filter: Option<ShowStatementFilter>) -> String {
-    let list = [vec![string("Threads_connected"), string("1")]];
     shown(
         &[("c0", "Variable_name"), ("c1", "Value")],
-        &rows(&list),
+        "from (values ('', '')) as nothing(c0, c1) where false",
         filter.into(),
     )
 }
@@ -214,15 +215,19 @@ pub(crate) fn processlist(id: u64, user: &str, database: &str) -> String {
     )
 }
 
-/// The words and literals of a statement, without whitespace and comments; None if the
-/// tokenizer rejects it (the parser then reports it).
-fn words(sql: &str) -> Option<Vec<Token>> {
-    let tokens = Tokenizer::new(&MySqlDialect {}, sql).tokenize().ok()?;
+/// The words and literals of a statement, without whitespace and comments, and where each
+/// starts in the text; None if the tokenizer rejects it (the parser then reports it).
+fn words(sql: &str) -> Option<(Vec<Token>, Vec<usize>)> {
+    let tokens = Tokenizer::new(&MySqlDialect {}, sql)
+        .tokenize_with_location()
+        .ok()?;
+    let offsets = ByteOffsets::new(sql);
     Some(
         tokens
             .into_iter()
-            .filter(|t| !matches!(t, Token::Whitespace(_) | Token::SemiColon))
-            .collect(),
+            .filter(|t| !matches!(t.token, Token::Whitespace(_) | Token::SemiColon))
+            .map(|t| (t.token, offsets.of(t.span.start)))
+            .unzip(),
     )
 }
 
@@ -257,23 +262,20 @@ fn from_database(tokens: &[Token]) -> (Option<String>, &[Token]) {
     }
 }
 
-/// What follows a SHOW statement's names: `LIKE 'pattern'`, `WHERE …` (the rest of the text,
-/// from `sql`), or nothing.
-fn trailing_filter(sql: &str, tokens: &[Token]) -> Result<Filter> {
+/// What follows a SHOW statement's names (`tokens`, the last of the statement's, which start
+/// in `sql` at `starts`): `LIKE 'pattern'`, `WHERE …` (the rest of the text), or nothing.
+fn trailing_filter(sql: &str, starts: &[usize], tokens: &[Token]) -> Result<Filter> {
     match tokens {
         [] => Ok(Filter::None),
         [like, Token::SingleQuotedString(p)] if keyword(like, "like") => {
             Ok(Filter::Like(p.clone()))
         }
-        [r#where, ..] if keyword(r#where, "where") => {
-            let lower = sql.to_ascii_lowercase();
-            let at = lower.rfind(" where ").or_else(|| lower.rfind("\nwhere "));
-            match at {
-                Some(at) => Ok(Filter::Where(
-                    sql[at + 7..].trim().trim_end_matches(';').to_string(),
-                )),
-                None => plan_err!("cannot read the WHERE of {sql}"),
-            }
+        [r#where, _, ..] if keyword(r#where, "where") => {
+            // The condition's text as written, from its first token on.
+            let at = starts[starts.len() - tokens.len() + 1];
+            Ok(Filter::Where(
+                sql[at..].trim().trim_end_matches(';').to_string(),
+            ))
         }
         _ => plan_err!("unexpected text after the names in {sql}"),
     }
@@ -282,7 +284,7 @@ fn trailing_filter(sql: &str, tokens: &[Token]) -> Result<Filter> {
 /// SHOW statements the SQL parser does not know, as the query that answers them; None for any
 /// other statement.
 pub(crate) fn rewrite(sql: &str, database: &str) -> Option<Result<String>> {
-    let tokens = words(sql)?;
+    let (tokens, starts) = words(sql)?;
     let [show, rest @ ..] = tokens.as_slice() else {
         return None;
     };
@@ -296,12 +298,12 @@ pub(crate) fn rewrite(sql: &str, database: &str) -> Option<Result<String>> {
                 .any(|k| keyword(index, k))
                 && (keyword(from, "from") || keyword(from, "in")) =>
         {
-            Some(show_index(sql, rest, database))
+            Some(show_index(sql, &starts, rest, database))
         }
         [table, status, rest @ ..] if keyword(table, "table") && keyword(status, "status") => {
             let (db, rest) = from_database(rest);
             let db = db.unwrap_or_else(|| database.to_string());
-            Some(trailing_filter(sql, rest).map(|filter| table_status(&db, filter)))
+            Some(trailing_filter(sql, &starts, rest).map(|filter| table_status(&db, filter)))
         }
         [warnings, ..] if keyword(warnings, "warnings") || keyword(warnings, "errors") => {
             Some(Ok(shown(
@@ -343,13 +345,13 @@ pub(crate) fn rewrite(sql: &str, database: &str) -> Option<Result<String>> {
     }
 }
 
-fn show_index(sql: &str, rest: &[Token], database: &str) -> Result<String> {
+fn show_index(sql: &str, starts: &[usize], rest: &[Token], database: &str) -> Result<String> {
     let Some((db, table, rest)) = object(rest) else {
         return plan_err!("SHOW INDEX needs FROM table");
     };
     let (from_db, rest) = from_database(rest);
     let db = from_db.or(db).unwrap_or_else(|| database.to_string());
-    let filter = trailing_filter(sql, rest)?;
+    let filter = trailing_filter(sql, starts, rest)?;
     let from = format!(
         "from {SCHEMA}.statistics where table_schema = {} and table_name = {} order by index_name",
         string(&db),
@@ -423,6 +425,10 @@ mod tests {
             sql.contains("table_schema = 'db' and table_name = 't'"),
             "{sql}"
         );
+        let sql = rewrite("show keys in db.t where Comment = ' where x'", "x")
+            .unwrap()
+            .unwrap();
+        assert!(sql.ends_with("where Comment = ' where x'"), "{sql}");
         let sql = rewrite("show keys in db.t where Key_name = 'c1'", "x")
             .unwrap()
             .unwrap();

@@ -37,20 +37,20 @@ pub fn statement_texts(sql: &str) -> Result<Vec<&str>> {
 }
 
 /// Turns the tokenizer's (line, column in characters) locations into byte offsets.
-struct ByteOffsets<'a> {
+pub(crate) struct ByteOffsets<'a> {
     sql: &'a str,
     line_starts: Vec<usize>,
 }
 
 impl<'a> ByteOffsets<'a> {
-    fn new(sql: &'a str) -> Self {
+    pub(crate) fn new(sql: &'a str) -> Self {
         let line_starts = std::iter::once(0)
             .chain(sql.match_indices('\n').map(|(at, _)| at + 1))
             .collect();
         Self { sql, line_starts }
     }
 
-    fn of(&self, location: Location) -> usize {
+    pub(crate) fn of(&self, location: Location) -> usize {
         let line = self.line_starts[(location.line as usize).saturating_sub(1)];
         let column = (location.column as usize).saturating_sub(1);
         self.sql[line..]

@@ -423,7 +423,7 @@ impl Connection {
             } else {
                 0
             };
-            if self.statement(statement, more, w).await? == Outcome::Failed {
+            if self.statement(statement, RowFormat::Text, more, w).await? == Outcome::Failed {
                 break;
             }
         }
@@ -434,6 +434,7 @@ impl Connection {
     async fn statement<W: AsyncWrite + Unpin>(
         &mut self,
         sql: &str,
+        format: RowFormat,
         more: u16,
         w: &mut Writer<W>,
     ) -> io::Result<Outcome> {
@@ -458,7 +459,7 @@ impl Connection {
                     return Ok(Outcome::Failed);
                 }
             }
-            None => return self.stream(sql, None, RowFormat::Text, more, w).await,
+            None => return self.stream(sql, None, format, more, w).await,
         }
         w.packet(&ok_packet(0, self.status() | more));
         Ok(Outcome::Done)
@@ -542,20 +543,15 @@ impl Connection {
             }
         };
         let sql = statement.sql.clone();
-        self.shared.status.question();
         match statement.prepared.clone() {
             Some(prepared) => {
+                self.shared.status.question();
                 let bound = Some((prepared, values));
                 self.stream(&sql, bound, RowFormat::Binary, 0, w).await?;
             }
             // Without parameters it runs as its text does (BEGIN, KILL and all).
             None => {
-                let more = 0;
-                if kill_statement(&sql).is_some() || transaction_statement(&sql).is_some() {
-                    self.statement(&sql, more, w).await?;
-                } else {
-                    self.stream(&sql, None, RowFormat::Binary, more, w).await?;
-                }
+                self.statement(&sql, RowFormat::Binary, 0, w).await?;
             }
         }
         Ok(())
