@@ -15,6 +15,7 @@
 //! connect_timeout = 10           # seconds a client has to log in
 //! wait_timeout = 28800           # seconds a logged-in client may stay silent
 //! sidecar_cache_mib = 256        # opened sidecar entries kept in memory
+//! workers = ["http://10.0.0.2:7100", "http://10.0.0.3:7100"]  # sieve worker processes
 //! ```
 
 use std::net::IpAddr;
@@ -42,6 +43,7 @@ pub struct ConfigFile {
     pub connect_timeout: Option<u64>,
     pub wait_timeout: Option<u64>,
     pub sidecar_cache_mib: Option<u64>,
+    pub workers: Option<Vec<String>>,
 }
 
 /// What one server allows its connections, with MySQL's defaults.

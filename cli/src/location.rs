@@ -14,11 +14,14 @@ pub struct Location {
 }
 
 impl Location {
-    pub async fn engine(&self) -> Result<Engine, String> {
-        let storage = Storage::open(&self.url)
+    pub fn storage(&self) -> Result<Storage, String> {
+        Ok(Storage::open(&self.url)
             .map_err(|e| e.to_string())?
-            .with_sidecar_cache(self.sidecar_cache_mib << 20);
-        Engine::with_storage(storage)
+            .with_sidecar_cache(self.sidecar_cache_mib << 20))
+    }
+
+    pub async fn engine(&self) -> Result<Engine, String> {
+        Engine::with_storage(self.storage()?)
             .await
             .map_err(|e| e.to_string())
     }

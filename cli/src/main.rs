@@ -14,9 +14,10 @@ mod render;
 mod serve;
 mod shell;
 mod transaction_statements;
+mod worker;
 
 use clap::{Parser, Subcommand};
-use sieve_engine::QUERY_THREAD_STACK;
+use sieve_engine::{Cluster, QUERY_THREAD_STACK};
 use tokio::runtime::Handle;
 
 use crate::config::ConfigFile;
@@ -58,6 +59,9 @@ enum Command {
     Load(load::LoadArgs),
     /// Benchmarks: `sieve bench filters --rows 10M` compares filter kinds
     Bench(bench::BenchArgs),
+    /// A stateless worker: runs the scans `sieve serve --workers …` sends it, over the same
+    /// --storage
+    Worker(worker::WorkerArgs),
 }
 
 fn main() {
@@ -108,17 +112,31 @@ async fn run(cli: Cli, executor: Handle) -> Result<(), String> {
     };
     match cli.command {
         Command::Serve(args) => {
-            let engine = storage
+            let mut engine = storage
                 .engine()
                 .await?
                 .with_memory_limits(config.memory_limits())
                 .map_err(|e| e.to_string())?
                 .with_session_defaults(config.session_defaults())
                 .with_executor(executor);
+            let workers = match &args.workers {
+                w if !w.is_empty() => w.clone(),
+                _ => config.workers.clone().unwrap_or_default(),
+            };
+            if !workers.is_empty() {
+                let cluster = Cluster::start(&workers).await.map_err(|e| e.to_string())?;
+                log::info!(
+                    "scans run on {} of {} workers",
+                    cluster.live().len(),
+                    workers.len()
+                );
+                engine = engine.with_cluster(cluster);
+            }
             serve::serve(engine, args, config).await
         }
         Command::Sql(args) => shell::run(&storage, args, executor).await,
         Command::Load(args) => load::run(&storage, args).await,
         Command::Bench(args) => bench::run(&storage, args).await,
+        Command::Worker(args) => worker::run(&storage, args, &config).await,
     }
 }

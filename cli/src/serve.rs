@@ -35,6 +35,10 @@ pub struct ServeArgs {
     /// Its password [default: none, allowed on loopback only]
     #[arg(long, env = "SIEVE_PASSWORD", hide_env_values = true)]
     password: Option<String>,
+    /// Workers (`sieve worker`) to run scans on, as http://host:port,http://host:port; blocks
+    /// are placed on them by rendezvous hashing. Without it everything runs in this process
+    #[arg(long, env = "SIEVE_WORKERS", value_delimiter = ',')]
+    pub workers: Vec<String>,
 }
 
 async fn back_off(backoff: &mut Duration) {
@@ -42,7 +46,7 @@ async fn back_off(backoff: &mut Duration) {
     *backoff = (*backoff * 2).min(ACCEPT_BACKOFF.1);
 }
 
-async fn shutdown_signal() {
+pub(crate) async fn shutdown_signal() {
     let interrupt = tokio::signal::ctrl_c();
     #[cfg(unix)]
     {

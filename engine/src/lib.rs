@@ -3,6 +3,7 @@
 
 mod catalog;
 mod checked_arithmetic;
+mod cluster;
 mod column_names;
 mod deadline;
 mod describe;
@@ -21,11 +22,13 @@ mod mysql_types;
 mod numbers;
 mod options;
 mod panic_guard;
+mod placement;
 mod prepared;
 mod progress;
 mod provider;
 mod pruning;
 mod query_stream;
+mod scan_codec;
 mod scan_exec;
 mod script;
 mod session;
@@ -42,7 +45,9 @@ mod table_options;
 mod tables;
 mod user_variables;
 mod verified_reader;
+mod worker;
 
+pub use cluster::Cluster;
 pub use deadline::QueryTimeout;
 pub use error::{ErrorClass, classify, to_df};
 pub use memory::MemoryLimits;
@@ -55,3 +60,4 @@ pub use session::{Engine, Session};
 pub use session_functions::Client;
 pub use statement_guard::{MAX_OPERATORS, QUERY_THREAD_STACK};
 pub use system_variables::{MYSQL_VERSION, ServerLimits};
+pub use worker::worker;

@@ -128,18 +128,27 @@ fn locate(needle: &str, haystack: &str, from: i64) -> i64 {
 }
 
 /// Registers the functions with a session.
-pub fn register(ctx: &SessionContext) {
-    ctx.register_udf(unix_timestamp());
-    ctx.register_udf(ScalarUDF::new_from_impl(Locate {
-        signature: Signature::one_of(
-            vec![TypeSignature::Any(2), TypeSignature::Any(3)],
-            Volatility::Immutable,
-        ),
-    }));
+/// The MySQL functions DataFusion lacks, as a session and a worker register them.
+pub fn functions() -> Vec<ScalarUDF> {
     let lower = datafusion::functions::string::lower();
-    ctx.register_udf(lower.as_ref().clone().with_aliases(["lcase"]));
     let upper = datafusion::functions::string::upper();
-    ctx.register_udf(upper.as_ref().clone().with_aliases(["ucase"]));
+    vec![
+        unix_timestamp(),
+        ScalarUDF::new_from_impl(Locate {
+            signature: Signature::one_of(
+                vec![TypeSignature::Any(2), TypeSignature::Any(3)],
+                Volatility::Immutable,
+            ),
+        }),
+        lower.as_ref().clone().with_aliases(["lcase"]),
+        upper.as_ref().clone().with_aliases(["ucase"]),
+    ]
+}
+
+pub fn register(ctx: &SessionContext) {
+    for udf in functions() {
+        ctx.register_udf(udf);
+    }
 }
 
 #[cfg(test)]

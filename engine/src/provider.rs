@@ -18,9 +18,11 @@ use datafusion::logical_expr::{Expr, TableProviderFilterPushDown};
 use datafusion::physical_plan::ExecutionPlan;
 use sieve_storage::{Catalog, Table};
 
+use crate::cluster::Cluster;
+use crate::error::to_df;
 use crate::options::SieveOptions;
 use crate::progress::WriteProgress;
-use crate::scan_exec::{ScanRequest, SieveScanExec};
+use crate::scan_exec::{ScanRequest, Shares, SieveScanExec};
 use crate::sink::SieveSink;
 
 #[derive(Debug)]
@@ -67,6 +69,17 @@ impl TableProvider for SieveTable {
         let predicate = conjunction(filters.iter().cloned())
             .map(|e| state.create_physical_expr(e, &df_schema))
             .transpose()?;
+        // A distributed scan reads one snapshot on every worker, so it is pinned here, and its
+        // blocks are placed over the workers live now.
+        let (snapshot, shares) = match state.config().get_extension::<Cluster>() {
+            Some(cluster) => {
+                let placement = Arc::new(cluster.placement()?);
+                let snapshot = self.table.snapshot().await.map_err(to_df)?;
+                let workers = (0..placement.workers().len()).collect();
+                (Some(snapshot.version), Some(Shares { placement, workers }))
+            }
+            None => (None, None),
+        };
         Ok(Arc::new(SieveScanExec::new(ScanRequest {
             table: self.table.clone(),
             projection: projection.cloned(),
@@ -79,6 +92,8 @@ impl TableProvider for SieveTable {
                 _ => None,
             },
             partitions: options.execution.target_partitions,
+            snapshot,
+            shares,
         })?))
     }
 

@@ -207,24 +207,30 @@ async fn ask_locators(
 /// Locator groups asked at once for one query.
 const LOCATOR_CONCURRENCY: usize = 64;
 
+/// Chooses the blocks to read among `owned` (all when None: a distributed scan's task reads only
+/// its workers' blocks, and counts only those).
 pub async fn prune_blocks(
     table: &Table,
     blocks: &BlockList,
+    owned: Option<&[bool]>,
     predicate: Option<&PruningPredicate>,
     use_locator: bool,
 ) -> Result<PruneOutcome> {
+    let mine: Vec<usize> = (0..blocks.len())
+        .filter(|&i| owned.is_none_or(|o| o[i]))
+        .collect();
     let mut outcome = PruneOutcome {
-        total: blocks.len(),
+        total: mine.len(),
         ..Default::default()
     };
     let Some(predicate) = predicate else {
-        outcome.survivors = (0..blocks.len()).collect();
-        outcome.slices = vec![None; blocks.len()];
+        outcome.slices = vec![None; mine.len()];
+        outcome.survivors = mine;
         return Ok(outcome);
     };
     let keep = predicate.prune(&BlockStatistics(blocks))?;
-    let survivors: Vec<usize> = (0..blocks.len()).filter(|&i| keep[i]).collect();
-    outcome.pruned_by_minmax = blocks.len() - survivors.len();
+    let survivors: Vec<usize> = mine.iter().copied().filter(|&i| keep[i]).collect();
+    outcome.pruned_by_minmax = mine.len() - survivors.len();
 
     let probes: Vec<(String, Vec<u64>)> = predicate
         .literal_guarantees()

@@ -36,10 +36,11 @@ use datafusion::physical_plan::{
 };
 use futures::{StreamExt, TryStreamExt};
 use sieve_index::locator::SLICE_ROWS;
-use sieve_storage::Table;
+use sieve_storage::{BlockList, Table};
 use tokio::sync::OnceCell;
 
 use crate::error::to_df;
+use crate::placement::Placement;
 use crate::pruning::{PruneOutcome, prune_blocks};
 use crate::storage_url::object_store_url;
 use crate::verified_reader::VerifiedReaderFactory;
@@ -75,6 +76,31 @@ pub struct ScanRequest {
     /// ([`FullScanRefused`]); None allows it.
     pub full_scan_blocks: Option<u64>,
     pub partitions: usize,
+    /// The snapshot to read; None reads the newest when the scan starts. A distributed scan
+    /// pins it when it is planned, so every worker's share is of one snapshot.
+    pub snapshot: Option<u64>,
+    /// None: every block. Some: only the blocks these workers own, when a scan is split into
+    /// one task per worker ([`crate::cluster`]).
+    pub shares: Option<Shares>,
+}
+
+/// Which workers' blocks one task of a distributed scan reads.
+#[derive(Debug, Clone)]
+pub struct Shares {
+    pub placement: Arc<Placement>,
+    /// Indices into the placement's workers.
+    pub workers: Vec<usize>,
+}
+
+impl Shares {
+    /// For each block of `blocks`, whether this task reads it.
+    fn owned(&self, blocks: &BlockList) -> Vec<bool> {
+        self.placement
+            .block_owners(blocks)
+            .into_iter()
+            .map(|owner| self.workers.contains(&owner))
+            .collect()
+    }
 }
 
 /// What executing the scan decided, once.
@@ -118,6 +144,10 @@ impl SieveScanExec {
         })
     }
 
+    pub fn request(&self) -> &ScanRequest {
+        &self.request
+    }
+
     /// What execution decided; None until the scan has started.
     pub fn opened(&self) -> Option<&Opened> {
         self.opened.get()
@@ -132,8 +162,13 @@ impl SieveScanExec {
         let table = &request.table;
         let schema = table.def().schema.clone();
         let started = Instant::now();
-        let snapshot = table.snapshot().await.map_err(to_df)?;
+        let snapshot = match request.snapshot {
+            Some(version) => table.snapshot_at(version).await,
+            None => table.snapshot().await,
+        }
+        .map_err(to_df)?;
         let blocks = table.blocks(&snapshot).await.map_err(to_df)?;
+        let owned = request.shares.as_ref().map(|s| s.owned(&blocks));
         let resolved = Instant::now();
         let pruning = request
             .predicate
@@ -144,7 +179,14 @@ impl SieveScanExec {
                     .with_file_schema(schema.clone())
                     .build(p.clone())
             });
-        let outcome = prune_blocks(table, &blocks, pruning.as_deref(), request.locator).await?;
+        let outcome = prune_blocks(
+            table,
+            &blocks,
+            owned.as_deref(),
+            pruning.as_deref(),
+            request.locator,
+        )
+        .await?;
         if let Some(limit) = request.full_scan_blocks
             && request.pruning
             && request.predicate.is_some()

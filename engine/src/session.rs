@@ -34,6 +34,7 @@ use tokio::time::Instant;
 
 use crate::catalog::{CATALOG_NAME, SieveCatalog};
 use crate::checked_arithmetic::CheckedArithmetic;
+use crate::cluster::Cluster;
 use crate::deadline::{DeadlineStream, QueryTimeout};
 use crate::describe::columns_of;
 use crate::error::to_df;
@@ -72,6 +73,8 @@ pub struct Engine {
     session_defaults: SieveOptions,
     /// The runtime statements run on; None runs them on the caller's.
     executor: Option<Handle>,
+    /// Workers that run scans; None runs everything in this process.
+    cluster: Option<Arc<Cluster>>,
 }
 
 impl Engine {
@@ -88,6 +91,7 @@ impl Engine {
             limits,
             session_defaults: SieveOptions::default(),
             executor: None,
+            cluster: None,
         })
     }
 
@@ -103,6 +107,14 @@ impl Engine {
     pub fn with_executor(self, executor: Handle) -> Self {
         Self {
             executor: Some(executor),
+            ..self
+        }
+    }
+
+    /// The same storage, its scans split among `cluster`'s workers.
+    pub fn with_cluster(self, cluster: Arc<Cluster>) -> Self {
+        Self {
+            cluster: Some(cluster),
             ..self
         }
     }
@@ -134,6 +146,7 @@ impl Engine {
             runtime,
             self.session_defaults.clone(),
             self.executor.clone(),
+            self.cluster.clone(),
         )
     }
 }
@@ -176,14 +189,18 @@ impl Session {
         runtime: Arc<RuntimeEnv>,
         options: SieveOptions,
         executor: Option<Handle>,
+        cluster: Option<Arc<Cluster>>,
     ) -> Result<Self> {
         let progress = Arc::new(WriteProgress::default());
-        let config = SessionConfig::new()
+        let mut config = SessionConfig::new()
             .with_extension(progress.clone())
             .with_default_catalog_and_schema(CATALOG_NAME, DEFAULT_DATABASE)
             .with_create_default_catalog_and_schema(false)
             .with_option_extension(options)
             .set_str("datafusion.sql_parser.dialect", "mysql");
+        if let Some(cluster) = &cluster {
+            config = config.with_extension(cluster.clone());
+        }
         let state = SessionStateBuilder::new()
             .with_config(config)
             .with_runtime_env(runtime)
@@ -192,8 +209,12 @@ impl Session {
                 let mut rules = Analyzer::new().rules;
                 rules.push(Arc::new(CheckedArithmetic));
                 rules
-            })
-            .build();
+            });
+        let state = match &cluster {
+            Some(cluster) => crate::cluster::distribute(state, cluster, catalog.storage())?,
+            None => state,
+        }
+        .build();
         let ctx = SessionContext::new_with_state(state);
         ctx.register_catalog(CATALOG_NAME, Arc::new(SieveCatalog::new(catalog.clone())));
         ctx.register_udtf("numbers", Arc::new(NumbersFunction));

@@ -84,6 +84,11 @@ impl Table {
         snapshot::latest(&self.storage, &self.dir()).await
     }
 
+    /// A committed version, as a distributed query's workers read the one its coordinator saw.
+    pub async fn snapshot_at(&self, version: u64) -> Result<Snapshot> {
+        snapshot::read(&self.storage, &self.dir(), version).await
+    }
+
     /// Every block of a snapshot. Segments are decoded once and cached, and so is the list built
     /// from them per version: after a commit only the new segment is fetched.
     pub async fn blocks(&self, snapshot: &Snapshot) -> Result<Arc<BlockList>> {

@@ -58,10 +58,22 @@ impl Server {
     /// A server with `config` as its TOML configuration file, and at most `open_files` file
     /// descriptors if given (`ulimit -n`).
     pub fn start_with(config: &str, open_files: Option<u32>) -> Self {
+        Self::spawn(None, config, open_files)
+    }
+
+    /// A server over `storage` (a URL or directory another process may share).
+    pub fn start_on(storage: &str, config: &str) -> Self {
+        Self::spawn(Some(storage), config, None)
+    }
+
+    fn spawn(storage: Option<&str>, config: &str, open_files: Option<u32>) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let port = free_port();
         let log = std::fs::File::create(dir.path().join("server.log")).unwrap();
-        let storage = dir.path().join("data");
+        let storage = match storage {
+            Some(s) => s.to_string(),
+            None => dir.path().join("data").to_str().unwrap().to_string(),
+        };
         let config_path = dir.path().join("sieve.toml");
         std::fs::write(&config_path, config).unwrap();
         let mut command = match open_files {
@@ -79,7 +91,7 @@ impl Server {
         let child = command
             .args([
                 "--storage",
-                storage.to_str().unwrap(),
+                &storage,
                 "--config",
                 config_path.to_str().unwrap(),
                 "serve",

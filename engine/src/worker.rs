@@ -1,0 +1,40 @@
+//! A stateless worker: it runs the plan fragments coordinators send (datafusion-distributed),
+//! reading the same storage they do. It keeps nothing but caches, all in one runtime shared by
+//! every task (sidecar entries and locator pages in the storage's caches, Parquet footers in the
+//! runtime's), so the blocks rendezvous placement gives it stay warm across queries; killed and
+//! started again it has lost only those.
+
+use std::sync::Arc;
+
+use datafusion::error::Result;
+use datafusion::execution::runtime_env::RuntimeEnvBuilder;
+use datafusion_distributed::{DistributedExt, Worker, WorkerQueryContext};
+use sieve_storage::Storage;
+
+use crate::memory::MemoryLimits;
+use crate::scan_codec::ScanCodec;
+use crate::storage_url::object_store_url;
+
+/// A worker over `storage`, to be served with `Worker::into_worker_server`.
+pub fn worker(storage: Storage, limits: MemoryLimits) -> Result<Worker> {
+    let runtime = RuntimeEnvBuilder::new()
+        .with_memory_pool(limits.server_pool())
+        .build_arc()?;
+    let url = object_store_url(&storage)?;
+    runtime.register_object_store(url.as_ref(), storage.store().clone());
+    let codec = ScanCodec::new(storage);
+    let worker = Worker::from_session_builder(move |ctx: WorkerQueryContext| {
+        let codec = codec.clone();
+        async move {
+            let mut builder = ctx.builder.with_distributed_user_codec(codec);
+            // A pushed-down filter may call the MySQL functions the coordinator's session has.
+            builder.scalar_functions().get_or_insert_default().extend(
+                crate::mysql_functions::functions()
+                    .into_iter()
+                    .map(Arc::new),
+            );
+            Ok(builder.build())
+        }
+    });
+    Ok(worker.with_runtime_env(runtime))
+}
