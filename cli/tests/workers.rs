@@ -91,6 +91,23 @@ fn answer(server: &Server, query: &str) -> String {
     stdout(&out)
 }
 
+/// The workers EXPLAIN ANALYZE says the query's scan asked.
+fn asked(server: &Server, query: &str) -> std::collections::BTreeSet<String> {
+    // A leading `set …;` stays before the EXPLAIN.
+    let (settings, query) = query.rsplit_once("; ").unwrap_or(("", query));
+    let explain = format!("explain analyze {query}");
+    let plan = match settings {
+        "" => answer(server, &explain),
+        _ => answer(server, &format!("{settings}; {explain}")),
+    };
+    let mut workers = std::collections::BTreeSet::new();
+    for part in plan.split("workers=[").skip(1) {
+        let list = &part[..part.find(']').expect("closing bracket")];
+        workers.extend(list.split_whitespace().map(str::to_string));
+    }
+    workers
+}
+
 /// Every query answers the same through the workers as in one process.
 fn assert_answers_match(coordinator: &Server, local: &Server, present: &str) {
     for query in queries(present) {
@@ -109,15 +126,20 @@ fn three_workers_answer_as_one_process_and_survive_losing_one() {
         return;
     };
     let storage = format!("{base}/workers-{}", std::process::id());
-    // 100k rows in 25 blocks of 4000, indexed on c1 and c2; c3 has NULLs and repeats.
-    let out = sql(
-        &storage,
-        "create table t (c1 bigint, c2 varchar, c3 int) \
-         with (index_columns = 'c1,c2', block_rows = 4000); \
-         insert into t select number, cast(number * 7919 % 100003 as varchar), \
-         case when number % 10 = 0 then null else cast(number % 97 as int) end \
-         from numbers(100000)",
-    );
+    // 100k rows in 25 blocks of 4000, indexed on c1 and c2, committed in 5 inserts (so 5
+    // locator groups, the unit placed on workers); c3 has NULLs and repeats.
+    let mut script = "create table t (c1 bigint, c2 varchar, c3 int) \
+         with (index_columns = 'c1,c2', block_rows = 4000);"
+        .to_string();
+    for part in 0..5 {
+        script += &format!(
+            "insert into t select n, cast(n * 7919 % 100003 as varchar), \
+             case when n % 10 = 0 then null else cast(n % 97 as int) end \
+             from (select number + {} as n from numbers(20000));",
+            part * 20000
+        );
+    }
+    let out = sql(&storage, &script);
     assert!(out.status.success(), "{}", stderr(&out));
     let present = (54321u64 * 7919 % 100003).to_string();
 
@@ -135,6 +157,37 @@ fn three_workers_answer_as_one_process_and_survive_losing_one() {
     let coordinator = Server::start_on(&storage, &config);
     let local = Server::start_on(&storage, "");
     assert_answers_match(&coordinator, &local, &present);
+
+    // Once the node filters have loaded (in the background, on the first lookup), an absent key
+    // contacts no worker and a present one only the worker owning its group.
+    let absent = "select c1 from t where c2 = 'no such key'";
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !asked(&coordinator, absent).is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "node filters never ruled every worker out"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let lookup = format!("select c1 from t where c2 = '{present}'");
+    assert_eq!(asked(&coordinator, &lookup).len(), 1);
+    // Point lookups on c1, one per commit's group, land on different workers: the groups are
+    // spread.
+    let owners: std::collections::BTreeSet<String> = (0..5)
+        .flat_map(|part| {
+            let key = part * 20000 + 17;
+            asked(&coordinator, &format!("select c2 from t where c1 = {key}"))
+        })
+        .collect();
+    assert!(owners.len() >= 2, "every group on one worker: {owners:?}");
+    // With pruning off every worker owning a group is asked.
+    assert_eq!(
+        asked(
+            &coordinator,
+            &format!("set sieve.pruning = false; {lookup}")
+        ),
+        owners
+    );
 
     // A worker dies: once the coordinator notices (it probes every 0.5 s), its blocks are read
     // by the others and every answer is still whole.

@@ -32,6 +32,7 @@ use url::Url;
 
 use sieve_storage::Storage;
 
+use crate::node_filters::NodeFilters;
 use crate::placement::Placement;
 use crate::scan_codec::ScanCodec;
 use crate::scan_exec::{ScanRequest, Shares, SieveScanExec};
@@ -45,6 +46,7 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
 pub struct Cluster {
     workers: Vec<(Url, SocketAddr)>,
     live: Vec<AtomicBool>,
+    node_filters: Arc<NodeFilters>,
 }
 
 impl Cluster {
@@ -74,7 +76,11 @@ impl Cluster {
             workers.push((url, addr));
         }
         let live = workers.iter().map(|_| AtomicBool::new(false)).collect();
-        let cluster = Arc::new(Self { workers, live });
+        let cluster = Arc::new(Self {
+            workers,
+            live,
+            node_filters: Arc::new(NodeFilters::new()),
+        });
         cluster.probe().await;
         let weak = Arc::downgrade(&cluster);
         tokio::spawn(async move {
@@ -131,6 +137,10 @@ impl Cluster {
         Ok(Placement::new(live.iter().map(Url::to_string).collect()))
     }
 
+    pub fn node_filters(&self) -> &Arc<NodeFilters> {
+        &self.node_filters
+    }
+
     /// What the distributed planner asks: the live workers, shared with this cluster.
     pub fn resolver(self: &Arc<Self>) -> LiveWorkers {
         LiveWorkers(self.clone())
@@ -169,8 +179,13 @@ fn sharing(plan: &Arc<dyn ExecutionPlan>) -> Option<(&SieveScanExec, &Shares)> {
 }
 
 /// One task per worker the scan asks, and never fewer than two (see the module's doc).
+/// A scan no worker can answer (node filters ruled every one out) is left alone: one task, run
+/// by the coordinator, reading nothing.
 fn desired_tasks(ev: DesiredTaskCountEvent) -> Option<Result<DesiredTaskCountEventResponse>> {
     let (_, shares) = sharing(ev.plan)?;
+    if shares.workers.is_empty() {
+        return None;
+    }
     Some(Ok(DesiredTaskCountEventResponse::desired(
         shares.workers.len().max(2),
     )))
@@ -194,8 +209,8 @@ fn split_scan(ev: ScaleUpLeafNodeEvent) -> Option<Result<ScaleUpLeafNodeEventRes
                 .collect();
             let request = ScanRequest {
                 shares: Some(Shares {
-                    placement: shares.placement.clone(),
                     workers: mine,
+                    ..shares.clone()
                 }),
                 ..scan.request().clone()
             };

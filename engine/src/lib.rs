@@ -19,6 +19,7 @@ mod mysql_functions;
 mod mysql_rewrites;
 mod mysql_show;
 mod mysql_types;
+mod node_filters;
 mod numbers;
 mod options;
 mod panic_guard;

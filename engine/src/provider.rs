@@ -22,6 +22,7 @@ use crate::cluster::Cluster;
 use crate::error::to_df;
 use crate::options::SieveOptions;
 use crate::progress::WriteProgress;
+use crate::pruning::{probes, pruning_predicate};
 use crate::scan_exec::{ScanRequest, Shares, SieveScanExec};
 use crate::sink::SieveSink;
 
@@ -69,14 +70,33 @@ impl TableProvider for SieveTable {
         let predicate = conjunction(filters.iter().cloned())
             .map(|e| state.create_physical_expr(e, &df_schema))
             .transpose()?;
-        // A distributed scan reads one snapshot on every worker, so it is pinned here, and its
-        // blocks are placed over the workers live now.
+        let pruning = sieve.is_none_or(|o| o.pruning);
+        // A distributed scan reads one snapshot on every worker, so it is pinned here; its
+        // blocks are placed over the workers live now, and node filters leave out the workers
+        // that cannot hold the keys of a point lookup.
         let (snapshot, shares) = match state.config().get_extension::<Cluster>() {
             Some(cluster) => {
                 let placement = Arc::new(cluster.placement()?);
                 let snapshot = self.table.snapshot().await.map_err(to_df)?;
-                let workers = (0..placement.workers().len()).collect();
-                (Some(snapshot.version), Some(Shares { placement, workers }))
+                let blocks = self.table.blocks(&snapshot).await.map_err(to_df)?;
+                let probes = predicate
+                    .as_ref()
+                    .filter(|_| pruning)
+                    .and_then(|p| pruning_predicate(&self.table, p))
+                    .map(|p| probes(&self.table, &p))
+                    .unwrap_or_default();
+                let asked = cluster.node_filters().workers_to_ask(
+                    &self.table,
+                    &blocks,
+                    &placement,
+                    &probes,
+                );
+                let shares = Shares {
+                    placement,
+                    workers: asked.workers,
+                    skipped_by_node_filter: asked.skipped,
+                };
+                (Some(snapshot.version), Some(shares))
             }
             None => (None, None),
         };
@@ -85,7 +105,7 @@ impl TableProvider for SieveTable {
             projection: projection.cloned(),
             predicate,
             limit,
-            pruning: sieve.is_none_or(|o| o.pruning),
+            pruning,
             locator: sieve.is_none_or(|o| o.locator),
             full_scan_blocks: match sieve {
                 Some(o) if !o.allow_full_scan => Some(o.full_scan_blocks),

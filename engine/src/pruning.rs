@@ -15,8 +15,11 @@ use std::sync::Arc;
 use datafusion::arrow::array::{ArrayRef, BooleanArray};
 use datafusion::common::{Column, ScalarValue};
 use datafusion::error::Result;
+use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_expr::utils::{Guarantee, LiteralGuarantee};
-use datafusion::physical_optimizer::pruning::{PruningPredicate, PruningStatistics};
+use datafusion::physical_optimizer::pruning::{
+    PruningPredicate, PruningPredicateBuilder, PruningStatistics,
+};
 use futures::StreamExt;
 use sieve_index::{ColumnHashes, Location};
 use sieve_storage::{BlockList, Table};
@@ -207,6 +210,27 @@ async fn ask_locators(
 /// Locator groups asked at once for one query.
 const LOCATOR_CONCURRENCY: usize = 64;
 
+/// The predicate as DataFusion's pruning predicate over the table's columns; None if it cannot
+/// prune.
+pub fn pruning_predicate(
+    table: &Table,
+    predicate: &Arc<dyn PhysicalExpr>,
+) -> Option<Arc<PruningPredicate>> {
+    PruningPredicateBuilder::new()
+        .with_file_schema(table.def().schema.clone())
+        .build(predicate.clone())
+}
+
+/// Every `column IN (keys)` the predicate guarantees on an indexed column, as the keys' hashes:
+/// a row can match only if, for each, its column holds one of them.
+pub fn probes(table: &Table, predicate: &PruningPredicate) -> Vec<(String, Vec<u64>)> {
+    predicate
+        .literal_guarantees()
+        .iter()
+        .filter_map(|g| literal_hashes(table, g))
+        .collect()
+}
+
 /// Chooses the blocks to read among `owned` (all when None: a distributed scan's task reads only
 /// its workers' blocks, and counts only those).
 pub async fn prune_blocks(
@@ -232,11 +256,7 @@ pub async fn prune_blocks(
     let survivors: Vec<usize> = mine.iter().copied().filter(|&i| keep[i]).collect();
     outcome.pruned_by_minmax = mine.len() - survivors.len();
 
-    let probes: Vec<(String, Vec<u64>)> = predicate
-        .literal_guarantees()
-        .iter()
-        .filter_map(|g| literal_hashes(table, g))
-        .collect();
+    let probes = probes(table, predicate);
     outcome.point_lookup = !probes.is_empty();
     // One column at a time, each probing only the blocks the columns before it kept.
     let mut kept: Vec<(usize, Slices)> = survivors.into_iter().map(|b| (b, None)).collect();

@@ -113,6 +113,7 @@ impl PhysicalExtensionCodec for ScanCodec {
         let shares = (!message.workers.is_empty()).then(|| Shares {
             placement: Arc::new(Placement::new(message.workers)),
             workers: message.shares.iter().map(|&i| i as usize).collect(),
+            skipped_by_node_filter: 0,
         });
         if let Some(s) = &shares
             && s.workers.iter().any(|&i| i >= s.placement.workers().len())

@@ -24,7 +24,6 @@ use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::parquet::arrow::arrow_reader::RowSelection;
 use datafusion::physical_expr::utils::collect_columns;
 use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
-use datafusion::physical_optimizer::pruning::PruningPredicateBuilder;
 use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
 use datafusion::physical_plan::metrics::{
     ExecutionPlanMetricsSet, MetricBuilder, MetricValue, MetricsSet, Time,
@@ -41,7 +40,7 @@ use tokio::sync::OnceCell;
 
 use crate::error::to_df;
 use crate::placement::Placement;
-use crate::pruning::{PruneOutcome, prune_blocks};
+use crate::pruning::{PruneOutcome, prune_blocks, pruning_predicate};
 use crate::storage_url::object_store_url;
 use crate::verified_reader::VerifiedReaderFactory;
 
@@ -90,6 +89,8 @@ pub struct Shares {
     pub placement: Arc<Placement>,
     /// Indices into the placement's workers.
     pub workers: Vec<usize>,
+    /// On the coordinator: workers owning blocks of the table that node filters left out.
+    pub skipped_by_node_filter: usize,
 }
 
 impl Shares {
@@ -161,6 +162,19 @@ impl SieveScanExec {
     ) -> Result<Opened> {
         let table = &request.table;
         let schema = table.def().schema.clone();
+        if request
+            .shares
+            .as_ref()
+            .is_some_and(|s| s.workers.is_empty())
+        {
+            // No worker can hold a row (node filters): nothing to read, not even the snapshot.
+            return Ok(Opened {
+                outcome: PruneOutcome::default(),
+                rows_in_blocks_read: 0,
+                bytes_in_blocks_read: 0,
+                input: None,
+            });
+        }
         let started = Instant::now();
         let snapshot = match request.snapshot {
             Some(version) => table.snapshot_at(version).await,
@@ -174,11 +188,7 @@ impl SieveScanExec {
             .predicate
             .as_ref()
             .filter(|_| request.pruning)
-            .and_then(|p| {
-                PruningPredicateBuilder::new()
-                    .with_file_schema(schema.clone())
-                    .build(p.clone())
-            });
+            .and_then(|p| pruning_predicate(table, p));
         let outcome = prune_blocks(
             table,
             &blocks,
@@ -331,6 +341,19 @@ impl DisplayAs for SieveScanExec {
         }
         if !self.request.pruning {
             write!(f, ", pruning=off")?;
+        }
+        if let Some(shares) = &self.request.shares {
+            let names: Vec<&str> = shares
+                .workers
+                .iter()
+                .map(|&w| shares.placement.workers()[w].as_str())
+                .collect();
+            write!(
+                f,
+                ", workers=[{}], workers_skipped_by_node_filter={}",
+                names.join(" "),
+                shares.skipped_by_node_filter
+            )?;
         }
         if let Some(opened) = self.opened() {
             let o = &opened.outcome;

@@ -153,19 +153,19 @@ pub struct LocatorHeader {
     pub len: usize,
 }
 
-fn fingerprint(hash: u64, bits: u8) -> u64 {
+pub(crate) fn fingerprint(hash: u64, bits: u8) -> u64 {
     // Independent of the shard (the hash's top bits) and of the window (mixed with the seed).
     let mixed = (hash ^ 0x243f_6a88_85a3_08d3).wrapping_mul(0x9e37_79b9_7f4a_7c15);
     (mixed ^ (mixed >> 29)) >> (64 - u32::from(bits))
 }
 
-fn shard_of(hash: u64, shards: usize) -> usize {
+pub(crate) fn shard_of(hash: u64, shards: usize) -> usize {
     ((u128::from(hash) * shards as u128) >> 64) as usize
 }
 
 /// A hash's key within its shard: the part of `hash · shards` below the shard, which ascends
 /// with the hash across the shard and is distinct for distinct hashes.
-fn in_shard(hash: u64, shards: usize) -> u64 {
+pub(crate) fn in_shard(hash: u64, shards: usize) -> u64 {
     hash.wrapping_mul(shards as u64)
 }
 
@@ -428,6 +428,26 @@ impl LocatorHeader {
         let first = shard.first_page + (window.start / PAGE_DATA) as u64;
         let last = shard.first_page + ((window.end - 1) / PAGE_DATA) as u64;
         (shard, key, first..last + 1)
+    }
+
+    /// A shard's packed rows from the whole file, every page checked.
+    pub(crate) fn shard_rows(&self, shard: &Shard, file: &[u8]) -> Result<Vec<u8>, IndexError> {
+        let len = shard.geometry.byte_len();
+        let pages = shard.first_page..shard.first_page + len.div_ceil(PAGE_DATA) as u64;
+        let start = self.len + pages.start as usize * PAGE;
+        let bytes = file
+            .get(start..start + (pages.end - pages.start) as usize * PAGE)
+            .ok_or_else(|| corrupt("file shorter than its header says"))?;
+        let mut rows = Vec::with_capacity(len + PAGE_DATA);
+        for (page, number) in bytes.chunks(PAGE).zip(pages) {
+            let (body, sum) = page.split_at(PAGE_DATA);
+            if xxh3_64_with_seed(body, number).to_le_bytes() != sum {
+                return Err(corrupt(format!("page {number} checksum mismatch")));
+            }
+            rows.extend_from_slice(body);
+        }
+        rows.truncate(len);
+        Ok(rows)
     }
 
     /// Where `hash` may be, from `bytes`, the file's [`Self::lookup_range`] for it; fails if a

@@ -200,6 +200,29 @@ impl Retrieval {
         &self.cells
     }
 
+    /// The same function keeping only the top `bits` bits of each value. Every value is the XOR
+    /// of some rows, bit by bit, so each row's top bits alone make the function of the values'
+    /// top bits: a node filter keeps a locator's fingerprints this way and drops its slots.
+    pub fn high_bits(&self, bits: u8) -> Self {
+        let bits = bits.clamp(1, self.geometry.width);
+        let (width, shift) = (usize::from(self.geometry.width), self.geometry.width - bits);
+        let geometry = Geometry {
+            width: bits,
+            ..self.geometry
+        };
+        let mut cells = vec![0u8; geometry.byte_len()];
+        for row in 0..self.geometry.rows as usize {
+            let value = read_bits(&self.cells, row * width, width) >> shift;
+            write_bits(
+                &mut cells,
+                row * usize::from(bits),
+                usize::from(bits),
+                value,
+            );
+        }
+        Self { geometry, cells }
+    }
+
     /// The value built in for `hash`, or an arbitrary one if it was not.
     pub fn get(&self, hash: u64) -> u64 {
         get_in(&self.geometry, &self.cells, 0, hash)
@@ -325,6 +348,26 @@ mod tests {
                     let window = r.geometry().window(h);
                     let bytes = &r.cells()[window.clone()];
                     assert_eq!(get_in(r.geometry(), bytes, window.start, h), v);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_top_bits_of_every_row_retrieve_the_top_bits_of_every_value() {
+        let mut scratch = Scratch::default();
+        for (n, width) in [(1, 1), (1000, 13), (10_000, 64), (5000, 27)] {
+            let entries = entries(n, width, 0xf00d);
+            let r = Retrieval::build(&entries, width, &mut scratch).unwrap();
+            for bits in [1, width / 2, width] {
+                let top = r.high_bits(bits.max(1));
+                assert_eq!(top.geometry().width, bits.max(1));
+                for &(h, v) in &entries {
+                    assert_eq!(
+                        top.get(h),
+                        v >> (width - bits.max(1)),
+                        "n={n} width={width}"
+                    );
                 }
             }
         }

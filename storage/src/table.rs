@@ -11,7 +11,8 @@ use futures::{StreamExt, TryStreamExt};
 use object_store::ObjectStoreExt;
 use object_store::path::Path;
 use sieve_index::{
-    ColumnLocator, IndexError, Location, LocatorHeader, SidecarColumn, SidecarEntry, SidecarHeader,
+    ColumnLocator, IndexError, KeyFilter, Location, LocatorHeader, SidecarColumn, SidecarEntry,
+    SidecarHeader,
 };
 
 use crate::error::{Result, StorageError};
@@ -198,6 +199,15 @@ impl Table {
             fetch.entries[slot] = entry;
         }
         fetch
+    }
+
+    /// A locator group's [`KeyFilter`]: its whole locator file read once and reduced to the
+    /// keys' fingerprints. An error (a missing or damaged file) means "the group may hold any key".
+    pub async fn key_filter(&self, group: &str, header: &LocatorHeader) -> Result<KeyFilter> {
+        let path = self.locator_path(group);
+        let file = self.storage.store().get(&path).await?.bytes().await?;
+        KeyFilter::from_locator(header, &file)
+            .map_err(|e| StorageError::Damaged(path.to_string(), e.to_string()))
     }
 
     /// Where each of `hashes` may be in `column` of a locator group: one ranged read of at most
