@@ -32,6 +32,9 @@ pub async fn run(location: &Location, args: WorkerArgs, config: &ConfigFile) -> 
         .map_err(|e| format!("cannot listen on {address}: {e}"))?;
     let bound = listener.local_addr().map_err(|e| e.to_string())?;
     log::info!("worker listening on http://{bound}, storage {url}");
+    if !bound.ip().is_loopback() {
+        log::warn!("workers do not authenticate coordinators: keep {bound} on a private network");
+    }
     Server::builder()
         .add_service(worker.into_worker_server())
         .serve_with_incoming_shutdown(TcpIncoming::from(listener), shutdown_signal())

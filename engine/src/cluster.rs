@@ -13,7 +13,6 @@
 //! [`PROBE_INTERVAL`]); a query is planned over the live ones, so after a worker dies the next
 //! query routes around it, and a worker that comes back takes its share back.
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -44,7 +43,9 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
 /// The workers a coordinator was given, and which of them answer.
 #[derive(Debug)]
 pub struct Cluster {
-    workers: Vec<(Url, SocketAddr)>,
+    /// Each worker's URL, and the `host:port` probed (resolved on every probe: a restarted
+    /// container may come back on another address).
+    workers: Vec<(Url, String)>,
     live: Vec<AtomicBool>,
     node_filters: Arc<NodeFilters>,
 }
@@ -60,8 +61,8 @@ impl Cluster {
         for text in urls {
             let url = Url::parse(text.trim())
                 .map_err(|e| DataFusionError::Configuration(format!("worker URL {text:?}: {e}")))?;
-            let addr = match url.socket_addrs(|| None) {
-                Ok(addrs) if url.scheme() == "http" && !addrs.is_empty() => addrs[0],
+            let addr = match (url.scheme(), url.host_str(), url.port()) {
+                ("http", Some(host), Some(port)) => format!("{host}:{port}"),
                 _ => {
                     return Err(DataFusionError::Configuration(format!(
                         "worker URL {text:?}: expected http://host:port"
@@ -98,7 +99,8 @@ impl Cluster {
     async fn probe(&self) {
         let tries = self.workers.iter().map(|(_, addr)| async move {
             matches!(
-                tokio::time::timeout(PROBE_TIMEOUT, tokio::net::TcpStream::connect(addr)).await,
+                tokio::time::timeout(PROBE_TIMEOUT, tokio::net::TcpStream::connect(addr.as_str()))
+                    .await,
                 Ok(Ok(_))
             )
         });
@@ -144,6 +146,34 @@ impl Cluster {
     /// What the distributed planner asks: the live workers, shared with this cluster.
     pub fn resolver(self: &Arc<Self>) -> LiveWorkers {
         LiveWorkers(self.clone())
+    }
+}
+
+/// A query lost a worker (it died, or its connection broke) while running on it.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "a worker failed during the query ({0}); the query was not retried. Workers are probed every \
+     {PROBE_INTERVAL:?} and the next query runs on the live ones"
+)]
+pub struct WorkerFailed(String);
+
+impl Cluster {
+    /// `error` as [`WorkerFailed`] if it is a worker's transport failing (gRPC status or
+    /// connection error), which also probes the workers at once; else `error` unchanged.
+    pub fn explain_failure(self: &Arc<Self>, error: DataFusionError) -> DataFusionError {
+        let root = error.find_root();
+        let transport = match root {
+            DataFusionError::External(e) => e.is::<tonic::Status>(),
+            other => other
+                .to_string()
+                .contains("Error connecting to Distributed DataFusion worker"),
+        };
+        if !transport {
+            return error;
+        }
+        let cluster = self.clone();
+        tokio::spawn(async move { cluster.probe().await });
+        DataFusionError::External(Box::new(WorkerFailed(root.to_string())))
     }
 }
 

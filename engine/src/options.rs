@@ -11,6 +11,9 @@ extensions_options! {
         /// With pruning on, ask the tables' locators where a key is before their sidecars;
         /// off, probe every block's sidecar (the locator's differential baseline).
         pub locator: bool, default = true
+        /// With pruning on and workers, send a point lookup only to the workers whose node
+        /// filters may hold its keys; off, to every worker owning blocks (the baseline).
+        pub node_filters: bool, default = true
         /// Stop a query after this many milliseconds, as MySQL's `max_execution_time`; 0 never.
         pub max_execution_time: u64, default = 0
         /// Run filtered queries that narrow no block of a table over `full_scan_blocks` blocks

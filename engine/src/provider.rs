@@ -81,7 +81,7 @@ impl TableProvider for SieveTable {
                 let blocks = self.table.blocks(&snapshot).await.map_err(to_df)?;
                 let probes = predicate
                     .as_ref()
-                    .filter(|_| pruning)
+                    .filter(|_| pruning && sieve.is_none_or(|o| o.node_filters))
                     .and_then(|p| pruning_predicate(&self.table, p))
                     .map(|p| probes(&self.table, &p))
                     .unwrap_or_default();

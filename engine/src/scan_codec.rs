@@ -186,3 +186,95 @@ impl PhysicalExtensionCodec for ScanCodec {
         message.encode(buf).map_err(wire_error)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use datafusion::arrow::datatypes::{DataType, Field, Schema};
+    use datafusion::physical_expr::expressions::{col, lit};
+    use datafusion::physical_plan::displayable;
+    use datafusion_proto::physical_plan::DefaultPhysicalProtoConverter;
+    use sieve_storage::TableOptions;
+
+    use super::*;
+
+    fn scan(storage: &Storage) -> SieveScanExec {
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("c1", DataType::Int64, false),
+            Field::new("c2", DataType::Utf8, true),
+        ]));
+        let mut options = TableOptions::defaults_for(&schema);
+        options.index_columns = vec!["c2".into()];
+        let def = TableDef::new("db", "t", schema.clone(), options).unwrap();
+        let predicate = datafusion::physical_expr::expressions::binary(
+            col("c2", &schema).unwrap(),
+            datafusion::logical_expr::Operator::Eq,
+            lit("key"),
+            &schema,
+        )
+        .unwrap();
+        SieveScanExec::new(ScanRequest {
+            table: Table::new(storage.clone(), def),
+            projection: Some(vec![1]),
+            predicate: Some(predicate),
+            limit: Some(10),
+            pruning: true,
+            locator: false,
+            full_scan_blocks: Some(10),
+            partitions: 3,
+            snapshot: Some(42),
+            shares: Some(Shares {
+                placement: Arc::new(Placement::new(vec![
+                    "http://a:1/".into(),
+                    "http://b:2/".into(),
+                ])),
+                workers: vec![1],
+                skipped_by_node_filter: 0,
+            }),
+        })
+        .unwrap()
+    }
+
+    fn encode(codec: &ScanCodec, node: Arc<dyn ExecutionPlan>) -> Vec<u8> {
+        let mut buf = Vec::new();
+        codec
+            .try_encode(node, &mut buf, &DefaultPhysicalProtoConverter {})
+            .unwrap();
+        buf
+    }
+
+    #[test]
+    fn a_scan_arrives_as_it_was_sent_and_only_over_its_own_storage() {
+        let storage = Storage::open("memory://").unwrap();
+        let codec = ScanCodec::new(storage.clone());
+        let sent: Arc<dyn ExecutionPlan> = Arc::new(scan(&storage));
+        let bytes = encode(&codec, sent.clone());
+        let ctx = TaskContext::default();
+        let converter = DefaultPhysicalProtoConverter {};
+        let received = codec.try_decode(&bytes, &[], &ctx, &converter).unwrap();
+        let show = |p: &Arc<dyn ExecutionPlan>| displayable(p.as_ref()).one_line().to_string();
+        assert_eq!(show(&received), show(&sent));
+        let r = received.downcast_ref::<SieveScanExec>().unwrap().request();
+        assert_eq!(
+            (
+                r.projection.clone(),
+                r.limit,
+                r.pruning,
+                r.locator,
+                r.snapshot,
+                r.partitions
+            ),
+            (Some(vec![1]), Some(10), true, false, Some(42), 3)
+        );
+        assert_eq!(r.shares.as_ref().unwrap().workers, vec![1]);
+
+        // A worker over another storage refuses it, and so does one of another wire version.
+        let elsewhere = ScanCodec::new(Storage::open("memory://other").unwrap());
+        let refused = elsewhere.try_decode(&bytes, &[], &ctx, &converter);
+        assert!(refused.unwrap_err().to_string().contains("--storage"));
+        let mut message = ScanMessage::decode(bytes.as_slice()).unwrap();
+        message.version += 1;
+        let newer = codec.try_decode(&message.encode_to_vec(), &[], &ctx, &converter);
+        assert!(newer.unwrap_err().to_string().contains("wire version"));
+        assert!(codec.try_decode(&[0xff; 7], &[], &ctx, &converter).is_err());
+    }
+}

@@ -18,6 +18,7 @@ use datafusion::logical_expr::var_provider::VarType;
 use datafusion::logical_expr::{DdlStatement, LogicalPlan};
 use datafusion::optimizer::Analyzer;
 use datafusion::physical_plan::ExecutionPlan;
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::prelude::SessionConfig;
 use datafusion::sql::parser::{DFParser, Statement as DFStatement};
 use datafusion::sql::sqlparser::ast::{
@@ -173,6 +174,8 @@ pub struct Session {
     server: std::sync::Mutex<(ServerLimits, Client)>,
     user_variables: Arc<UserVariables>,
     row_count: Arc<RowCount>,
+    /// The workers scans run on, whose failures a query's error explains.
+    cluster: Option<Arc<Cluster>>,
 }
 
 fn object_parts(name: &ObjectName) -> Vec<String> {
@@ -244,6 +247,7 @@ impl Session {
             server: Default::default(),
             user_variables,
             row_count,
+            cluster,
         })
     }
 
@@ -753,6 +757,10 @@ impl Session {
             None => planned.await?,
         };
         let mut rows = rows_on(&executor, physical.clone(), self.ctx.task_ctx());
+        if let Some(cluster) = self.cluster.clone() {
+            let failures = rows.map(move |r| r.map_err(|e| cluster.explain_failure(e)));
+            rows = Box::pin(RecordBatchStreamAdapter::new(schema.clone(), failures));
+        }
         if let Some(limit) = limit {
             rows = DeadlineStream::wrap(rows, started, limit);
         }
