@@ -32,6 +32,15 @@ enum Loaded {
     Failed(Instant),
 }
 
+impl Loaded {
+    fn bytes(&self) -> usize {
+        match self {
+            Loaded::Ready(f) => f.bytes(),
+            _ => 0,
+        }
+    }
+}
+
 /// Every group's key filter a coordinator has loaded, by table id and group name.
 pub struct NodeFilters {
     groups: Mutex<HashMap<(String, String), Loaded>>,
@@ -124,7 +133,10 @@ impl NodeFilters {
         tokio::spawn(async move {
             let _permit = this.loads.clone().acquire_owned().await;
             let loaded = match table.key_filter(&key.1, &header).await {
-                Ok(filter) => Loaded::Ready(Arc::new(filter)),
+                Ok(filter) => {
+                    log::debug!("node filter of locator {}: {} bytes", key.1, filter.bytes());
+                    Loaded::Ready(Arc::new(filter))
+                }
                 Err(e) => {
                     log::warn!(
                         "node filter of locator {} not loaded, its owner is always asked: {e}",
@@ -133,24 +145,16 @@ impl NodeFilters {
                     Loaded::Failed(Instant::now())
                 }
             };
-            this.groups
-                .lock()
-                .expect("node filters lock")
-                .insert(key, loaded);
+            let mut groups = this.groups.lock().expect("node filters lock");
+            groups.insert(key, loaded);
+            if !groups.values().any(|l| matches!(l, Loaded::Loading)) {
+                let bytes: usize = groups.values().map(Loaded::bytes).sum();
+                log::info!(
+                    "node filters loaded: {} groups, {bytes} bytes",
+                    groups.len()
+                );
+            }
         });
         None
-    }
-
-    /// Bytes of the filters in memory.
-    pub fn bytes(&self) -> usize {
-        self.groups
-            .lock()
-            .expect("node filters lock")
-            .values()
-            .map(|l| match l {
-                Loaded::Ready(f) => f.bytes(),
-                _ => 0,
-            })
-            .sum()
     }
 }
