@@ -96,7 +96,8 @@ impl Cluster {
         Ok(cluster)
     }
 
-    async fn probe(&self) {
+    /// Tries every worker's port now, marking each live or not.
+    pub(crate) async fn probe(&self) {
         let tries = self.workers.iter().map(|(_, addr)| async move {
             matches!(
                 tokio::time::timeout(PROBE_TIMEOUT, tokio::net::TcpStream::connect(addr.as_str()))
@@ -152,28 +153,40 @@ impl Cluster {
 /// A query lost a worker (it died, or its connection broke) while running on it.
 #[derive(Debug, thiserror::Error)]
 #[error(
-    "a worker failed during the query ({0}); the query was not retried. Workers are probed every \
-     {PROBE_INTERVAL:?} and the next query runs on the live ones"
+    "a worker failed during the query ({0}); workers are probed every {PROBE_INTERVAL:?} and \
+     the next query runs on the live ones"
 )]
 pub struct WorkerFailed(String);
+
+impl WorkerFailed {
+    pub fn is(error: &DataFusionError) -> bool {
+        matches!(error.find_root(), DataFusionError::External(e) if e.is::<WorkerFailed>())
+    }
+}
 
 impl Cluster {
     /// `error` as [`WorkerFailed`] if it is a worker's transport failing (gRPC status or
     /// connection error), which also probes the workers at once; else `error` unchanged.
     pub fn explain_failure(self: &Arc<Self>, error: DataFusionError) -> DataFusionError {
-        let root = error.find_root();
-        let transport = match root {
-            DataFusionError::External(e) => e.is::<tonic::Status>(),
-            other => other
-                .to_string()
-                .contains("Error connecting to Distributed DataFusion worker"),
-        };
+        // The gRPC status may sit under DataFusion, Arrow or Flight errors, so the whole chain
+        // is walked; and a failure one worker met reaching another (a shuffle) arrives as text
+        // (datafusion-distributed sends errors between processes as messages), so a status is
+        // also recognised by how tonic prints one.
+        let mut transport = false;
+        let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(&error);
+        while let Some(e) = cause {
+            let text = e.to_string();
+            transport |= e.is::<tonic::Status>()
+                || text.starts_with("code: '")
+                || text.contains("Error connecting to Distributed DataFusion worker");
+            cause = e.source();
+        }
         if !transport {
             return error;
         }
         let cluster = self.clone();
         tokio::spawn(async move { cluster.probe().await });
-        DataFusionError::External(Box::new(WorkerFailed(root.to_string())))
+        DataFusionError::External(Box::new(WorkerFailed(error.find_root().to_string())))
     }
 }
 

@@ -35,7 +35,7 @@ use tokio::time::Instant;
 
 use crate::catalog::{CATALOG_NAME, SieveCatalog};
 use crate::checked_arithmetic::CheckedArithmetic;
-use crate::cluster::Cluster;
+use crate::cluster::{Cluster, WorkerFailed};
 use crate::deadline::{DeadlineStream, QueryTimeout};
 use crate::describe::columns_of;
 use crate::error::to_df;
@@ -748,22 +748,50 @@ impl Session {
                 })
             })
             .collect();
+        let read_only = !matches!(
+            plan,
+            LogicalPlan::Dml(_) | LogicalPlan::Ddl(_) | LogicalPlan::Statement(_)
+        );
         let executor = self.executor.clone().unwrap_or_else(Handle::current);
-        let planned = run_on(&executor, plan_physical(self.ctx.clone(), plan));
-        let physical = match limit {
-            Some(limit) => tokio::time::timeout(limit, planned)
-                .await
-                .map_err(|_| QueryTimeout::error(limit))??,
-            None => planned.await?,
+        // A read through workers that loses one before its first row is planned again, once,
+        // over the workers still live (rendezvous hands the lost worker's blocks to the others).
+        let mut retries = usize::from(read_only && self.cluster.is_some());
+        let (physical, mut rows) = loop {
+            let planned = run_on(&executor, plan_physical(self.ctx.clone(), plan.clone()));
+            let physical = match limit {
+                Some(limit) => tokio::time::timeout(limit, planned)
+                    .await
+                    .map_err(|_| QueryTimeout::error(limit))??,
+                None => planned.await?,
+            };
+            let mut rows = rows_on(&executor, physical.clone(), self.ctx.task_ctx());
+            if let Some(cluster) = self.cluster.clone() {
+                let failures = rows.map(move |r| r.map_err(|e| cluster.explain_failure(e)));
+                rows = Box::pin(RecordBatchStreamAdapter::new(schema.clone(), failures));
+            }
+            if let Some(limit) = limit {
+                rows = DeadlineStream::wrap(rows, started, limit);
+            }
+            if let Some(cluster) = &self.cluster
+                && read_only
+            {
+                match rows.next().await {
+                    Some(Err(e)) if retries > 0 && WorkerFailed::is(&e) => {
+                        retries -= 1;
+                        log::warn!("{e}: planning the query again");
+                        // A worker being killed may still accept connections for a moment.
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                        cluster.probe().await;
+                        continue;
+                    }
+                    first => {
+                        let rest = futures::stream::iter(first).chain(rows);
+                        rows = Box::pin(RecordBatchStreamAdapter::new(schema.clone(), rest));
+                    }
+                }
+            }
+            break (physical, rows);
         };
-        let mut rows = rows_on(&executor, physical.clone(), self.ctx.task_ctx());
-        if let Some(cluster) = self.cluster.clone() {
-            let failures = rows.map(move |r| r.map_err(|e| cluster.explain_failure(e)));
-            rows = Box::pin(RecordBatchStreamAdapter::new(schema.clone(), failures));
-        }
-        if let Some(limit) = limit {
-            rows = DeadlineStream::wrap(rows, started, limit);
-        }
         if is_dml {
             let mut count = 0;
             while let Some(batch) = rows.next().await {

@@ -115,11 +115,13 @@ async fn locator_agrees(location: &str, seed: u64) {
         "{:?}",
         located.stats
     );
-    // Less, not much less, at this size: reads are widened to the blocks' 64 KiB checksum
-    // strides. Compared warm, so that the footers and page indexes, read either way, are not
-    // counted by whichever query happened to read them first.
+    // Never more; at this size usually 8-20% less, and sometimes the same: reads are widened
+    // to the blocks' 64 KiB checksum strides, which can cover the whole column chunk at this
+    // block size whatever slice is asked (the rows are random, so it varies from run to run:
+    // a strict "less" failed 2 of 8 runs). Compared warm, so that the footers and page indexes,
+    // read either way, are not counted by whichever query happened to read them first.
     let (located, by_sidecars) = (run(&s.located, sql).await, run(&s.sidecars, sql).await);
-    if located.stats.bytes_read >= by_sidecars.stats.bytes_read {
+    if located.stats.bytes_read > by_sidecars.stats.bytes_read {
         // Say why: the scan node's metrics (locators probed, unreadable, pages read).
         let plan = run(&s.located, &format!("explain analyze {sql}")).await;
         panic!(
