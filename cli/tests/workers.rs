@@ -201,6 +201,33 @@ fn three_workers_answer_as_one_process_and_survive_losing_one() {
     std::thread::sleep(Duration::from_secs(2));
     assert_answers_match(&coordinator, &local, &present);
 
+    // A worker killed while queries run: every answer is whole, or the query fails saying a
+    // worker failed; none is short.
+    let heavy = "select c3, count(*), sum(c1) from t group by c3 order by c3";
+    let expected = answer(&local, heavy);
+    let outcomes = std::thread::scope(|scope| {
+        let queries = scope.spawn(|| {
+            (0..20)
+                .map(|_| coordinator.mysql(&["-e", heavy]))
+                .collect::<Vec<_>>()
+        });
+        std::thread::sleep(Duration::from_millis(300));
+        workers[2].kill();
+        queries.join().unwrap()
+    });
+    for out in outcomes {
+        if out.status.success() {
+            assert_eq!(stdout(&out), expected);
+        } else {
+            assert!(
+                stderr(&out).contains("a worker failed during the query"),
+                "{}",
+                stderr(&out)
+            );
+        }
+    }
+    assert_eq!(answer(&coordinator, heavy), expected);
+
     // An append is seen by the next query through the workers.
     let out = sql(&storage, "insert into t values (100000, 'appended', 1)");
     assert!(out.status.success(), "{}", stderr(&out));
