@@ -166,6 +166,11 @@ static CHECKED: LazyLock<Arc<ScalarUDF>> = LazyLock::new(|| {
     }))
 });
 
+/// The function the rewritten plans call, for a worker decoding them (it finds functions by name).
+pub(crate) fn checked_udf() -> Arc<ScalarUDF> {
+    CHECKED.clone()
+}
+
 #[derive(Debug, PartialEq, Eq, Hash)]
 struct Checked {
     signature: Signature,

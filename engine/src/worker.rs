@@ -27,12 +27,15 @@ pub fn worker(storage: Storage, limits: MemoryLimits) -> Result<Worker> {
         let codec = codec.clone();
         async move {
             let mut builder = ctx.builder.with_distributed_user_codec(codec);
-            // A pushed-down filter may call the MySQL functions the coordinator's session has.
-            builder.scalar_functions().get_or_insert_default().extend(
+            // A plan fragment may call the functions Sieve adds: the MySQL ones, and the checked
+            // arithmetic its rewrites put in place of `+ - *` on integers.
+            let functions = builder.scalar_functions().get_or_insert_default();
+            functions.extend(
                 crate::mysql_functions::functions()
                     .into_iter()
                     .map(Arc::new),
             );
+            functions.push(crate::checked_arithmetic::checked_udf());
             Ok(builder.build())
         }
     });
