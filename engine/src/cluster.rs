@@ -11,7 +11,9 @@
 //!
 //! Which workers are live is probed in the background (a TCP connect every
 //! [`PROBE_INTERVAL`]); a query is planned over the live ones, so after a worker dies the next
-//! query routes around it, and a worker that comes back takes its share back.
+//! query routes around it, and a worker that comes back takes its share back. A read that loses
+//! a worker before its first row is planned again at once (the session does that); any other
+//! loss is a [`WorkerFailed`] error.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
