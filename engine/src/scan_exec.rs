@@ -176,12 +176,14 @@ impl SieveScanExec {
             });
         }
         let started = Instant::now();
-        let snapshot = match request.snapshot {
-            Some(version) => table.snapshot_at(version).await,
-            None => table.snapshot().await,
+        let blocks = match request.snapshot {
+            Some(version) => table.blocks_at(version).await,
+            None => match table.snapshot().await {
+                Ok(snapshot) => table.blocks(&snapshot).await,
+                Err(e) => Err(e),
+            },
         }
         .map_err(to_df)?;
-        let blocks = table.blocks(&snapshot).await.map_err(to_df)?;
         let owned = request.shares.as_ref().map(|s| s.owned(&blocks));
         let resolved = Instant::now();
         let pruning = request

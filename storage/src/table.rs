@@ -85,9 +85,16 @@ impl Table {
         snapshot::latest(&self.storage, &self.dir()).await
     }
 
-    /// A committed version, as a distributed query's workers read the one its coordinator saw.
-    pub async fn snapshot_at(&self, version: u64) -> Result<Snapshot> {
-        snapshot::read(&self.storage, &self.dir(), version).await
+    /// Every block of a committed version, as a distributed query's workers read the one its
+    /// coordinator saw: from the cache without any request when this process has listed that
+    /// version before (versions never change), else its snapshot is read first.
+    pub async fn blocks_at(&self, version: u64) -> Result<Arc<BlockList>> {
+        let key = (self.def.id.clone(), version);
+        if let Some(found) = self.storage.caches().block_lists.get(&key) {
+            return Ok(found);
+        }
+        let snapshot = snapshot::read(&self.storage, &self.dir(), version).await?;
+        self.blocks(&snapshot).await
     }
 
     /// Every block of a snapshot. Segments are decoded once and cached, and so is the list built
