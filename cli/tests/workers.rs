@@ -267,4 +267,20 @@ fn three_workers_answer_as_one_process_and_survive_losing_one() {
         answer(&coordinator, "select c1 from t where c2 = 'appended'"),
         "100000\n"
     );
+
+    // A DELETE through the coordinator (affected rows as the mysql client reports them) is
+    // seen through the workers, and every answer still matches one process's.
+    let doomed = "c3 = 17 or c1 = 100000";
+    let before = answer(&local, &format!("select count(*) from t where {doomed}"));
+    let out = coordinator.mysql(&["-vv", "-e", &format!("delete from t where {doomed}")]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let affected = format!("Query OK, {} rows affected", before.trim());
+    assert!(stdout(&out).contains(&affected), "{}", stdout(&out));
+    let after = answer(&local, &format!("select count(*) from t where {doomed}"));
+    assert_eq!(after, "0\n");
+    assert_eq!(
+        answer(&coordinator, "select c1 from t where c2 = 'appended'"),
+        ""
+    );
+    assert_answers_match(&coordinator, &local, &present);
 }

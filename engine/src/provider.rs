@@ -19,6 +19,7 @@ use datafusion::physical_plan::ExecutionPlan;
 use sieve_storage::{Catalog, Table};
 
 use crate::cluster::Cluster;
+use crate::delete::{DeleteExec, DeleteRequest};
 use crate::error::to_df;
 use crate::options::SieveOptions;
 use crate::progress::WriteProgress;
@@ -129,5 +130,44 @@ impl TableProvider for SieveTable {
         let progress = state.config().get_extension::<WriteProgress>();
         let sink = SieveSink::new(self.catalog.clone(), self.table.clone(), progress);
         Ok(Arc::new(DataSinkExec::new(input, Arc::new(sink), None)))
+    }
+
+    /// Plans the DELETE without reading anything: rows are chosen and deleted when it executes.
+    /// `filters` are the WHERE clause's conjuncts (none: every row); the session refuses a WHERE
+    /// clause with a subquery before it gets here ([`crate::statement_guard`]), since DataFusion
+    /// would leave the subquery out of them.
+    async fn delete_from(
+        &self,
+        state: &dyn Session,
+        filters: Vec<Expr>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        let sieve = state.config_options().extensions.get::<SieveOptions>();
+        let schema = self.schema();
+        let where_clause = conjunction(filters);
+        let mut projection: Vec<usize> = match &where_clause {
+            Some(e) => e
+                .column_refs()
+                .iter()
+                .map(|c| schema.index_of(&c.name))
+                .collect::<std::result::Result<_, _>>()?,
+            None => Vec::new(),
+        };
+        projection.sort_unstable();
+        let whole = DFSchema::try_from(schema.as_ref().clone())?;
+        let read = DFSchema::try_from(schema.project(&projection)?)?;
+        let physical = |schema: &DFSchema| {
+            where_clause
+                .clone()
+                .map(|e| state.create_physical_expr(e, schema))
+                .transpose()
+        };
+        Ok(Arc::new(DeleteExec::new(DeleteRequest {
+            table: self.table.clone(),
+            predicate: physical(&read)?,
+            projection,
+            pruning_predicate: physical(&whole)?,
+            pruning: sieve.is_none_or(|o| o.pruning),
+            locator: sieve.is_none_or(|o| o.locator),
+        })))
     }
 }

@@ -30,6 +30,8 @@ use crate::lossless_cast::lossless_cast;
 #[derive(Debug, Default, Clone)]
 pub struct PruneOutcome {
     pub total: usize,
+    /// Blocks every row of which was deleted: never read.
+    pub fully_deleted: usize,
     pub pruned_by_minmax: usize,
     pub pruned_by_filter: usize,
     /// Blocks the locators said hold none of the keys.
@@ -243,8 +245,14 @@ pub async fn prune_blocks(
     let mine: Vec<usize> = (0..blocks.len())
         .filter(|&i| owned.is_none_or(|o| o[i]))
         .collect();
+    let total = mine.len();
+    let mine: Vec<usize> = mine
+        .into_iter()
+        .filter(|&i| blocks.live_rows(i) > 0)
+        .collect();
     let mut outcome = PruneOutcome {
-        total: mine.len(),
+        total,
+        fully_deleted: total - mine.len(),
         ..Default::default()
     };
     let Some(predicate) = predicate else {

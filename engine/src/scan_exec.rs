@@ -39,6 +39,7 @@ use sieve_storage::{BlockList, Table};
 use tokio::sync::OnceCell;
 
 use crate::error::to_df;
+use crate::live_rows::live_ranges;
 use crate::placement::Placement;
 use crate::pruning::{PruneOutcome, prune_blocks, pruning_predicate};
 use crate::storage_url::object_store_url;
@@ -161,7 +162,6 @@ impl SieveScanExec {
         context: &TaskContext,
     ) -> Result<Opened> {
         let table = &request.table;
-        let schema = table.def().schema.clone();
         if request
             .shares
             .as_ref()
@@ -245,6 +245,7 @@ impl SieveScanExec {
                 .add(value as usize)
         };
         count("blocks_total", outcome.total as u64);
+        count("blocks_fully_deleted", outcome.fully_deleted as u64);
         count("blocks_pruned_by_minmax", outcome.pruned_by_minmax as u64);
         count("blocks_pruned_by_locator", outcome.pruned_by_locator as u64);
         count("blocks_pruned_by_filter", outcome.pruned_by_filter as u64);
@@ -259,60 +260,27 @@ impl SieveScanExec {
         count("rows_in_blocks_read", rows_in_blocks_read);
         count("bytes_in_blocks_read", bytes_in_blocks_read);
 
-        let input = if survivors.is_empty() {
+        let files: Vec<PartitionedFile> = survivors
+            .iter()
+            .zip(&outcome.slices)
+            .filter_map(|(&i, slices)| block_file(table, &blocks, i, slices.as_ref()))
+            .collect();
+        let input = if files.is_empty() {
             None
         } else {
-            let files: Vec<PartitionedFile> = survivors
-                .iter()
-                .zip(&outcome.slices)
-                .map(|(&i, slices)| {
-                    let path = table.block_path(blocks.block_id(i));
-                    let file = PartitionedFile::new(path.to_string(), blocks.data_bytes().value(i))
-                        .with_extension(blocks.checksums(i));
-                    match slices {
-                        Some(slices) => {
-                            file.with_extension(slice_selection(slices, blocks.rows().value(i)))
-                        }
-                        None => file,
-                    }
-                })
-                .collect();
             let per_group = files.len().div_ceil(request.partitions.max(1));
             let groups = files
                 .chunks(per_group)
                 .map(|c| FileGroup::new(c.to_vec()))
                 .collect();
-            // Parquet leaves NaN out of its statistics, so its own row-group and page pruning
-            // would drop NaN rows for `d = 'NaN'` or `d > 5`; Sieve's block bounds include NaN
-            // (see sieve_storage's nan_bounds), so a float predicate is left to them.
-            let on_floats = request.predicate.as_ref().is_some_and(|p| {
-                collect_columns(p)
-                    .iter()
-                    .any(|c| schema.field(c.index()).data_type().is_floating())
-            });
-            let mut options = TableParquetOptions::default();
-            options.global.pruning = !on_floats;
-            options.global.enable_page_index = !on_floats;
-            options.global.pushdown_filters = true;
-            let mut source = ParquetSource::new(schema.clone())
-                .with_table_parquet_options(options)
-                .with_parquet_file_reader_factory(Arc::new(VerifiedReaderFactory::new(
-                    table.storage().store().clone(),
-                    context
-                        .runtime_env()
-                        .cache_manager
-                        .get_file_metadata_cache(),
-                )));
-            if let Some(predicate) = &request.predicate {
-                source = source.with_predicate(predicate.clone());
-            }
-            let url = object_store_url(table.storage())?;
-            let config = FileScanConfigBuilder::new(url, Arc::new(source))
-                .with_file_groups(groups)
-                .with_projection_indices(request.projection.clone())?
-                .with_limit(request.limit)
-                .build();
-            Some(DataSourceExec::from_data_source(config) as Arc<dyn ExecutionPlan>)
+            Some(parquet_scan(
+                table,
+                groups,
+                request.projection.clone(),
+                request.predicate.as_ref(),
+                request.limit,
+                context,
+            )?)
         };
         Ok(Opened {
             outcome,
@@ -323,15 +291,70 @@ impl SieveScanExec {
     }
 }
 
-/// The rows of a block's slices, for the Parquet scan: with the page index it reads only the
-/// pages that hold them.
-fn slice_selection(slices: &BTreeSet<u32>, rows: u64) -> ParquetRowSelection {
-    let rows = rows as usize;
-    let ranges = slices.iter().map(|&s| {
-        let start = (s as usize * SLICE_ROWS as usize).min(rows);
-        start..(start + SLICE_ROWS as usize).min(rows)
+/// Block `i` as a file for the Parquet scan, asking for only its live rows of `slices` (all
+/// slices when None): with the page index the scan reads only the pages that hold them. None when
+/// no such row is left.
+pub fn block_file(
+    table: &Table,
+    blocks: &BlockList,
+    i: usize,
+    slices: Option<&BTreeSet<u32>>,
+) -> Option<PartitionedFile> {
+    let path = table.block_path(blocks.block_id(i));
+    let file = PartitionedFile::new(path.to_string(), blocks.data_bytes().value(i))
+        .with_extension(blocks.checksums(i));
+    let rows = blocks.rows().value(i) as usize;
+    let Some(ranges) = live_ranges(rows, slices, blocks.deleted(i)) else {
+        return Some(file);
+    };
+    (!ranges.is_empty()).then(|| {
+        let selection = RowSelection::from_consecutive_ranges(ranges.into_iter(), rows);
+        file.with_extension(ParquetRowSelection::new(selection))
+    })
+}
+
+/// DataFusion's Parquet scan of Sieve blocks, each file read through the verified reader
+/// ([`VerifiedReaderFactory`]) with `predicate` pushed into it.
+pub fn parquet_scan(
+    table: &Table,
+    groups: Vec<FileGroup>,
+    projection: Option<Vec<usize>>,
+    predicate: Option<&Arc<dyn PhysicalExpr>>,
+    limit: Option<usize>,
+    context: &TaskContext,
+) -> Result<Arc<dyn ExecutionPlan>> {
+    let schema = table.def().schema.clone();
+    // Parquet leaves NaN out of its statistics, so its own row-group and page pruning would
+    // drop NaN rows for `d = 'NaN'` or `d > 5`; Sieve's block bounds include NaN (see
+    // sieve_storage's nan_bounds), so a float predicate is left to them.
+    let on_floats = predicate.is_some_and(|p| {
+        collect_columns(p)
+            .iter()
+            .any(|c| schema.field(c.index()).data_type().is_floating())
     });
-    ParquetRowSelection::new(RowSelection::from_consecutive_ranges(ranges, rows))
+    let mut options = TableParquetOptions::default();
+    options.global.pruning = !on_floats;
+    options.global.enable_page_index = !on_floats;
+    options.global.pushdown_filters = true;
+    let mut source = ParquetSource::new(schema.clone())
+        .with_table_parquet_options(options)
+        .with_parquet_file_reader_factory(Arc::new(VerifiedReaderFactory::new(
+            table.storage().store().clone(),
+            context
+                .runtime_env()
+                .cache_manager
+                .get_file_metadata_cache(),
+        )));
+    if let Some(predicate) = predicate {
+        source = source.with_predicate(predicate.clone());
+    }
+    let url = object_store_url(table.storage())?;
+    let config = FileScanConfigBuilder::new(url, Arc::new(source))
+        .with_file_groups(groups)
+        .with_projection_indices(projection)?
+        .with_limit(limit)
+        .build();
+    Ok(DataSourceExec::from_data_source(config))
 }
 
 impl DisplayAs for SieveScanExec {
@@ -361,8 +384,9 @@ impl DisplayAs for SieveScanExec {
             let o = &opened.outcome;
             write!(
                 f,
-                ", blocks={} total, {} pruned by min-max, {} pruned by locator, {} pruned by filter, {} read",
+                ", blocks={} total, {} fully deleted, {} pruned by min-max, {} pruned by locator, {} pruned by filter, {} read",
                 o.total,
+                o.fully_deleted,
                 o.pruned_by_minmax,
                 o.pruned_by_locator,
                 o.pruned_by_filter,

@@ -37,6 +37,7 @@ use crate::catalog::{CATALOG_NAME, SieveCatalog};
 use crate::checked_arithmetic::CheckedArithmetic;
 use crate::cluster::{Cluster, WorkerFailed};
 use crate::deadline::{DeadlineStream, QueryTimeout};
+use crate::delete::check_delete;
 use crate::describe::columns_of;
 use crate::error::to_df;
 use crate::index_stats::IndexStatsFunction;
@@ -730,6 +731,7 @@ impl Session {
     async fn run_plan(&self, plan: LogicalPlan) -> Result<QueryStream> {
         let started = Instant::now();
         check_confined(&plan)?;
+        check_delete(&plan)?;
         let limit = match plan {
             // MySQL's max_execution_time bounds read-only statements; writes commit or not.
             LogicalPlan::Dml(_) | LogicalPlan::Ddl(_) | LogicalPlan::Statement(_) => None,

@@ -5,13 +5,12 @@
 
 use std::sync::Arc;
 
-use arrow_array::RecordBatch;
 use bytes::Bytes;
 use quick_cache::Weighter;
 use quick_cache::sync::Cache;
 use sieve_index::SidecarColumn;
 
-use crate::segment::BlockList;
+use crate::segment::{BlockList, Segment};
 use crate::snapshot::KnownLatest;
 
 /// The sidecar cache's default budget. A point query on a column that min/max cannot prune probes
@@ -64,7 +63,7 @@ pub struct Caches {
     /// By table directory.
     pub latest: Cache<String, KnownLatest>,
     /// By segment path and checksum.
-    pub segments: Cache<(String, u64), Arc<RecordBatch>>,
+    pub segments: Cache<(String, u64), Arc<Segment>>,
     pub block_lists: Cache<(String, u64), Arc<BlockList>>,
     pub sidecars: Cache<EntryKey, Arc<SidecarColumn>, EntryBytes>,
     /// Only pages whose checksums held: a damaged read is never cached.

@@ -5,7 +5,7 @@
 //! Keeping statistics as typed Arrow columns means the planner prunes all blocks of a snapshot with
 //! one vectorised pass over arrays, without opening any Parquet footer.
 //!
-//! The file's Arrow schema carries its format version ([`SEGMENT_FORMAT`], in the schema metadata
+//! The file's Arrow schema carries its format version ([`BLOCKS_FORMAT`], in the schema metadata
 //! under [`FORMAT_KEY`]) and is the schema it was written with: a segment decodes by column name,
 //! so one written before a column was added to its table still reads (with unknown bounds for
 //! that column).
@@ -25,10 +25,12 @@ use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use arrow_select::concat::{concat, concat_batches};
 use bytes::Bytes;
 
+use roaring::RoaringBitmap;
 use sieve_index::{LocatorHeader, SidecarEntry};
 
 use crate::block::BlockStats;
 use crate::block_checksums::BlockChecksums;
+use crate::deletes::{DELETES_KIND, decode_deletes};
 use crate::error::{Result, StorageError};
 use crate::table_def::TableDef;
 
@@ -48,11 +50,26 @@ fn index_name(what: &str, column: &str) -> String {
 const LOCATOR: &str = "locator";
 const LOCATOR_HEADER: &str = "locator_header";
 
-/// The segment format this build writes and the newest it reads.
-pub const SEGMENT_FORMAT: u32 = 1;
+/// The format of blocks segments. A segment is written with the oldest format that describes it,
+/// so a table without deletes stays readable by a Sieve that knows only format 1.
+pub const BLOCKS_FORMAT: u32 = 1;
+
+/// Format 2 adds deletes segments ([`crate::deletes`]), told apart by [`KIND_KEY`]; it is also
+/// the newest format this build reads.
+pub const DELETES_FORMAT: u32 = 2;
 
 /// The schema metadata key holding a segment's format version.
 pub const FORMAT_KEY: &str = "sieve.segment.format";
+
+/// The schema metadata key naming a format-2 segment's kind; absent on blocks segments.
+pub const KIND_KEY: &str = "sieve.segment.kind";
+
+/// A decoded segment file: the blocks one commit added, or the rows one commit deleted.
+#[derive(Debug)]
+pub enum Segment {
+    Blocks(RecordBatch),
+    Deletes(Vec<(String, RoaringBitmap)>),
+}
 
 /// The schema of a table's segment files; it follows from the table's definition.
 pub fn segment_schema(def: &TableDef) -> SchemaRef {
@@ -89,27 +106,40 @@ pub fn segment_schema(def: &TableDef) -> SchemaRef {
     // without a locator (and in segments written before locators).
     fields.push(Field::new(LOCATOR, DataType::Utf8, true));
     fields.push(Field::new(LOCATOR_HEADER, DataType::Binary, true));
-    let metadata = HashMap::from([(FORMAT_KEY.to_string(), SEGMENT_FORMAT.to_string())]);
+    let metadata = HashMap::from([(FORMAT_KEY.to_string(), BLOCKS_FORMAT.to_string())]);
     Arc::new(Schema::new_with_metadata(fields, metadata))
 }
 
 /// Decodes the segment file at `path` (named in every error) for the table as defined now.
-pub fn decode_segment(path: &str, def: &TableDef, bytes: Bytes) -> Result<RecordBatch> {
+pub fn decode_segment(path: &str, def: &TableDef, bytes: Bytes) -> Result<Segment> {
     let damaged = |why: String| StorageError::Damaged(path.to_string(), why);
     let reader = FileReader::try_new(std::io::Cursor::new(bytes), None)
         .map_err(|e| damaged(format!("not an Arrow IPC file: {e}")))?;
     let written = reader.schema();
-    match written.metadata().get(FORMAT_KEY).map(|v| v.parse::<u32>()) {
-        Some(Ok(version)) if version <= SEGMENT_FORMAT => {}
+    let format = match written.metadata().get(FORMAT_KEY).map(|v| v.parse::<u32>()) {
+        Some(Ok(version)) if version <= DELETES_FORMAT => version,
         Some(Ok(version)) => {
             return Err(damaged(format!(
-                "segment format {version} was written by a newer Sieve (this one reads up to {SEGMENT_FORMAT})"
+                "segment format {version} was written by a newer Sieve (this one reads up to {DELETES_FORMAT})"
             )));
         }
         _ => return Err(damaged(format!("no valid {FORMAT_KEY} in its schema"))),
-    }
+    };
+    let kind = written.metadata().get(KIND_KEY).map(String::as_str);
     let batches = reader.collect::<std::result::Result<Vec<_>, _>>()?;
     let stored = concat_batches(&written, &batches)?;
+    match (format, kind) {
+        (_, None) => decode_blocks(path, def, &stored).map(Segment::Blocks),
+        (DELETES_FORMAT, Some(DELETES_KIND)) => decode_deletes(path, &stored).map(Segment::Deletes),
+        (_, Some(kind)) => Err(damaged(format!(
+            "segment kind {kind:?} is not one of format {format}'s"
+        ))),
+    }
+}
+
+/// A blocks segment's columns, by name, in the order of the table's segment schema today.
+fn decode_blocks(path: &str, def: &TableDef, stored: &RecordBatch) -> Result<RecordBatch> {
+    let damaged = |why: String| StorageError::Damaged(path.to_string(), why);
     // By name, in today's order: min/max of a column the table did not have then are unknown.
     let schema = segment_schema(def);
     let columns = schema
@@ -182,10 +212,14 @@ pub fn encode_segment(def: &TableDef, blocks: &[BlockStats]) -> Result<Bytes> {
     Ok(Bytes::from(writer.into_inner()?))
 }
 
-/// Every block of a snapshot, in commit order.
+/// Every block of a snapshot, in commit order, with the rows deleted from each.
 #[derive(Debug, Clone)]
 pub struct BlockList {
     batch: RecordBatch,
+    /// Each block's deletion vector: the union of what every deletes segment named for it.
+    deleted: HashMap<usize, RoaringBitmap>,
+    /// Block UUID to index, built on first use (a DELETE's commit looks blocks up by name).
+    positions: Arc<OnceLock<HashMap<String, usize>>>,
     /// Parsed on first use; the list is cached per table version, so once per version.
     locator_groups: Arc<OnceLock<Vec<LocatorGroup>>>,
 }
@@ -202,13 +236,63 @@ pub struct LocatorGroup {
 }
 
 impl BlockList {
-    /// Concatenates decoded segments ([`decode_segment`]), in commit order.
-    pub fn new(def: &TableDef, segments: &[Arc<RecordBatch>]) -> Result<Self> {
+    /// Concatenates decoded segments ([`decode_segment`]), in commit order, and applies their
+    /// deletes.
+    pub fn new(def: &TableDef, segments: &[Arc<Segment>]) -> Result<Self> {
         let schema = segment_schema(def);
-        Ok(Self {
-            batch: concat_batches(&schema, segments.iter().map(|s| s.as_ref()))?,
+        let blocks = segments.iter().filter_map(|s| match s.as_ref() {
+            Segment::Blocks(batch) => Some(batch),
+            Segment::Deletes(_) => None,
+        });
+        let mut list = Self {
+            batch: concat_batches(&schema, blocks)?,
+            deleted: HashMap::new(),
+            positions: Arc::default(),
             locator_groups: Arc::default(),
-        })
+        };
+        for segment in segments {
+            let Segment::Deletes(deletes) = segment.as_ref() else {
+                continue;
+            };
+            for (block, rows) in deletes {
+                let damaged = |why: &str| {
+                    StorageError::Damaged(format!("deletion vector of block {block}"), why.into())
+                };
+                let i = list
+                    .position(block)
+                    .ok_or_else(|| damaged("the table version has no such block"))?;
+                if rows
+                    .max()
+                    .is_some_and(|r| u64::from(r) >= list.rows().value(i))
+                {
+                    return Err(damaged("it names a row past the block's end"));
+                }
+                *list.deleted.entry(i).or_default() |= rows;
+            }
+        }
+        Ok(list)
+    }
+
+    /// The index of the block with this UUID.
+    pub fn position(&self, block: &str) -> Option<usize> {
+        self.positions
+            .get_or_init(|| {
+                (0..self.len())
+                    .map(|i| (self.block_id(i).to_string(), i))
+                    .collect()
+            })
+            .get(block)
+            .copied()
+    }
+
+    /// The rows of block `i` deleted so far; None if none were.
+    pub fn deleted(&self, i: usize) -> Option<&RoaringBitmap> {
+        self.deleted.get(&i)
+    }
+
+    /// Rows of block `i` no DELETE removed.
+    pub fn live_rows(&self, i: usize) -> u64 {
+        self.rows().value(i) - self.deleted(i).map_or(0, RoaringBitmap::len)
     }
 
     pub fn len(&self) -> usize {

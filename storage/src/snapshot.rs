@@ -79,6 +79,8 @@ impl SegmentRef {
 pub struct Delta {
     pub segment: SegmentRef,
     pub rows: u64,
+    /// Rows the commit's deletes segment removes; a snapshot's `rows` counts live rows.
+    pub deleted_rows: u64,
     pub blocks: u64,
     pub data_bytes: u64,
     pub sidecar_bytes: u64,
@@ -254,7 +256,8 @@ pub async fn read(storage: &Storage, table_dir: &Path, version: u64) -> Result<S
     Ok(snapshot)
 }
 
-/// Commits `delta` on top of whatever is newest, retrying on conflict.
+/// Commits `delta` on top of whatever is newest, retrying on conflict. For appends only: they
+/// never conflict, so the same delta lands on any base.
 pub async fn commit(storage: &Storage, table_dir: &Path, delta: &Delta) -> Result<Snapshot> {
     for _ in 0..MAX_COMMIT_ATTEMPTS {
         let base = latest(storage, table_dir).await?;
@@ -264,50 +267,67 @@ pub async fn commit(storage: &Storage, table_dir: &Path, delta: &Delta) -> Resul
             // names are unique, so committing it again would count its rows twice.
             return Ok(base);
         }
-        let mut segments = base.segments.clone();
-        segments.push(delta.segment.clone());
-        let next = Snapshot {
-            version: base.version + 1,
-            segments,
-            rows: base.rows + delta.rows,
-            blocks: base.blocks + delta.blocks,
-            data_bytes: base.data_bytes + delta.data_bytes,
-            sidecar_bytes: base.sidecar_bytes + delta.sidecar_bytes,
-        };
-        let opts = PutOptions {
-            mode: PutMode::Create,
-            ..Default::default()
-        };
-        let body = PutPayload::from(checked_json::encode(&next)?);
-        match storage
-            .store()
-            .put_opts(&snapshot_path(table_dir, next.version), body, opts)
-            .await
-        {
-            Ok(_) => {
-                // Committed; the pointer only lets readers notice a snapshot that goes missing.
-                let pointer = checked_json::encode(&Pointer {
-                    version: next.version,
-                })?;
-                if let Err(e) = storage
-                    .store()
-                    .put(&pointer_path(table_dir), PutPayload::from(pointer))
-                    .await
-                {
-                    log::warn!(
-                        "committed version {} but could not update latest.json: {e}",
-                        next.version
-                    );
-                }
-                return Ok(next);
-            }
-            Err(object_store::Error::AlreadyExists { .. }) => continue,
-            Err(e) => return Err(e.into()),
+        if let Some(next) = try_commit(storage, table_dir, &base, delta).await? {
+            return Ok(next);
         }
     }
-    Err(StorageError::Invalid(format!(
+    Err(too_contended())
+}
+
+pub fn too_contended() -> StorageError {
+    StorageError::Invalid(format!(
         "commit lost {MAX_COMMIT_ATTEMPTS} races for the next snapshot; try again"
-    )))
+    ))
+}
+
+/// Commits `delta` as the version after `base`; None if another commit took that version first
+/// (the caller decides what its delta becomes on the newer base).
+pub async fn try_commit(
+    storage: &Storage,
+    table_dir: &Path,
+    base: &Snapshot,
+    delta: &Delta,
+) -> Result<Option<Snapshot>> {
+    let mut segments = base.segments.clone();
+    segments.push(delta.segment.clone());
+    let next = Snapshot {
+        version: base.version + 1,
+        segments,
+        rows: base.rows + delta.rows - delta.deleted_rows,
+        blocks: base.blocks + delta.blocks,
+        data_bytes: base.data_bytes + delta.data_bytes,
+        sidecar_bytes: base.sidecar_bytes + delta.sidecar_bytes,
+    };
+    let opts = PutOptions {
+        mode: PutMode::Create,
+        ..Default::default()
+    };
+    let body = PutPayload::from(checked_json::encode(&next)?);
+    match storage
+        .store()
+        .put_opts(&snapshot_path(table_dir, next.version), body, opts)
+        .await
+    {
+        Ok(_) => {
+            // Committed; the pointer only lets readers notice a snapshot that goes missing.
+            let pointer = checked_json::encode(&Pointer {
+                version: next.version,
+            })?;
+            if let Err(e) = storage
+                .store()
+                .put(&pointer_path(table_dir), PutPayload::from(pointer))
+                .await
+            {
+                log::warn!(
+                    "committed version {} but could not update latest.json: {e}",
+                    next.version
+                );
+            }
+            Ok(Some(next))
+        }
+        Err(object_store::Error::AlreadyExists { .. }) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
 }
 
 #[cfg(test)]
@@ -323,6 +343,7 @@ mod tests {
         let delta = |name: &str| Delta {
             segment: SegmentRef::new(name.into(), name.as_bytes()),
             rows: 10,
+            deleted_rows: 0,
             blocks: 1,
             data_bytes: 100,
             sidecar_bytes: 10,

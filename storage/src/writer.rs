@@ -204,6 +204,7 @@ impl TableWriter {
             blocks: blocks.len() as u64,
             data_bytes: blocks.iter().map(|b| b.data_bytes).sum(),
             sidecar_bytes: blocks.iter().map(|b| b.sidecar_bytes).sum(),
+            ..Default::default()
         };
         let committed = snapshot::commit(self.table.storage(), &self.table.dir(), &delta).await?;
         Ok(Committed {

@@ -1,0 +1,290 @@
+//! DELETE FROM a Sieve table: prunes blocks with the statement's predicate as a scan would, reads
+//! the survivors' live rows of the predicate's columns, and commits the positions that match as
+//! deletion vectors in one snapshot ([`sieve_storage::Table::delete_rows`]). Nothing is rewritten
+//! and nothing is visible before that commit: a failure or a crash leaves the table as it was.
+//!
+//! Its plan yields one row, `count`, the rows deleted (the affected rows a MySQL client sees).
+
+use std::fmt;
+use std::sync::Arc;
+
+use datafusion::arrow::array::{Array, RecordBatch, UInt64Array};
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use datafusion::common::cast::as_boolean_array;
+use datafusion::common::plan_err;
+use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
+use datafusion::datasource::physical_plan::FileGroup;
+use datafusion::error::Result;
+use datafusion::execution::{SendableRecordBatchStream, TaskContext};
+use datafusion::logical_expr::{DmlStatement, Expr, LogicalPlan, WriteOp};
+use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
+use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
+use datafusion::physical_plan::metrics::{ExecutionPlanMetricsSet, MetricBuilder, MetricsSet};
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+use datafusion::physical_plan::{
+    DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties,
+};
+use futures::{StreamExt, TryStreamExt};
+use sieve_storage::{BlockList, Deletes, RoaringBitmap, Table};
+
+use crate::error::to_df;
+use crate::live_rows::{Positions, live_ranges};
+use crate::pruning::{prune_blocks, pruning_predicate};
+use crate::scan_exec::{block_file, parquet_scan};
+
+/// Refuses a DELETE whose WHERE clause reads another relation (a subquery, a join): DataFusion
+/// hands a table only the conjuncts on its own columns, so `WHERE c IN (SELECT …)` would reach
+/// [`crate::provider`] as no filter at all, which deletes every row.
+pub fn check_delete(plan: &LogicalPlan) -> Result<()> {
+    let LogicalPlan::Dml(DmlStatement {
+        op: WriteOp::Delete,
+        input,
+        table_name,
+        ..
+    }) = plan
+    else {
+        return Ok(());
+    };
+    let reads_another = input.exists(|node| {
+        Ok(
+            matches!(node, LogicalPlan::Join(_) | LogicalPlan::Subquery(_))
+                || node.expressions().iter().any(|e| {
+                    e.exists(|e| {
+                        Ok(matches!(
+                            e,
+                            Expr::Exists(_) | Expr::InSubquery(_) | Expr::ScalarSubquery(_)
+                        ))
+                    })
+                    .unwrap_or(true)
+                }),
+        )
+    })?;
+    if reads_another {
+        return plan_err!(
+            "DELETE FROM {table_name} with a subquery in its WHERE clause is not supported; \
+             select the keys first and delete them with WHERE … IN (list)"
+        );
+    }
+    Ok(())
+}
+
+/// Blocks read at once while choosing the rows to delete.
+const BLOCKS_IN_FLIGHT: usize = 4;
+
+/// What to delete: rows of `table` for which `predicate` is true (every row when None).
+#[derive(Debug, Clone)]
+pub struct DeleteRequest {
+    pub table: Table,
+    /// Over the columns in `projection`, in that order.
+    pub predicate: Option<Arc<dyn PhysicalExpr>>,
+    /// The table columns the predicate reads.
+    pub projection: Vec<usize>,
+    /// The same predicate over the whole table's columns, for pruning blocks.
+    pub pruning_predicate: Option<Arc<dyn PhysicalExpr>>,
+    /// Off: every block is read (the differential tests' baseline).
+    pub pruning: bool,
+    pub locator: bool,
+}
+
+#[derive(Debug)]
+pub struct DeleteExec {
+    request: DeleteRequest,
+    schema: SchemaRef,
+    properties: Arc<PlanProperties>,
+    metrics: ExecutionPlanMetricsSet,
+}
+
+impl DeleteExec {
+    pub fn new(request: DeleteRequest) -> Self {
+        let schema = Arc::new(Schema::new(vec![Field::new(
+            "count",
+            DataType::UInt64,
+            false,
+        )]));
+        let properties = PlanProperties::new(
+            EquivalenceProperties::new(schema.clone()),
+            Partitioning::UnknownPartitioning(1),
+            EmissionType::Final,
+            Boundedness::Bounded,
+        );
+        Self {
+            request,
+            schema,
+            properties: Arc::new(properties),
+            metrics: ExecutionPlanMetricsSet::new(),
+        }
+    }
+}
+
+/// Chooses the rows to delete and commits them; returns how many this statement deleted.
+async fn delete(
+    request: &DeleteRequest,
+    metrics: &ExecutionPlanMetricsSet,
+    context: &Arc<TaskContext>,
+) -> Result<u64> {
+    let table = &request.table;
+    let snapshot = table.snapshot().await.map_err(to_df)?;
+    let blocks = table.blocks(&snapshot).await.map_err(to_df)?;
+    let pruning = request
+        .pruning_predicate
+        .as_ref()
+        .filter(|_| request.pruning)
+        .and_then(|p| pruning_predicate(table, p));
+    let outcome = prune_blocks(table, &blocks, None, pruning.as_deref(), request.locator).await?;
+    let count = |name: &'static str, value: usize| {
+        MetricBuilder::new(metrics).global_counter(name).add(value)
+    };
+    count("blocks_total", outcome.total);
+    count("blocks_fully_deleted", outcome.fully_deleted);
+    count("blocks_read", outcome.survivors.len());
+    // Owned items and futures: borrowed ones make the plan's stream not Send.
+    let survivors = outcome.survivors.into_iter().zip(outcome.slices);
+    let chosen: Vec<(usize, RoaringBitmap)> = futures::stream::iter(survivors)
+        .map(|(i, slices)| {
+            let (request, blocks, context) = (request.clone(), blocks.clone(), context.clone());
+            async move {
+                let rows = blocks.rows().value(i) as usize;
+                let ranges = live_ranges(rows, slices.as_ref(), blocks.deleted(i))
+                    .unwrap_or_else(|| vec![0..rows]);
+                let matched = matching_rows(&request, &blocks, i, &slices, ranges, &context);
+                Ok::<_, datafusion::error::DataFusionError>((i, matched.await?))
+            }
+        })
+        .buffered(BLOCKS_IN_FLIGHT)
+        .try_collect()
+        .await?;
+    let rows: Deletes = chosen
+        .into_iter()
+        .filter(|(_, rows)| !rows.is_empty())
+        .map(|(i, rows)| (blocks.block_id(i).to_string(), rows))
+        .collect();
+    let committed = table.delete_rows(rows).await.map_err(to_df)?;
+    count("rows_deleted", committed.rows as usize);
+    Ok(committed.rows)
+}
+
+/// The positions in block `i` of the live rows in `ranges` that the predicate holds for.
+async fn matching_rows(
+    request: &DeleteRequest,
+    blocks: &BlockList,
+    i: usize,
+    slices: &Option<std::collections::BTreeSet<u32>>,
+    ranges: Vec<std::ops::Range<usize>>,
+    context: &Arc<TaskContext>,
+) -> Result<RoaringBitmap> {
+    let mut positions = Positions::new(ranges);
+    let Some(predicate) = &request.predicate else {
+        return Ok(positions.map(|row| row as u32).collect());
+    };
+    let Some(file) = block_file(&request.table, blocks, i, slices.as_ref()) else {
+        return Ok(RoaringBitmap::new());
+    };
+    // No predicate pushed into the scan: every live row comes back, in order, so the n-th row
+    // read is the n-th position of `ranges`.
+    let scan = parquet_scan(
+        &request.table,
+        vec![FileGroup::new(vec![file])],
+        Some(request.projection.clone()),
+        None,
+        None,
+        context,
+    )?;
+    let mut batches = scan.execute(0, context.clone())?;
+    let mut matched = RoaringBitmap::new();
+    while let Some(batch) = batches.next().await {
+        let batch = batch?;
+        let holds = predicate.evaluate(&batch)?.into_array(batch.num_rows())?;
+        let holds = as_boolean_array(&holds)?;
+        for row in 0..batch.num_rows() {
+            let position = positions.next().ok_or_else(|| {
+                datafusion::error::DataFusionError::Internal(format!(
+                    "block {} returned more rows than it has live",
+                    blocks.block_id(i)
+                ))
+            })?;
+            // NULL is not true: SQL deletes only the rows the predicate holds for.
+            if holds.is_valid(row) && holds.value(row) {
+                matched.insert(position as u32);
+            }
+        }
+    }
+    if positions.next().is_some() {
+        return Err(datafusion::error::DataFusionError::Internal(format!(
+            "block {} returned fewer rows than it has live",
+            blocks.block_id(i)
+        )));
+    }
+    Ok(matched)
+}
+
+impl DisplayAs for DeleteExec {
+    fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
+        let def = self.request.table.def();
+        write!(f, "SieveDeleteExec: table={}.{}", def.database, def.name)?;
+        if let Some(predicate) = &self.request.pruning_predicate {
+            write!(f, ", predicate={predicate}")?;
+        }
+        if !self.request.pruning {
+            write!(f, ", pruning=off")?;
+        }
+        Ok(())
+    }
+}
+
+impl ExecutionPlan for DeleteExec {
+    fn name(&self) -> &'static str {
+        "SieveDeleteExec"
+    }
+
+    fn properties(&self) -> &Arc<PlanProperties> {
+        &self.properties
+    }
+
+    fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
+        vec![]
+    }
+
+    fn apply_expressions(
+        &self,
+        f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> Result<TreeNodeRecursion>,
+    ) -> Result<TreeNodeRecursion> {
+        match &self.request.pruning_predicate {
+            Some(predicate) => f(predicate),
+            None => Ok(TreeNodeRecursion::Continue),
+        }
+    }
+
+    fn with_new_children(
+        self: Arc<Self>,
+        _: Vec<Arc<dyn ExecutionPlan>>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        Ok(self)
+    }
+
+    fn execute(
+        &self,
+        _partition: usize,
+        context: Arc<TaskContext>,
+    ) -> Result<SendableRecordBatchStream> {
+        let (request, metrics, schema) = (
+            self.request.clone(),
+            self.metrics.clone(),
+            self.schema.clone(),
+        );
+        let done = futures::stream::once(async move {
+            let rows = delete(&request, &metrics, &context).await?;
+            Ok(RecordBatch::try_new(
+                schema,
+                vec![Arc::new(UInt64Array::from(vec![rows]))],
+            )?)
+        });
+        Ok(Box::pin(RecordBatchStreamAdapter::new(
+            self.schema.clone(),
+            done,
+        )))
+    }
+
+    fn metrics(&self) -> Option<MetricsSet> {
+        Some(self.metrics.clone_inner())
+    }
+}

@@ -1,0 +1,105 @@
+//! Which rows of a block a reader asks Parquet for: the slices the locator named (or all), less
+//! the rows DELETEs removed ([`sieve_storage::BlockList::deleted`]). Scans skip deleted rows by
+//! never decoding them, and a DELETE maps the rows it reads back to their positions through the
+//! same ranges.
+
+use std::collections::BTreeSet;
+use std::ops::Range;
+
+use sieve_index::locator::SLICE_ROWS;
+use sieve_storage::RoaringBitmap;
+
+/// The live row ranges of a block of `rows` rows within `slices`, in order; None when that is the
+/// whole block (no slices chosen and nothing deleted).
+pub fn live_ranges(
+    rows: usize,
+    slices: Option<&BTreeSet<u32>>,
+    deleted: Option<&RoaringBitmap>,
+) -> Option<Vec<Range<usize>>> {
+    if slices.is_none() && deleted.is_none_or(RoaringBitmap::is_empty) {
+        return None;
+    }
+    let slice = SLICE_ROWS as usize;
+    let wanted: Vec<Range<usize>> = match slices {
+        Some(slices) => slices
+            .iter()
+            .map(|&s| {
+                let start = (s as usize * slice).min(rows);
+                start..(start + slice).min(rows)
+            })
+            .collect(),
+        None => vec![0..rows],
+    };
+    let mut gone = deleted.into_iter().flatten().map(|r| r as usize).peekable();
+    let mut live = Vec::with_capacity(wanted.len());
+    for range in wanted {
+        let mut start = range.start;
+        while let Some(&row) = gone.peek() {
+            if row >= range.end {
+                break;
+            }
+            if row > start {
+                live.push(start..row);
+            }
+            start = start.max(row + 1);
+            gone.next();
+        }
+        if start < range.end {
+            live.push(start..range.end);
+        }
+    }
+    Some(live)
+}
+
+/// Row positions in a block, in the order a scan of [`live_ranges`] returns its rows.
+pub struct Positions {
+    ranges: std::vec::IntoIter<Range<usize>>,
+    current: Range<usize>,
+}
+
+impl Positions {
+    pub fn new(ranges: Vec<Range<usize>>) -> Self {
+        Self {
+            ranges: ranges.into_iter(),
+            current: 0..0,
+        }
+    }
+}
+
+impl Iterator for Positions {
+    type Item = usize;
+
+    fn next(&mut self) -> Option<usize> {
+        loop {
+            if let Some(row) = self.current.next() {
+                return Some(row);
+            }
+            self.current = self.ranges.next()?;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn deleted_rows_are_cut_out_of_the_slices() {
+        let deleted = RoaringBitmap::from_iter([0u32, 5, 6, 8191, 8192, 9000, 20_000]);
+        assert_eq!(
+            live_ranges(10, None, Some(&deleted)),
+            Some(vec![1..5, 7..10])
+        );
+        let slices = BTreeSet::from([0u32, 1]);
+        assert_eq!(
+            live_ranges(10_000, Some(&slices), Some(&deleted)),
+            Some(vec![1..5, 7..8191, 8193..9000, 9001..10_000])
+        );
+        assert_eq!(live_ranges(10, None, None), None);
+        assert_eq!(live_ranges(10, None, Some(&RoaringBitmap::new())), None);
+        let all = RoaringBitmap::from_iter(0u32..10);
+        assert_eq!(live_ranges(10, None, Some(&all)), Some(vec![]));
+        let positions: Vec<usize> = Positions::new(vec![1..3, 7..9]).collect();
+        assert_eq!(positions, [1, 2, 7, 8]);
+    }
+}

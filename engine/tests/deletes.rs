@@ -1,0 +1,305 @@
+//! DELETE differentially: random deletes interleaved with appends, every statement replayed on an
+//! in-memory model of the table. After each one, the affected row count and the answers of scans
+//! and point lookups (with pruning, with the locator off, with pruning off) must equal the
+//! model's. Then the counts that do not depend on timing: blocks whose rows are all deleted are
+//! not read.
+
+mod common;
+
+use common::{rows, run};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use sieve_engine::{Engine, Session};
+
+#[derive(Clone, Debug)]
+struct Row {
+    k: i64,
+    v: String,
+    n: Option<i32>,
+}
+
+impl Row {
+    /// As the engine's rows print it (NULL as nothing).
+    fn text(&self) -> String {
+        let n = self.n.map_or(String::new(), |n| n.to_string());
+        format!("{}|{}|{n}", self.k, self.v)
+    }
+}
+
+/// A WHERE clause and what it means for one row (SQL's: NULL is not true).
+struct Predicate {
+    sql: String,
+    holds: Box<dyn Fn(&Row) -> bool>,
+}
+
+fn predicate(rng: &mut StdRng) -> Predicate {
+    let k = rng.random_range(0..400i64);
+    let n = rng.random_range(0..100);
+    let v = format!("v{}", rng.random_range(0..13));
+    match rng.random_range(0..7) {
+        0 => Predicate {
+            sql: format!("k = {k}"),
+            holds: Box::new(move |r| r.k == k),
+        },
+        1 => {
+            let keys: Vec<i64> = (0..rng.random_range(1..20))
+                .map(|_| rng.random_range(0..400))
+                .collect();
+            let list: Vec<String> = keys.iter().map(i64::to_string).collect();
+            Predicate {
+                sql: format!("k IN ({})", list.join(", ")),
+                holds: Box::new(move |r| keys.contains(&r.k)),
+            }
+        }
+        2 => Predicate {
+            sql: format!("k BETWEEN {k} AND {}", k + 30),
+            holds: Box::new(move |r| (k..=k + 30).contains(&r.k)),
+        },
+        3 => Predicate {
+            sql: format!("v = '{v}'"),
+            holds: Box::new(move |r| r.v == v),
+        },
+        4 => Predicate {
+            sql: format!("n < {}", n / 4),
+            holds: Box::new(move |r| r.n.is_some_and(|x| x < n / 4)),
+        },
+        5 => Predicate {
+            sql: format!("k = {k} AND n > {n}"),
+            holds: Box::new(move |r| r.k == k && r.n.is_some_and(|x| x > n)),
+        },
+        _ => Predicate {
+            sql: "n IS NULL".into(),
+            holds: Box::new(|r| r.n.is_none()),
+        },
+    }
+}
+
+fn random_rows(rng: &mut StdRng) -> Vec<Row> {
+    (0..rng.random_range(1..150))
+        .map(|_| {
+            let k = rng.random_range(0..400i64);
+            Row {
+                k,
+                v: format!("v{}", k % 13),
+                n: (!rng.random_ratio(1, 10)).then(|| rng.random_range(0..100)),
+            }
+        })
+        .collect()
+}
+
+fn values(rows: &[Row]) -> String {
+    let tuples: Vec<String> = rows
+        .iter()
+        .map(|r| {
+            let n = r.n.map_or("NULL".to_string(), |n| n.to_string());
+            format!("({}, '{}', {n})", r.k, r.v)
+        })
+        .collect();
+    tuples.join(", ")
+}
+
+/// The model's answer to `select * from t where <holds>`, sorted as the engine's is.
+fn expected(model: &[Row], holds: impl Fn(&Row) -> bool) -> Vec<String> {
+    let mut found: Vec<String> = model.iter().filter(|r| holds(r)).map(Row::text).collect();
+    found.sort();
+    found
+}
+
+async fn answers(session: &Session, sql: &str) -> Vec<String> {
+    let mut found = rows(&run(session, sql).await);
+    found.sort();
+    found
+}
+
+async fn check(sessions: &[(&str, &Session)], model: &[Row], rng: &mut StdRng, step: usize) {
+    let k = rng.random_range(0..400i64);
+    let v = format!("v{}", rng.random_range(0..13));
+    let queries: Vec<(String, Vec<String>)> = vec![
+        ("select * from t".into(), expected(model, |_| true)),
+        (
+            format!("select * from t where k = {k}"),
+            expected(model, |r| r.k == k),
+        ),
+        (
+            format!("select * from t where k in ({k}, {})", k + 1),
+            expected(model, |r| r.k == k || r.k == k + 1),
+        ),
+        (
+            format!("select * from t where v = '{v}' allow filtering"),
+            expected(model, |r| r.v == v),
+        ),
+        (
+            "select count(*) from t".into(),
+            vec![model.len().to_string()],
+        ),
+    ];
+    for (sql, want) in &queries {
+        for (name, session) in sessions {
+            assert_eq!(
+                &answers(session, sql).await,
+                want,
+                "step {step}: {sql} ({name}) differs from the model"
+            );
+        }
+    }
+}
+
+async fn deletes_match_the_model(location: &str, seed: u64) {
+    let engine = Engine::open(location).await.unwrap();
+    let pruned = engine.session().unwrap();
+    let sidecars_only = engine.session().unwrap();
+    run(&sidecars_only, "set sieve.locator = false").await;
+    let unpruned = engine.session().unwrap();
+    run(&unpruned, "set sieve.pruning = false").await;
+    let sessions = [
+        ("pruning", &pruned),
+        ("sidecars only", &sidecars_only),
+        ("pruning off", &unpruned),
+    ];
+    run(
+        &pruned,
+        "create table t (k bigint, v varchar, n int) with (block_rows = 50)",
+    )
+    .await;
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut model: Vec<Row> = Vec::new();
+    let (mut deleted, mut deletes) = (0, 0);
+    for step in 0..80 {
+        if model.is_empty() || rng.random_ratio(2, 5) {
+            let rows = random_rows(&mut rng);
+            run(&pruned, &format!("insert into t values {}", values(&rows))).await;
+            model.extend(rows);
+        } else {
+            let p = predicate(&mut rng);
+            // One in 40 deletes has no WHERE clause.
+            let (sql, all) = if rng.random_ratio(1, 40) {
+                ("delete from t".to_string(), true)
+            } else {
+                (format!("delete from t where {}", p.sql), false)
+            };
+            let session = sessions[rng.random_range(0..sessions.len())].1;
+            let affected = run(session, &sql).await.affected_rows;
+            let before = model.len();
+            model.retain(|r| !all && !(p.holds)(r));
+            assert_eq!(
+                affected,
+                Some((before - model.len()) as u64),
+                "step {step}: {sql}"
+            );
+            deleted += before - model.len();
+            deletes += 1;
+        }
+        check(&sessions, &model, &mut rng, step).await;
+    }
+    assert!(deletes > 30, "only {deletes} deletes ran");
+    assert!(deleted > 500, "only {deleted} rows were deleted");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deletes_match_the_model_on_memory() {
+    deletes_match_the_model("memory://", 11).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deletes_match_the_model_on_local_files() {
+    let dir = tempfile::tempdir().unwrap();
+    deletes_match_the_model(dir.path().to_str().unwrap(), 12).await;
+}
+
+/// Set SIEVE_TEST_S3_URL (and the AWS_* variables) to run it against MinIO; scripts/test.sh does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deletes_match_the_model_on_s3() {
+    let Ok(base) = std::env::var("SIEVE_TEST_S3_URL") else {
+        eprintln!("SIEVE_TEST_S3_URL not set: skipped");
+        return;
+    };
+    let prefix = format!("{base}/deletes-{:x}", rand::rng().random::<u64>());
+    deletes_match_the_model(&prefix, 13).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn blocks_whose_rows_are_all_deleted_are_not_read() {
+    let session = common::memory_session().await;
+    run(&session, "create table t (k bigint) with (block_rows = 10)").await;
+    run(&session, "insert into t select number from numbers(100)").await;
+    let deleted = run(&session, "delete from t where k < 30").await;
+    assert_eq!(deleted.affected_rows, Some(30));
+    let all = run(&session, "select count(*) from t").await;
+    assert_eq!(rows(&all), ["70"]);
+    assert_eq!((all.stats.blocks_total, all.stats.blocks_read), (10, 7));
+    let plan = rows(&run(&session, "explain analyze select * from t").await).join("\n");
+    assert!(plan.contains("3 fully deleted"), "{plan}");
+    // A lookup of a deleted key finds nothing, and a key deleted twice is counted once.
+    assert!(rows(&run(&session, "select * from t where k = 5").await).is_empty());
+    let again = run(&session, "delete from t where k <= 30").await;
+    assert_eq!(again.affected_rows, Some(1));
+    assert_eq!(rows(&run(&session, "select min(k) from t").await), ["31"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_delete_with_a_subquery_is_refused_and_deletes_nothing() {
+    let session = common::memory_session().await;
+    run(&session, "create table t (k bigint)").await;
+    run(&session, "create table u (k bigint)").await;
+    run(&session, "insert into t select number from numbers(10)").await;
+    run(&session, "insert into u values (1)").await;
+    for sql in [
+        "delete from t where k in (select k from u)",
+        "delete from t where exists (select 1 from u where u.k = t.k)",
+        "delete from t where k = (select max(k) from u)",
+    ] {
+        let e = session.execute(sql).await.unwrap_err().to_string();
+        assert!(e.contains("subquery"), "{sql}: {e}");
+    }
+    assert_eq!(rows(&run(&session, "select count(*) from t").await), ["10"]);
+}
+
+/// Two engines on one directory stand for two processes: each has its own caches and learns
+/// of the other's commits only from storage.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_deleters_never_count_a_row_twice_nor_lose_an_append() {
+    let dir = tempfile::tempdir().unwrap();
+    let location = dir.path().to_str().unwrap().to_string();
+    let first = Engine::open(&location).await.unwrap().session().unwrap();
+    let second = Engine::open(&location).await.unwrap().session().unwrap();
+    let appender = Engine::open(&location).await.unwrap().session().unwrap();
+    run(&first, "create table t (k bigint) with (block_rows = 100)").await;
+    run(&first, "insert into t select number from numbers(3000)").await;
+    let (mut affected, mut appended) = (0, 0);
+    for round in 0..10 {
+        let lo = round * 300;
+        let a = format!(
+            "delete from t where k >= {lo} and k < {} and k % 2 = 0",
+            lo + 300
+        );
+        let b = format!(
+            "delete from t where k >= {lo} and k < {} and k % 3 = 0",
+            lo + 300
+        );
+        let append = format!(
+            "insert into t select number + {} from numbers(10)",
+            100_000 + round * 10
+        );
+        let (a, b, c) = tokio::join!(
+            first.execute(&a),
+            second.execute(&b),
+            appender.execute(&append)
+        );
+        affected += a.unwrap().affected_rows.unwrap() + b.unwrap().affected_rows.unwrap();
+        appended += c.unwrap().affected_rows.unwrap();
+    }
+    // Of 0..3000, 1500 are even and 1000 multiples of 3, 500 of them both.
+    assert_eq!(
+        affected, 2000,
+        "a row was deleted by both statements, or by neither"
+    );
+    assert_eq!(appended, 100);
+    let left = run(&first, "select count(*) from t where k < 3000").await;
+    assert_eq!(rows(&left), ["1000"]);
+    let chosen = "select count(*) from t where k < 3000 and (k % 2 = 0 or k % 3 = 0)";
+    assert_eq!(rows(&run(&second, chosen).await), ["0"]);
+    assert_eq!(
+        rows(&run(&second, "select count(*) from t where k >= 100000").await),
+        ["100"]
+    );
+}

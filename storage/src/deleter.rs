@@ -1,0 +1,88 @@
+//! Commits a DELETE: the rows it chose, per block, become one deletes segment
+//! ([`crate::deletes`]) named by the next snapshot.
+//!
+//! Deleters race each other and appenders for the next version. Appends never conflict with a
+//! delete (its rows were chosen among blocks that already existed, and the appended rows come
+//! after it in the serial order). Another DELETE may have removed some of the same rows first:
+//! on every attempt the rows already deleted in the newest version are taken out of this one, so
+//! a row is deleted, and counted, by exactly one statement, and no commit is ever lost.
+
+use object_store::{ObjectStoreExt, PutPayload};
+
+use crate::deletes::{Deletes, encode_deletes};
+use crate::error::{Result, StorageError};
+use crate::snapshot::{self, Delta, SegmentRef, Snapshot};
+use crate::table::Table;
+
+/// Attempts before a DELETE gives up under sustained contention.
+const MAX_ATTEMPTS: usize = 1000;
+
+/// What a DELETE committed.
+#[derive(Debug, Clone)]
+pub struct DeleteCommitted {
+    /// Rows this statement deleted (none another statement deleted first).
+    pub rows: u64,
+    /// None when no row was left to delete.
+    pub snapshot: Option<Snapshot>,
+}
+
+impl Table {
+    /// Deletes `rows` (positions per block UUID, chosen on any committed version) in one commit.
+    pub async fn delete_rows(&self, mut rows: Deletes) -> Result<DeleteCommitted> {
+        let store = self.storage().store();
+        // The last attempt's segment and rows: the store may have taken a snapshot whose reply
+        // was lost (a request object_store retried is then answered "already exists").
+        let mut tried: Option<(String, u64)> = None;
+        for _ in 0..MAX_ATTEMPTS {
+            let base = self.snapshot().await?;
+            if let Some((name, rows)) = &tried
+                && base.segments.iter().any(|s| &s.name == name)
+            {
+                return Ok(DeleteCommitted {
+                    rows: *rows,
+                    snapshot: Some(base),
+                });
+            }
+            let blocks = self.blocks(&base).await?;
+            for (block, chosen) in &mut rows {
+                let i = blocks.position(block).ok_or_else(|| {
+                    StorageError::Invalid(format!(
+                        "block {block} left the table while the DELETE ran; run it again"
+                    ))
+                })?;
+                if let Some(gone) = blocks.deleted(i) {
+                    *chosen -= gone;
+                }
+            }
+            rows.retain(|_, chosen| !chosen.is_empty());
+            let deleted_rows = rows.values().map(|r| r.len()).sum();
+            if deleted_rows == 0 {
+                return Ok(DeleteCommitted {
+                    rows: 0,
+                    snapshot: None,
+                });
+            }
+            // A new name per attempt: the rows may differ from the last one's.
+            let bytes = encode_deletes(&rows)?;
+            let segment = SegmentRef::new(uuid::Uuid::new_v4().simple().to_string(), &bytes);
+            store
+                .put(&self.segment_path(&segment.name), PutPayload::from(bytes))
+                .await?;
+            tried = Some((segment.name.clone(), deleted_rows));
+            let delta = Delta {
+                segment,
+                deleted_rows,
+                ..Default::default()
+            };
+            if let Some(committed) =
+                snapshot::try_commit(self.storage(), &self.dir(), &base, &delta).await?
+            {
+                return Ok(DeleteCommitted {
+                    rows: deleted_rows,
+                    snapshot: Some(committed),
+                });
+            }
+        }
+        Err(snapshot::too_contended())
+    }
+}
