@@ -47,6 +47,7 @@ mod system_variables;
 mod table_options;
 mod tables;
 mod user_variables;
+mod vacuum;
 mod verified_reader;
 mod worker;
 

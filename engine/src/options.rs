@@ -21,6 +21,9 @@ extensions_options! {
         pub allow_full_scan: bool, default = false
         /// Tables of more blocks than this are guarded against filtered full scans.
         pub full_scan_blocks: u64, default = 10
+        /// VACUUM refuses a retention under an hour: a write running longer than it could lose
+        /// the blocks it uploaded before it commits. Off when no write runs (tests, maintenance).
+        pub vacuum_retention_check: bool, default = true
     }
 }
 

@@ -63,6 +63,7 @@ use crate::storage_url::object_store_url;
 use crate::system_variables::{ServerLimits, SystemVariables};
 use crate::table_options::{table_options, take_key_constraints, take_table_options};
 use crate::user_variables::UserVariables;
+use crate::vacuum::{self, Vacuum};
 
 /// One storage location opened for SQL; cheap to clone, shared by its sessions.
 #[derive(Debug, Clone)]
@@ -338,6 +339,9 @@ impl Session {
         if let Some(rewritten) = mysql_show::rewrite(sql, &self.database()) {
             return self.run_sql(&rewritten?).await;
         }
+        if let Some(vacuum) = vacuum::parse(sql) {
+            return self.vacuum(vacuum?).await;
+        }
         let mut statement = Self::parse_one(sql)?;
         mysql_rewrites::rewrite(&mut statement);
         self.allowing_full_scan(allow_filtering, self.execute_statement(statement))
@@ -558,6 +562,37 @@ impl Session {
             [db, table] => Ok((db.clone(), table.clone())),
             _ => plan_err!("table names are `table` or `database.table`, got {name}"),
         }
+    }
+
+    /// VACUUM: answers with what it removed.
+    async fn vacuum(&self, vacuum: Vacuum) -> Result<QueryStream> {
+        let checked = self
+            .ctx
+            .state()
+            .config_options()
+            .extensions
+            .get::<SieveOptions>()
+            .is_none_or(|o| o.vacuum_retention_check);
+        if checked && vacuum.retain < vacuum::MIN_RETAIN {
+            return plan_err!(
+                "VACUUM keeps at least {} hour of versions: a write running longer than the \
+                 retention would lose the blocks it has uploaded. When none runs, SET \
+                 sieve.vacuum_retention_check = false first",
+                vacuum::MIN_RETAIN.as_secs() / 3600
+            );
+        }
+        let (db, name) = match vacuum.table.as_slice() {
+            [table] => (self.database(), table.clone()),
+            [db, table] => (db.clone(), table.clone()),
+            _ => unreachable!("vacuum::parse takes one or two parts"),
+        };
+        let table = self.catalog.open_table(&db, &name).await.map_err(to_df)?;
+        let done = table.vacuum(vacuum.retain).await.map_err(to_df)?;
+        self.run_sql(&format!(
+            "select {} as files_removed, {} as bytes_removed, {} as versions_kept",
+            done.files_removed, done.bytes_removed, done.versions_kept
+        ))
+        .await
     }
 
     async fn drop_tables(&self, names: &[ObjectName], if_exists: bool) -> Result<QueryStream> {

@@ -19,6 +19,7 @@ mod segment;
 mod snapshot;
 mod table;
 mod table_def;
+mod vacuum;
 mod writer;
 
 pub use block::{BlockStats, IndexStats};
@@ -34,4 +35,5 @@ pub use segment::{BlockList, IndexColumnStats, LocatorGroup};
 pub use snapshot::Snapshot;
 pub use table::{SidecarFetch, Table};
 pub use table_def::{DEFAULT_BLOCK_ROWS, DEFAULT_MAX_FALSE_READS, TableDef, TableOptions};
+pub use vacuum::Vacuumed;
 pub use writer::{Committed, TableWriter};
