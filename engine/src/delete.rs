@@ -5,6 +5,7 @@
 //!
 //! Its plan yields one row, `count`, the rows deleted (the affected rows a MySQL client sees).
 
+use std::collections::HashSet;
 use std::fmt;
 use std::sync::Arc;
 
@@ -14,7 +15,7 @@ use datafusion::common::cast::as_boolean_array;
 use datafusion::common::plan_err;
 use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
 use datafusion::datasource::physical_plan::FileGroup;
-use datafusion::error::Result;
+use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::logical_expr::{DmlStatement, Expr, LogicalPlan, WriteOp};
 use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
@@ -25,7 +26,8 @@ use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties,
 };
 use futures::{StreamExt, TryStreamExt};
-use sieve_storage::{BlockList, Deletes, RoaringBitmap, Table};
+use sieve_index::{ColumnHashes, FilterKind};
+use sieve_storage::{BlockDeletes, BlockList, Deletes, RoaringBitmap, Table};
 
 use crate::error::to_df;
 use crate::live_rows::{Positions, live_ranges};
@@ -139,15 +141,31 @@ async fn delete(
     count("blocks_read", outcome.survivors.len());
     // Owned items and futures: borrowed ones make the plan's stream not Send.
     let survivors = outcome.survivors.into_iter().zip(outcome.slices);
-    let chosen: Vec<(usize, RoaringBitmap)> = futures::stream::iter(survivors)
+    let forgets = matches!(
+        table.def().options.filter,
+        FilterKind::Cuckoo12 | FilterKind::Cuckoo16
+    );
+    let chosen: Vec<(usize, BlockDeletes)> = futures::stream::iter(survivors)
         .map(|(i, slices)| {
             let (request, blocks, context) = (request.clone(), blocks.clone(), context.clone());
             async move {
                 let rows = blocks.rows().value(i) as usize;
                 let ranges = live_ranges(rows, slices.as_ref(), blocks.deleted(i))
                     .unwrap_or_else(|| vec![0..rows]);
-                let matched = matching_rows(&request, &blocks, i, &slices, ranges, &context);
-                Ok::<_, datafusion::error::DataFusionError>((i, matched.await?))
+                let matched =
+                    matching_rows(&request, &blocks, i, &slices, ranges, &context).await?;
+                let mut sidecar = None;
+                if forgets && !matched.is_empty() {
+                    let forgotten = forgotten_keys(&request, &blocks, i, &matched, &context);
+                    let forgotten = forgotten.await?;
+                    if forgotten.iter().any(|(_, keys)| !keys.is_empty()) {
+                        let table = &request.table;
+                        let name = table.forget_keys(&blocks, i, &forgotten).await;
+                        sidecar = Some(name.map_err(to_df)?);
+                    }
+                }
+                let rows = matched;
+                Ok::<_, DataFusionError>((i, BlockDeletes { rows, sidecar }))
             }
         })
         .buffered(BLOCKS_IN_FLIGHT)
@@ -155,12 +173,31 @@ async fn delete(
         .await?;
     let rows: Deletes = chosen
         .into_iter()
-        .filter(|(_, rows)| !rows.is_empty())
-        .map(|(i, rows)| (blocks.block_id(i).to_string(), rows))
+        .filter(|(_, d)| !d.rows.is_empty())
+        .map(|(i, d)| (blocks.block_id(i).to_string(), d))
         .collect();
     let committed = table.delete_rows(rows).await.map_err(to_df)?;
     count("rows_deleted", committed.rows as usize);
     Ok(committed.rows)
+}
+
+/// The live rows of block `i` within `slices` (all when None), of the columns `projection`;
+/// None if there is none. No predicate is pushed into the scan: every live row comes back, in
+/// order, so the n-th row read is the n-th position of the block's [`live_ranges`].
+fn live_rows(
+    request: &DeleteRequest,
+    blocks: &BlockList,
+    i: usize,
+    slices: Option<&std::collections::BTreeSet<u32>>,
+    projection: Vec<usize>,
+    context: &Arc<TaskContext>,
+) -> Result<Option<SendableRecordBatchStream>> {
+    let Some(file) = block_file(&request.table, blocks, i, slices) else {
+        return Ok(None);
+    };
+    let group = vec![FileGroup::new(vec![file])];
+    let scan = parquet_scan(&request.table, group, Some(projection), None, None, context)?;
+    Ok(Some(scan.execute(0, context.clone())?))
 }
 
 /// The positions in block `i` of the live rows in `ranges` that the predicate holds for.
@@ -176,20 +213,11 @@ async fn matching_rows(
     let Some(predicate) = &request.predicate else {
         return Ok(positions.map(|row| row as u32).collect());
     };
-    let Some(file) = block_file(&request.table, blocks, i, slices.as_ref()) else {
+    let projection = request.projection.clone();
+    let Some(mut batches) = live_rows(request, blocks, i, slices.as_ref(), projection, context)?
+    else {
         return Ok(RoaringBitmap::new());
     };
-    // No predicate pushed into the scan: every live row comes back, in order, so the n-th row
-    // read is the n-th position of `ranges`.
-    let scan = parquet_scan(
-        &request.table,
-        vec![FileGroup::new(vec![file])],
-        Some(request.projection.clone()),
-        None,
-        None,
-        context,
-    )?;
-    let mut batches = scan.execute(0, context.clone())?;
     let mut matched = RoaringBitmap::new();
     while let Some(batch) = batches.next().await {
         let batch = batch?;
@@ -197,7 +225,7 @@ async fn matching_rows(
         let holds = as_boolean_array(&holds)?;
         for row in 0..batch.num_rows() {
             let position = positions.next().ok_or_else(|| {
-                datafusion::error::DataFusionError::Internal(format!(
+                DataFusionError::Internal(format!(
                     "block {} returned more rows than it has live",
                     blocks.block_id(i)
                 ))
@@ -209,12 +237,74 @@ async fn matching_rows(
         }
     }
     if positions.next().is_some() {
-        return Err(datafusion::error::DataFusionError::Internal(format!(
+        return Err(DataFusionError::Internal(format!(
             "block {} returned fewer rows than it has live",
             blocks.block_id(i)
         )));
     }
     Ok(matched)
+}
+
+/// Per indexed column, the hashes of keys whose every live row in block `i` is in `matched`:
+/// once the DELETE commits the block holds none of them, so its cuckoo entry may forget them
+/// (seed 000: a lookup of a deleted key then reads no block).
+async fn forgotten_keys(
+    request: &DeleteRequest,
+    blocks: &BlockList,
+    i: usize,
+    matched: &RoaringBitmap,
+    context: &Arc<TaskContext>,
+) -> Result<Vec<(String, Vec<u64>)>> {
+    let def = request.table.def();
+    let columns = def
+        .options
+        .index_columns
+        .iter()
+        .map(|c| def.schema.index_of(c))
+        .collect::<std::result::Result<Vec<_>, _>>()?;
+    let rows = blocks.rows().value(i) as usize;
+    let ranges = live_ranges(rows, None, blocks.deleted(i)).unwrap_or_else(|| vec![0..rows]);
+    let positions: Vec<u32> = Positions::new(ranges).map(|p| p as u32).collect();
+    let Some(mut batches) = live_rows(request, blocks, i, None, columns.clone(), context)? else {
+        return Ok(Vec::new());
+    };
+    // Per column: keys of the rows deleted now, and of the rows that stay.
+    let mut keys = vec![(HashSet::new(), HashSet::new()); columns.len()];
+    let mut read = 0u32;
+    while let Some(batch) = batches.next().await {
+        let batch = batch?;
+        for (column, (gone, kept)) in batch.columns().iter().zip(&mut keys) {
+            let (mut hashes, mut at) = (ColumnHashes::default(), Vec::new());
+            hashes
+                .extend_with_rows(column.as_ref(), read, &mut at)
+                .map_err(|e| DataFusionError::External(Box::new(e)))?;
+            for (hash, row) in hashes.hashes.into_iter().zip(at) {
+                let position = positions.get(row as usize).ok_or_else(|| {
+                    DataFusionError::Internal(format!(
+                        "block {} returned more rows than it has live",
+                        blocks.block_id(i)
+                    ))
+                })?;
+                if matched.contains(*position) {
+                    gone.insert(hash);
+                } else {
+                    kept.insert(hash);
+                }
+            }
+        }
+        read += batch.num_rows() as u32;
+    }
+    Ok(def
+        .options
+        .index_columns
+        .iter()
+        .zip(keys)
+        .map(|(column, (gone, kept))| {
+            let mut forgotten: Vec<u64> = gone.difference(&kept).copied().collect();
+            forgotten.sort_unstable();
+            (column.clone(), forgotten)
+        })
+        .collect())
 }
 
 impl DisplayAs for DeleteExec {

@@ -292,6 +292,12 @@ pub async fn prune_blocks(
             }
         }
         outcome.pruned_by_locator += before - unanswered.len() - narrowed.len();
+        // A DELETE may have made a block's cuckoo entry forget keys its locator still names.
+        let (recheck, located): (Vec<_>, Vec<_>) = narrowed
+            .into_iter()
+            .partition(|(b, _)| blocks.sidecar_replaced(*b));
+        narrowed = located;
+        unanswered.extend(recheck);
         let which: Vec<usize> = unanswered.iter().map(|(b, _)| *b).collect();
         let fetch = table.sidecar_entries(blocks, &which, column).await;
         outcome.sidecar_bytes += fetch.bytes_fetched;

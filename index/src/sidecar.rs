@@ -30,8 +30,9 @@ use xxhash_rust::xxh3::xxh3_64;
 
 use crate::column_index::ColumnIndex;
 use crate::error::IndexError;
-use crate::filter::ColumnFilter;
+use crate::filter::{ColumnFilter, Cuckoo};
 use crate::kind::EntryKind;
+use crate::kind::FilterKind;
 
 pub const MAGIC: [u8; 8] = *b"SIEVEIDX";
 pub const VERSION: u32 = 1;
@@ -400,6 +401,48 @@ impl Sidecar {
     pub fn columns(&self) -> &[SidecarColumn] {
         &self.columns
     }
+}
+
+/// A new version of the sidecar `bytes` whose cuckoo entries no longer hold `forgotten` (per
+/// column, the hashes of keys no live row of the block holds any more). Other entries are copied
+/// as they are: xor, fuse and bloom entries cannot delete, and keep answering "maybe" for those
+/// keys. Each hash must have been inserted and be forgotten once, or another key could be lost
+/// (see [`Cuckoo::delete`]); the caller forgets a key only when the block's last live row of it
+/// is deleted.
+pub fn forget(bytes: Bytes, forgotten: &[(String, Vec<u64>)]) -> Result<Vec<u8>, IndexError> {
+    let bytes = align_in_memory(bytes);
+    Sidecar::open(bytes.clone())?;
+    let header = SidecarHeader::parse(&bytes)?;
+    let columns = header
+        .entries
+        .iter()
+        .map(|entry| {
+            let mut payload = bytes[entry.range()].to_vec();
+            let mut key_count = entry.key_count;
+            let hashes = forgotten
+                .iter()
+                .find(|(c, _)| *c == entry.column)
+                .map(|(_, h)| h);
+            if let (Some(hashes), EntryKind::Filter(FilterKind::Cuckoo12 | FilterKind::Cuckoo16)) =
+                (hashes, entry.kind)
+            {
+                let mut cuckoo = Cuckoo::open(payload)?;
+                for &hash in hashes {
+                    key_count -= u64::from(cuckoo.delete(hash));
+                }
+                payload = cuckoo.into_bytes();
+            }
+            Ok(ColumnIndex {
+                column: entry.column.clone(),
+                kind: entry.kind,
+                has_null: entry.has_null,
+                key_count,
+                ndv_estimate: entry.ndv_estimate,
+                payload,
+            })
+        })
+        .collect::<Result<Vec<_>, IndexError>>()?;
+    encode(&columns)
 }
 
 /// Object stores hand out buffers at any address; in-place probes need payloads 8-aligned in

@@ -280,3 +280,53 @@ fn one_entry_opens_from_the_header_and_its_own_bytes() {
     }
     assert!(prefix.entry("missing").is_none());
 }
+
+/// A DELETE's new sidecar: the cuckoo entries forget the keys given, every other key and every
+/// other entry stays, and a damaged sidecar is refused rather than rewritten.
+#[test]
+fn forgetting_keys_removes_them_from_cuckoo_entries_only() {
+    let hashes = |values: std::ops::Range<i64>| {
+        ColumnHashes::from_array(&Int64Array::from_iter_values(values))
+            .unwrap()
+            .hashes
+    };
+    let bytes = Bytes::from(sample());
+    let forgotten: Vec<(String, Vec<u64>)> = FilterKind::ALL
+        .iter()
+        .map(|k| (format!("c_{k}"), hashes(0..150)))
+        .collect();
+    let after = Sidecar::open(sidecar::forget(bytes.clone(), &forgotten).unwrap().into()).unwrap();
+    let before = Sidecar::open(bytes.clone()).unwrap();
+    assert_eq!(before.columns().len(), after.columns().len());
+    let numbers = before.columns().iter().zip(after.columns());
+    for (old, new) in numbers.filter(|(old, _)| old.column.starts_with("c_")) {
+        assert!(
+            hashes(150..300).iter().all(|&h| new.may_contain(h)),
+            "{}",
+            new.column
+        );
+        let still = hashes(0..150)
+            .iter()
+            .filter(|&&h| new.may_contain(h))
+            .count();
+        match new.kind {
+            EntryKind::Filter(FilterKind::Cuckoo12 | FilterKind::Cuckoo16) => {
+                // Only a false positive of a remaining key answers "maybe" now.
+                assert!(
+                    still <= 3,
+                    "{}: {still} of 150 forgotten keys remain",
+                    new.column
+                );
+                assert_eq!(new.key_count, old.key_count - 150);
+            }
+            _ => {
+                assert_eq!(still, 150, "{} cannot forget", new.column);
+                assert_eq!(new.key_count, old.key_count);
+            }
+        }
+    }
+    let mut damaged = bytes.to_vec();
+    let last = damaged.len() - 9;
+    damaged[last] ^= 1;
+    assert!(sidecar::forget(Bytes::from(damaged), &forgotten).is_err());
+}

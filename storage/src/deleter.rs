@@ -11,6 +11,7 @@ use object_store::{ObjectStoreExt, PutPayload};
 
 use crate::deletes::{Deletes, encode_deletes};
 use crate::error::{Result, StorageError};
+use crate::segment::BlockList;
 use crate::snapshot::{self, Delta, SegmentRef, Snapshot};
 use crate::table::Table;
 
@@ -27,7 +28,8 @@ pub struct DeleteCommitted {
 }
 
 impl Table {
-    /// Deletes `rows` (positions per block UUID, chosen on any committed version) in one commit.
+    /// Deletes `rows` (positions per block UUID, chosen on any committed version) in one commit,
+    /// with the new sidecars written for them ([`Table::forget_keys`]).
     pub async fn delete_rows(&self, mut rows: Deletes) -> Result<DeleteCommitted> {
         let store = self.storage().store();
         // The last attempt's segment and rows: the store may have taken a snapshot whose reply
@@ -45,6 +47,7 @@ impl Table {
             }
             let blocks = self.blocks(&base).await?;
             for (block, chosen) in &mut rows {
+                let chosen = &mut chosen.rows;
                 let i = blocks.position(block).ok_or_else(|| {
                     StorageError::Invalid(format!(
                         "block {block} left the table while the DELETE ran; run it again"
@@ -54,8 +57,10 @@ impl Table {
                     *chosen -= gone;
                 }
             }
-            rows.retain(|_, chosen| !chosen.is_empty());
-            let deleted_rows = rows.values().map(|r| r.len()).sum();
+            // A sidecar written for rows another DELETE took is still right: it forgot only
+            // keys no live row holds, and rows only ever leave.
+            rows.retain(|_, chosen| !chosen.rows.is_empty());
+            let deleted_rows = rows.values().map(|d| d.rows.len()).sum();
             if deleted_rows == 0 {
                 return Ok(DeleteCommitted {
                     rows: 0,
@@ -84,5 +89,28 @@ impl Table {
             }
         }
         Err(snapshot::too_contended())
+    }
+}
+
+impl Table {
+    /// Writes a new sidecar for block `i` of `blocks` whose cuckoo entries no longer hold
+    /// `forgotten` (hashes per column: keys the block holds no live row of once a DELETE
+    /// commits), and returns its name for that commit ([`crate::deletes::BlockDeletes`]).
+    pub async fn forget_keys(
+        &self,
+        blocks: &BlockList,
+        i: usize,
+        forgotten: &[(String, Vec<u64>)],
+    ) -> Result<String> {
+        let store = self.storage().store();
+        let path = self.sidecar_path(blocks.sidecar_name(i));
+        let current = store.get(&path).await?.bytes().await?;
+        let next = sieve_index::sidecar::forget(current, forgotten)
+            .map_err(|e| StorageError::Damaged(path.to_string(), e.to_string()))?;
+        let name = uuid::Uuid::new_v4().simple().to_string();
+        store
+            .put(&self.sidecar_path(&name), PutPayload::from(next))
+            .await?;
+        Ok(name)
     }
 }

@@ -6,15 +6,17 @@
 //! A deletes segment is an Arrow IPC file like a blocks segment, written with segment format 2
 //! and `sieve.segment.kind = deletes` in its schema metadata, so a Sieve that knows only format 1
 //! refuses a table with deletes instead of showing deleted rows. Columns: `block` (Utf8, the
-//! block's UUID), `rows_deleted` (UInt64) and `deleted` (Binary, the positions in Roaring's
-//! portable serialization, the format the Java, Go and C libraries share).
+//! block's UUID), `rows_deleted` (UInt64), `deleted` (Binary, the positions in Roaring's
+//! portable serialization, the format the Java, Go and C libraries share) and `sidecar` (Utf8,
+//! nullable: the name of the block's new sidecar, whose cuckoo entries forgot the keys whose
+//! last live row the commit deleted; null keeps the one it had).
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::UInt64Type;
-use arrow_array::{ArrayRef, BinaryArray, RecordBatch, StringArray, UInt64Array};
+use arrow_array::{Array, ArrayRef, BinaryArray, RecordBatch, StringArray, UInt64Array};
 use arrow_ipc::writer::FileWriter;
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use bytes::Bytes;
@@ -26,8 +28,16 @@ use crate::segment::{DELETES_FORMAT, FORMAT_KEY, KIND_KEY};
 /// The value of [`KIND_KEY`] on a deletes segment.
 pub const DELETES_KIND: &str = "deletes";
 
-/// Rows one commit deleted, by block UUID.
-pub type Deletes = HashMap<String, RoaringBitmap>;
+/// What one commit deletes from one block.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct BlockDeletes {
+    pub rows: RoaringBitmap,
+    /// The block's new sidecar file (`blocks/<name>.sidecar`), if the commit wrote one.
+    pub sidecar: Option<String>,
+}
+
+/// What one commit deletes, by block UUID.
+pub type Deletes = HashMap<String, BlockDeletes>;
 
 fn deletes_schema() -> SchemaRef {
     let metadata = HashMap::from([
@@ -39,6 +49,7 @@ fn deletes_schema() -> SchemaRef {
             Field::new("block", DataType::Utf8, false),
             Field::new("rows_deleted", DataType::UInt64, false),
             Field::new("deleted", DataType::Binary, false),
+            Field::new("sidecar", DataType::Utf8, true),
         ],
         metadata,
     ))
@@ -46,13 +57,13 @@ fn deletes_schema() -> SchemaRef {
 
 /// Serializes the rows one commit deletes, in block order so the file is reproducible.
 pub fn encode_deletes(deletes: &Deletes) -> Result<Bytes> {
-    let mut entries: Vec<(&String, &RoaringBitmap)> = deletes.iter().collect();
+    let mut entries: Vec<(&String, &BlockDeletes)> = deletes.iter().collect();
     entries.sort_unstable_by_key(|(block, _)| *block);
     let bitmaps = entries
         .iter()
-        .map(|(_, rows)| {
-            let mut bytes = Vec::with_capacity(rows.serialized_size());
-            rows.serialize_into(&mut bytes)?;
+        .map(|(_, d)| {
+            let mut bytes = Vec::with_capacity(d.rows.serialized_size());
+            d.rows.serialize_into(&mut bytes)?;
             Ok(bytes)
         })
         .collect::<std::io::Result<Vec<_>>>()
@@ -63,9 +74,12 @@ pub fn encode_deletes(deletes: &Deletes) -> Result<Bytes> {
             entries.iter().map(|(b, _)| b.as_str()),
         )),
         Arc::new(UInt64Array::from_iter_values(
-            entries.iter().map(|(_, rows)| rows.len()),
+            entries.iter().map(|(_, d)| d.rows.len()),
         )),
         Arc::new(BinaryArray::from_iter_values(bitmaps)),
+        Arc::new(StringArray::from_iter(
+            entries.iter().map(|(_, d)| d.sidecar.as_deref()),
+        )),
     ];
     let batch = RecordBatch::try_new(schema.clone(), columns)?;
     let mut writer = FileWriter::try_new(Vec::new(), &schema)?;
@@ -75,7 +89,7 @@ pub fn encode_deletes(deletes: &Deletes) -> Result<Bytes> {
 }
 
 /// Decodes a deletes segment's rows; `path` names the file in errors.
-pub fn decode_deletes(path: &str, stored: &RecordBatch) -> Result<Vec<(String, RoaringBitmap)>> {
+pub fn decode_deletes(path: &str, stored: &RecordBatch) -> Result<Vec<(String, BlockDeletes)>> {
     let damaged = |why: String| StorageError::Damaged(path.to_string(), why);
     let column = |name: &str, data_type: DataType| {
         stored
@@ -86,6 +100,7 @@ pub fn decode_deletes(path: &str, stored: &RecordBatch) -> Result<Vec<(String, R
     let blocks = column("block", DataType::Utf8)?.as_string::<i32>();
     let counts = column("rows_deleted", DataType::UInt64)?.as_primitive::<UInt64Type>();
     let bitmaps = column("deleted", DataType::Binary)?.as_binary::<i32>();
+    let sidecars = column("sidecar", DataType::Utf8)?.as_string::<i32>();
     (0..stored.num_rows())
         .map(|i| {
             let block = blocks.value(i);
@@ -98,7 +113,8 @@ pub fn decode_deletes(path: &str, stored: &RecordBatch) -> Result<Vec<(String, R
                     counts.value(i)
                 )));
             }
-            Ok((block.to_string(), rows))
+            let sidecar = sidecars.is_valid(i).then(|| sidecars.value(i).to_string());
+            Ok((block.to_string(), BlockDeletes { rows, sidecar }))
         })
         .collect()
 }
@@ -112,8 +128,20 @@ mod tests {
     #[test]
     fn deletes_round_trip_through_a_segment_file() {
         let deletes = Deletes::from([
-            ("b".to_string(), RoaringBitmap::from_iter([0u32, 7, 70_000])),
-            ("a".to_string(), RoaringBitmap::from_iter(0u32..5000)),
+            (
+                "b".to_string(),
+                BlockDeletes {
+                    rows: RoaringBitmap::from_iter([0u32, 7, 70_000]),
+                    sidecar: Some("c".into()),
+                },
+            ),
+            (
+                "a".to_string(),
+                BlockDeletes {
+                    rows: RoaringBitmap::from_iter(0u32..5000),
+                    sidecar: None,
+                },
+            ),
         ]);
         let bytes = encode_deletes(&deletes).unwrap();
         let schema = Arc::new(Schema::new(vec![Field::new("c", DataType::Int64, false)]));

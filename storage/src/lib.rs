@@ -26,7 +26,7 @@ pub use block::{BlockStats, IndexStats};
 pub use block_checksums::BlockChecksums;
 pub use catalog::{Catalog, DEFAULT_DATABASE};
 pub use deleter::DeleteCommitted;
-pub use deletes::Deletes;
+pub use deletes::{BlockDeletes, Deletes};
 pub use error::{Result, StorageError};
 pub use location::Storage;
 pub use locator_builder::LOCATOR_GROUP_ROWS;

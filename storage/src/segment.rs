@@ -30,7 +30,7 @@ use sieve_index::{LocatorHeader, SidecarEntry};
 
 use crate::block::BlockStats;
 use crate::block_checksums::BlockChecksums;
-use crate::deletes::{DELETES_KIND, decode_deletes};
+use crate::deletes::{BlockDeletes, DELETES_KIND, decode_deletes};
 use crate::error::{Result, StorageError};
 use crate::table_def::TableDef;
 
@@ -68,7 +68,7 @@ pub const KIND_KEY: &str = "sieve.segment.kind";
 #[derive(Debug)]
 pub enum Segment {
     Blocks(RecordBatch),
-    Deletes(Vec<(String, RoaringBitmap)>),
+    Deletes(Vec<(String, BlockDeletes)>),
 }
 
 /// The schema of a table's segment files; it follows from the table's definition.
@@ -218,6 +218,8 @@ pub struct BlockList {
     batch: RecordBatch,
     /// Each block's deletion vector: the union of what every deletes segment named for it.
     deleted: HashMap<usize, RoaringBitmap>,
+    /// Blocks whose sidecar a DELETE replaced: the newest one's name.
+    sidecars: HashMap<usize, String>,
     /// Block UUID to index, built on first use (a DELETE's commit looks blocks up by name).
     positions: Arc<OnceLock<HashMap<String, usize>>>,
     /// Parsed on first use; the list is cached per table version, so once per version.
@@ -247,6 +249,7 @@ impl BlockList {
         let mut list = Self {
             batch: concat_batches(&schema, blocks)?,
             deleted: HashMap::new(),
+            sidecars: HashMap::new(),
             positions: Arc::default(),
             locator_groups: Arc::default(),
         };
@@ -254,7 +257,7 @@ impl BlockList {
             let Segment::Deletes(deletes) = segment.as_ref() else {
                 continue;
             };
-            for (block, rows) in deletes {
+            for (block, BlockDeletes { rows, sidecar }) in deletes {
                 let damaged = |why: &str| {
                     StorageError::Damaged(format!("deletion vector of block {block}"), why.into())
                 };
@@ -268,6 +271,9 @@ impl BlockList {
                     return Err(damaged("it names a row past the block's end"));
                 }
                 *list.deleted.entry(i).or_default() |= rows;
+                if let Some(sidecar) = sidecar {
+                    list.sidecars.insert(i, sidecar.clone());
+                }
             }
         }
         Ok(list)
@@ -288,6 +294,20 @@ impl BlockList {
     /// The rows of block `i` deleted so far; None if none were.
     pub fn deleted(&self, i: usize) -> Option<&RoaringBitmap> {
         self.deleted.get(&i)
+    }
+
+    /// The name of block `i`'s sidecar file: the block's own, or the one a DELETE replaced it
+    /// with last.
+    pub fn sidecar_name(&self, i: usize) -> &str {
+        self.sidecars
+            .get(&i)
+            .map_or_else(|| self.block_id(i), String::as_str)
+    }
+
+    /// Whether a DELETE replaced block `i`'s sidecar (its cuckoo entries may have forgotten
+    /// keys the locator still names).
+    pub fn sidecar_replaced(&self, i: usize) -> bool {
+        self.sidecars.contains_key(&i)
     }
 
     /// Rows of block `i` no DELETE removed.
@@ -379,6 +399,9 @@ impl BlockList {
     /// segment predates the record (or the column is not indexed), and the reader must parse
     /// the sidecar's header instead.
     pub fn sidecar_entry(&self, i: usize, column: &str) -> Option<Result<SidecarEntry>> {
+        if self.sidecar_replaced(i) {
+            return None; // the record is of the sidecar the block was written with
+        }
         let records = self
             .column(&index_name("index_entry", column))?
             .as_binary::<i32>();

@@ -164,7 +164,7 @@ impl Table {
         let blocks_dir = self.dir().join("blocks");
         for (slot, &i) in which.iter().enumerate() {
             let key = (
-                format!("{blocks_dir}/{}.sidecar", blocks.block_id(i)),
+                format!("{blocks_dir}/{}.sidecar", blocks.sidecar_name(i)),
                 column.to_string(),
             );
             let found = cache.get(&key);
@@ -176,7 +176,7 @@ impl Table {
         }
         let fetched: Vec<_> = futures::stream::iter(misses)
             .map(|(slot, i, key)| async move {
-                let path = self.sidecar_path(blocks.block_id(i));
+                let path = self.sidecar_path(blocks.sidecar_name(i));
                 debug_assert_eq!(path.as_ref(), key.0);
                 let fetched = match blocks.sidecar_entry(i, column) {
                     Some(Ok(entry)) => self.fetch_located(&path, &entry).await,

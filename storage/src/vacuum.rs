@@ -75,7 +75,7 @@ impl Table {
             }
             for i in 0..blocks.len() {
                 referenced.insert(self.block_path(blocks.block_id(i)));
-                referenced.insert(self.sidecar_path(blocks.block_id(i)));
+                referenced.insert(self.sidecar_path(blocks.sidecar_name(i)));
             }
             for group in blocks.locator_groups() {
                 referenced.insert(self.locator_path(&group.name));
