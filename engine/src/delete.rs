@@ -26,7 +26,8 @@ use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties,
 };
 use futures::{StreamExt, TryStreamExt};
-use sieve_index::{ColumnHashes, FilterKind};
+use sieve_index::ColumnHashes;
+use sieve_index::sidecar::KeyChanges;
 use sieve_storage::{BlockDeletes, BlockList, Deletes, RoaringBitmap, Table};
 
 use crate::error::to_df;
@@ -141,10 +142,7 @@ async fn delete(
     count("blocks_read", outcome.survivors.len());
     // Owned items and futures: borrowed ones make the plan's stream not Send.
     let survivors = outcome.survivors.into_iter().zip(outcome.slices);
-    let forgets = matches!(
-        table.def().options.filter,
-        FilterKind::Cuckoo12 | FilterKind::Cuckoo16
-    );
+    let indexed = !table.def().options.index_columns.is_empty();
     let chosen: Vec<(usize, BlockDeletes)> = futures::stream::iter(survivors)
         .map(|(i, slices)| {
             let (request, blocks, context) = (request.clone(), blocks.clone(), context.clone());
@@ -155,13 +153,12 @@ async fn delete(
                 let matched =
                     matching_rows(&request, &blocks, i, &slices, ranges, &context).await?;
                 let mut sidecar = None;
-                if forgets && !matched.is_empty() {
-                    let forgotten = forgotten_keys(&request, &blocks, i, &matched, &context);
-                    let forgotten = forgotten.await?;
-                    if forgotten.iter().any(|(_, keys)| !keys.is_empty()) {
+                if indexed && !matched.is_empty() {
+                    let changes = key_changes(&request, &blocks, i, &matched, &context).await?;
+                    if changes.iter().any(|c| !c.forgotten.is_empty()) {
                         let table = &request.table;
-                        let name = table.forget_keys(&blocks, i, &forgotten).await;
-                        sidecar = Some(name.map_err(to_df)?);
+                        let name = table.rewrite_sidecar(&blocks, i, &changes).await;
+                        sidecar = name.map_err(to_df)?;
                     }
                 }
                 let rows = matched;
@@ -245,16 +242,16 @@ async fn matching_rows(
     Ok(matched)
 }
 
-/// Per indexed column, the hashes of keys whose every live row in block `i` is in `matched`:
-/// once the DELETE commits the block holds none of them, so its cuckoo entry may forget them
-/// (seed 000: a lookup of a deleted key then reads no block).
-async fn forgotten_keys(
+/// Per indexed column, the hashes of keys whose every live row in block `i` is in `matched`
+/// (once the DELETE commits the block holds none of them: a cuckoo entry forgets them, seed
+/// 000, so a lookup of a deleted key reads no block), and of the keys left.
+async fn key_changes(
     request: &DeleteRequest,
     blocks: &BlockList,
     i: usize,
     matched: &RoaringBitmap,
     context: &Arc<TaskContext>,
-) -> Result<Vec<(String, Vec<u64>)>> {
+) -> Result<Vec<KeyChanges>> {
     let def = request.table.def();
     let columns = def
         .options
@@ -302,7 +299,13 @@ async fn forgotten_keys(
         .map(|(column, (gone, kept))| {
             let mut forgotten: Vec<u64> = gone.difference(&kept).copied().collect();
             forgotten.sort_unstable();
-            (column.clone(), forgotten)
+            let mut live: Vec<u64> = kept.into_iter().collect();
+            live.sort_unstable();
+            KeyChanges {
+                column: column.clone(),
+                forgotten,
+                live,
+            }
         })
         .collect())
 }

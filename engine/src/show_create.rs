@@ -30,7 +30,8 @@ pub(crate) fn create_table_sql(def: &TableDef) -> String {
     let columns: Vec<String> = columns.into_iter().chain(keys).collect();
     format!(
         "CREATE TABLE {} (\n{}\n) WITH (index_columns = '{}', filter = '{}', block_rows = {}, \
-         locator = {}, max_false_reads = {}, parquet_bloom_filters = {})",
+         locator = {}, max_false_reads = {}, parquet_bloom_filters = {}, \
+         stale_rebuild_fraction = {})",
         quoted(&def.name),
         columns.join(",\n"),
         o.index_columns.join(",").replace('\'', "''"),
@@ -39,5 +40,6 @@ pub(crate) fn create_table_sql(def: &TableDef) -> String {
         o.locator,
         o.max_false_reads,
         o.parquet_bloom_filters,
+        o.stale_rebuild_fraction,
     )
 }

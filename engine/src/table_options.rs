@@ -10,8 +10,8 @@ use datafusion::sql::sqlparser::ast::{
 use sieve_index::FilterKind;
 use sieve_storage::TableOptions;
 
-const KEYS: &str =
-    "index_columns, filter, block_rows, parquet_bloom_filters, locator, max_false_reads";
+const KEYS: &str = "index_columns, filter, block_rows, parquet_bloom_filters, locator, max_false_reads, \
+     stale_rebuild_fraction";
 
 fn literal(value: &Expr) -> Option<String> {
     match value {
@@ -129,6 +129,14 @@ pub fn table_options(
             "max_false_reads" => match value.parse::<f64>() {
                 Ok(n) if n > 0.0 && n <= 1.0 => options.max_false_reads = n,
                 _ => return plan_err!("max_false_reads must be a number in (0, 1], got {value:?}"),
+            },
+            "stale_rebuild_fraction" => match value.parse::<f64>() {
+                Ok(n) if n > 0.0 && n <= 1.0 => options.stale_rebuild_fraction = n,
+                _ => {
+                    return plan_err!(
+                        "stale_rebuild_fraction must be a number in (0, 1], got {value:?}"
+                    );
+                }
             },
             other => return plan_err!("unknown table option {other:?}; supported: {KEYS}"),
         }

@@ -284,6 +284,44 @@ async fn a_deleted_key_on_a_cuckoo_table_reads_no_block() {
     }
 }
 
+/// Seed 003's lazy policy: a fuse entry cannot forget, so it keeps answering "maybe" for deleted
+/// keys until a fifth of its keys are stale (the default `stale_rebuild_fraction`); then the
+/// DELETE builds it again from the live keys and those lookups read no block.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fuse_entry_is_rebuilt_once_enough_of_its_keys_are_stale() {
+    let session = common::memory_session().await;
+    run(
+        &session,
+        "create table t (k bigint) with (block_rows = 1000, locator = false)",
+    )
+    .await;
+    run(&session, "insert into t select number from numbers(1000)").await;
+    let blocks_read = |key: u64| {
+        let session = &session;
+        async move {
+            let found = run(session, &format!("select k from t where k = {key}")).await;
+            assert_eq!(found.row_count(), 0);
+            found.stats.blocks_read
+        }
+    };
+    // 10% stale: the entry is kept, a deleted key still reads the block.
+    run(&session, "delete from t where k < 100").await;
+    assert_eq!(blocks_read(50).await, 1);
+    // 25% stale: rebuilt from the 750 live keys.
+    run(&session, "delete from t where k >= 100 and k < 250").await;
+    let still = [50, 150, 200, 249];
+    let mut reads = 0;
+    for key in still {
+        reads += blocks_read(key).await;
+    }
+    assert_eq!(
+        reads, 0,
+        "a rebuilt entry holds only live keys (fuse8's 0.4% false positives aside)"
+    );
+    let live = run(&session, "select count(*) from t where k in (250, 999)").await;
+    assert_eq!(rows(&live), ["2"]);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn blocks_whose_rows_are_all_deleted_are_not_read() {
     let session = common::memory_session().await;

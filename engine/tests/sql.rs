@@ -117,7 +117,7 @@ async fn show_create_table_recreates_the_table() {
         "create table original (a bigint unsigned not null, b varchar, c decimal(10,2), \
          d boolean, e timestamp, f date, g double, h int, i smallint unsigned) \
          with (index_columns = 'a,b', filter = 'xor16', block_rows = 1000, locator = false, \
-         max_false_reads = 0.5, parquet_bloom_filters = true)",
+         max_false_reads = 0.5, parquet_bloom_filters = true, stale_rebuild_fraction = 0.3)",
     )
     .await;
     let shown = value(&run(&session, "show create table original").await, 1);
@@ -130,6 +130,7 @@ async fn show_create_table_recreates_the_table() {
         text(&run(&session, "describe original").await)
     );
     assert!(shown.contains("locator = false") && shown.contains("filter = 'xor16'"));
+    assert!(shown.contains("stale_rebuild_fraction = 0.3"), "{shown}");
 }
 
 /// A prepared statement reads the tables of the database it was prepared in, as in MySQL, and

@@ -28,6 +28,7 @@ use std::ops::Range;
 use bytes::Bytes;
 use xxhash_rust::xxh3::xxh3_64;
 
+use crate::canonical::ColumnHashes;
 use crate::column_index::ColumnIndex;
 use crate::error::IndexError;
 use crate::filter::{ColumnFilter, Cuckoo};
@@ -403,46 +404,74 @@ impl Sidecar {
     }
 }
 
-/// A new version of the sidecar `bytes` whose cuckoo entries no longer hold `forgotten` (per
-/// column, the hashes of keys no live row of the block holds any more). Other entries are copied
-/// as they are: xor, fuse and bloom entries cannot delete, and keep answering "maybe" for those
-/// keys. Each hash must have been inserted and be forgotten once, or another key could be lost
-/// (see [`Cuckoo::delete`]); the caller forgets a key only when the block's last live row of it
-/// is deleted.
-pub fn forget(bytes: Bytes, forgotten: &[(String, Vec<u64>)]) -> Result<Vec<u8>, IndexError> {
+/// What a DELETE changed in one column of a block: the keys whose last live row it removed,
+/// and the keys that still have a live row.
+#[derive(Debug, Clone, Default)]
+pub struct KeyChanges {
+    pub column: String,
+    pub forgotten: Vec<u64>,
+    pub live: Vec<u64>,
+}
+
+/// A new version of the sidecar `bytes` after a DELETE, or None if no entry changes. Cuckoo
+/// entries delete the forgotten keys. Xor, fuse and bloom entries cannot delete: once the keys
+/// they hold without a live row reach `stale_rebuild_fraction` of their keys (seed 003's lazy
+/// policy), they are built again from the live keys. Other entries are copied as they are. A
+/// cuckoo entry must be told each inserted key at most once, or another key could be lost (see
+/// [`Cuckoo::delete`]): the caller forgets a key only when the block's last live row of it goes.
+pub fn rewrite(
+    bytes: Bytes,
+    changes: &[KeyChanges],
+    stale_rebuild_fraction: f64,
+) -> Result<Option<Vec<u8>>, IndexError> {
     let bytes = align_in_memory(bytes);
     Sidecar::open(bytes.clone())?;
     let header = SidecarHeader::parse(&bytes)?;
-    let columns = header
-        .entries
-        .iter()
-        .map(|entry| {
-            let mut payload = bytes[entry.range()].to_vec();
-            let mut key_count = entry.key_count;
-            let hashes = forgotten
-                .iter()
-                .find(|(c, _)| *c == entry.column)
-                .map(|(_, h)| h);
-            if let (Some(hashes), EntryKind::Filter(FilterKind::Cuckoo12 | FilterKind::Cuckoo16)) =
-                (hashes, entry.kind)
+    let mut changed = false;
+    let mut columns = Vec::with_capacity(header.entries.len());
+    for entry in &header.entries {
+        let mut column = ColumnIndex {
+            column: entry.column.clone(),
+            kind: entry.kind,
+            has_null: entry.has_null,
+            key_count: entry.key_count,
+            ndv_estimate: entry.ndv_estimate,
+            payload: bytes[entry.range()].to_vec(),
+        };
+        let change = changes.iter().find(|c| c.column == entry.column);
+        match (change, entry.kind) {
+            (Some(change), EntryKind::Filter(FilterKind::Cuckoo12 | FilterKind::Cuckoo16))
+                if !change.forgotten.is_empty() =>
             {
-                let mut cuckoo = Cuckoo::open(payload)?;
-                for &hash in hashes {
-                    key_count -= u64::from(cuckoo.delete(hash));
+                let mut cuckoo = Cuckoo::open(column.payload)?;
+                for &hash in &change.forgotten {
+                    column.key_count -= u64::from(cuckoo.delete(hash));
                 }
-                payload = cuckoo.into_bytes();
+                column.payload = cuckoo.into_bytes();
+                changed = true;
             }
-            Ok(ColumnIndex {
-                column: entry.column.clone(),
-                kind: entry.kind,
-                has_null: entry.has_null,
-                key_count,
-                ndv_estimate: entry.ndv_estimate,
-                payload,
-            })
-        })
-        .collect::<Result<Vec<_>, IndexError>>()?;
-    encode(&columns)
+            (Some(change), EntryKind::Filter(kind))
+                if !matches!(kind, FilterKind::Cuckoo12 | FilterKind::Cuckoo16) =>
+            {
+                let stale = entry.key_count.saturating_sub(change.live.len() as u64);
+                if stale > 0 && stale as f64 >= stale_rebuild_fraction * entry.key_count as f64 {
+                    let live = ColumnHashes {
+                        hashes: change.live.clone(),
+                        has_null: entry.has_null,
+                    };
+                    column = ColumnIndex::build(entry.column.clone(), kind, live);
+                    changed = true;
+                }
+            }
+            _ => {}
+        }
+        columns.push(column);
+    }
+    Ok(if changed {
+        Some(encode(&columns)?)
+    } else {
+        None
+    })
 }
 
 /// Object stores hand out buffers at any address; in-place probes need payloads 8-aligned in

@@ -4,7 +4,7 @@
 use arrow_array::{BooleanArray, Int64Array, StringArray};
 use bytes::Bytes;
 use proptest::prelude::*;
-use sieve_index::sidecar::{self, MAGIC, Sidecar, VERSION};
+use sieve_index::sidecar::{self, KeyChanges, MAGIC, Sidecar, VERSION};
 use sieve_index::{ColumnHashes, ColumnIndex, EntryKind, FilterKind, IndexError, SidecarHeader};
 use xxhash_rust::xxh3::xxh3_64;
 
@@ -281,8 +281,9 @@ fn one_entry_opens_from_the_header_and_its_own_bytes() {
     assert!(prefix.entry("missing").is_none());
 }
 
-/// A DELETE's new sidecar: the cuckoo entries forget the keys given, every other key and every
-/// other entry stays, and a damaged sidecar is refused rather than rewritten.
+/// A DELETE's new sidecar: the cuckoo entries forget the keys given, other filters are rebuilt
+/// from the live keys once enough are stale, every live key stays, and a damaged sidecar is
+/// refused rather than rewritten.
 #[test]
 fn forgetting_keys_removes_them_from_cuckoo_entries_only() {
     let hashes = |values: std::ops::Range<i64>| {
@@ -291,11 +292,20 @@ fn forgetting_keys_removes_them_from_cuckoo_entries_only() {
             .hashes
     };
     let bytes = Bytes::from(sample());
-    let forgotten: Vec<(String, Vec<u64>)> = FilterKind::ALL
-        .iter()
-        .map(|k| (format!("c_{k}"), hashes(0..150)))
-        .collect();
-    let after = Sidecar::open(sidecar::forget(bytes.clone(), &forgotten).unwrap().into()).unwrap();
+    let changes = |fraction: f64| {
+        let changes: Vec<KeyChanges> = FilterKind::ALL
+            .iter()
+            .map(|k| KeyChanges {
+                column: format!("c_{k}"),
+                forgotten: hashes(0..150),
+                live: hashes(150..300),
+            })
+            .collect();
+        let rewritten = sidecar::rewrite(bytes.clone(), &changes, fraction).unwrap();
+        Sidecar::open(rewritten.unwrap().into()).unwrap()
+    };
+    // Half the keys are stale: under the threshold only cuckoo entries change.
+    let after = changes(0.6);
     let before = Sidecar::open(bytes.clone()).unwrap();
     assert_eq!(before.columns().len(), after.columns().len());
     let numbers = before.columns().iter().zip(after.columns());
@@ -325,8 +335,37 @@ fn forgetting_keys_removes_them_from_cuckoo_entries_only() {
             }
         }
     }
+    // At the threshold every filter is built again from the live keys: it forgets them too.
+    let rebuilt = changes(0.5);
+    for new in rebuilt
+        .columns()
+        .iter()
+        .filter(|c| c.column.starts_with("c_"))
+    {
+        assert!(hashes(150..300).iter().all(|&h| new.may_contain(h)));
+        let still = hashes(0..150)
+            .iter()
+            .filter(|&&h| new.may_contain(h))
+            .count();
+        assert!(
+            still <= 15,
+            "{}: {still} of 150 stale keys remain",
+            new.column
+        );
+    }
+    // Nothing forgotten, nothing stale: no new sidecar.
+    let none = [KeyChanges {
+        column: "c_binary_fuse8".into(),
+        forgotten: Vec::new(),
+        live: hashes(0..300),
+    }];
+    assert!(
+        sidecar::rewrite(bytes.clone(), &none, 0.1)
+            .unwrap()
+            .is_none()
+    );
     let mut damaged = bytes.to_vec();
     let last = damaged.len() - 9;
     damaged[last] ^= 1;
-    assert!(sidecar::forget(Bytes::from(damaged), &forgotten).is_err());
+    assert!(sidecar::rewrite(Bytes::from(damaged), &none, 0.1).is_err());
 }

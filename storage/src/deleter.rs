@@ -14,6 +14,7 @@ use crate::error::{Result, StorageError};
 use crate::segment::BlockList;
 use crate::snapshot::{self, Delta, SegmentRef, Snapshot};
 use crate::table::Table;
+use sieve_index::sidecar::KeyChanges;
 
 /// Attempts before a DELETE gives up under sustained contention.
 const MAX_ATTEMPTS: usize = 1000;
@@ -93,24 +94,29 @@ impl Table {
 }
 
 impl Table {
-    /// Writes a new sidecar for block `i` of `blocks` whose cuckoo entries no longer hold
-    /// `forgotten` (hashes per column: keys the block holds no live row of once a DELETE
-    /// commits), and returns its name for that commit ([`crate::deletes::BlockDeletes`]).
-    pub async fn forget_keys(
+    /// Writes block `i` of `blocks` a new sidecar for what a DELETE changes in it
+    /// ([`sieve_index::sidecar::rewrite`]: cuckoo entries forget keys, other filters are rebuilt
+    /// past the table's stale fraction) and returns its name for that commit
+    /// ([`crate::deletes::BlockDeletes`]); None when no entry changes.
+    pub async fn rewrite_sidecar(
         &self,
         blocks: &BlockList,
         i: usize,
-        forgotten: &[(String, Vec<u64>)],
-    ) -> Result<String> {
+        changes: &[KeyChanges],
+    ) -> Result<Option<String>> {
         let store = self.storage().store();
         let path = self.sidecar_path(blocks.sidecar_name(i));
         let current = store.get(&path).await?.bytes().await?;
-        let next = sieve_index::sidecar::forget(current, forgotten)
+        let fraction = self.def().options.stale_rebuild_fraction;
+        let next = sieve_index::sidecar::rewrite(current, changes, fraction)
             .map_err(|e| StorageError::Damaged(path.to_string(), e.to_string()))?;
+        let Some(next) = next else {
+            return Ok(None);
+        };
         let name = uuid::Uuid::new_v4().simple().to_string();
         store
             .put(&self.sidecar_path(&name), PutPayload::from(next))
             .await?;
-        Ok(name)
+        Ok(Some(name))
     }
 }

@@ -31,6 +31,17 @@ pub struct TableOptions {
     /// over every group the table will ever have.
     #[serde(default = "default_max_false_reads")]
     pub max_false_reads: f64,
+    /// A DELETE rebuilds a block's xor, fuse or bloom entry from its live keys once this
+    /// fraction of the keys it holds have no live row left (seed 003's lazy policy; cuckoo
+    /// entries forget keys at once instead).
+    #[serde(default = "default_stale_rebuild_fraction")]
+    pub stale_rebuild_fraction: f64,
+}
+
+pub const DEFAULT_STALE_REBUILD_FRACTION: f64 = 0.2;
+
+fn default_stale_rebuild_fraction() -> f64 {
+    DEFAULT_STALE_REBUILD_FRACTION
 }
 
 fn enabled() -> bool {
@@ -58,6 +69,7 @@ impl TableOptions {
             parquet_bloom_filters: false,
             locator: true,
             max_false_reads: DEFAULT_MAX_FALSE_READS,
+            stale_rebuild_fraction: DEFAULT_STALE_REBUILD_FRACTION,
         }
     }
 }
@@ -96,6 +108,12 @@ impl TableDef {
             return Err(StorageError::Invalid(format!(
                 "max_false_reads must be in (0, 1], got {}",
                 options.max_false_reads
+            )));
+        }
+        if !(options.stale_rebuild_fraction > 0.0 && options.stale_rebuild_fraction <= 1.0) {
+            return Err(StorageError::Invalid(format!(
+                "stale_rebuild_fraction must be in (0, 1], got {}",
+                options.stale_rebuild_fraction
             )));
         }
         if options.block_rows == 0 || options.block_rows > MAX_BLOCK_ROWS {
