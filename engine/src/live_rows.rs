@@ -30,19 +30,18 @@ pub fn live_ranges(
             .collect(),
         None => vec![0..rows],
     };
-    let mut gone = deleted.into_iter().flatten().map(|r| r as usize).peekable();
     let mut live = Vec::with_capacity(wanted.len());
     for range in wanted {
         let mut start = range.start;
-        while let Some(&row) = gone.peek() {
-            if row >= range.end {
-                break;
-            }
+        // Only the deleted rows within the range: a lookup reads one slice of a block whose
+        // deletion vector may hold a million rows.
+        let within = deleted.map(|d| d.range(range.start as u32..range.end as u32));
+        for row in within.into_iter().flatten() {
+            let row = row as usize;
             if row > start {
                 live.push(start..row);
             }
-            start = start.max(row + 1);
-            gone.next();
+            start = row + 1;
         }
         if start < range.end {
             live.push(start..range.end);
