@@ -28,7 +28,7 @@ use datafusion::physical_plan::{
 use futures::{StreamExt, TryStreamExt};
 use sieve_index::ColumnHashes;
 use sieve_index::sidecar::KeyChanges;
-use sieve_storage::{BlockDeletes, BlockList, Deletes, RoaringBitmap, Table};
+use sieve_storage::{BlockDeletes, BlockList, Deletes, RoaringBitmap, StorageError, Table};
 
 use crate::error::to_df;
 use crate::live_rows::{Positions, live_ranges};
@@ -119,12 +119,36 @@ impl DeleteExec {
     }
 }
 
+/// Times a DELETE chooses its rows again after an OPTIMIZE rewrote blocks it chose rows in.
+const MAX_CHOICES: usize = 10;
+
 /// Chooses the rows to delete and commits them; returns how many this statement deleted.
 async fn delete(
     request: &DeleteRequest,
     metrics: &ExecutionPlanMetricsSet,
     context: &Arc<TaskContext>,
 ) -> Result<u64> {
+    let mut tries = 0;
+    let committed = loop {
+        let rows = choose(request, metrics, context).await?;
+        match request.table.delete_rows(rows).await {
+            Err(StorageError::Rewritten(_)) if tries + 1 < MAX_CHOICES => tries += 1,
+            done => break done.map_err(to_df)?,
+        }
+    };
+    MetricBuilder::new(metrics)
+        .global_counter("rows_deleted")
+        .add(committed.rows as usize);
+    Ok(committed.rows)
+}
+
+/// The rows the DELETE removes from the newest version, with the new sidecars of the blocks
+/// they are in.
+async fn choose(
+    request: &DeleteRequest,
+    metrics: &ExecutionPlanMetricsSet,
+    context: &Arc<TaskContext>,
+) -> Result<Deletes> {
     let table = &request.table;
     let snapshot = table.snapshot().await.map_err(to_df)?;
     let blocks = table.blocks(&snapshot).await.map_err(to_df)?;
@@ -154,10 +178,11 @@ async fn delete(
                     matching_rows(&request, &blocks, i, &slices, ranges, &context).await?;
                 let mut sidecar = None;
                 if indexed && !matched.is_empty() {
-                    let changes = key_changes(&request, &blocks, i, &matched, &context).await?;
+                    let table = &request.table;
+                    let changes = key_changes(table, &blocks, i, &matched, &context).await?;
                     if changes.iter().any(|c| !c.forgotten.is_empty()) {
-                        let table = &request.table;
-                        let name = table.rewrite_sidecar(&blocks, i, &changes).await;
+                        let fraction = table.def().options.stale_rebuild_fraction;
+                        let name = table.rewrite_sidecar(&blocks, i, &changes, fraction).await;
                         sidecar = name.map_err(to_df)?;
                     }
                 }
@@ -168,32 +193,30 @@ async fn delete(
         .buffered(BLOCKS_IN_FLIGHT)
         .try_collect()
         .await?;
-    let rows: Deletes = chosen
+    Ok(chosen
         .into_iter()
         .filter(|(_, d)| !d.rows.is_empty())
         .map(|(i, d)| (blocks.block_id(i).to_string(), d))
-        .collect();
-    let committed = table.delete_rows(rows).await.map_err(to_df)?;
-    count("rows_deleted", committed.rows as usize);
-    Ok(committed.rows)
+        .collect())
 }
 
-/// The live rows of block `i` within `slices` (all when None), of the columns `projection`;
-/// None if there is none. No predicate is pushed into the scan: every live row comes back, in
-/// order, so the n-th row read is the n-th position of the block's [`live_ranges`].
-fn live_rows(
-    request: &DeleteRequest,
+/// The live rows of block `i` within `slices` (all when None), of the columns `projection`
+/// (all when None); None if there is none. No predicate is pushed into the scan: every live row
+/// comes back, in order, so the n-th row read is the n-th position of the block's
+/// [`live_ranges`].
+pub(crate) fn live_rows(
+    table: &Table,
     blocks: &BlockList,
     i: usize,
     slices: Option<&std::collections::BTreeSet<u32>>,
-    projection: Vec<usize>,
+    projection: Option<Vec<usize>>,
     context: &Arc<TaskContext>,
 ) -> Result<Option<SendableRecordBatchStream>> {
-    let Some(file) = block_file(&request.table, blocks, i, slices) else {
+    let Some(file) = block_file(table, blocks, i, slices) else {
         return Ok(None);
     };
     let group = vec![FileGroup::new(vec![file])];
-    let scan = parquet_scan(&request.table, group, Some(projection), None, None, context)?;
+    let scan = parquet_scan(table, group, projection, None, None, context)?;
     Ok(Some(scan.execute(0, context.clone())?))
 }
 
@@ -210,8 +233,9 @@ async fn matching_rows(
     let Some(predicate) = &request.predicate else {
         return Ok(positions.map(|row| row as u32).collect());
     };
-    let projection = request.projection.clone();
-    let Some(mut batches) = live_rows(request, blocks, i, slices.as_ref(), projection, context)?
+    let projection = Some(request.projection.clone());
+    let table = &request.table;
+    let Some(mut batches) = live_rows(table, blocks, i, slices.as_ref(), projection, context)?
     else {
         return Ok(RoaringBitmap::new());
     };
@@ -245,14 +269,14 @@ async fn matching_rows(
 /// Per indexed column, the hashes of keys whose every live row in block `i` is in `matched`
 /// (once the DELETE commits the block holds none of them: a cuckoo entry forgets them, seed
 /// 000, so a lookup of a deleted key reads no block), and of the keys left.
-async fn key_changes(
-    request: &DeleteRequest,
+pub(crate) async fn key_changes(
+    table: &Table,
     blocks: &BlockList,
     i: usize,
     matched: &RoaringBitmap,
     context: &Arc<TaskContext>,
 ) -> Result<Vec<KeyChanges>> {
-    let def = request.table.def();
+    let def = table.def();
     let columns = def
         .options
         .index_columns
@@ -262,7 +286,8 @@ async fn key_changes(
     let rows = blocks.rows().value(i) as usize;
     let ranges = live_ranges(rows, None, blocks.deleted(i)).unwrap_or_else(|| vec![0..rows]);
     let positions: Vec<u32> = Positions::new(ranges).map(|p| p as u32).collect();
-    let Some(mut batches) = live_rows(request, blocks, i, None, columns.clone(), context)? else {
+    let projection = Some(columns.clone());
+    let Some(mut batches) = live_rows(table, blocks, i, None, projection, context)? else {
         return Ok(Vec::new());
     };
     // Per column: keys of the rows deleted now, and of the rows that stay.

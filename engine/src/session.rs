@@ -46,6 +46,7 @@ use crate::memory::{MemoryLimits, QueryPool};
 use crate::mysql_rewrites;
 use crate::mysql_show;
 use crate::numbers::NumbersFunction;
+use crate::optimize::{self, Optimize};
 use crate::options::SieveOptions;
 use crate::panic_guard;
 use crate::prepared::{Prepared, allow_filtering, number_placeholders};
@@ -342,6 +343,9 @@ impl Session {
         if let Some(vacuum) = vacuum::parse(sql) {
             return self.vacuum(vacuum?).await;
         }
+        if let Some(optimize) = optimize::parse(sql) {
+            return self.optimize(optimize?).await;
+        }
         let mut statement = Self::parse_one(sql)?;
         mysql_rewrites::rewrite(&mut statement);
         self.allowing_full_scan(allow_filtering, self.execute_statement(statement))
@@ -581,18 +585,40 @@ impl Session {
                 vacuum::MIN_RETAIN.as_secs() / 3600
             );
         }
-        let (db, name) = match vacuum.table.as_slice() {
-            [table] => (self.database(), table.clone()),
-            [db, table] => (db.clone(), table.clone()),
-            _ => unreachable!("vacuum::parse takes one or two parts"),
-        };
-        let table = self.catalog.open_table(&db, &name).await.map_err(to_df)?;
+        let table = self.open_named(&vacuum.table).await?;
         let done = table.vacuum(vacuum.retain).await.map_err(to_df)?;
         self.run_sql(&format!(
             "select {} as files_removed, {} as bytes_removed, {} as versions_kept",
             done.files_removed, done.bytes_removed, done.versions_kept
         ))
         .await
+    }
+
+    /// OPTIMIZE: answers with what it rewrote.
+    async fn optimize(&self, optimize: Optimize) -> Result<QueryStream> {
+        let table = self.open_named(&optimize.table).await?;
+        self.progress.reset();
+        let done = optimize::optimize(&table, &self.ctx.task_ctx(), &self.progress).await?;
+        self.run_sql(&format!(
+            "select {} as blocks_removed, {} as blocks_written, {} as rows_written, \
+             {} as rows_purged, {} as sidecars_rebuilt",
+            done.blocks_removed,
+            done.blocks_written,
+            done.rows_written,
+            done.rows_purged,
+            done.sidecars_rebuilt
+        ))
+        .await
+    }
+
+    /// The table a statement recognised before parsing names (`table` or `database.table`).
+    async fn open_named(&self, parts: &[String]) -> Result<Table> {
+        let (db, name) = match parts {
+            [table] => (self.database(), table.clone()),
+            [db, table] => (db.clone(), table.clone()),
+            _ => unreachable!("table_statement::table_name takes one or two parts"),
+        };
+        self.catalog.open_table(&db, &name).await.map_err(to_df)
     }
 
     async fn drop_tables(&self, names: &[ObjectName], if_exists: bool) -> Result<QueryStream> {

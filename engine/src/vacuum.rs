@@ -1,13 +1,14 @@
 //! `VACUUM [TABLE] t [RETAIN n HOURS]`: removes the files of `t` no version within the retention
-//! references ([`sieve_storage::Table::vacuum`]). Recognised before parsing, as the SQL parser
-//! knows only Redshift's VACUUM.
+//! references ([`sieve_storage::Table::vacuum`]). Recognised before parsing
+//! ([`crate::table_statement`]).
 
 use std::time::Duration;
 
 use datafusion::common::plan_err;
 use datafusion::error::{DataFusionError, Result};
-use datafusion::sql::sqlparser::dialect::MySqlDialect;
-use datafusion::sql::sqlparser::tokenizer::{Token, Tokenizer};
+use datafusion::sql::sqlparser::tokenizer::Token;
+
+use crate::table_statement::{after_keyword, is_keyword, table_name};
 
 /// Delta Lake's default: a week covers any query or write that is still running.
 pub const DEFAULT_RETAIN: Duration = Duration::from_secs(7 * 24 * 3600);
@@ -27,44 +28,21 @@ pub struct Vacuum {
 
 /// The VACUUM statement `sql` holds; None if it is another statement.
 pub fn parse(sql: &str) -> Option<Result<Vacuum>> {
-    let tokens = Tokenizer::new(&MySqlDialect {}, sql).tokenize().ok()?;
-    let mut words = tokens
-        .into_iter()
-        .filter(|t| !matches!(t, Token::Whitespace(_) | Token::SemiColon));
-    match words.next() {
-        Some(Token::Word(w)) if w.value.eq_ignore_ascii_case("vacuum") => {}
-        _ => return None,
-    }
-    Some(parse_rest(words.collect()))
+    Some(parse_rest(after_keyword(sql, "vacuum")?))
 }
 
 fn parse_rest(tokens: Vec<Token>) -> Result<Vacuum> {
     let bad = || DataFusionError::Plan(format!("VACUUM syntax: {SYNTAX}"));
-    let keyword = |t: Option<&Token>, k: &str| matches!(t, Some(Token::Word(w)) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case(k));
     let mut rest = tokens.as_slice();
-    if keyword(rest.first(), "table") {
+    if is_keyword(rest.first(), "table") {
         rest = &rest[1..];
     }
-    let mut table = Vec::new();
-    loop {
-        match rest.first() {
-            Some(Token::Word(w)) => table.push(w.value.clone()),
-            _ => return Err(bad()),
-        }
-        rest = &rest[1..];
-        match rest.first() {
-            Some(Token::Period) => rest = &rest[1..],
-            _ => break,
-        }
-    }
-    if table.len() > 2 {
-        return Err(bad());
-    }
+    let table = table_name(&mut rest).ok_or_else(bad)?;
     let retain = match rest {
         [] => DEFAULT_RETAIN,
         [retain, Token::Number(hours, _), unit]
-            if keyword(Some(retain), "retain")
-                && (keyword(Some(unit), "hours") || keyword(Some(unit), "hour")) =>
+            if is_keyword(Some(retain), "retain")
+                && (is_keyword(Some(unit), "hours") || is_keyword(Some(unit), "hour")) =>
         {
             match hours.parse::<f64>() {
                 Ok(h) if h >= 0.0 && h.is_finite() => Duration::from_secs_f64(h * 3600.0),

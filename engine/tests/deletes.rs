@@ -1,5 +1,5 @@
-//! DELETE differentially: random deletes interleaved with appends, every statement replayed on an
-//! in-memory model of the table. After each one, the affected row count and the answers of scans
+//! DELETE differentially: random deletes interleaved with appends and OPTIMIZEs, every statement
+//! replayed on an in-memory model of the table. After each one, the affected row count and the answers of scans
 //! and point lookups (with pruning, with the locator off, with pruning off) must equal the
 //! model's. Then the counts that do not depend on timing: blocks whose rows are all deleted are
 //! not read.
@@ -163,12 +163,17 @@ async fn deletes_match_the_model(location: &str, seed: u64, filter: &str) {
     .await;
     let mut rng = StdRng::seed_from_u64(seed);
     let mut model: Vec<Row> = Vec::new();
-    let (mut deleted, mut deletes) = (0, 0);
+    let (mut deleted, mut deletes, mut optimizes) = (0, 0, 0);
     for step in 0..80 {
         if model.is_empty() || rng.random_ratio(2, 5) {
             let rows = random_rows(&mut rng);
             run(&pruned, &format!("insert into t values {}", values(&rows))).await;
             model.extend(rows);
+        } else if rng.random_ratio(1, 6) {
+            // Moves rows, never changes them: the checks below hold as before.
+            let session = sessions[rng.random_range(0..sessions.len())].1;
+            run(session, "optimize table t").await;
+            optimizes += 1;
         } else {
             let p = predicate(&mut rng);
             // One in 40 deletes has no WHERE clause.
@@ -191,7 +196,8 @@ async fn deletes_match_the_model(location: &str, seed: u64, filter: &str) {
         }
         check(&sessions, &model, &mut rng, step).await;
     }
-    assert!(deletes > 30, "only {deletes} deletes ran");
+    assert!(deletes > 25, "only {deletes} deletes ran");
+    assert!(optimizes > 3, "only {optimizes} OPTIMIZEs ran");
     assert!(deleted > 500, "only {deleted} rows were deleted");
 }
 

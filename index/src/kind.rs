@@ -34,6 +34,12 @@ impl FilterKind {
     ];
     const NAMES: &'static str = "xor8, xor16, binary_fuse8, binary_fuse16, cuckoo, cuckoo16, bloom";
 
+    /// Whether an entry of this kind can forget a key (cuckoo); the others are rebuilt from the
+    /// keys left instead.
+    pub fn can_delete(self) -> bool {
+        matches!(self, FilterKind::Cuckoo12 | FilterKind::Cuckoo16)
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             FilterKind::Xor8 => "xor8",

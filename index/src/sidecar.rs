@@ -33,7 +33,6 @@ use crate::column_index::ColumnIndex;
 use crate::error::IndexError;
 use crate::filter::{ColumnFilter, Cuckoo};
 use crate::kind::EntryKind;
-use crate::kind::FilterKind;
 
 pub const MAGIC: [u8; 8] = *b"SIEVEIDX";
 pub const VERSION: u32 = 1;
@@ -440,8 +439,8 @@ pub fn rewrite(
         };
         let change = changes.iter().find(|c| c.column == entry.column);
         match (change, entry.kind) {
-            (Some(change), EntryKind::Filter(FilterKind::Cuckoo12 | FilterKind::Cuckoo16))
-                if !change.forgotten.is_empty() =>
+            (Some(change), EntryKind::Filter(kind))
+                if kind.can_delete() && !change.forgotten.is_empty() =>
             {
                 let mut cuckoo = Cuckoo::open(column.payload)?;
                 for &hash in &change.forgotten {
@@ -450,9 +449,7 @@ pub fn rewrite(
                 column.payload = cuckoo.into_bytes();
                 changed = true;
             }
-            (Some(change), EntryKind::Filter(kind))
-                if !matches!(kind, FilterKind::Cuckoo12 | FilterKind::Cuckoo16) =>
-            {
+            (Some(change), EntryKind::Filter(kind)) if !kind.can_delete() => {
                 let stale = entry.key_count.saturating_sub(change.live.len() as u64);
                 if stale > 0 && stale as f64 >= stale_rebuild_fraction * entry.key_count as f64 {
                     let live = ColumnHashes {

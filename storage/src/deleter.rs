@@ -12,7 +12,7 @@ use object_store::{ObjectStoreExt, PutPayload};
 use crate::deletes::{Deletes, encode_deletes};
 use crate::error::{Result, StorageError};
 use crate::segment::BlockList;
-use crate::snapshot::{self, Delta, SegmentRef, Snapshot};
+use crate::snapshot::{self, Delta, Snapshot};
 use crate::table::Table;
 use sieve_index::sidecar::KeyChanges;
 
@@ -30,30 +30,16 @@ pub struct DeleteCommitted {
 
 impl Table {
     /// Deletes `rows` (positions per block UUID, chosen on any committed version) in one commit,
-    /// with the new sidecars written for them ([`Table::forget_keys`]).
+    /// with the new sidecars written for them ([`Table::rewrite_sidecar`]).
     pub async fn delete_rows(&self, mut rows: Deletes) -> Result<DeleteCommitted> {
-        let store = self.storage().store();
-        // The last attempt's segment and rows: the store may have taken a snapshot whose reply
-        // was lost (a request object_store retried is then answered "already exists").
-        let mut tried: Option<(String, u64)> = None;
         for _ in 0..MAX_ATTEMPTS {
             let base = self.snapshot().await?;
-            if let Some((name, rows)) = &tried
-                && base.segments.iter().any(|s| &s.name == name)
-            {
-                return Ok(DeleteCommitted {
-                    rows: *rows,
-                    snapshot: Some(base),
-                });
-            }
             let blocks = self.blocks(&base).await?;
             for (block, chosen) in &mut rows {
                 let chosen = &mut chosen.rows;
-                let i = blocks.position(block).ok_or_else(|| {
-                    StorageError::Invalid(format!(
-                        "block {block} left the table while the DELETE ran; run it again"
-                    ))
-                })?;
+                let i = blocks
+                    .position(block)
+                    .ok_or_else(|| StorageError::Rewritten(block.clone()))?;
                 if let Some(gone) = blocks.deleted(i) {
                     *chosen -= gone;
                 }
@@ -69,12 +55,7 @@ impl Table {
                 });
             }
             // A new name per attempt: the rows may differ from the last one's.
-            let bytes = encode_deletes(&rows)?;
-            let segment = SegmentRef::new(uuid::Uuid::new_v4().simple().to_string(), &bytes);
-            store
-                .put(&self.segment_path(&segment.name), PutPayload::from(bytes))
-                .await?;
-            tried = Some((segment.name.clone(), deleted_rows));
+            let segment = self.put_segment(encode_deletes(&rows)?).await?;
             let delta = Delta {
                 segment,
                 deleted_rows,
@@ -96,19 +77,19 @@ impl Table {
 impl Table {
     /// Writes block `i` of `blocks` a new sidecar for what a DELETE changes in it
     /// ([`sieve_index::sidecar::rewrite`]: cuckoo entries forget keys, other filters are rebuilt
-    /// past the table's stale fraction) and returns its name for that commit
-    /// ([`crate::deletes::BlockDeletes`]); None when no entry changes.
+    /// once `stale_fraction` of their keys have no live row) and returns its name for that
+    /// commit ([`crate::deletes::BlockDeletes`]); None when no entry changes.
     pub async fn rewrite_sidecar(
         &self,
         blocks: &BlockList,
         i: usize,
         changes: &[KeyChanges],
+        stale_fraction: f64,
     ) -> Result<Option<String>> {
         let store = self.storage().store();
         let path = self.sidecar_path(blocks.sidecar_name(i));
         let current = store.get(&path).await?.bytes().await?;
-        let fraction = self.def().options.stale_rebuild_fraction;
-        let next = sieve_index::sidecar::rewrite(current, changes, fraction)
+        let next = sieve_index::sidecar::rewrite(current, changes, stale_fraction)
             .map_err(|e| StorageError::Damaged(path.to_string(), e.to_string()))?;
         let Some(next) = next else {
             return Ok(None);

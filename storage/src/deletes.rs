@@ -17,13 +17,12 @@ use std::sync::Arc;
 use arrow_array::cast::AsArray;
 use arrow_array::types::UInt64Type;
 use arrow_array::{Array, ArrayRef, BinaryArray, RecordBatch, StringArray, UInt64Array};
-use arrow_ipc::writer::FileWriter;
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use bytes::Bytes;
 use roaring::RoaringBitmap;
 
 use crate::error::{Result, StorageError};
-use crate::segment::{DELETES_FORMAT, FORMAT_KEY, KIND_KEY};
+use crate::segment::{DELETES_FORMAT, FORMAT_KEY, KIND_KEY, ipc_file};
 
 /// The value of [`KIND_KEY`] on a deletes segment.
 pub const DELETES_KIND: &str = "deletes";
@@ -81,11 +80,7 @@ pub fn encode_deletes(deletes: &Deletes) -> Result<Bytes> {
             entries.iter().map(|(_, d)| d.sidecar.as_deref()),
         )),
     ];
-    let batch = RecordBatch::try_new(schema.clone(), columns)?;
-    let mut writer = FileWriter::try_new(Vec::new(), &schema)?;
-    writer.write(&batch)?;
-    writer.finish()?;
-    Ok(Bytes::from(writer.into_inner()?))
+    ipc_file(&RecordBatch::try_new(schema, columns)?)
 }
 
 /// Decodes a deletes segment's rows; `path` names the file in errors.

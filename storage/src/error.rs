@@ -28,6 +28,10 @@ pub enum StorageError {
     DatabaseNotEmpty(String),
     #[error("{0}")]
     Invalid(String),
+    /// A block a statement chose rows in was rewritten by an OPTIMIZE that committed first: the
+    /// statement must choose again on the newer version.
+    #[error("block {0} was rewritten by an OPTIMIZE while the statement ran; run it again")]
+    Rewritten(String),
     /// A stored object that fails its checks (checksum, format version, missing from a sequence).
     #[error("cannot use {0}: {1}")]
     Damaged(String, String),

@@ -17,12 +17,14 @@ use std::sync::{Arc, OnceLock};
 use arrow_array::cast::AsArray;
 use arrow_array::types::UInt64Type;
 use arrow_array::{
-    Array, ArrayRef, BinaryArray, RecordBatch, StringArray, UInt64Array, new_null_array,
+    Array, ArrayRef, BinaryArray, RecordBatch, StringArray, UInt32Array, UInt64Array,
+    new_null_array,
 };
 use arrow_ipc::reader::FileReader;
 use arrow_ipc::writer::FileWriter;
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use arrow_select::concat::{concat, concat_batches};
+use arrow_select::take::take_record_batch;
 use bytes::Bytes;
 
 use roaring::RoaringBitmap;
@@ -205,9 +207,13 @@ pub fn encode_segment(def: &TableDef, blocks: &[BlockStats]) -> Result<Bytes> {
     columns.push(Arc::new(BinaryArray::from_iter(blocks.iter().map(|b| {
         b.locator.as_ref().and_then(|(_, header)| header.as_deref())
     }))));
-    let batch = RecordBatch::try_new(schema.clone(), columns)?;
-    let mut writer = FileWriter::try_new(Vec::new(), &schema)?;
-    writer.write(&batch)?;
+    ipc_file(&RecordBatch::try_new(schema, columns)?)
+}
+
+/// A segment file holding `batch`, with its schema's metadata (format, kind).
+pub fn ipc_file(batch: &RecordBatch) -> Result<Bytes> {
+    let mut writer = FileWriter::try_new(Vec::new(), &batch.schema())?;
+    writer.write(batch)?;
     writer.finish()?;
     Ok(Bytes::from(writer.into_inner()?))
 }
@@ -220,6 +226,9 @@ pub struct BlockList {
     deleted: HashMap<usize, RoaringBitmap>,
     /// Blocks whose sidecar a DELETE replaced: the newest one's name.
     sidecars: HashMap<usize, String>,
+    /// Parallel to the segments the list was built from: the blocks each blocks segment added
+    /// (None for a deletes segment).
+    segment_blocks: Vec<Option<Range<usize>>>,
     /// Block UUID to index, built on first use (a DELETE's commit looks blocks up by name).
     positions: Arc<OnceLock<HashMap<String, usize>>>,
     /// Parsed on first use; the list is cached per table version, so once per version.
@@ -246,10 +255,22 @@ impl BlockList {
             Segment::Blocks(batch) => Some(batch),
             Segment::Deletes(_) => None,
         });
+        let mut end = 0;
+        let segment_blocks = segments
+            .iter()
+            .map(|s| match s.as_ref() {
+                Segment::Blocks(batch) => {
+                    end += batch.num_rows();
+                    Some(end - batch.num_rows()..end)
+                }
+                Segment::Deletes(_) => None,
+            })
+            .collect();
         let mut list = Self {
             batch: concat_batches(&schema, blocks)?,
             deleted: HashMap::new(),
             sidecars: HashMap::new(),
+            segment_blocks,
             positions: Arc::default(),
             locator_groups: Arc::default(),
         };
@@ -289,6 +310,18 @@ impl BlockList {
             })
             .get(block)
             .copied()
+    }
+
+    /// The blocks the `k`-th segment of the list's snapshot added; None for a deletes segment.
+    pub fn segment_blocks(&self, k: usize) -> Option<Range<usize>> {
+        self.segment_blocks.get(k).cloned().flatten()
+    }
+
+    /// A blocks segment file listing the blocks `which` (in that order), as their own segments
+    /// record them: what is left of a segment once an OPTIMIZE rewrote some of its blocks.
+    pub fn encode_blocks(&self, which: &[usize]) -> Result<Bytes> {
+        let indices = UInt32Array::from_iter_values(which.iter().map(|&i| i as u32));
+        ipc_file(&take_record_batch(&self.batch, &indices)?)
     }
 
     /// The rows of block `i` deleted so far; None if none were.

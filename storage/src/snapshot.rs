@@ -261,12 +261,6 @@ pub async fn read(storage: &Storage, table_dir: &Path, version: u64) -> Result<S
 pub async fn commit(storage: &Storage, table_dir: &Path, delta: &Delta) -> Result<Snapshot> {
     for _ in 0..MAX_COMMIT_ATTEMPTS {
         let base = latest(storage, table_dir).await?;
-        if base.segments.iter().any(|s| s.name == delta.segment.name) {
-            // This commit already landed: the store took an earlier attempt (or a request
-            // object_store retried after a lost reply, answered "already exists"). Segment
-            // names are unique, so committing it again would count its rows twice.
-            return Ok(base);
-        }
         if let Some(next) = try_commit(storage, table_dir, &base, delta).await? {
             return Ok(next);
         }
@@ -298,6 +292,20 @@ pub async fn try_commit(
         data_bytes: base.data_bytes + delta.data_bytes,
         sidecar_bytes: base.sidecar_bytes + delta.sidecar_bytes,
     };
+    try_put(storage, table_dir, next).await
+}
+
+/// Creates `next` unless its version exists; None if another commit took that version first.
+///
+/// A version that exists and holds exactly `next` was this very commit: the store took an
+/// earlier request whose reply was lost, and object_store's retry was answered "already exists".
+/// Every commit names a segment under a fresh UUID (or, for an OPTIMIZE, drops segments only it
+/// saw), so no other commit's snapshot is equal to it, and it is not applied twice.
+pub async fn try_put(
+    storage: &Storage,
+    table_dir: &Path,
+    next: Snapshot,
+) -> Result<Option<Snapshot>> {
     let opts = PutOptions {
         mode: PutMode::Create,
         ..Default::default()
@@ -325,7 +333,10 @@ pub async fn try_commit(
             }
             Ok(Some(next))
         }
-        Err(object_store::Error::AlreadyExists { .. }) => Ok(None),
+        Err(object_store::Error::AlreadyExists { .. }) => {
+            let taken = read(storage, table_dir, next.version).await?;
+            Ok((taken == next).then_some(next))
+        }
         Err(e) => Err(e.into()),
     }
 }
@@ -335,9 +346,10 @@ mod tests {
     use super::*;
 
     /// A commit whose snapshot landed but whose caller did not hear so (a reply lost to a
-    /// network fault, the request retried) is not applied twice when it is tried again.
+    /// network fault, the request retried and answered "already exists") is not applied twice,
+    /// and another writer's snapshot of that version is not taken for it.
     #[tokio::test]
-    async fn a_commit_tried_again_after_it_landed_counts_once() {
+    async fn a_commit_whose_reply_was_lost_counts_once() {
         let storage = Storage::in_memory();
         let dir = Path::from("tables/t");
         let delta = |name: &str| Delta {
@@ -348,11 +360,18 @@ mod tests {
             data_bytes: 100,
             sidecar_bytes: 10,
         };
-        let first = commit(&storage, &dir, &delta("a")).await.unwrap();
-        let other = commit(&storage, &dir, &delta("b")).await.unwrap();
-        let again = commit(&storage, &dir, &delta("a")).await.unwrap();
-        assert_eq!((first.version, other.version), (1, 2));
-        assert_eq!(again, other, "already committed: nothing new");
+        let base = commit(&storage, &dir, &delta("a")).await.unwrap();
+        let landed = try_commit(&storage, &dir, &base, &delta("b"))
+            .await
+            .unwrap();
+        let again = try_commit(&storage, &dir, &base, &delta("b"))
+            .await
+            .unwrap();
+        assert_eq!(again, landed, "the retry finds its own snapshot");
+        let other = try_commit(&storage, &dir, &base, &delta("c"))
+            .await
+            .unwrap();
+        assert_eq!(other, None, "version 2 is b's, not c's");
         let newest = latest(&storage, &dir).await.unwrap();
         assert_eq!((newest.version, newest.rows), (2, 20));
     }

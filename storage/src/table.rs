@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt};
-use object_store::ObjectStoreExt;
 use object_store::path::Path;
+use object_store::{ObjectStoreExt, PutPayload};
 use sieve_index::{
     ColumnLocator, IndexError, KeyFilter, Location, LocatorHeader, SidecarColumn, SidecarEntry,
     SidecarHeader,
@@ -18,7 +18,7 @@ use sieve_index::{
 use crate::error::{Result, StorageError};
 use crate::location::Storage;
 use crate::segment::{BlockList, LocatorGroup, decode_segment};
-use crate::snapshot::{self, Snapshot};
+use crate::snapshot::{self, SegmentRef, Snapshot};
 use crate::table_def::TableDef;
 
 /// Sidecar GETs in flight at once for one query.
@@ -79,6 +79,16 @@ impl Table {
 
     pub fn segment_path(&self, segment: &str) -> Path {
         self.dir().join("segments").join(format!("{segment}.arrow"))
+    }
+
+    /// Uploads a segment file under a fresh name; no snapshot names it yet.
+    pub(crate) async fn put_segment(&self, bytes: Bytes) -> Result<SegmentRef> {
+        let segment = SegmentRef::new(uuid::Uuid::new_v4().simple().to_string(), &bytes);
+        self.storage
+            .store()
+            .put(&self.segment_path(&segment.name), PutPayload::from(bytes))
+            .await?;
+        Ok(segment)
     }
 
     pub async fn snapshot(&self) -> Result<Snapshot> {

@@ -158,7 +158,31 @@ impl TableWriter {
     }
 
     /// Writes the last partial block, waits for every block, writes the segment and commits.
-    pub async fn finish(mut self) -> Result<Committed> {
+    pub async fn finish(self) -> Result<Committed> {
+        let table = self.table.clone();
+        let (written, locator_build) = self.upload().await?;
+        let Some(written) = written else {
+            return Ok(Committed {
+                rows: 0,
+                blocks: 0,
+                snapshot: None,
+                locator_build,
+            });
+        };
+        let delta = written.delta();
+        let committed = snapshot::commit(table.storage(), &table.dir(), &delta).await?;
+        Ok(Committed {
+            rows: delta.rows,
+            blocks: delta.blocks,
+            snapshot: Some(committed),
+            locator_build,
+        })
+    }
+
+    /// Writes the last partial block, waits for every block and writes their segment, without
+    /// committing it (an OPTIMIZE commits it in place of the blocks it rewrote). None when no
+    /// row was written; with the time spent building locator groups.
+    pub async fn upload(mut self) -> Result<(Option<Written>, std::time::Duration)> {
         if self.pending_rows > 0 {
             self.dispatch().await?;
         }
@@ -179,39 +203,35 @@ impl TableWriter {
             }
         }
         if blocks.is_empty() {
-            return Ok(Committed {
-                rows: 0,
-                blocks: 0,
-                snapshot: None,
-                locator_build,
-            });
+            return Ok((None, locator_build));
         }
         let blocks: Vec<BlockStats> = blocks.into_iter().map(|(_, b)| b).collect();
-
-        let name = uuid::Uuid::new_v4().simple().to_string();
-        let bytes = encode_segment(self.table.def(), &blocks)?;
-        let segment = SegmentRef::new(name, &bytes);
-        let store = self.table.storage().store();
-        store
-            .put(
-                &self.table.segment_path(&segment.name),
-                PutPayload::from(bytes),
-            )
+        let segment = self
+            .table
+            .put_segment(encode_segment(self.table.def(), &blocks)?)
             .await?;
-        let delta = Delta {
-            segment,
-            rows: blocks.iter().map(|b| b.rows).sum(),
-            blocks: blocks.len() as u64,
-            data_bytes: blocks.iter().map(|b| b.data_bytes).sum(),
-            sidecar_bytes: blocks.iter().map(|b| b.sidecar_bytes).sum(),
+        Ok((Some(Written { segment, blocks }), locator_build))
+    }
+}
+
+/// Blocks uploaded with their segment, not yet named by any snapshot.
+#[derive(Debug, Clone)]
+pub struct Written {
+    pub segment: SegmentRef,
+    /// In the order their rows were written.
+    pub blocks: Vec<BlockStats>,
+}
+
+impl Written {
+    /// What committing the blocks adds to a table.
+    pub fn delta(&self) -> Delta {
+        Delta {
+            segment: self.segment.clone(),
+            rows: self.blocks.iter().map(|b| b.rows).sum(),
+            blocks: self.blocks.len() as u64,
+            data_bytes: self.blocks.iter().map(|b| b.data_bytes).sum(),
+            sidecar_bytes: self.blocks.iter().map(|b| b.sidecar_bytes).sum(),
             ..Default::default()
-        };
-        let committed = snapshot::commit(self.table.storage(), &self.table.dir(), &delta).await?;
-        Ok(Committed {
-            rows: delta.rows,
-            blocks: delta.blocks,
-            snapshot: Some(committed),
-            locator_build,
-        })
+        }
     }
 }

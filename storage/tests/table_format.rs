@@ -11,7 +11,10 @@ use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use object_store::{ObjectStoreExt, PutPayload};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use sieve_index::{ColumnHashes, Sidecar};
-use sieve_storage::{BlockList, Catalog, Storage, Table, TableDef, TableOptions, TableWriter};
+use sieve_storage::{
+    BlockDeletes, BlockList, Catalog, Deletes, Rewrite, RoaringBitmap, Storage, StorageError,
+    Table, TableDef, TableOptions, TableWriter,
+};
 
 fn schema() -> SchemaRef {
     Arc::new(Schema::new(vec![
@@ -50,7 +53,8 @@ async fn append(table: &Table, start: u64, rows: u64, batch_rows: u64) -> u64 {
     writer.finish().await.unwrap().rows
 }
 
-/// Every c1 value in the table's committed blocks, read back from the Parquet files.
+/// Every c1 value of the table's live rows (committed, not deleted), read back from the Parquet
+/// files.
 async fn committed_c1(table: &Table) -> Vec<u64> {
     let snapshot = table.snapshot().await.unwrap();
     let blocks = table.blocks(&snapshot).await.unwrap();
@@ -66,19 +70,19 @@ async fn committed_c1(table: &Table) -> Vec<u64> {
             .bytes()
             .await
             .unwrap();
+        let mut row = 0u32;
         for b in ParquetRecordBatchReaderBuilder::try_new(bytes)
             .unwrap()
             .build()
             .unwrap()
         {
             let b = b.unwrap();
-            values.extend(
-                b.column(0)
-                    .as_primitive::<UInt64Type>()
-                    .values()
-                    .iter()
-                    .copied(),
-            );
+            for &c1 in b.column(0).as_primitive::<UInt64Type>().values() {
+                if !blocks.deleted(i).is_some_and(|d| d.contains(row)) {
+                    values.push(c1);
+                }
+                row += 1;
+            }
         }
     }
     values
@@ -361,4 +365,98 @@ async fn empty_writes_commit_nothing() {
             .unwrap()
             .is_empty()
     );
+}
+
+/// Deletes the rows of `blocks` (a version's list) whose c1 `holds`, given that block `b` was
+/// written with c1 values `b * block_rows ..`.
+async fn delete_where(table: &Table, blocks: &BlockList, holds: impl Fn(u64) -> bool) -> u64 {
+    let block_rows = table.def().options.block_rows as u64;
+    let mut rows = Deletes::new();
+    for i in 0..blocks.len() {
+        let chosen: RoaringBitmap = (0..blocks.rows().value(i))
+            .filter(|r| holds(i as u64 * block_rows + r))
+            .map(|r| r as u32)
+            .collect();
+        let block = blocks.block_id(i).to_string();
+        rows.insert(
+            block,
+            BlockDeletes {
+                rows: chosen,
+                sidecar: None,
+            },
+        );
+    }
+    table.delete_rows(rows).await.unwrap().rows
+}
+
+/// An OPTIMIZE commits beside a DELETE and an append that landed while it rewrote: the rows the
+/// DELETE removed from blocks it rewrote stay deleted in the new blocks (at the places the
+/// write order gives them), the appended rows stay, and a DELETE chosen on the old blocks is
+/// told to choose again.
+#[tokio::test]
+async fn an_optimize_keeps_what_landed_while_it_ran() {
+    let (_storage, table, blocks) = appended_in_memory(100, 1000).await;
+    // 40% of the first block: its locator group, all ten blocks, is rewritten.
+    assert_eq!(delete_where(&table, &blocks, |c1| c1 < 40).await, 40);
+    let base = table.snapshot().await.unwrap();
+    let planned = table.blocks(&base).await.unwrap();
+    let plan = planned.optimize_plan(table.def());
+    assert_eq!(plan.rewrite, (0..10).collect::<Vec<_>>());
+    let mut writer = TableWriter::new(table.clone());
+    for start in (40..1000).step_by(300) {
+        writer
+            .write(batch(start, 300.min(1000 - start)))
+            .await
+            .unwrap();
+    }
+    let (written, _) = writer.upload().await.unwrap();
+
+    // Meanwhile: a DELETE of every fifth row (the first 40 are gone already), and an append.
+    assert_eq!(delete_where(&table, &planned, |c1| c1 % 5 == 0).await, 192);
+    append(&table, 1000, 50, 50).await;
+    let rewrite = Rewrite {
+        base,
+        rewritten: plan.rewrite,
+        written,
+        sidecars: Default::default(),
+    };
+    let done = table.commit_rewrite(rewrite).await.unwrap();
+    assert_eq!(
+        (
+            done.blocks_removed,
+            done.blocks_written,
+            done.rows_written,
+            done.rows_purged
+        ),
+        (10, 10, 960, 40)
+    );
+    let want: Vec<u64> = (40..1000)
+        .filter(|c1| c1 % 5 != 0)
+        .chain(1000..1050)
+        .collect();
+    let mut live = committed_c1(&table).await;
+    live.sort_unstable();
+    assert_eq!(live, want);
+    let snapshot = table.snapshot().await.unwrap();
+    assert_eq!((snapshot.rows, snapshot.blocks), (want.len() as u64, 11));
+    // The carried deletes are a fifth of the new blocks: the next OPTIMIZE purges them, and
+    // merges the appended group into theirs.
+    let now = table.blocks(&snapshot).await.unwrap();
+    assert_eq!(
+        now.optimize_plan(table.def()).rewrite,
+        (0..11).collect::<Vec<_>>()
+    );
+
+    // A DELETE chosen on the old blocks finds them gone.
+    let mut stale = Deletes::new();
+    let rows = RoaringBitmap::from_iter([1u32]);
+    stale.insert(
+        planned.block_id(3).to_string(),
+        BlockDeletes {
+            rows,
+            sidecar: None,
+        },
+    );
+    let refused = table.delete_rows(stale).await.unwrap_err();
+    assert!(matches!(refused, StorageError::Rewritten(_)), "{refused}");
 }

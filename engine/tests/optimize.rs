@@ -1,0 +1,182 @@
+//! OPTIMIZE TABLE: small blocks are merged, blocks thinned out by DELETEs are written again
+//! without their deleted rows, stale xor/fuse entries are rebuilt, and none of it changes an
+//! answer, even while DELETEs and appends land beside it. Counts, not timings: blocks, rows and
+//! blocks read per lookup. (The model test in `deletes.rs` runs OPTIMIZE between its random
+//! statements too.)
+
+mod common;
+
+use common::{rows, run};
+use sieve_engine::{Engine, Session};
+
+async fn optimize(session: &Session) -> String {
+    rows(&run(session, "optimize table t").await).join("")
+}
+
+/// Blocks read by a lookup of `k` that must find nothing.
+async fn blocks_read_for_deleted(session: &Session, k: u64) -> u64 {
+    let found = run(session, &format!("select * from t where k = {k}")).await;
+    assert_eq!(found.row_count(), 0, "k = {k} was deleted");
+    found.stats.blocks_read
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn small_inserts_are_merged_into_full_blocks_once() {
+    let session = common::memory_session().await;
+    run(
+        &session,
+        "create table t (k bigint, v varchar) with (block_rows = 100)",
+    )
+    .await;
+    for i in 0..20 {
+        run(
+            &session,
+            &format!(
+                "insert into t select number + {}, cast(number as varchar) from numbers(30)",
+                i * 30
+            ),
+        )
+        .await;
+    }
+    let before = run(&session, "select count(*) from t").await;
+    assert_eq!(before.stats.blocks_total, 20);
+    // blocks_removed | blocks_written | rows_written | rows_purged | sidecars_rebuilt
+    assert_eq!(optimize(&session).await, "20|6|600|0|0");
+    let after = run(&session, "select count(*), sum(k) from t").await;
+    assert_eq!(rows(&after), ["600|179700"]);
+    assert_eq!(after.stats.blocks_total, 6);
+    let lookup = run(&session, "select v from t where k = 123").await;
+    assert_eq!(rows(&lookup), ["3"]);
+    assert_eq!(lookup.stats.blocks_read, 1);
+    assert_eq!(
+        optimize(&session).await,
+        "0|0|0|0|0",
+        "nothing is left to do"
+    );
+}
+
+/// A quarter of a block deleted: its locator group is written again without those rows, and a
+/// lookup of a deleted key reads no block (the new fuse entries never held it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn blocks_thinned_by_deletes_are_written_again_without_them() {
+    let session = common::memory_session().await;
+    run(
+        &session,
+        "create table t (k bigint) with (block_rows = 1000)",
+    )
+    .await;
+    run(&session, "insert into t select number from numbers(10000)").await;
+    let deleted = run(&session, "delete from t where k < 1000 and k % 4 = 0").await;
+    assert_eq!(deleted.affected_rows, Some(250));
+    assert_eq!(optimize(&session).await, "10|10|9750|250|0");
+    let mut reads = 0;
+    for k in [8, 96, 500, 996] {
+        reads += blocks_read_for_deleted(&session, k).await;
+    }
+    assert_eq!(reads, 0, "fuse8's 0.4% false positives aside");
+    let all = run(&session, "select count(*), sum(k) from t").await;
+    assert_eq!(rows(&all), [format!("9750|{}", 49_995_000 - 124_500)]);
+    assert_eq!((all.stats.blocks_total, all.stats.blocks_read), (10, 10));
+    let plan = rows(&run(&session, "explain analyze select * from t").await).join("\n");
+    assert!(plan.contains("0 fully deleted"), "{plan}");
+}
+
+/// A tenth of every block deleted: no block is worth writing again, but each fuse entry is
+/// rebuilt from its live keys, so lookups of deleted keys read no block, with the locator (which
+/// still names their blocks) or without.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stale_fuse_entries_are_rebuilt_without_rewriting_blocks() {
+    for locator in ["true", "false"] {
+        let session = common::memory_session().await;
+        run(
+            &session,
+            &format!("create table t (k bigint) with (block_rows = 1000, locator = {locator})"),
+        )
+        .await;
+        run(&session, "insert into t select number from numbers(10000)").await;
+        run(&session, "delete from t where k % 10 = 0").await;
+        let keys = [50, 1150, 2350, 9990];
+        let mut reads = 0;
+        for k in keys {
+            reads += blocks_read_for_deleted(&session, k).await;
+        }
+        assert_eq!(
+            reads, 4,
+            "locator {locator}: 10% stale is below the threshold"
+        );
+        assert_eq!(optimize(&session).await, "0|0|0|0|10", "locator {locator}");
+        let mut reads = 0;
+        for k in keys {
+            reads += blocks_read_for_deleted(&session, k).await;
+        }
+        assert_eq!(reads, 0, "locator {locator}");
+        let live = run(
+            &session,
+            "select count(*) from t where k in (51, 1151, 9999)",
+        )
+        .await;
+        assert_eq!(rows(&live), ["3"]);
+        assert_eq!(
+            rows(&run(&session, "select count(*) from t").await),
+            ["9000"]
+        );
+        assert_eq!(optimize(&session).await, "0|0|0|0|0", "locator {locator}");
+    }
+}
+
+/// Three engines on one directory stand for three processes: OPTIMIZEs race DELETEs (whose rows
+/// are in the blocks being rewritten) and appends. Every row deleted stays deleted, every append
+/// stays, each row is counted by one DELETE; then VACUUM removes the rewritten blocks and no
+/// answer changes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn optimize_beside_deletes_and_appends_loses_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let location = dir.path().to_str().unwrap().to_string();
+    let deleter = Engine::open(&location).await.unwrap().session().unwrap();
+    let optimizer = Engine::open(&location).await.unwrap().session().unwrap();
+    let appender = Engine::open(&location).await.unwrap().session().unwrap();
+    run(
+        &deleter,
+        "create table t (k bigint) with (block_rows = 100)",
+    )
+    .await;
+    run(&deleter, "insert into t select number from numbers(3000)").await;
+    let mut affected = 0;
+    for round in 0..8 {
+        let lo = round * 300;
+        let delete = format!(
+            "delete from t where k >= {lo} and k < {} and k % 3 = 0",
+            lo + 300
+        );
+        let append = format!(
+            "insert into t select number + {} from numbers(10)",
+            100_000 + round * 10
+        );
+        let (d, o, a) = tokio::join!(
+            deleter.execute(&delete),
+            optimizer.execute("optimize table t"),
+            appender.execute(&append)
+        );
+        affected += d.unwrap().affected_rows.unwrap();
+        o.unwrap();
+        a.unwrap();
+    }
+    assert_eq!(affected, 800, "each deleted row counted once");
+    let want: Vec<String> = (0..3000u64)
+        .filter(|k| !(k < &2400 && k % 3 == 0))
+        .chain(100_000..100_080)
+        .map(|k| k.to_string())
+        .collect();
+    let all = "select k from t order by k";
+    assert_eq!(rows(&run(&optimizer, all).await), want);
+    run(&optimizer, "optimize table t").await;
+    assert_eq!(rows(&run(&deleter, all).await), want);
+
+    run(&deleter, "set sieve.vacuum_retention_check = false").await;
+    let vacuumed = rows(&run(&deleter, "vacuum table t retain 0 hours").await);
+    let removed: u64 = vacuumed[0].split('|').next().unwrap().parse().unwrap();
+    assert!(removed > 0, "the rewritten blocks are gone: {vacuumed:?}");
+    assert_eq!(rows(&run(&appender, all).await), want);
+    let lookup = run(&appender, "select k from t where k = 1001").await;
+    assert_eq!(rows(&lookup), ["1001"]);
+}
