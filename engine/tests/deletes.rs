@@ -365,32 +365,15 @@ async fn a_delete_with_a_subquery_is_refused_and_deletes_nothing() {
     assert_eq!(rows(&run(&session, "select count(*) from t").await), ["10"]);
 }
 
-/// Two engines on one directory stand for two processes: each has its own caches and learns
-/// of the other's commits only from storage.
+/// Three processes ([`common::three_processes`]): two deleters on overlapping rows and an
+/// appender.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_deleters_never_count_a_row_twice_nor_lose_an_append() {
-    let dir = tempfile::tempdir().unwrap();
-    let location = dir.path().to_str().unwrap().to_string();
-    let first = Engine::open(&location).await.unwrap().session().unwrap();
-    let second = Engine::open(&location).await.unwrap().session().unwrap();
-    let appender = Engine::open(&location).await.unwrap().session().unwrap();
-    run(&first, "create table t (k bigint) with (block_rows = 100)").await;
-    run(&first, "insert into t select number from numbers(3000)").await;
+    let (_dir, [first, second, appender]) = common::three_processes().await;
     let (mut affected, mut appended) = (0, 0);
     for round in 0..10 {
-        let lo = round * 300;
-        let a = format!(
-            "delete from t where k >= {lo} and k < {} and k % 2 = 0",
-            lo + 300
-        );
-        let b = format!(
-            "delete from t where k >= {lo} and k < {} and k % 3 = 0",
-            lo + 300
-        );
-        let append = format!(
-            "insert into t select number + {} from numbers(10)",
-            100_000 + round * 10
-        );
+        let (a, append) = common::race_round(round, 2);
+        let (b, _) = common::race_round(round, 3);
         let (a, b, c) = tokio::join!(
             first.execute(&a),
             second.execute(&b),

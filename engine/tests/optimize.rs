@@ -7,7 +7,7 @@
 mod common;
 
 use common::{rows, run};
-use sieve_engine::{Engine, Session};
+use sieve_engine::Session;
 
 async fn optimize(session: &Session) -> String {
     rows(&run(session, "optimize table t").await).join("")
@@ -124,34 +124,16 @@ async fn stale_fuse_entries_are_rebuilt_without_rewriting_blocks() {
     }
 }
 
-/// Three engines on one directory stand for three processes: OPTIMIZEs race DELETEs (whose rows
+/// Three processes ([`common::three_processes`]): OPTIMIZEs race DELETEs (whose rows
 /// are in the blocks being rewritten) and appends. Every row deleted stays deleted, every append
 /// stays, each row is counted by one DELETE; then VACUUM removes the rewritten blocks and no
 /// answer changes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn optimize_beside_deletes_and_appends_loses_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let location = dir.path().to_str().unwrap().to_string();
-    let deleter = Engine::open(&location).await.unwrap().session().unwrap();
-    let optimizer = Engine::open(&location).await.unwrap().session().unwrap();
-    let appender = Engine::open(&location).await.unwrap().session().unwrap();
-    run(
-        &deleter,
-        "create table t (k bigint) with (block_rows = 100)",
-    )
-    .await;
-    run(&deleter, "insert into t select number from numbers(3000)").await;
+    let (_dir, [deleter, optimizer, appender]) = common::three_processes().await;
     let mut affected = 0;
     for round in 0..8 {
-        let lo = round * 300;
-        let delete = format!(
-            "delete from t where k >= {lo} and k < {} and k % 3 = 0",
-            lo + 300
-        );
-        let append = format!(
-            "insert into t select number + {} from numbers(10)",
-            100_000 + round * 10
-        );
+        let (delete, append) = common::race_round(round, 3);
         let (d, o, a) = tokio::join!(
             deleter.execute(&delete),
             optimizer.execute("optimize table t"),

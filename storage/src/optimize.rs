@@ -127,8 +127,6 @@ pub struct Optimized {
     /// Deleted rows whose storage the rewrite reclaimed.
     pub rows_purged: u64,
     pub sidecars_rebuilt: u64,
-    /// The version committed; None when there was nothing to do.
-    pub version: Option<u64>,
 }
 
 impl Table {
@@ -268,7 +266,10 @@ impl Table {
                 sidecar_bytes: newest.sidecar_bytes - sum(&|i| blocks.sidecar_bytes().value(i))
                     + added(&|b| b.sidecar_bytes),
             };
-            if let Some(committed) = snapshot::try_put(self.storage(), &self.dir(), next).await? {
+            if snapshot::try_put(self.storage(), &self.dir(), next)
+                .await?
+                .is_some()
+            {
                 return Ok(Optimized {
                     blocks_removed: removed.len() as u64,
                     blocks_written: written_blocks.len() as u64,
@@ -279,7 +280,6 @@ impl Table {
                         .map(|&i| base.rows().value(i) - base.live_rows(i))
                         .sum(),
                     sidecars_rebuilt: rewrite.sidecars.len() as u64,
-                    version: Some(committed.version),
                 });
             }
         }

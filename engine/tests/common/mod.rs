@@ -52,3 +52,41 @@ pub fn files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     found.sort();
     found
 }
+
+/// Three engines on one directory, standing for three processes: each has its own caches and
+/// learns of the others' commits only from storage. Table `t (k bigint)`, 100-row blocks, holds
+/// 0..3000.
+pub async fn three_processes() -> (tempfile::TempDir, [Session; 3]) {
+    let dir = tempfile::tempdir().unwrap();
+    let location = dir.path().to_str().unwrap().to_string();
+    let mut sessions = Vec::new();
+    for _ in 0..3 {
+        sessions.push(Engine::open(&location).await.unwrap().session().unwrap());
+    }
+    run(
+        &sessions[0],
+        "create table t (k bigint) with (block_rows = 100)",
+    )
+    .await;
+    run(
+        &sessions[0],
+        "insert into t select number from numbers(3000)",
+    )
+    .await;
+    (dir, sessions.try_into().unwrap_or_else(|_| unreachable!()))
+}
+
+/// Round `round` of a race on [`three_processes`]' table: a DELETE of the multiples of
+/// `modulus` among the round's 300 keys, and an append of 10 new keys from 100,000 up.
+pub fn race_round(round: u64, modulus: u64) -> (String, String) {
+    let lo = round * 300;
+    let delete = format!(
+        "delete from t where k >= {lo} and k < {} and k % {modulus} = 0",
+        lo + 300
+    );
+    let append = format!(
+        "insert into t select number + {} from numbers(10)",
+        100_000 + round * 10
+    );
+    (delete, append)
+}
