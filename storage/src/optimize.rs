@@ -71,19 +71,23 @@ impl BlockList {
                         >= options.stale_rebuild_fraction * self.rows().value(b) as f64
             })
         };
-        let small = |(unit, full): &(Range<usize>, u64)| {
-            2 * unit.clone().map(|b| self.live_rows(b)).sum::<u64>() < *full
+        let small = |unit: &Range<usize>, full: u64| {
+            2 * unit.clone().map(|b| self.live_rows(b)).sum::<u64>() < full
         };
-        let purged = units.iter().filter(|(u, _)| purge(u)).count();
-        let smalls = units.iter().filter(|u| small(u)).count();
-        let merge = smalls >= 2 || purged > 0;
+        // Per unit: (its blocks, to purge, small).
+        let units: Vec<(Range<usize>, bool, bool)> = units
+            .into_iter()
+            .map(|(unit, full)| (unit.clone(), purge(&unit), small(&unit, full)))
+            .collect();
+        let smalls = units.iter().filter(|u| u.2).count();
+        let merge = smalls >= 2 || units.iter().any(|u| u.1);
         let mut plan = OptimizePlan::default();
-        for unit in &units {
-            if purge(&unit.0) || (merge && small(unit)) {
-                plan.rewrite.extend(unit.0.clone());
+        for (unit, purge, small) in units {
+            if purge || (merge && small) {
+                plan.rewrite.extend(unit);
             } else {
                 plan.rebuild.extend(
-                    unit.0.clone().filter(|&b| {
+                    unit.filter(|&b| {
                         self.deleted(b).is_some() && self.has_rebuildable_entry(def, b)
                     }),
                 );
@@ -158,12 +162,20 @@ impl Table {
             })
             .collect();
         let written_blocks = rewrite.written.as_ref().map_or(&[][..], |w| &w.blocks[..]);
-        let mut ends = Vec::with_capacity(written_blocks.len());
-        let mut rows_written = 0;
-        for block in written_blocks {
-            rows_written += block.rows;
-            ends.push(rows_written);
-        }
+        let added = rewrite
+            .written
+            .as_ref()
+            .map(Written::delta)
+            .unwrap_or_default();
+        let rows_written = added.rows;
+        // The end of each new block in the rows written.
+        let ends: Vec<u64> = written_blocks
+            .iter()
+            .scan(0, |end, block| {
+                *end += block.rows;
+                Some(*end)
+            })
+            .collect();
         if rows_written != offset {
             return Err(StorageError::Invalid(format!(
                 "OPTIMIZE wrote {rows_written} rows for {offset} live ones"
@@ -189,8 +201,9 @@ impl Table {
                 let Some(range) = blocks.segment_blocks(k) else {
                     continue; // deletes: folded into this commit's own below
                 };
+                let all = range.len();
                 let kept: Vec<usize> = range.filter(|i| !removed_set.contains(i)).collect();
-                if kept.len() == blocks.segment_blocks(k).map_or(0, |r| r.len()) {
+                if kept.len() == all {
                     segments.push(segment.clone());
                     continue;
                 }
@@ -253,18 +266,15 @@ impl Table {
             segments.extend(kept_deletes);
 
             let sum = |of: &dyn Fn(usize) -> u64| removed.iter().map(|&i| of(i)).sum::<u64>();
-            let added = |of: &dyn Fn(&crate::block::BlockStats) -> u64| {
-                written_blocks.iter().map(of).sum::<u64>()
-            };
             let next = Snapshot {
                 version: newest.version + 1,
                 segments,
-                rows: (newest.rows - sum(&|i| blocks.live_rows(i))) + (rows_written - carried),
-                blocks: newest.blocks - removed.len() as u64 + written_blocks.len() as u64,
+                rows: (newest.rows - sum(&|i| blocks.live_rows(i))) + (added.rows - carried),
+                blocks: newest.blocks - removed.len() as u64 + added.blocks,
                 data_bytes: newest.data_bytes - sum(&|i| blocks.data_bytes().value(i))
-                    + added(&|b| b.data_bytes),
+                    + added.data_bytes,
                 sidecar_bytes: newest.sidecar_bytes - sum(&|i| blocks.sidecar_bytes().value(i))
-                    + added(&|b| b.sidecar_bytes),
+                    + added.sidecar_bytes,
             };
             if snapshot::try_put(self.storage(), &self.dir(), next)
                 .await?
@@ -272,7 +282,7 @@ impl Table {
             {
                 return Ok(Optimized {
                     blocks_removed: removed.len() as u64,
-                    blocks_written: written_blocks.len() as u64,
+                    blocks_written: added.blocks,
                     rows_written,
                     rows_purged: rewrite
                         .rewritten
