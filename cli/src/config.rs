@@ -16,6 +16,8 @@
 //! wait_timeout = 28800           # seconds a logged-in client may stay silent
 //! sidecar_cache_mib = 256        # opened sidecar entries kept in memory
 //! workers = ["http://10.0.0.2:7100", "http://10.0.0.3:7100"]  # sieve worker processes
+//! cluster_secret = "…"           # shared by coordinators and workers; workers refuse others
+//! node_filter_mib = 2048         # a coordinator's node filters (about 2.1 GB per 1e9 keys)
 //! ```
 
 use std::net::IpAddr;
@@ -44,6 +46,8 @@ pub struct ConfigFile {
     pub wait_timeout: Option<u64>,
     pub sidecar_cache_mib: Option<u64>,
     pub workers: Option<Vec<String>>,
+    pub cluster_secret: Option<String>,
+    pub node_filter_mib: Option<usize>,
 }
 
 /// What one server allows its connections, with MySQL's defaults.

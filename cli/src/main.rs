@@ -17,7 +17,7 @@ mod transaction_statements;
 mod worker;
 
 use clap::{Parser, Subcommand};
-use sieve_engine::{Cluster, QUERY_THREAD_STACK};
+use sieve_engine::{Cluster, ClusterSecret, ClusterSettings, QUERY_THREAD_STACK};
 use tokio::runtime::Handle;
 
 use crate::config::ConfigFile;
@@ -25,6 +25,8 @@ use crate::location::Location;
 
 const DEFAULT_STORAGE: &str = "./sieve-data";
 const DEFAULT_SIDECAR_CACHE_MIB: u64 = 256;
+/// Node filters of about a billion keys (one indexed column of t10b at 1B rows).
+const DEFAULT_NODE_FILTER_MIB: usize = 2048;
 
 #[derive(Parser)]
 #[command(name = "sieve", version, about = "Point queries over huge tables on object storage", long_about = None)]
@@ -124,7 +126,17 @@ async fn run(cli: Cli, executor: Handle) -> Result<(), String> {
                 _ => config.workers.clone().unwrap_or_default(),
             };
             if !workers.is_empty() {
-                let cluster = Cluster::start(&workers).await.map_err(|e| e.to_string())?;
+                let settings = ClusterSettings {
+                    node_filter_bytes: args
+                        .node_filter_mib
+                        .or(config.node_filter_mib)
+                        .unwrap_or(DEFAULT_NODE_FILTER_MIB)
+                        << 20,
+                    secret: cluster_secret(args.cluster_secret.as_ref(), &config)?,
+                };
+                let cluster = Cluster::start(&workers, settings)
+                    .await
+                    .map_err(|e| e.to_string())?;
                 log::info!(
                     "scans run on {} of {} workers",
                     cluster.live().len(),
@@ -139,4 +151,15 @@ async fn run(cli: Cli, executor: Handle) -> Result<(), String> {
         Command::Bench(args) => bench::run(&storage, args).await,
         Command::Worker(args) => worker::run(&storage, args, &config).await,
     }
+}
+
+/// The cluster secret of `sieve serve` and `sieve worker`: the flag or environment, else the
+/// config file's.
+pub(crate) fn cluster_secret(
+    flag: Option<&String>,
+    config: &ConfigFile,
+) -> Result<Option<ClusterSecret>, String> {
+    flag.or(config.cluster_secret.as_ref())
+        .map(|text| ClusterSecret::new(text).map_err(|e| e.to_string()))
+        .transpose()
 }

@@ -39,6 +39,12 @@ pub struct ServeArgs {
     /// are placed on them by rendezvous hashing. Without it everything runs in this process
     #[arg(long, env = "SIEVE_WORKERS", value_delimiter = ',')]
     pub workers: Vec<String>,
+    /// The secret the workers were started with (`sieve worker --cluster-secret`)
+    #[arg(long, env = "SIEVE_CLUSTER_SECRET", hide_env_values = true)]
+    pub cluster_secret: Option<String>,
+    /// MiB of node filters kept (default 2048): the owners of groups beyond it are always asked
+    #[arg(long, env = "SIEVE_NODE_FILTER_MIB")]
+    pub node_filter_mib: Option<usize>,
 }
 
 async fn back_off(backoff: &mut Duration) {

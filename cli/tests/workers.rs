@@ -18,11 +18,15 @@ struct Worker {
     log: tempfile::NamedTempFile,
 }
 
+/// What the test's workers and coordinator share; workers refuse calls without it.
+const SECRET: &str = "test-cluster-secret-0123";
+
 impl Worker {
     fn start(storage: &str, port: u16) -> Self {
         let log = tempfile::NamedTempFile::new().unwrap();
         let child = sieve()
             .args(["--storage", storage, "worker", "--port", &port.to_string()])
+            .env("SIEVE_CLUSTER_SECRET", SECRET)
             .stdout(Stdio::null())
             .stderr(log.reopen().unwrap())
             .spawn()
@@ -113,6 +117,30 @@ fn asked(server: &Server, query: &str) -> std::collections::BTreeSet<String> {
     workers
 }
 
+/// A counter of the scan's in EXPLAIN ANALYZE (summed over its tasks).
+fn metric(server: &Server, query: &str, name: &str) -> u64 {
+    let plan = answer(server, &format!("explain analyze {query}"));
+    let at = [' ', '[']
+        .iter()
+        .find_map(|c| plan.find(&format!("{c}{name}=")))
+        .unwrap_or_else(|| panic!("{name}: {plan}"));
+    let digits: String = plan[at + name.len() + 2..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.parse().unwrap()
+}
+
+/// A coordinator over `urls`, with the workers' secret and `more` config lines.
+fn start_coordinator(storage: &str, urls: &[String], more: &str) -> Server {
+    let list: Vec<String> = urls.iter().map(|u| format!("\"{u}\"")).collect();
+    let config = format!(
+        "workers = [{}]\ncluster_secret = \"{SECRET}\"\n{more}",
+        list.join(", ")
+    );
+    Server::start_on(storage, &config)
+}
+
 /// Every query answers the same through the workers as in one process.
 fn assert_answers_match(coordinator: &Server, local: &Server, present: &str) {
     for query in queries(present) {
@@ -156,20 +184,33 @@ fn three_workers_answer_as_one_process_and_survive_losing_one() {
         .map(|_| Worker::start(&storage, free_port()))
         .collect();
     let urls: Vec<String> = workers.iter().map(Worker::url).collect();
-    let config = format!(
-        "workers = [{}]",
-        urls.iter()
-            .map(|u| format!("\"{u}\""))
-            .collect::<Vec<_>>()
-            .join(", ")
-    );
-    let coordinator = Server::start_on(&storage, &config);
+    let coordinator = start_coordinator(&storage, &urls, "");
     let local = Server::start_on(&storage, "");
     assert_answers_match(&coordinator, &local, &present);
 
+    // A coordinator without the workers' secret is refused, saying why, and is not taken for
+    // a worker failure to route around.
+    let stranger = Server::start_on(&storage, &format!("workers = [\"{}\"]", urls[0]));
+    let out = stranger.mysql(&["-e", "select count(*) from t"]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("refuses calls without its cluster secret"),
+        "{}",
+        stderr(&out)
+    );
+    // A coordinator whose node filters may take no memory asks every owner, and answers the
+    // same.
+    let absent = "select c1 from t where c2 = 'no such key'";
+    let owning = asked(
+        &coordinator,
+        &format!("set sieve.pruning = false; {absent}"),
+    );
+    let unfiltered = start_coordinator(&storage, &urls, "node_filter_mib = 0");
+    assert_eq!(asked(&unfiltered, absent), owning);
+    assert_eq!(answer(&unfiltered, absent), "");
+
     // Once the node filters have loaded (in the background, on the first lookup), an absent key
     // contacts no worker and a present one only the worker owning its group.
-    let absent = "select c1 from t where c2 = 'no such key'";
     let deadline = Instant::now() + Duration::from_secs(20);
     while !asked(&coordinator, absent).is_empty() {
         assert!(
@@ -180,6 +221,19 @@ fn three_workers_answer_as_one_process_and_survive_losing_one() {
     }
     let lookup = format!("select c1 from t where c2 = '{present}'");
     assert_eq!(asked(&coordinator, &lookup).len(), 1);
+    // …as EXPLAIN ANALYZE's counters say too; the worker reports the index it caches.
+    assert_eq!(metric(&coordinator, absent, "workers_contacted"), 0);
+    let owner_count = owning.len() as u64;
+    assert_eq!(
+        metric(&coordinator, absent, "workers_skipped_by_node_filter"),
+        owner_count
+    );
+    assert_eq!(metric(&coordinator, &lookup, "workers_contacted"), 1);
+    assert_eq!(
+        metric(&coordinator, &lookup, "workers_skipped_by_node_filter"),
+        owner_count - 1
+    );
+    assert!(metric(&coordinator, &lookup, "index_cache_bytes") > 0);
     // Point lookups on c1, one per commit's group, land on different workers: the groups are
     // spread.
     let group_owners = |coordinator: &Server| -> Vec<String> {
@@ -283,4 +337,22 @@ fn three_workers_answer_as_one_process_and_survive_losing_one() {
         ""
     );
     assert_answers_match(&coordinator, &local, &present);
+
+    // Node filters cannot forget a deleted key: until its group is rewritten, a lookup of it asks
+    // the owner, whose index says no. OPTIMIZE merges the ten small groups (and drops the deleted
+    // rows); the coordinator loads the new groups' filters and forgets the old, after which the
+    // deleted key, like any absent one, contacts no worker.
+    let deleted = "select c1 from t where c2 = 'appended'";
+    let out = coordinator.mysql(&["-e", "optimize table t"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_answers_match(&coordinator, &local, &present);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while metric(&coordinator, deleted, "workers_contacted") != 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the rewritten groups' node filters never ruled the deleted key out"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert_eq!(metric(&coordinator, &lookup, "workers_contacted"), 1);
 }

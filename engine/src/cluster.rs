@@ -33,6 +33,7 @@ use url::Url;
 
 use sieve_storage::Storage;
 
+use crate::cluster_secret::{ClusterSecret, REFUSED};
 use crate::node_filters::NodeFilters;
 use crate::placement::Placement;
 use crate::scan_codec::ScanCodec;
@@ -42,6 +43,15 @@ use crate::scan_exec::{ScanRequest, Shares, SieveScanExec};
 pub const PROBE_INTERVAL: Duration = Duration::from_millis(500);
 const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
 
+/// How a coordinator uses its workers.
+#[derive(Debug, Clone)]
+pub struct ClusterSettings {
+    /// Memory node filters may take ([`NodeFilters`]).
+    pub node_filter_bytes: usize,
+    /// Sent on every call to a worker, which refuses calls without it when it has one.
+    pub secret: Option<ClusterSecret>,
+}
+
 /// The workers a coordinator was given, and which of them answer.
 #[derive(Debug)]
 pub struct Cluster {
@@ -50,12 +60,13 @@ pub struct Cluster {
     workers: Vec<(Url, String)>,
     live: Vec<AtomicBool>,
     node_filters: Arc<NodeFilters>,
+    secret: Option<ClusterSecret>,
 }
 
 impl Cluster {
     /// Checks every URL (`http://host:port`), probes each once, and keeps probing in the
     /// background for as long as the cluster is in use.
-    pub async fn start(urls: &[String]) -> Result<Arc<Self>> {
+    pub async fn start(urls: &[String], settings: ClusterSettings) -> Result<Arc<Self>> {
         if urls.is_empty() {
             return plan_err!("--workers lists no worker");
         }
@@ -82,7 +93,8 @@ impl Cluster {
         let cluster = Arc::new(Self {
             workers,
             live,
-            node_filters: Arc::new(NodeFilters::new()),
+            node_filters: Arc::new(NodeFilters::new(settings.node_filter_bytes)),
+            secret: settings.secret,
         });
         cluster.probe().await;
         let weak = Arc::downgrade(&cluster);
@@ -178,6 +190,10 @@ impl Cluster {
         let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(&error);
         while let Some(e) = cause {
             let text = e.to_string();
+            if text.contains(REFUSED) {
+                // Not a failure to route around: every query would meet it again.
+                return DataFusionError::Execution(REFUSED.to_string());
+            }
             transport |= e.is::<tonic::Status>()
                 || text.starts_with("code: '")
                 || text.contains("Error connecting to Distributed DataFusion worker");
@@ -207,6 +223,10 @@ pub fn distribute(
     cluster: &Arc<Cluster>,
     storage: &Storage,
 ) -> Result<SessionStateBuilder> {
+    let state = match &cluster.secret {
+        Some(secret) => state.with_distributed_passthrough_headers(secret.headers())?,
+        None => state,
+    };
     state
         .with_distributed_worker_resolver(cluster.resolver())
         .with_distributed_planner()
@@ -255,7 +275,12 @@ fn split_scan(ev: ScaleUpLeafNodeEvent) -> Option<Result<ScaleUpLeafNodeEventRes
             let request = ScanRequest {
                 shares: Some(Shares {
                     workers: mine,
-                    ..shares.clone()
+                    // Counted once, by the first task (EXPLAIN ANALYZE sums the tasks' metrics).
+                    skipped_by_node_filter: match task {
+                        0 => shares.skipped_by_node_filter,
+                        _ => 0,
+                    },
+                    placement: shares.placement.clone(),
                 }),
                 ..scan.request().clone()
             };

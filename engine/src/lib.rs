@@ -4,6 +4,7 @@
 mod catalog;
 mod checked_arithmetic;
 mod cluster;
+mod cluster_secret;
 mod column_names;
 mod deadline;
 mod delete;
@@ -53,7 +54,8 @@ mod vacuum;
 mod verified_reader;
 mod worker;
 
-pub use cluster::Cluster;
+pub use cluster::{Cluster, ClusterSettings};
+pub use cluster_secret::ClusterSecret;
 pub use deadline::QueryTimeout;
 pub use error::{ErrorClass, classify, to_df};
 pub use memory::MemoryLimits;

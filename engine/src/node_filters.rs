@@ -10,8 +10,13 @@
 //! the owning worker is always asked. A filter that cannot be read is retried after
 //! [`RETRY_AFTER`]. Never a missed row: a filter only ever removes a worker that cannot hold
 //! the key.
+//!
+//! Memory is bounded: filters take about 17 bits per key per indexed column (2.1 GB per billion
+//! keys, measured), so a coordinator loads them up to its budget, in the order lookups meet
+//! their groups, and asks the owners of the groups beyond it unconditionally. Groups a commit
+//! replaced (OPTIMIZE) are forgotten, giving their bytes back.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -27,23 +32,27 @@ const LOADS_AT_ONCE: usize = 4;
 const RETRY_AFTER: Duration = Duration::from_secs(30);
 
 enum Loaded {
+    /// Its planned bytes are reserved.
     Loading,
     Ready(Arc<KeyFilter>),
     Failed(Instant),
+    /// Not loaded: the budget was spent when it was first met.
+    OverBudget,
 }
 
-impl Loaded {
-    fn bytes(&self) -> usize {
-        match self {
-            Loaded::Ready(f) => f.bytes(),
-            _ => 0,
-        }
-    }
+/// What a coordinator holds, by table id and group name.
+#[derive(Default)]
+struct Held {
+    tables: HashMap<String, HashMap<String, Loaded>>,
+    /// Bytes of the filters ready or loading.
+    bytes: usize,
+    over_budget_told: bool,
 }
 
-/// Every group's key filter a coordinator has loaded, by table id and group name.
+/// Every group's key filter a coordinator has loaded, within a budget of bytes.
 pub struct NodeFilters {
-    groups: Mutex<HashMap<(String, String), Loaded>>,
+    held: Mutex<Held>,
+    budget: usize,
     loads: Arc<Semaphore>,
 }
 
@@ -62,11 +71,18 @@ pub struct Asked {
 }
 
 impl NodeFilters {
-    pub fn new() -> Self {
+    /// Filters of at most `budget` bytes in all.
+    pub fn new(budget: usize) -> Self {
         Self {
-            groups: Mutex::default(),
+            held: Mutex::default(),
+            budget,
             loads: Arc::new(Semaphore::new(LOADS_AT_ONCE)),
         }
+    }
+
+    /// Bytes of the filters loaded or loading.
+    pub fn bytes(&self) -> usize {
+        self.held.lock().expect("node filters lock").bytes
     }
 
     /// The workers that may hold a row matching every probe (`column`, its keys' hashes): all
@@ -108,50 +124,104 @@ impl NodeFilters {
                 ask[owner] = true;
             }
         }
+        self.forget_replaced(table, blocks);
         let workers: Vec<usize> = (0..ask.len()).filter(|&w| ask[w]).collect();
         let skipped = owning.iter().filter(|&&o| o).count() - workers.len();
         Asked { workers, skipped }
     }
 
-    /// The group's filter if loaded; else starts loading it and returns None.
+    /// Drops the filters of groups `blocks` no longer has (a commit replaced them).
+    fn forget_replaced(&self, table: &Table, blocks: &BlockList) {
+        let mut held = self.held.lock().expect("node filters lock");
+        let Held { tables, bytes, .. } = &mut *held;
+        let Some(groups) = tables.get_mut(&table.def().id) else {
+            return;
+        };
+        let current = blocks.locator_groups();
+        if groups.len() <= current.len() {
+            return;
+        }
+        let names: HashSet<&str> = current.iter().map(|g| g.name.as_str()).collect();
+        groups.retain(|name, loaded| {
+            let keep = names.contains(name.as_str());
+            if !keep && let Loaded::Ready(filter) = loaded {
+                *bytes -= filter.bytes();
+            }
+            // A filter still loading keeps its reservation until it lands, then is dropped
+            // the next time a lookup meets the table.
+            keep || matches!(loaded, Loaded::Loading)
+        });
+    }
+
+    /// The group's filter if loaded; else starts loading it, if the budget allows, and returns
+    /// None.
     fn filter(
         self: &Arc<Self>,
         table: &Table,
         group: &str,
         header: &Arc<sieve_index::LocatorHeader>,
     ) -> Option<Arc<KeyFilter>> {
-        let key = (table.def().id.clone(), group.to_string());
-        let mut groups = self.groups.lock().expect("node filters lock");
-        match groups.get(&key) {
+        let table_id = table.def().id.clone();
+        let mut held = self.held.lock().expect("node filters lock");
+        let Held {
+            tables,
+            bytes,
+            over_budget_told,
+        } = &mut *held;
+        let groups = tables.entry(table_id.clone()).or_default();
+        match groups.get(group) {
             Some(Loaded::Ready(filter)) => return Some(filter.clone()),
-            Some(Loaded::Loading) => return None,
+            Some(Loaded::Loading | Loaded::OverBudget) => return None,
             Some(Loaded::Failed(at)) if at.elapsed() < RETRY_AFTER => return None,
             _ => {}
         }
-        groups.insert(key.clone(), Loaded::Loading);
-        let (this, table, header) = (self.clone(), table.clone(), header.clone());
+        let planned = KeyFilter::planned_bytes(header);
+        if *bytes + planned > self.budget {
+            if !std::mem::replace(over_budget_told, true) {
+                log::warn!(
+                    "node filters reached their budget ({} MiB): the owners of groups beyond it \
+                     are always asked (raise node_filter_mib to filter them)",
+                    self.budget >> 20
+                );
+            }
+            groups.insert(group.to_string(), Loaded::OverBudget);
+            return None;
+        }
+        *bytes += planned;
+        groups.insert(group.to_string(), Loaded::Loading);
+        drop(held);
+        let (this, table, header, group) = (
+            self.clone(),
+            table.clone(),
+            header.clone(),
+            group.to_string(),
+        );
         tokio::spawn(async move {
             let _permit = this.loads.clone().acquire_owned().await;
-            let loaded = match table.key_filter(&key.1, &header).await {
+            let loaded = match table.key_filter(&group, &header).await {
                 Ok(filter) => {
-                    log::debug!("node filter of locator {}: {} bytes", key.1, filter.bytes());
+                    log::debug!("node filter of locator {group}: {} bytes", filter.bytes());
                     Loaded::Ready(Arc::new(filter))
                 }
                 Err(e) => {
                     log::warn!(
-                        "node filter of locator {} not loaded, its owner is always asked: {e}",
-                        key.1
+                        "node filter of locator {group} not loaded, its owner is always asked: {e}"
                     );
                     Loaded::Failed(Instant::now())
                 }
             };
-            let mut groups = this.groups.lock().expect("node filters lock");
-            groups.insert(key, loaded);
+            let mut guard = this.held.lock().expect("node filters lock");
+            let held = &mut *guard;
+            if matches!(loaded, Loaded::Failed(_)) {
+                held.bytes -= planned;
+            }
+            let groups = held.tables.entry(table_id).or_default();
+            groups.insert(group, loaded);
             if !groups.values().any(|l| matches!(l, Loaded::Loading)) {
-                let bytes: usize = groups.values().map(Loaded::bytes).sum();
                 log::info!(
-                    "node filters loaded: {} groups, {bytes} bytes",
-                    groups.len()
+                    "node filters loaded: {} groups of the table, {} bytes in all",
+                    groups.len(),
+                    held.bytes
                 );
             }
         });

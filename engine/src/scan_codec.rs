@@ -57,6 +57,10 @@ struct ScanMessage {
     workers: Vec<String>,
     #[prost(uint32, repeated, tag = "14")]
     shares: Vec<u32>,
+    /// Workers the coordinator's node filters left out, for this task's metrics. Added within
+    /// version 1: a peer without it reads 0, which only under-reports.
+    #[prost(uint32, tag = "15")]
+    skipped_by_node_filter: u32,
 }
 
 /// Encodes Sieve scans; decodes them over `storage` (the worker's own).
@@ -113,7 +117,7 @@ impl PhysicalExtensionCodec for ScanCodec {
         let shares = (!message.workers.is_empty()).then(|| Shares {
             placement: Arc::new(Placement::new(message.workers)),
             workers: message.shares.iter().map(|&i| i as usize).collect(),
-            skipped_by_node_filter: 0,
+            skipped_by_node_filter: message.skipped_by_node_filter as usize,
         });
         if let Some(s) = &shares
             && s.workers.iter().any(|&i| i >= s.placement.workers().len())
@@ -182,6 +186,10 @@ impl PhysicalExtensionCodec for ScanCodec {
             snapshot: request.snapshot,
             workers,
             shares,
+            skipped_by_node_filter: request
+                .shares
+                .as_ref()
+                .map_or(0, |s| s.skipped_by_node_filter as u32),
         };
         message.encode(buf).map_err(wire_error)
     }
@@ -228,7 +236,7 @@ mod tests {
                     "http://b:2/".into(),
                 ])),
                 workers: vec![1],
-                skipped_by_node_filter: 0,
+                skipped_by_node_filter: 3,
             }),
         })
         .unwrap()

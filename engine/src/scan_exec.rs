@@ -162,6 +162,20 @@ impl SieveScanExec {
         context: &TaskContext,
     ) -> Result<Opened> {
         let table = &request.table;
+        let count = |name: &'static str, value: u64| {
+            MetricBuilder::new(metrics)
+                .global_counter(name)
+                .add(value as usize)
+        };
+        if let Some(shares) = &request.shares {
+            // Summed over a split scan's tasks: each task counts the workers it was sent for,
+            // and only the first the workers node filters left out (see cluster::split_scan).
+            count("workers_contacted", shares.workers.len() as u64);
+            count(
+                "workers_skipped_by_node_filter",
+                shares.skipped_by_node_filter as u64,
+            );
+        }
         if request
             .shares
             .as_ref()
@@ -239,11 +253,6 @@ impl SieveScanExec {
             .iter()
             .map(|&i| blocks.data_bytes().value(i))
             .sum();
-        let count = |name: &'static str, value: u64| {
-            MetricBuilder::new(metrics)
-                .global_counter(name)
-                .add(value as usize)
-        };
         count("blocks_total", outcome.total as u64);
         count("blocks_fully_deleted", outcome.fully_deleted as u64);
         count("blocks_pruned_by_minmax", outcome.pruned_by_minmax as u64);
@@ -259,6 +268,11 @@ impl SieveScanExec {
         count("sidecars_unreadable", outcome.sidecars_unreadable);
         count("rows_in_blocks_read", rows_in_blocks_read);
         count("bytes_in_blocks_read", bytes_in_blocks_read);
+        // What this process (a worker, in a cluster) holds of the index after pruning: per task
+        // in EXPLAIN ANALYZE VERBOSE, each worker's share of the table's index.
+        MetricBuilder::new(metrics)
+            .global_gauge("index_cache_bytes")
+            .set(table.storage().caches().index_bytes() as usize);
 
         let files: Vec<PartitionedFile> = survivors
             .iter()

@@ -11,12 +11,18 @@ use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion_distributed::{DistributedExt, Worker, WorkerQueryContext};
 use sieve_storage::Storage;
 
+use crate::cluster_secret::ClusterSecret;
 use crate::memory::MemoryLimits;
 use crate::scan_codec::ScanCodec;
 use crate::storage_url::object_store_url;
 
-/// A worker over `storage`, to be served with `Worker::into_worker_server`.
-pub fn worker(storage: Storage, limits: MemoryLimits) -> Result<Worker> {
+/// A worker over `storage`, to be served with `Worker::into_worker_server` (behind
+/// [`ClusterSecret::check`] when it has a secret, which it also sends to the workers it calls).
+pub fn worker(
+    storage: Storage,
+    limits: MemoryLimits,
+    secret: Option<ClusterSecret>,
+) -> Result<Worker> {
     let runtime = RuntimeEnvBuilder::new()
         .with_memory_pool(limits.server_pool())
         .build_arc()?;
@@ -24,9 +30,12 @@ pub fn worker(storage: Storage, limits: MemoryLimits) -> Result<Worker> {
     runtime.register_object_store(url.as_ref(), storage.store().clone());
     let codec = ScanCodec::new(storage);
     let worker = Worker::from_session_builder(move |ctx: WorkerQueryContext| {
-        let codec = codec.clone();
+        let (codec, secret) = (codec.clone(), secret.clone());
         async move {
             let mut builder = ctx.builder.with_distributed_user_codec(codec);
+            if let Some(secret) = secret {
+                builder = builder.with_distributed_passthrough_headers(secret.headers())?;
+            }
             // A plan fragment may call the functions Sieve adds: the MySQL ones, and the checked
             // arithmetic its rewrites put in place of `+ - *` on integers.
             let functions = builder.scalar_functions().get_or_insert_default();

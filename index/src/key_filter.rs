@@ -8,7 +8,7 @@
 //! absent key matches with probability 2^-bits.
 
 use crate::error::IndexError;
-use crate::locator::{LocatorHeader, fingerprint, in_shard, shard_of};
+use crate::locator::{ColumnLocator, LocatorHeader, fingerprint, in_shard, shard_of};
 use crate::retrieval::Retrieval;
 
 /// Fingerprint bits a key filter keeps at most: 2^-16 false matches per group per absent key,
@@ -32,7 +32,7 @@ impl KeyFilter {
     pub fn from_locator(header: &LocatorHeader, file: &[u8]) -> Result<Self, IndexError> {
         let mut columns = Vec::with_capacity(header.columns.len());
         for column in &header.columns {
-            let bits = column.fingerprint_bits.min(KEY_FILTER_BITS);
+            let bits = Self::bits(column);
             let mut shards = Vec::with_capacity(column.shards.len());
             for shard in &column.shards {
                 let rows = header.shard_rows(shard, file)?;
@@ -46,6 +46,21 @@ impl KeyFilter {
             });
         }
         Ok(Self { columns })
+    }
+
+    fn bits(column: &ColumnLocator) -> u8 {
+        column.fingerprint_bits.min(KEY_FILTER_BITS)
+    }
+
+    /// What [`Self::bytes`] will be for the locator `header` describes, known before its file
+    /// is read: a coordinator bounding its node filters' memory decides from this.
+    pub fn planned_bytes(header: &LocatorHeader) -> usize {
+        header
+            .columns
+            .iter()
+            .flat_map(|c| c.shards.iter().map(|s| s.geometry.narrowed(Self::bits(c))))
+            .map(|g| g.byte_len())
+            .sum()
     }
 
     /// Whether the group may hold `hash` in `column`; None if the locator does not index it.
@@ -107,7 +122,8 @@ mod tests {
             "{false_matches} of 5000 absent keys matched"
         );
         assert_eq!(filter.may_contain("c", 1), None);
-        // About 1.1 × 16 bits per key.
+        // About 1.1 × 16 bits per key, known before the file is read.
+        assert_eq!(KeyFilter::planned_bytes(&header), filter.bytes());
         let bits_per_key = filter.bytes() as f64 * 8.0 / 25_000.0;
         assert!(bits_per_key < 19.0, "{bits_per_key}");
     }

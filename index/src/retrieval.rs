@@ -62,6 +62,14 @@ impl Geometry {
         (self.rows as usize * usize::from(self.width)).div_ceil(8)
     }
 
+    /// The geometry of [`Retrieval::high_bits`]`(bits)`: the same rows, at most `bits` wide.
+    pub fn narrowed(&self, bits: u8) -> Self {
+        Self {
+            width: bits.clamp(1, self.width),
+            ..*self
+        }
+    }
+
     /// The first row of a key's window (non-decreasing in the key) and which of its rows the
     /// key XORs (bit 0 always set).
     #[inline]
@@ -204,12 +212,9 @@ impl Retrieval {
     /// of some rows, bit by bit, so each row's top bits alone make the function of the values'
     /// top bits: a node filter keeps a locator's fingerprints this way and drops its slots.
     pub fn high_bits(&self, bits: u8) -> Self {
-        let bits = bits.clamp(1, self.geometry.width);
+        let geometry = self.geometry.narrowed(bits);
+        let bits = geometry.width;
         let (width, shift) = (usize::from(self.geometry.width), self.geometry.width - bits);
-        let geometry = Geometry {
-            width: bits,
-            ..self.geometry
-        };
         let mut cells = vec![0u8; geometry.byte_len()];
         for row in 0..self.geometry.rows as usize {
             let value = read_bits(&self.cells, row * width, width) >> shift;

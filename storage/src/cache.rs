@@ -91,6 +91,14 @@ impl Caches {
     }
 }
 
+impl Caches {
+    /// Bytes of index held: opened sidecar entries and verified locator pages. What placement
+    /// spreads among workers, each caching the index of the blocks it owns.
+    pub fn index_bytes(&self) -> u64 {
+        self.sidecars.weight() + self.locator_pages.weight()
+    }
+}
+
 impl std::fmt::Debug for Caches {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Caches")
