@@ -321,6 +321,24 @@ fn three_workers_answer_as_one_process_and_survive_losing_one() {
         answer(&coordinator, "select c1 from t where c2 = 'appended'"),
         "100000\n"
     );
+    // The append's group gets its node filter too: absent keys again contact no worker, and the
+    // appended key only its group's owner.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while metric(&coordinator, absent, "workers_contacted") != 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the appended group's node filter never loaded"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert_eq!(
+        metric(
+            &coordinator,
+            "select c1 from t where c2 = 'appended'",
+            "workers_contacted"
+        ),
+        1
+    );
 
     // A DELETE through the coordinator (affected rows as the mysql client reports them) is
     // seen through the workers, and every answer still matches one process's.
