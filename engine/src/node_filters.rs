@@ -36,8 +36,6 @@ enum Loaded {
     Loading,
     Ready(Arc<KeyFilter>),
     Failed(Instant),
-    /// Not loaded: the budget was spent when it was first met.
-    OverBudget,
 }
 
 /// What a coordinator holds, by table id and group name.
@@ -78,11 +76,6 @@ impl NodeFilters {
             budget,
             loads: Arc::new(Semaphore::new(LOADS_AT_ONCE)),
         }
-    }
-
-    /// Bytes of the filters loaded or loading.
-    pub fn bytes(&self) -> usize {
-        self.held.lock().expect("node filters lock").bytes
     }
 
     /// The workers that may hold a row matching every probe (`column`, its keys' hashes): all
@@ -153,8 +146,8 @@ impl NodeFilters {
         });
     }
 
-    /// The group's filter if loaded; else starts loading it, if the budget allows, and returns
-    /// None.
+    /// The group's filter if loaded; else starts loading it if the budget allows (asked again
+    /// at each lookup, so bytes a replaced group gave back are used), and returns None.
     fn filter(
         self: &Arc<Self>,
         table: &Table,
@@ -171,7 +164,7 @@ impl NodeFilters {
         let groups = tables.entry(table_id.clone()).or_default();
         match groups.get(group) {
             Some(Loaded::Ready(filter)) => return Some(filter.clone()),
-            Some(Loaded::Loading | Loaded::OverBudget) => return None,
+            Some(Loaded::Loading) => return None,
             Some(Loaded::Failed(at)) if at.elapsed() < RETRY_AFTER => return None,
             _ => {}
         }
@@ -184,7 +177,6 @@ impl NodeFilters {
                     self.budget >> 20
                 );
             }
-            groups.insert(group.to_string(), Loaded::OverBudget);
             return None;
         }
         *bytes += planned;
