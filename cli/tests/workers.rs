@@ -131,6 +131,15 @@ fn metric(server: &Server, query: &str, name: &str) -> u64 {
     digits.parse().unwrap()
 }
 
+/// Waits until `query` contacts no worker: node filters load in the background.
+fn wait_until_no_worker_is_asked(server: &Server, query: &str, failure: &str) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while metric(server, query, "workers_contacted") != 0 {
+        assert!(Instant::now() < deadline, "{failure}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
 /// A coordinator over `urls`, with the workers' secret and `more` config lines.
 fn start_coordinator(storage: &str, urls: &[String], more: &str) -> Server {
     let list: Vec<String> = urls.iter().map(|u| format!("\"{u}\"")).collect();
@@ -211,14 +220,7 @@ fn three_workers_answer_as_one_process_and_survive_losing_one() {
 
     // Once the node filters have loaded (in the background, on the first lookup), an absent key
     // contacts no worker and a present one only the worker owning its group.
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !asked(&coordinator, absent).is_empty() {
-        assert!(
-            Instant::now() < deadline,
-            "node filters never ruled every worker out"
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    wait_until_no_worker_is_asked(&coordinator, absent, "node filters never loaded");
     let lookup = format!("select c1 from t where c2 = '{present}'");
     assert_eq!(asked(&coordinator, &lookup).len(), 1);
     // …as EXPLAIN ANALYZE's counters say too; the worker reports the index it caches.
@@ -323,14 +325,11 @@ fn three_workers_answer_as_one_process_and_survive_losing_one() {
     );
     // The append's group gets its node filter too: absent keys again contact no worker, and the
     // appended key only its group's owner.
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while metric(&coordinator, absent, "workers_contacted") != 0 {
-        assert!(
-            Instant::now() < deadline,
-            "the appended group's node filter never loaded"
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    wait_until_no_worker_is_asked(
+        &coordinator,
+        absent,
+        "the appended group's node filter never loaded",
+    );
     assert_eq!(
         metric(
             &coordinator,
@@ -364,13 +363,10 @@ fn three_workers_answer_as_one_process_and_survive_losing_one() {
     let out = coordinator.mysql(&["-e", "optimize table t"]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert_answers_match(&coordinator, &local, &present);
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while metric(&coordinator, deleted, "workers_contacted") != 0 {
-        assert!(
-            Instant::now() < deadline,
-            "the rewritten groups' node filters never ruled the deleted key out"
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    wait_until_no_worker_is_asked(
+        &coordinator,
+        deleted,
+        "the rewritten groups' node filters never ruled the deleted key out",
+    );
     assert_eq!(metric(&coordinator, &lookup, "workers_contacted"), 1);
 }
