@@ -370,3 +370,32 @@ fn three_workers_answer_as_one_process_and_survive_losing_one() {
     );
     assert_eq!(metric(&coordinator, &lookup, "workers_contacted"), 1);
 }
+
+#[test]
+fn a_worker_beyond_loopback_needs_a_secret() {
+    let out = sieve()
+        .args([
+            "--storage",
+            "memory://",
+            "worker",
+            "--host",
+            "0.0.0.0",
+            "--port",
+            "0",
+        ])
+        .env_remove("SIEVE_CLUSTER_SECRET")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("refusing to listen on 0.0.0.0 without a cluster secret"),
+        "{}",
+        stderr(&out)
+    );
+    let out = sieve()
+        .args(["--storage", "memory://", "worker", "--port", "0"])
+        .env("SIEVE_CLUSTER_SECRET", "too short")
+        .output()
+        .unwrap();
+    assert!(stderr(&out).contains("at least 16 visible ASCII characters"));
+}
