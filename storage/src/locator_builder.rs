@@ -4,7 +4,9 @@
 //! and uploaded before the commit that names it.
 //!
 //! Memory is bounded by the group, not the table: a block's keys (16 bytes per distinct key) are
-//! held only until its group is built, and a group holds at most [`LOCATOR_GROUP_ROWS`] rows.
+//! held only until its group is built, a group holds at most [`LOCATOR_GROUP_ROWS`] rows, and at
+//! most one group per core builds at once: a write whose blocks arrive faster than their groups
+//! build waits for one to finish before taking more rows, rather than queueing groups' keys.
 
 use std::collections::BTreeMap;
 
@@ -46,6 +48,9 @@ pub struct LocatorBuilder {
     groups_before: Option<u64>,
     started: u64,
     tasks: JoinSet<Result<Option<BuiltGroup>>>,
+    /// Groups building at once, at most.
+    max_building: usize,
+    built: Vec<BuiltGroup>,
 }
 
 impl LocatorBuilder {
@@ -59,6 +64,8 @@ impl LocatorBuilder {
             groups_before: None,
             started: 0,
             tasks: JoinSet::new(),
+            max_building: crate::writer::parallelism(),
+            built: Vec::new(),
         }
     }
 
@@ -78,15 +85,19 @@ impl LocatorBuilder {
         if self.next_block < blocks {
             self.start(blocks - self.next_block).await?;
         }
-        let mut built = Vec::new();
         while let Some(group) = self.tasks.join_next().await {
-            built.extend(group??);
+            self.built.extend(group??);
         }
-        built.sort_by_key(|g| g.first_block);
-        Ok(built)
+        self.built.sort_by_key(|g| g.first_block);
+        Ok(self.built)
     }
 
     async fn start(&mut self, blocks: usize) -> Result<()> {
+        while self.tasks.len() >= self.max_building
+            && let Some(group) = self.tasks.join_next().await
+        {
+            self.built.extend(group??);
+        }
         let groups_before = match self.groups_before {
             Some(n) => n,
             None => {

@@ -46,7 +46,7 @@ pub struct Committed {
     pub locator_build: std::time::Duration,
 }
 
-fn parallelism() -> usize {
+pub(crate) fn parallelism() -> usize {
     std::thread::available_parallelism().map_or(2, |n| n.get())
 }
 
