@@ -26,8 +26,12 @@ use tokio::sync::Semaphore;
 
 use crate::placement::Placement;
 
-/// Locator files read at once while loading filters.
-const LOADS_AT_ONCE: usize = 4;
+/// Locator files read and reduced at once while filters load: half the cores, so that the
+/// lookups a fresh coordinator serves meanwhile keep the other half (a reduction is CPU-bound).
+fn loads_at_once() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| (n.get() / 2).max(1))
+}
+
 /// How long a group whose filter failed to load is asked unconditionally before trying again.
 const RETRY_AFTER: Duration = Duration::from_secs(30);
 
@@ -74,7 +78,7 @@ impl NodeFilters {
         Self {
             held: Mutex::default(),
             budget,
-            loads: Arc::new(Semaphore::new(LOADS_AT_ONCE)),
+            loads: Arc::new(Semaphore::new(loads_at_once())),
         }
     }
 
