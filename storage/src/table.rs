@@ -220,13 +220,9 @@ impl Table {
 
     /// A locator group's [`KeyFilter`]: its whole locator file read once and reduced to the
     /// keys' fingerprints. An error (a missing or damaged file) means "the group may hold any key".
-    /// The reduction (tens of milliseconds per million keys) runs on a blocking thread, off the
-    /// runtime the queries' I/O shares.
-    pub async fn key_filter(
-        &self,
-        group: &str,
-        header: &Arc<LocatorHeader>,
-    ) -> Result<KeyFilter> {
+    /// The reduction is CPU-bound, so it runs on a blocking thread, off the runtime the queries'
+    /// I/O shares.
+    pub async fn key_filter(&self, group: &str, header: &Arc<LocatorHeader>) -> Result<KeyFilter> {
         let path = self.locator_path(group);
         let file = self.storage.store().get(&path).await?.bytes().await?;
         let header = header.clone();
