@@ -2,7 +2,11 @@
 //! statistics for the page index) and its sidecar, hashing every indexed value exactly once. Pure
 //! CPU work, run off the async runtime.
 
-use arrow_array::{ArrayRef, RecordBatch};
+use std::cmp::Ordering;
+
+use arrow_array::{Array, ArrayRef, RecordBatch};
+use arrow_ord::ord::make_comparator;
+use arrow_schema::SortOptions;
 use bytes::Bytes;
 use parquet::arrow::ArrowWriter;
 use parquet::arrow::arrow_reader::statistics::StatisticsConverter;
@@ -54,9 +58,48 @@ pub struct EncodedBlock {
     pub parquet: Bytes,
     pub sidecar: Bytes,
     pub stats: BlockStats,
-    /// Per index column, the block's keys and their slices ([`locator::block_keys`]), kept until
-    /// the block's locator group is built; empty when the table has no locator.
-    pub locator_keys: Vec<BlockKeys>,
+    /// Per index column, what the block's locator group needs of it; empty when the table has
+    /// no locator.
+    pub locator_keys: Vec<BlockColumn>,
+}
+
+/// One indexed column of one block, kept until the block's locator group is built.
+pub struct BlockColumn {
+    /// The column's keys and their slices ([`locator::block_keys`]).
+    pub keys: BlockKeys,
+    /// The block's (min, max) when its values never descend and none is null or a float: then
+    /// min/max and the Parquet page index find a key's block and page without a locator.
+    pub ascending: Option<(ArrayRef, ArrayRef)>,
+}
+
+/// Whether column `index` of `batches` never descends and holds no null. Floats are left out:
+/// NaN is outside Parquet's page statistics, so the page index does not find it.
+fn ascends(batches: &[RecordBatch], index: usize) -> Result<bool> {
+    let arrays: Vec<&ArrayRef> = batches
+        .iter()
+        .map(|b| b.column(index))
+        .filter(|a| !a.is_empty())
+        .collect();
+    let Some(first) = arrays.first() else {
+        return Ok(false);
+    };
+    if first.data_type().is_floating() || arrays.iter().any(|a| a.null_count() > 0) {
+        return Ok(false);
+    }
+    let options = SortOptions::default();
+    for (i, array) in arrays.iter().enumerate() {
+        let within = make_comparator(array.as_ref(), array.as_ref(), options)?;
+        if (1..array.len()).any(|row| within(row - 1, row) == Ordering::Greater) {
+            return Ok(false);
+        }
+        if let Some(next) = arrays.get(i + 1) {
+            let across = make_comparator(array.as_ref(), next.as_ref(), options)?;
+            if across(array.len() - 1, 0) == Ordering::Greater {
+                return Ok(false);
+            }
+        }
+    }
+    Ok(true)
 }
 
 /// `plain_columns`: index columns whose values are nearly all distinct. A dictionary would not
@@ -120,7 +163,7 @@ pub fn encode_block(def: &TableDef, id: String, batches: &[RecordBatch]) -> Resu
                 has_null,
                 ndv,
             ));
-            locator_keys.push(keys);
+            locator_keys.push((keys, ascends(batches, index)?));
         } else {
             columns.push(ColumnIndex::build(name.clone(), def.options.filter, hashes));
         }
@@ -181,6 +224,17 @@ pub fn encode_block(def: &TableDef, id: String, batches: &[RecordBatch]) -> Resu
         index,
         locator: None,
     };
+    let locator_keys = locator_keys
+        .into_iter()
+        .zip(&def.options.index_columns)
+        .map(|((keys, ascending), name)| {
+            let i = schema.index_of(name).expect("checked above");
+            BlockColumn {
+                keys,
+                ascending: ascending.then(|| (stats.mins[i].clone(), stats.maxes[i].clone())),
+            }
+        })
+        .collect();
     Ok(EncodedBlock {
         parquet,
         sidecar,

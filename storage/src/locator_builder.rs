@@ -15,9 +15,9 @@ use sieve_index::LocatorHeader;
 use sieve_index::locator::{self, SLICE_ROWS};
 use tokio::task::JoinSet;
 
+use crate::block::BlockColumn;
 use crate::error::Result;
 use crate::table::Table;
-use sieve_index::locator::BlockKeys;
 
 /// Rows per locator group at most: 8M keys per column hold 128 MB of keys while the group
 /// waits for its blocks, and a table of a billion rows has about 120 groups.
@@ -41,7 +41,7 @@ pub struct LocatorBuilder {
     table: Table,
     per_group: usize,
     /// Keys of finished blocks whose group is not built yet, by the block's place in the write.
-    waiting: BTreeMap<usize, Vec<BlockKeys>>,
+    waiting: BTreeMap<usize, Vec<BlockColumn>>,
     /// The first block of the next group to build.
     next_block: usize,
     /// Groups the table had before this write; read when the first group is built.
@@ -70,7 +70,7 @@ impl LocatorBuilder {
     }
 
     /// Takes a finished block's keys; starts building its group once every block of it is in.
-    pub async fn add(&mut self, block: usize, keys: Vec<BlockKeys>) -> Result<()> {
+    pub async fn add(&mut self, block: usize, keys: Vec<BlockColumn>) -> Result<()> {
         self.waiting.insert(block, keys);
         while (self.next_block..self.next_block + self.per_group)
             .all(|b| self.waiting.contains_key(&b))
@@ -107,7 +107,7 @@ impl LocatorBuilder {
             }
         };
         let first_block = self.next_block;
-        let keys: Vec<Vec<BlockKeys>> = (first_block..first_block + blocks)
+        let keys: Vec<Vec<BlockColumn>> = (first_block..first_block + blocks)
             .map(|b| {
                 self.waiting
                     .remove(&b)
@@ -126,21 +126,30 @@ impl LocatorBuilder {
             let (built, build_time) = tokio::task::spawn_blocking(move || {
                 let started = std::time::Instant::now();
                 // Per column, the blocks' keys: transpose the per-block lists.
-                let mut per_column: Vec<(&str, Vec<BlockKeys>)> =
+                let mut per_column: Vec<(&str, Vec<BlockColumn>)> =
                     columns.iter().map(|c| (c.as_str(), Vec::new())).collect();
                 for block in keys {
-                    for (column, block_keys) in per_column.iter_mut().zip(block) {
-                        column.1.push(block_keys);
+                    for (column, block_column) in per_column.iter_mut().zip(block) {
+                        column.1.push(block_column);
                     }
                 }
-                let built = locator::build(&per_column, slices, ordinal, budget);
+                let per_column: Vec<(&str, Vec<_>)> = per_column
+                    .into_iter()
+                    .filter(|(_, blocks)| !ascending_apart(blocks))
+                    .map(|(c, blocks)| (c, blocks.into_iter().map(|b| b.keys).collect()))
+                    .collect();
+                if per_column.is_empty() {
+                    return (Ok(None), started.elapsed());
+                }
+                let built = locator::build(&per_column, slices, ordinal, budget).map(Some);
                 (built, started.elapsed())
             })
             .await?;
             // A group that cannot have a locator (values wider than 64 bits, no Ribbon layout
             // found) keeps its blocks' sidecars: the write still commits.
             let file = match built {
-                Ok(file) => file,
+                Ok(Some(file)) => file,
+                Ok(None) => return Ok(None),
                 Err(e) => {
                     log::warn!("no locator for {blocks} blocks of this write: {e}");
                     return Ok(None);
@@ -164,4 +173,18 @@ impl LocatorBuilder {
         });
         Ok(())
     }
+}
+
+/// Whether each block's values of a column ascend and every block's are above the one's before:
+/// then a key is in one block of the group at most, which min/max finds, and in one page of it,
+/// which the Parquet page index finds, so the column needs no locator (as `c1` of t10b, a load's
+/// row number). Skipping it saves its Ribbon build, most of what a locator costs a load.
+fn ascending_apart(blocks: &[BlockColumn]) -> bool {
+    let bounds: Option<Vec<_>> = blocks.iter().map(|b| b.ascending.as_ref()).collect();
+    bounds.is_some_and(|bounds| {
+        bounds.windows(2).all(|pair| {
+            let (max, next_min) = (&pair[0].1, &pair[1].0);
+            arrow_ord::cmp::lt(max, next_min).is_ok_and(|lt| lt.len() == 1 && lt.value(0))
+        })
+    })
 }

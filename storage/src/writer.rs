@@ -13,20 +13,19 @@ use object_store::{ObjectStoreExt, PutPayload};
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
-use crate::block::{BlockStats, encode_block};
+use crate::block::{BlockColumn, BlockStats, encode_block};
 use crate::error::{Result, StorageError};
 use crate::locator_builder::LocatorBuilder;
 use crate::segment::encode_segment;
 use crate::snapshot::{self, Delta, SegmentRef, Snapshot};
 use crate::table::Table;
-use sieve_index::locator::BlockKeys;
 
 pub struct TableWriter {
     table: Table,
     pending: Vec<RecordBatch>,
     pending_rows: usize,
     in_flight: Arc<Semaphore>,
-    tasks: JoinSet<Result<(usize, BlockStats, Vec<BlockKeys>)>>,
+    tasks: JoinSet<Result<(usize, BlockStats, Vec<BlockColumn>)>>,
     /// Blocks uploaded so far, with their position in the stream.
     done: Vec<(usize, BlockStats)>,
     /// None when the table has no locator.
@@ -148,7 +147,7 @@ impl TableWriter {
     /// Keeps an uploaded block's statistics and hands its keys to its locator group.
     async fn finished(
         &mut self,
-        (sequence, stats, keys): (usize, BlockStats, Vec<BlockKeys>),
+        (sequence, stats, keys): (usize, BlockStats, Vec<BlockColumn>),
     ) -> Result<()> {
         self.done.push((sequence, stats));
         match &mut self.locators {
