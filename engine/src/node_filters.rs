@@ -82,12 +82,14 @@ impl NodeFilters {
         }
     }
 
-    /// The workers that may hold a row matching every probe (`column`, its keys' hashes): all
-    /// owners of the table's blocks when there is no probe.
+    /// The workers that may hold a row matching every probe (`column`, its keys' hashes), among
+    /// the owners of the blocks min/max `kept` (every block when None): all of those when there
+    /// is no probe.
     pub fn workers_to_ask(
         self: &Arc<Self>,
         table: &Table,
         blocks: &BlockList,
+        kept: Option<&[bool]>,
         placement: &Placement,
         probes: &[(String, Vec<u64>)],
     ) -> Asked {
@@ -96,6 +98,9 @@ impl NodeFilters {
         let mut grouped = vec![false; blocks.len()];
         for group in blocks.locator_groups() {
             grouped[group.blocks.clone()].fill(true);
+            if kept.is_some_and(|kept| !kept[group.blocks.clone()].contains(&true)) {
+                continue;
+            }
             let owner = placement.owner(&group.name);
             owning[owner] = true;
             if ask[owner] {
@@ -115,7 +120,7 @@ impl NodeFilters {
             ask[owner] |= may_hold;
         }
         for (i, grouped) in grouped.iter().enumerate() {
-            if !grouped {
+            if !grouped && kept.is_none_or(|kept| kept[i]) {
                 let owner = placement.owner(blocks.block_id(i));
                 owning[owner] = true;
                 ask[owner] = true;

@@ -23,7 +23,7 @@ use crate::delete::{DeleteExec, DeleteRequest};
 use crate::error::to_df;
 use crate::options::SieveOptions;
 use crate::progress::WriteProgress;
-use crate::pruning::{probes, pruning_predicate};
+use crate::pruning::{minmax_keep, probes, pruning_predicate};
 use crate::scan_exec::{ScanRequest, Shares, SieveScanExec};
 use crate::sink::SieveSink;
 
@@ -80,15 +80,22 @@ impl TableProvider for SieveTable {
                 let placement = Arc::new(cluster.placement()?);
                 let snapshot = self.table.snapshot().await.map_err(to_df)?;
                 let blocks = self.table.blocks(&snapshot).await.map_err(to_df)?;
-                let probes = predicate
+                let pruning_predicate = predicate
                     .as_ref()
-                    .filter(|_| pruning && sieve.is_none_or(|o| o.node_filters))
-                    .and_then(|p| pruning_predicate(&self.table, p))
+                    .filter(|_| pruning)
+                    .and_then(|p| pruning_predicate(&self.table, p));
+                let kept = pruning_predicate
+                    .as_ref()
+                    .map(|p| minmax_keep(&blocks, p))
+                    .transpose()?;
+                let probes = pruning_predicate
+                    .filter(|_| sieve.is_none_or(|o| o.node_filters))
                     .map(|p| probes(&self.table, &p))
                     .unwrap_or_default();
                 let asked = cluster.node_filters().workers_to_ask(
                     &self.table,
                     &blocks,
+                    kept.as_deref(),
                     &placement,
                     &probes,
                 );

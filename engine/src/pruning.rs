@@ -233,6 +233,11 @@ pub fn probes(table: &Table, predicate: &PruningPredicate) -> Vec<(String, Vec<u
         .collect()
 }
 
+/// Per block, whether its min/max, null and row counts allow a row matching `predicate`.
+pub fn minmax_keep(blocks: &BlockList, predicate: &PruningPredicate) -> Result<Vec<bool>> {
+    Ok(predicate.prune(&BlockStatistics(blocks))?)
+}
+
 /// Chooses the blocks to read among `owned` (all when None: a distributed scan's task reads only
 /// its workers' blocks, and counts only those).
 pub async fn prune_blocks(
@@ -260,7 +265,7 @@ pub async fn prune_blocks(
         outcome.survivors = mine;
         return Ok(outcome);
     };
-    let keep = predicate.prune(&BlockStatistics(blocks))?;
+    let keep = minmax_keep(blocks, predicate)?;
     let survivors: Vec<usize> = mine.iter().copied().filter(|&i| keep[i]).collect();
     outcome.pruned_by_minmax = mine.len() - survivors.len();
 
