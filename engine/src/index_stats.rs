@@ -1,6 +1,6 @@
 //! `sieve_index_stats('table')` (or `'database.table'`): what a table's filters cost, per column
-//! and entry kind over all its blocks — blocks, distinct keys, NDV estimates, bytes and bits per
-//! key — queryable in SQL like any table. The locator is a kind of its own ("locator"): its
+//! and entry kind over all its blocks — blocks, distinct keys, NDV estimates, bytes, bits per
+//! key and locator groups — queryable in SQL like any table. The locator is a kind of its own ("locator"): its
 //! pages per column over the groups whose header parses (a group's keys are distinct within
 //! it, so a key in two groups counts twice, as it does in two blocks' sidecars).
 
@@ -72,11 +72,13 @@ fn schema() -> SchemaRef {
         u64_field("ndv_estimate"),
         u64_field("bytes"),
         Field::new("bits_per_key", DataType::Float64, true),
+        // Locator groups (0 for sidecars): what a lookup probes, which OPTIMIZE's merging bounds.
+        u64_field("groups"),
     ]))
 }
 
-/// Sums per (column, kind): blocks, keys, NDV estimates, bytes.
-type Totals = BTreeMap<(String, String), [u64; 4]>;
+/// Sums per (column, kind): blocks, keys, NDV estimates, bytes, locator groups.
+type Totals = BTreeMap<(String, String), [u64; 5]>;
 
 impl IndexStatsTable {
     async fn totals(&self) -> Result<Totals> {
@@ -114,6 +116,7 @@ impl IndexStatsTable {
                 entry[1] += column.keys;
                 entry[2] += column.keys;
                 entry[3] += column.bytes();
+                entry[4] += 1;
             }
         }
         Ok(totals)
@@ -138,7 +141,7 @@ impl TableProvider for IndexStatsTable {
         _limit: Option<usize>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
         let totals = self.totals().await?;
-        let bits = |t: &[u64; 4]| (t[1] > 0).then(|| t[3] as f64 * 8.0 / t[1] as f64);
+        let bits = |t: &[u64; 5]| (t[1] > 0).then(|| t[3] as f64 * 8.0 / t[1] as f64);
         let batch = RecordBatch::try_new(
             schema(),
             vec![
@@ -153,6 +156,7 @@ impl TableProvider for IndexStatsTable {
                 Arc::new(UInt64Array::from_iter_values(totals.values().map(|t| t[2]))),
                 Arc::new(UInt64Array::from_iter_values(totals.values().map(|t| t[3]))),
                 Arc::new(Float64Array::from_iter(totals.values().map(bits))),
+                Arc::new(UInt64Array::from_iter_values(totals.values().map(|t| t[4]))),
             ],
         )?;
         Ok(MemorySourceConfig::try_new_exec(

@@ -65,7 +65,7 @@ pub async fn optimize(
         let blocks = table.blocks(&base).await.map_err(to_df)?;
         let plan = blocks.optimize_plan(table.def());
         if plan.rewrite.is_empty() && plan.rebuild.is_empty() {
-            return Ok(Optimized::default());
+            return merge_groups(table, Optimized::default()).await;
         }
         // Block by block, in the plan's order: the commit places rows deleted meanwhile by
         // where they were written.
@@ -104,9 +104,18 @@ pub async fn optimize(
         };
         match table.commit_rewrite(rewrite).await {
             Err(StorageError::Rewritten(_)) if plans + 1 < MAX_PLANS => plans += 1,
-            done => return done.map_err(to_df),
+            done => return merge_groups(table, done.map_err(to_df)?).await,
         }
     }
+}
+
+/// Once the rewrite is in, merges the table's locator groups by tiers, in a commit of its own.
+async fn merge_groups(table: &Table, done: Optimized) -> Result<Optimized> {
+    let groups_merged = table.merge_locator_groups().await.map_err(to_df)?;
+    Ok(Optimized {
+        groups_merged,
+        ..done
+    })
 }
 
 #[cfg(test)]

@@ -601,12 +601,13 @@ impl Session {
         let done = optimize::optimize(&table, &self.ctx.task_ctx(), &self.progress).await?;
         self.run_sql(&format!(
             "select {} as blocks_removed, {} as blocks_written, {} as rows_written, \
-             {} as rows_purged, {} as sidecars_rebuilt",
+             {} as rows_purged, {} as sidecars_rebuilt, {} as groups_merged",
             done.blocks_removed,
             done.blocks_written,
             done.rows_written,
             done.rows_purged,
-            done.sidecars_rebuilt
+            done.sidecars_rebuilt,
+            done.groups_merged
         ))
         .await
     }

@@ -31,7 +31,7 @@ pub(crate) fn create_table_sql(def: &TableDef) -> String {
     format!(
         "CREATE TABLE {} (\n{}\n) WITH (index_columns = '{}', filter = '{}', block_rows = {}, \
          locator = {}, max_false_reads = {}, parquet_bloom_filters = {}, \
-         stale_rebuild_fraction = {})",
+         stale_rebuild_fraction = {}, locator_group_rows = {})",
         quoted(&def.name),
         columns.join(",\n"),
         o.index_columns.join(",").replace('\'', "''"),
@@ -41,5 +41,6 @@ pub(crate) fn create_table_sql(def: &TableDef) -> String {
         o.max_false_reads,
         o.parquet_bloom_filters,
         o.stale_rebuild_fraction,
+        o.locator_group_rows,
     )
 }

@@ -11,7 +11,7 @@ use sieve_index::FilterKind;
 use sieve_storage::TableOptions;
 
 const KEYS: &str = "index_columns, filter, block_rows, parquet_bloom_filters, locator, max_false_reads, \
-     stale_rebuild_fraction";
+     stale_rebuild_fraction, locator_group_rows";
 
 fn literal(value: &Expr) -> Option<String> {
     match value {
@@ -135,6 +135,14 @@ pub fn table_options(
                 _ => {
                     return plan_err!(
                         "stale_rebuild_fraction must be a number in (0, 1], got {value:?}"
+                    );
+                }
+            },
+            "locator_group_rows" => match value.parse::<usize>() {
+                Ok(n) if n > 0 => options.locator_group_rows = n,
+                _ => {
+                    return plan_err!(
+                        "locator_group_rows must be a positive integer, got {value:?}"
                     );
                 }
             },

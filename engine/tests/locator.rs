@@ -297,3 +297,67 @@ async fn an_ascending_column_needs_no_locator() {
         whole.stats
     );
 }
+
+/// OPTIMIZE merges sixteen adjacent groups of one tier into one (`locator_group_rows` makes
+/// them small here): every query agrees with pruning off before and after, a lookup probes
+/// fewer groups, and the merged group's keys (repeated across blocks and commits, NULLs) are
+/// all found.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn optimize_merges_locator_groups_by_tiers() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = sessions(dir.path().to_str().unwrap()).await;
+    run(
+        &s.located,
+        "create table t (k bigint, g bigint, s varchar, v bigint) \
+         with (block_rows = 16384, locator_group_rows = 16384, index_columns = 'k,g,s')",
+    )
+    .await;
+    // 19 full blocks and 2 partial ones, each its own group, in two commits.
+    for (from, to) in [(0, 150_000), (150_000, 320_000)] {
+        run(
+            &s.located,
+            &format!(
+                "insert into t select \
+                   case when number % 13 = 0 then null else (number * 7919) % 135000 end, \
+                   number / 3, concat('v', cast(number % 27000 as varchar)), number \
+                 from numbers({to}) where number >= {from} order by number"
+            ),
+        )
+        .await;
+    }
+    // ORs across columns may skip no block of these 21.
+    for session in [&s.located, &s.sidecars] {
+        run(session, "set sieve.allow_full_scan = true").await;
+    }
+    assert_eq!(locator_groups(&s.located).await, 21);
+    compare(&s, 11, 60).await;
+    let optimized = run(&s.located, "optimize table t").await;
+    // The two partial blocks are rewritten as one (a small unit), then 16 groups merge.
+    assert_eq!(rows(&optimized), ["2|1|8704|0|0|16"]);
+    assert_eq!(locator_groups(&s.located).await, 20 - 16 + 1);
+    compare(&s, 12, 150).await;
+    for k in 0..135_000 {
+        if k % 997 != 0 {
+            continue;
+        }
+        let sql = format!("select v from t where k = {k}");
+        assert_eq!(
+            sorted(&run(&s.located, &sql).await),
+            sorted(&run(&s.unpruned, &sql).await),
+            "{sql}"
+        );
+    }
+    // Merged again, nothing changes.
+    let again = run(&s.located, "optimize table t").await;
+    assert_eq!(rows(&again), ["0|0|0|0|0|0"]);
+}
+
+/// The locator groups of `t`'s column `k`.
+async fn locator_groups(session: &Session) -> u64 {
+    let stats = run(
+        session,
+        "select groups from sieve_index_stats('t') where kind = 'locator' and column_name = 'k'",
+    )
+    .await;
+    rows(&stats)[0].parse().unwrap()
+}

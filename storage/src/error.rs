@@ -35,6 +35,8 @@ pub enum StorageError {
     /// A stored object that fails its checks (checksum, format version, missing from a sequence).
     #[error("cannot use {0}: {1}")]
     Damaged(String, String),
+    #[error("local file: {0}")]
+    Io(#[from] std::io::Error),
     #[error("background task failed: {0}")]
     Task(#[from] tokio::task::JoinError),
 }

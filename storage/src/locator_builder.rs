@@ -23,8 +23,9 @@ use crate::table::Table;
 /// waits for its blocks, and a table of a billion rows has about 120 groups.
 pub const LOCATOR_GROUP_ROWS: usize = 8 << 20;
 
-pub fn blocks_per_group(block_rows: usize) -> usize {
-    (LOCATOR_GROUP_ROWS / block_rows.max(1)).max(1)
+/// Blocks a write puts in one group, for a table's `locator_group_rows` and `block_rows`.
+pub fn blocks_per_group(group_rows: usize, block_rows: usize) -> usize {
+    (group_rows / block_rows.max(1)).max(1)
 }
 
 /// A built group: its file name and header, and the write's blocks it covers.
@@ -55,7 +56,8 @@ pub struct LocatorBuilder {
 
 impl LocatorBuilder {
     pub fn new(table: Table) -> Self {
-        let per_group = blocks_per_group(table.def().options.block_rows);
+        let options = &table.def().options;
+        let per_group = blocks_per_group(options.locator_group_rows, options.block_rows);
         Self {
             table,
             per_group,

@@ -51,7 +51,8 @@ impl BlockList {
     pub fn optimize_plan(&self, def: &TableDef) -> OptimizePlan {
         let options = &def.options;
         let block_rows = options.block_rows as u64;
-        let grouped = blocks_per_group(options.block_rows) as u64 * block_rows;
+        let grouped =
+            blocks_per_group(options.locator_group_rows, options.block_rows) as u64 * block_rows;
         let mut units: Vec<(Range<usize>, u64)> = Vec::new();
         let mut groups = self.locator_groups().iter().peekable();
         let mut i = 0;
@@ -131,6 +132,8 @@ pub struct Optimized {
     /// Deleted rows whose storage the rewrite reclaimed.
     pub rows_purged: u64,
     pub sidecars_rebuilt: u64,
+    /// Locator groups merged into bigger ones ([`Table::merge_locator_groups`]).
+    pub groups_merged: u64,
 }
 
 impl Table {
@@ -290,6 +293,7 @@ impl Table {
                         .map(|&i| base.rows().value(i) - base.live_rows(i))
                         .sum(),
                     sidecars_rebuilt: rewrite.sidecars.len() as u64,
+                    groups_merged: 0,
                 });
             }
         }

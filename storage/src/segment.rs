@@ -324,6 +324,36 @@ impl BlockList {
         ipc_file(&take_record_batch(&self.batch, &indices)?)
     }
 
+    /// Blocks `range` as a segment file, with the locator group (name, and header on a group's
+    /// first block) `relabel` gives some of them in place of their own.
+    pub fn encode_relocated(
+        &self,
+        range: Range<usize>,
+        relabel: &HashMap<usize, (String, Option<Vec<u8>>)>,
+    ) -> Result<Bytes> {
+        let columns = self.batch.num_columns();
+        let names = self.batch.column(columns - 2).as_string::<i32>();
+        let headers = self.batch.column(columns - 1).as_binary::<i32>();
+        let (mut new_names, mut new_headers) = (Vec::new(), Vec::new());
+        for i in range.clone() {
+            match relabel.get(&i) {
+                Some((name, header)) => {
+                    new_names.push(Some(name.as_str()));
+                    new_headers.push(header.as_deref());
+                }
+                None => {
+                    new_names.push(names.is_valid(i).then(|| names.value(i)));
+                    new_headers.push(headers.is_valid(i).then(|| headers.value(i)));
+                }
+            }
+        }
+        let taken = self.batch.slice(range.start, range.len());
+        let mut arrays = taken.columns().to_vec();
+        arrays[columns - 2] = Arc::new(StringArray::from(new_names));
+        arrays[columns - 1] = Arc::new(BinaryArray::from(new_headers));
+        ipc_file(&RecordBatch::try_new(taken.schema(), arrays)?)
+    }
+
     /// The rows of block `i` deleted so far; None if none were.
     pub fn deleted(&self, i: usize) -> Option<&RoaringBitmap> {
         self.deleted.get(&i)

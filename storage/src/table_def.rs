@@ -36,6 +36,15 @@ pub struct TableOptions {
     /// entries forget keys at once instead).
     #[serde(default = "default_stale_rebuild_fraction")]
     pub stale_rebuild_fraction: f64,
+    /// Rows a write puts in one locator group at most (its keys wait in memory until the group
+    /// is built); OPTIMIZE merges groups of this size in sixteens, up to
+    /// [`crate::MAX_GROUP_ROWS`].
+    #[serde(default = "default_locator_group_rows")]
+    pub locator_group_rows: usize,
+}
+
+fn default_locator_group_rows() -> usize {
+    crate::LOCATOR_GROUP_ROWS
 }
 
 pub const DEFAULT_STALE_REBUILD_FRACTION: f64 = 0.2;
@@ -70,6 +79,7 @@ impl TableOptions {
             locator: true,
             max_false_reads: DEFAULT_MAX_FALSE_READS,
             stale_rebuild_fraction: DEFAULT_STALE_REBUILD_FRACTION,
+            locator_group_rows: crate::LOCATOR_GROUP_ROWS,
         }
     }
 }
@@ -114,6 +124,14 @@ impl TableDef {
             return Err(StorageError::Invalid(format!(
                 "stale_rebuild_fraction must be in (0, 1], got {}",
                 options.stale_rebuild_fraction
+            )));
+        }
+        if options.locator_group_rows == 0 || options.locator_group_rows > crate::LOCATOR_GROUP_ROWS
+        {
+            return Err(StorageError::Invalid(format!(
+                "locator_group_rows must be in 1..={}, got {}",
+                crate::LOCATOR_GROUP_ROWS,
+                options.locator_group_rows
             )));
         }
         if options.block_rows == 0 || options.block_rows > MAX_BLOCK_ROWS {
