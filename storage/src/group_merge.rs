@@ -22,6 +22,7 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use bytes::Bytes;
+use futures::StreamExt;
 use object_store::{ObjectStoreExt, WriteMultipart};
 use parquet::arrow::ProjectionMask;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
@@ -146,10 +147,11 @@ impl Table {
         let blocks = self.blocks(&base).await?;
         let runs = blocks.group_merges(self.def().options.locator_group_rows);
         let mut merged = Vec::with_capacity(runs.len());
-        for run in runs {
-            // Its place in the table once merged (every group before it stays): the budget's
-            // series term it must meet, as a group appended there would.
-            let ordinal = (run.start + 1) as u64;
+        for (k, run) in runs.into_iter().enumerate() {
+            // Its place in the table once merged, the k runs before it each one group by then:
+            // the budget's series term it must meet, as a group appended there would. (Groups
+            // only ever move forward: appends land after it, OPTIMIZE takes groups out.)
+            let ordinal = (run.start - k * (MERGE_FAN_IN - 1) + 1) as u64;
             merged.push(self.build_merged_group(&blocks, run, ordinal).await?);
         }
         if merged.is_empty() {
@@ -194,12 +196,18 @@ impl Table {
                 Spill::new(dir.path(), k, upper as usize)
             })
             .collect::<Result<Vec<_>>>()?;
-        for (n, i) in block_range.clone().enumerate() {
-            let keys = self.block_keys(blocks, i, &columns).await?;
-            for (spill, keys) in spills.iter_mut().zip(&keys) {
-                spill.add(n as u32, keys)?;
+        // A few blocks read and hashed at once, spilled in order.
+        let mut read = futures::stream::iter(block_range.clone())
+            .map(|i| self.block_keys(blocks, i, &columns))
+            .buffered(crate::writer::parallelism());
+        let mut n = 0u32;
+        while let Some(keys) = read.next().await {
+            for (spill, keys) in spills.iter_mut().zip(&keys?) {
+                spill.add(n, keys)?;
             }
+            n += 1;
         }
+        drop(read);
         let block_count = block_range.len() as u32;
         let bits = fingerprint_bits(ordinal, self.def().options.max_false_reads);
         let pages_path = dir.path().join("pages");
@@ -291,8 +299,10 @@ impl Table {
             let mut relabel: HashMap<usize, (String, Option<Vec<u8>>)> = HashMap::new();
             let mut replaced = 0;
             for m in merged {
+                // The merges after a dropped one would land later than their fingerprints
+                // were sized for: they wait for the next OPTIMIZE.
                 let Some(first) = still_there(&blocks, &by_name, m) else {
-                    continue;
+                    break;
                 };
                 for k in 0..m.blocks.len() {
                     let header = (k == 0).then(|| m.header.clone());
