@@ -36,21 +36,21 @@ measure() {
     on=(); off=()
     for key in "${keys[@]}"; do
       on+=("$("$sieve" sql -e "set sieve.locator = true; select c1 from t10b where c2 = '$key'" | seconds | tail -1)")
-      [ "$1" = on ] || off+=("$("$sieve" sql -e "set sieve.locator = false; select c1 from t10b where c2 = '$key'" | seconds | tail -1)")
+      [ "${1:-}" = on ] || off+=("$("$sieve" sql -e "set sieve.locator = false; select c1 from t10b where c2 = '$key'" | seconds | tail -1)")
     done
     a=$(printf '%s\n' "${on[@]}" | median)
-    if [ "$1" = on ]; then
+    if [ "${1:-}" = on ]; then
       echo "| $kind cold, median ms | $a | – | – |"
     else
       b=$(printf '%s\n' "${off[@]}" | median)
       echo "| $kind cold, median ms | $a | $b | $(ratio "$b" "$a")× |"
     fi
     warm[false]=1
-    for mode in true $([ "$1" = on ] || echo false); do
+    for mode in true $([ "${1:-}" = on ] || echo false); do
       warm[$mode]=$( (echo "set sieve.locator = $mode;"; for pass in 1 2; do for key in "${keys[@]}"; do echo "select c1 from t10b where c2 = '$key';"; done; done) \
         | "$sieve" sql | seconds | tail -n "$queries" | median)
     done
-    if [ "$1" = on ]; then
+    if [ "${1:-}" = on ]; then
       echo "| $kind warm, median ms | ${warm[true]} | – | – |"
     else
       echo "| $kind warm, median ms | ${warm[true]} | ${warm[false]} | $(ratio "${warm[false]}" "${warm[true]}")× |"
@@ -58,7 +58,7 @@ measure() {
   done
   for kind in present absent; do
     declare -n keys=$kind
-    for mode in true $([ "$1" = on ] || echo false); do
+    for mode in true $([ "${1:-}" = on ] || echo false); do
       echo "$kind, locator $mode, cold: $("$sieve" sql -e "set sieve.locator = $mode; explain analyze select c1 from t10b where c2 = '${keys[1]}'" | metrics)"
     done
   done

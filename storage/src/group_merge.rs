@@ -286,7 +286,9 @@ impl Table {
     /// Commits `merged` on the newest version: each whose groups are all still there, on the
     /// same blocks, replaces them. Returns the groups replaced.
     async fn commit_group_merges(&self, merged: &[MergedGroup]) -> Result<u64> {
+        // Segments written again, reused by a retry that applies the same merges.
         let mut reencoded: HashMap<String, SegmentRef> = HashMap::new();
+        let mut applied_before = 0;
         for _ in 0..MAX_ATTEMPTS {
             let newest = self.snapshot().await?;
             let blocks = self.blocks(&newest).await?;
@@ -297,7 +299,7 @@ impl Table {
                 .collect();
             // Block index → its new group, and the header on the group's first block.
             let mut relabel: HashMap<usize, (String, Option<Vec<u8>>)> = HashMap::new();
-            let mut replaced = 0;
+            let (mut replaced, mut applied) = (0, 0);
             for m in merged {
                 // The merges after a dropped one would land later than their fingerprints
                 // were sized for: they wait for the next OPTIMIZE.
@@ -309,9 +311,14 @@ impl Table {
                     relabel.insert(first + k, (m.name.clone(), header));
                 }
                 replaced += m.replaces.len() as u64;
+                applied += 1;
             }
             if relabel.is_empty() {
                 return Ok(0);
+            }
+            if applied != applied_before {
+                reencoded.clear();
+                applied_before = applied;
             }
             let mut segments = Vec::with_capacity(newest.segments.len());
             for (k, segment) in newest.segments.iter().enumerate() {
