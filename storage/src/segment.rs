@@ -347,7 +347,9 @@ impl BlockList {
                 }
             }
         }
-        let taken = self.batch.slice(range.start, range.len());
+        // Taken, not sliced: a slice would write the whole list's buffers into the file.
+        let indices = UInt32Array::from_iter_values(range.clone().map(|i| i as u32));
+        let taken = take_record_batch(&self.batch, &indices)?;
         let mut arrays = taken.columns().to_vec();
         arrays[columns - 2] = Arc::new(StringArray::from(new_names));
         arrays[columns - 1] = Arc::new(BinaryArray::from(new_headers));
