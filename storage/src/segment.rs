@@ -211,11 +211,26 @@ pub fn encode_segment(def: &TableDef, blocks: &[BlockStats]) -> Result<Bytes> {
 }
 
 /// A segment file holding `batch`, with its schema's metadata (format, kind).
+///
+/// View columns (a string column's min/max) are compacted first: one taken from the block list
+/// keeps every data buffer of the list, and the IPC writer writes them all (62 MB per segment
+/// file at 10,000 blocks, where the list's own segments were 1.7 MB).
 pub fn ipc_file(batch: &RecordBatch) -> Result<Bytes> {
+    let columns = batch.columns().iter().map(compact_views).collect();
+    let batch = RecordBatch::try_new(batch.schema(), columns)?;
     let mut writer = FileWriter::try_new(Vec::new(), &batch.schema())?;
-    writer.write(batch)?;
+    writer.write(&batch)?;
     writer.finish()?;
     Ok(Bytes::from(writer.into_inner()?))
+}
+
+/// `column` with only the bytes its views point at, if it is a view array.
+fn compact_views(column: &ArrayRef) -> ArrayRef {
+    match column.data_type() {
+        DataType::Utf8View => Arc::new(column.as_string_view().gc()),
+        DataType::BinaryView => Arc::new(column.as_binary_view().gc()),
+        _ => column.clone(),
+    }
 }
 
 /// Every block of a snapshot, in commit order, with the rows deleted from each.
@@ -347,13 +362,11 @@ impl BlockList {
                 }
             }
         }
-        // Taken, not sliced: a slice would write the whole list's buffers into the file.
-        let indices = UInt32Array::from_iter_values(range.clone().map(|i| i as u32));
-        let taken = take_record_batch(&self.batch, &indices)?;
-        let mut arrays = taken.columns().to_vec();
+        let blocks = self.batch.slice(range.start, range.len());
+        let mut arrays = blocks.columns().to_vec();
         arrays[columns - 2] = Arc::new(StringArray::from(new_names));
         arrays[columns - 1] = Arc::new(BinaryArray::from(new_headers));
-        ipc_file(&RecordBatch::try_new(taken.schema(), arrays)?)
+        ipc_file(&RecordBatch::try_new(blocks.schema(), arrays)?)
     }
 
     /// The rows of block `i` deleted so far; None if none were.
