@@ -7,8 +7,11 @@
 //! locator is immutable. It has no false negatives (a key of the group always matches) and an
 //! absent key matches with probability 2^-bits.
 
+use std::ops::Range;
+use std::sync::Arc;
+
 use crate::error::IndexError;
-use crate::locator::{ColumnLocator, LocatorHeader, fingerprint, in_shard, shard_of};
+use crate::locator::{ColumnLocator, LocatorHeader, corrupt, fingerprint, in_shard, shard_of};
 use crate::retrieval::Retrieval;
 
 /// Fingerprint bits a key filter keeps at most: 2^-16 false matches per group per absent key,
@@ -28,26 +31,6 @@ pub struct KeyFilter {
 }
 
 impl KeyFilter {
-    /// From a whole locator file and its parsed header; fails if a page is damaged.
-    pub fn from_locator(header: &LocatorHeader, file: &[u8]) -> Result<Self, IndexError> {
-        let mut columns = Vec::with_capacity(header.columns.len());
-        for column in &header.columns {
-            let bits = Self::bits(column);
-            let mut shards = Vec::with_capacity(column.shards.len());
-            for shard in &column.shards {
-                let rows = header.shard_rows(shard, file)?;
-                let whole = Retrieval::from_parts(shard.geometry, rows)?;
-                shards.push(whole.high_bits(bits));
-            }
-            columns.push(ColumnKeys {
-                column: column.column.clone(),
-                bits,
-                shards,
-            });
-        }
-        Ok(Self { columns })
-    }
-
     fn bits(column: &ColumnLocator) -> u8 {
         column.fingerprint_bits.min(KEY_FILTER_BITS)
     }
@@ -81,10 +64,113 @@ impl KeyFilter {
     }
 }
 
+/// Builds a [`KeyFilter`] a few shards at a time: a merged group's locator file (hundreds of MB
+/// from tier 1 up) is never in memory whole, only the shards of one read. [`Self::next_read`]
+/// names the file range holding the next shards, [`Self::add`] reduces its bytes.
+pub struct KeyFilterBuilder {
+    header: Arc<LocatorHeader>,
+    columns: Vec<ColumnKeys>,
+    /// Every shard as (column, shard), in file order; the next to reduce is `done`.
+    order: Vec<(usize, usize)>,
+    done: usize,
+    /// Shards the range [`Self::next_read`] named last holds.
+    pending: usize,
+}
+
+impl KeyFilterBuilder {
+    pub fn new(header: Arc<LocatorHeader>) -> Self {
+        let columns = header
+            .columns
+            .iter()
+            .map(|c| ColumnKeys {
+                column: c.column.clone(),
+                bits: KeyFilter::bits(c),
+                shards: Vec::with_capacity(c.shards.len()),
+            })
+            .collect();
+        let order = (header.columns.iter().enumerate())
+            .flat_map(|(c, column)| (0..column.shards.len()).map(move |s| (c, s)))
+            .collect();
+        Self {
+            header,
+            columns,
+            order,
+            done: 0,
+            pending: 0,
+        }
+    }
+
+    fn range(&self, (c, s): (usize, usize)) -> Range<u64> {
+        self.header.shard_range(&self.header.columns[c].shards[s])
+    }
+
+    /// The file range of the next shards, adjacent in the file and at most `max_bytes` unless
+    /// one shard is larger; None once every shard is added.
+    pub fn next_read(&mut self, max_bytes: u64) -> Option<Range<u64>> {
+        let mut range = self.range(*self.order.get(self.done)?);
+        self.pending = 1;
+        while let Some(&next) = self.order.get(self.done + self.pending) {
+            let next = self.range(next);
+            if next.start != range.end || next.end - range.start > max_bytes {
+                break;
+            }
+            range.end = next.end;
+            self.pending += 1;
+        }
+        Some(range)
+    }
+
+    /// Reduces the shards in `bytes`, the range [`Self::next_read`] named; fails if a page is
+    /// damaged.
+    pub fn add(&mut self, bytes: &[u8]) -> Result<(), IndexError> {
+        let mut offset = 0;
+        for &(c, s) in &self.order[self.done..self.done + self.pending] {
+            let shard = &self.header.columns[c].shards[s];
+            let range = self.header.shard_range(shard);
+            let len = (range.end - range.start) as usize;
+            let part = (bytes.get(offset..offset + len))
+                .ok_or_else(|| corrupt("a read is shorter than its shards"))?;
+            let rows = self.header.shard_rows(shard, part)?;
+            let whole = Retrieval::from_parts(shard.geometry, rows)?;
+            let column = &mut self.columns[c];
+            column.shards.push(whole.high_bits(column.bits));
+            offset += len;
+        }
+        self.done += self.pending;
+        self.pending = 0;
+        Ok(())
+    }
+
+    /// The filter, once [`Self::next_read`] returned None.
+    pub fn finish(self) -> KeyFilter {
+        debug_assert_eq!(self.done, self.order.len(), "shards left to add");
+        KeyFilter {
+            columns: self.columns,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::locator::{SLICE_ROWS, block_keys, build};
+    use crate::locator::{PAGE, SLICE_ROWS, block_keys, build};
+
+    /// Reads `file` `max_bytes` at a time (or a shard, if larger), as a coordinator does.
+    fn from_locator(
+        header: &LocatorHeader,
+        file: &[u8],
+        max_bytes: u64,
+    ) -> Result<KeyFilter, IndexError> {
+        let mut builder = KeyFilterBuilder::new(Arc::new(header.clone()));
+        let mut reads = 0;
+        while let Some(range) = builder.next_read(max_bytes) {
+            reads += 1;
+            builder.add(&file[range.start as usize..range.end as usize])?;
+        }
+        // One column's shard, or both columns' in one read.
+        assert_eq!(reads, if max_bytes == u64::MAX { 1 } else { 2 });
+        Ok(builder.finish())
+    }
 
     #[test]
     fn every_key_of_the_group_matches_and_few_others_do() {
@@ -106,7 +192,12 @@ mod tests {
         .unwrap();
         let header = LocatorHeader::parse(&file).unwrap();
         assert!(header.column("a").unwrap().fingerprint_bits > KEY_FILTER_BITS);
-        let filter = KeyFilter::from_locator(&header, &file).unwrap();
+        let filter = from_locator(&header, &file, u64::MAX).unwrap();
+        let by_shard = from_locator(&header, &file, PAGE as u64).unwrap();
+        for &h in &hashes {
+            assert_eq!(filter.may_contain("a", h), by_shard.may_contain("a", h));
+            assert_eq!(filter.may_contain("b", h), by_shard.may_contain("b", h));
+        }
         for &h in &hashes[..15_000] {
             assert_eq!(filter.may_contain("a", h), Some(true));
         }
@@ -138,6 +229,6 @@ mod tests {
         let header = LocatorHeader::parse(&file).unwrap();
         let last = file.len() - 20;
         file[last] ^= 1;
-        assert!(KeyFilter::from_locator(&header, &file).is_err());
+        assert!(from_locator(&header, &file, u64::MAX).is_err());
     }
 }

@@ -26,7 +26,7 @@ pub use canonical::{ColumnHashes, is_hashable};
 pub use cardinality::estimate_ndv;
 pub use column_index::{ColumnIndex, EXACT_MAX_KEYS};
 pub use error::IndexError;
-pub use key_filter::KeyFilter;
+pub use key_filter::{KeyFilter, KeyFilterBuilder};
 pub use kind::{EntryKind, FilterKind};
 pub use locator::{ColumnLocator, Location, LocatorHeader};
 pub use sidecar::{Sidecar, SidecarColumn, SidecarEntry, SidecarHeader};

@@ -63,7 +63,7 @@ const PAGE_DATA: usize = PAGE - 8;
 /// A block's key occurs in more than one of its slices.
 pub const MANY_SLICES: u32 = u32::MAX;
 
-fn corrupt(why: impl Into<String>) -> IndexError {
+pub(crate) fn corrupt(why: impl Into<String>) -> IndexError {
     IndexError::Corrupt(format!("locator: {}", why.into()))
 }
 
@@ -581,14 +581,21 @@ impl LocatorHeader {
         (shard, key, first..last + 1)
     }
 
-    /// A shard's packed rows from the whole file, every page checked.
-    pub(crate) fn shard_rows(&self, shard: &Shard, file: &[u8]) -> Result<Vec<u8>, IndexError> {
+    /// The pages of `shard`'s rows, as a range of the file.
+    pub fn shard_range(&self, shard: &Shard) -> Range<u64> {
+        let pages = shard.geometry.byte_len().div_ceil(PAGE_DATA) as u64;
+        let start = self.len as u64 + shard.first_page * PAGE as u64;
+        start..start + pages * PAGE as u64
+    }
+
+    /// A shard's packed rows from the bytes of its [`Self::shard_range`], every page checked.
+    pub(crate) fn shard_rows(&self, shard: &Shard, bytes: &[u8]) -> Result<Vec<u8>, IndexError> {
         let len = shard.geometry.byte_len();
+        let range = self.shard_range(shard);
+        if bytes.len() as u64 != range.end - range.start {
+            return Err(corrupt("a shard's read has the wrong number of bytes"));
+        }
         let pages = shard.first_page..shard.first_page + len.div_ceil(PAGE_DATA) as u64;
-        let start = self.len + pages.start as usize * PAGE;
-        let bytes = file
-            .get(start..start + (pages.end - pages.start) as usize * PAGE)
-            .ok_or_else(|| corrupt("file shorter than its header says"))?;
         let mut rows = Vec::with_capacity(len + PAGE_DATA);
         for (page, number) in bytes.chunks(PAGE).zip(pages) {
             let (body, sum) = page.split_at(PAGE_DATA);

@@ -11,8 +11,8 @@ use futures::{StreamExt, TryStreamExt};
 use object_store::path::Path;
 use object_store::{ObjectStoreExt, PutPayload};
 use sieve_index::{
-    ColumnLocator, IndexError, KeyFilter, Location, LocatorHeader, SidecarColumn, SidecarEntry,
-    SidecarHeader,
+    ColumnLocator, IndexError, KeyFilter, KeyFilterBuilder, Location, LocatorHeader, SidecarColumn,
+    SidecarEntry, SidecarHeader,
 };
 
 use crate::error::{Result, StorageError};
@@ -33,6 +33,10 @@ pub struct Table {
 /// The first read of a sidecar: the directory of a table with up to about 90 indexed columns,
 /// and the whole sidecar of a small block.
 const SIDECAR_HEAD_BYTES: u64 = 4096;
+
+/// Bytes of a locator file read at once to build a group's key filter: a few shards, so the
+/// memory a node filter's build holds is bounded whatever the group's tier.
+const KEY_FILTER_READ: u64 = 16 << 20;
 
 /// One column's sidecar entries for a list of blocks, and what fetching them cost.
 #[derive(Debug, Default)]
@@ -218,17 +222,21 @@ impl Table {
         fetch
     }
 
-    /// A locator group's [`KeyFilter`]: its whole locator file read once and reduced to the
-    /// keys' fingerprints. An error (a missing or damaged file) means "the group may hold any key".
-    /// The reduction is CPU-bound, so it runs on a blocking thread, off the runtime the queries'
-    /// I/O shares.
+    /// A locator group's [`KeyFilter`]: its locator file read [`KEY_FILTER_READ`] bytes at a time
+    /// and reduced to the keys' fingerprints. An error (a missing or damaged file) means "the
+    /// group may hold any key". The reduction is CPU-bound, so it runs on a blocking thread, off
+    /// the runtime the queries' I/O shares.
     pub async fn key_filter(&self, group: &str, header: &Arc<LocatorHeader>) -> Result<KeyFilter> {
         let path = self.locator_path(group);
-        let file = self.storage.store().get(&path).await?.bytes().await?;
-        let header = header.clone();
-        tokio::task::spawn_blocking(move || KeyFilter::from_locator(&header, &file))
-            .await?
-            .map_err(|e| StorageError::Damaged(path.to_string(), e.to_string()))
+        let damaged = |e: IndexError| StorageError::Damaged(path.to_string(), e.to_string());
+        let mut builder = KeyFilterBuilder::new(header.clone());
+        while let Some(range) = builder.next_read(KEY_FILTER_READ) {
+            let bytes = self.storage.store().get_range(&path, range).await?;
+            builder = tokio::task::spawn_blocking(move || builder.add(&bytes).map(|()| builder))
+                .await?
+                .map_err(damaged)?;
+        }
+        Ok(builder.finish())
     }
 
     /// Where each of `hashes` may be in `column` of a locator group: one ranged read of at most
