@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::datatypes::{FieldRef, SchemaRef};
 use datafusion::catalog::{Session, TableProvider};
 use datafusion::common::DFSchema;
 use datafusion::common::not_impl_err;
@@ -15,7 +15,9 @@ use datafusion::error::Result;
 use datafusion::logical_expr::dml::InsertOp;
 use datafusion::logical_expr::utils::conjunction;
 use datafusion::logical_expr::{Expr, TableProviderFilterPushDown};
+use datafusion::physical_expr::expressions::{Column, cast};
 use datafusion::physical_plan::ExecutionPlan;
+use datafusion::physical_plan::projection::ProjectionExec;
 use sieve_storage::{Catalog, Table};
 
 use crate::cluster::Cluster;
@@ -26,6 +28,33 @@ use crate::progress::WriteProgress;
 use crate::pruning::{minmax_keep, probes, pruning_predicate};
 use crate::scan_exec::{ScanRequest, Shares, SieveScanExec};
 use crate::sink::SieveSink;
+
+/// Casts an INSERT's rows to the table's column types. DataFusion casts them when it plans the
+/// INSERT, but before type coercion, so an expression whose type coercion settles later (`CASE
+/// WHEN … THEN 7 ELSE number END` is DECIMAL(20,0)) reaches the sink uncast. The cast fails on a
+/// value that does not fit rather than writing NULL.
+fn cast_to_table(
+    input: Arc<dyn ExecutionPlan>,
+    table: &SchemaRef,
+) -> Result<Arc<dyn ExecutionPlan>> {
+    let from = input.schema();
+    let same = |(f, t): (&FieldRef, &FieldRef)| f.data_type() == t.data_type();
+    if from.fields().len() != table.fields().len()
+        || from.fields().iter().zip(table.fields()).all(same)
+    {
+        return Ok(input);
+    }
+    let exprs = (from.fields().iter().zip(table.fields()).enumerate())
+        .map(|(i, (f, t))| {
+            let column = Arc::new(Column::new(f.name(), i));
+            Ok((
+                cast(column, &from, t.data_type().clone())?,
+                t.name().clone(),
+            ))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(Arc::new(ProjectionExec::try_new(exprs, input)?))
+}
 
 #[derive(Debug)]
 pub struct SieveTable {
@@ -136,6 +165,7 @@ impl TableProvider for SieveTable {
         }
         let progress = state.config().get_extension::<WriteProgress>();
         let sink = SieveSink::new(self.catalog.clone(), self.table.clone(), progress);
+        let input = cast_to_table(input, &self.schema())?;
         Ok(Arc::new(DataSinkExec::new(input, Arc::new(sink), None)))
     }
 
