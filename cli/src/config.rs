@@ -17,7 +17,8 @@
 //! sidecar_cache_mib = 256        # opened sidecar entries kept in memory
 //! workers = ["http://10.0.0.2:7100", "http://10.0.0.3:7100"]  # sieve worker processes
 //! cluster_secret = "…"           # shared by coordinators and workers; workers refuse others
-//! node_filter_mib = 2048         # a coordinator's node filters (about 2.1 GB per 1e9 keys)
+//! node_filter_mib = 2048         # routing filters, which route lookups to locator groups and
+//!                                 # a coordinator's to workers (about 2.1 GB per 1e9 keys)
 //! ```
 
 use std::net::IpAddr;

@@ -202,23 +202,35 @@ pub async fn run(storage: &Location, args: LoadArgs) -> Result<(), String> {
         HumanBytes(summary.sidecar_bytes),
         summary.locator_build.as_secs_f64()
     );
+    // The commits asked for locator group merges as they landed; the load ends once they have.
+    let merging = std::time::Instant::now();
+    engine.merges_settled().await;
+    println!(
+        "locator groups merged as the load committed; waited {:.1} s after its last commit",
+        merging.elapsed().as_secs_f64()
+    );
     let stats = text_rows(
         &engine,
         &format!(
-            "select column_name, kind, blocks, keys, bytes, round(bits_per_key, 2) from sieve_index_stats('{}')",
+            "select column_name, kind, blocks, keys, bytes, round(bits_per_key, 2), groups \
+             from sieve_index_stats('{}')",
             summary.table
         ),
     )
     .await?;
     for row in stats {
         println!(
-            "  index {} {}: {} blocks, {} keys, {}, {} bits/key",
+            "  index {} {}: {} blocks, {} keys, {}, {} bits/key{}",
             row[0],
             row[1],
             row[2],
             row[3],
             HumanBytes(row[4].parse().unwrap_or(0)),
-            row[5]
+            row[5],
+            match row[6].as_str() {
+                "" | "NULL" | "0" => String::new(),
+                groups => format!(", {groups} groups"),
+            }
         );
     }
     if args.verify {

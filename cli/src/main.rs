@@ -17,7 +17,9 @@ mod transaction_statements;
 mod worker;
 
 use clap::{Parser, Subcommand};
-use sieve_engine::{Cluster, ClusterSecret, ClusterSettings, QUERY_THREAD_STACK};
+use sieve_engine::{
+    Cluster, ClusterSecret, ClusterSettings, DEFAULT_ROUTING_BYTES, QUERY_THREAD_STACK,
+};
 use tokio::runtime::Handle;
 
 use crate::config::ConfigFile;
@@ -25,8 +27,6 @@ use crate::location::Location;
 
 const DEFAULT_STORAGE: &str = "./sieve-data";
 const DEFAULT_SIDECAR_CACHE_MIB: u64 = 256;
-/// Node filters of about a billion keys (one indexed column of t10b at 1B rows).
-const DEFAULT_NODE_FILTER_MIB: usize = 2048;
 
 #[derive(Parser)]
 #[command(name = "sieve", version, about = "Point queries over huge tables on object storage", long_about = None)]
@@ -120,18 +120,18 @@ async fn run(cli: Cli, executor: Handle) -> Result<(), String> {
                 .with_memory_limits(config.memory_limits())
                 .map_err(|e| e.to_string())?
                 .with_session_defaults(config.session_defaults())
-                .with_executor(executor);
+                .with_executor(executor)
+                .with_routing_budget(
+                    args.node_filter_mib
+                        .or(config.node_filter_mib)
+                        .map_or(DEFAULT_ROUTING_BYTES, |mib| mib << 20),
+                );
             let workers = match &args.workers {
                 w if !w.is_empty() => w.clone(),
                 _ => config.workers.clone().unwrap_or_default(),
             };
             if !workers.is_empty() {
                 let settings = ClusterSettings {
-                    node_filter_bytes: args
-                        .node_filter_mib
-                        .or(config.node_filter_mib)
-                        .unwrap_or(DEFAULT_NODE_FILTER_MIB)
-                        << 20,
                     secret: cluster_secret(args.cluster_secret.as_ref(), &config)?,
                 };
                 let cluster = Cluster::start(&workers, settings)

@@ -42,7 +42,9 @@ pub struct ServeArgs {
     /// The secret the workers were started with (`sieve worker --cluster-secret`)
     #[arg(long, env = "SIEVE_CLUSTER_SECRET", hide_env_values = true)]
     pub cluster_secret: Option<String>,
-    /// MiB of node filters kept (default 2048): the owners of groups beyond it are always asked
+    /// MiB of routing filters kept in memory (default 2048, about a billion keys): lookups skip
+    /// the locator groups they rule out, a coordinator the workers; groups beyond the budget
+    /// are always probed and their owners asked
     #[arg(long, env = "SIEVE_NODE_FILTER_MIB")]
     pub node_filter_mib: Option<usize>,
 }

@@ -147,7 +147,12 @@ pub async fn run(storage: &Location, args: SqlArgs, executor: Handle) -> Result<
             Target::Remote(Client::connect(&remote).await?)
         }
         None => {
-            let engine = storage.engine().await?.with_executor(executor);
+            let mut engine = storage.engine().await?.with_executor(executor);
+            if args.execute.is_some() || !std::io::stdin().is_terminal() {
+                // A run of a few statements ends before routing filters, read in the background
+                // from whole locator files, could pay for themselves.
+                engine = engine.with_routing_budget(0);
+            }
             Target::Embedded(engine.session().map_err(|e| e.to_string())?)
         }
     };

@@ -163,10 +163,7 @@ fn assert_answers_match(coordinator: &Server, local: &Server, present: &str) {
 
 #[test]
 fn three_workers_answer_as_one_process_and_survive_losing_one() {
-    let Ok(base) = std::env::var("SIEVE_TEST_S3_URL") else {
-        eprintln!("SIEVE_TEST_S3_URL not set (scripts/test.sh sets it): skipped");
-        return;
-    };
+    let base = common::s3_base();
     let storage = format!("{base}/workers-{}", std::process::id());
     // 100k rows in 30 blocks of up to 4000, indexed on c1 and c2, committed in 10 inserts (so
     // 10 locator groups, the unit placed on workers: all on one of 3 workers by chance 1 in

@@ -4,10 +4,10 @@
 use datafusion::error::DataFusionError;
 use sieve_storage::StorageError;
 
-use crate::checked_arithmetic::OutOfRange;
-use crate::deadline::QueryTimeout;
-use crate::scan_exec::FullScanRefused;
-use crate::set_variable::UnknownVariable;
+use crate::dialect::checked_arithmetic::OutOfRange;
+use crate::dialect::set_variable::UnknownVariable;
+use crate::guard::deadline::QueryTimeout;
+use crate::scan::exec::FullScanRefused;
 
 pub fn to_df(e: StorageError) -> DataFusionError {
     DataFusionError::External(Box::new(e))

@@ -1,71 +1,37 @@
 //! Sieve's query engine: DataFusion over Sieve tables. Scans prune blocks by min/max statistics and
 //! filter sidecars before reading Parquet; writes stream into blocks and commit atomically.
+//!
+//! Where things live: `session/` runs statements (setup, dispatch, DDL, prepared statements,
+//! execution); `scan/` reads tables and prunes their blocks; `dialect/` makes SQL mean what it
+//! means in MySQL; `catalog/` names databases and tables; `maintenance/` holds DELETE, OPTIMIZE
+//! and VACUUM; `cluster/` ships scans to workers; `guard/` keeps a statement from hurting the
+//! server. `sink.rs` is INSERT's path into the table writer, `numbers.rs` the `numbers(N)` source.
 
 mod catalog;
-mod checked_arithmetic;
 mod cluster;
-mod cluster_secret;
-mod column_names;
-mod deadline;
-mod delete;
-mod describe;
+mod dialect;
 mod error;
-mod having_aliases;
-mod index_stats;
-mod information_schema;
-mod lax_group_by;
-mod live_rows;
-mod lossless_cast;
-mod memory;
-mod mysql_expressions;
-mod mysql_functions;
-mod mysql_rewrites;
-mod mysql_show;
-mod mysql_types;
-mod node_filters;
+mod guard;
+mod maintenance;
 mod numbers;
-mod optimize;
-mod options;
-mod panic_guard;
-mod placement;
-mod prepared;
 mod progress;
-mod provider;
-mod pruning;
-mod query_stream;
-mod scan_codec;
-mod scan_exec;
-mod script;
+mod scan;
 mod session;
-mod session_functions;
-mod set_variable;
-mod show_create;
-mod show_filter;
 mod sink;
-mod statement_guard;
-mod statement_task;
-mod storage_url;
-mod system_variables;
-mod table_options;
-mod table_statement;
-mod tables;
-mod user_variables;
-mod vacuum;
-mod verified_reader;
-mod worker;
 
-pub use cluster::{Cluster, ClusterSettings};
-pub use cluster_secret::ClusterSecret;
-pub use deadline::QueryTimeout;
+pub use cluster::coordinator::{Cluster, ClusterSettings};
+pub use cluster::secret::ClusterSecret;
+pub use cluster::worker::worker;
+pub use dialect::session_functions::Client;
+pub use dialect::system_variables::{MYSQL_VERSION, ServerLimits};
 pub use error::{ErrorClass, classify, to_df};
-pub use memory::MemoryLimits;
-pub use options::SieveOptions;
-pub use prepared::Prepared;
+pub use guard::deadline::QueryTimeout;
+pub use guard::memory::MemoryLimits;
+pub use guard::statement::{MAX_OPERATORS, QUERY_THREAD_STACK};
 pub use progress::WriteProgress;
-pub use pruning::PruneOutcome;
-pub use query_stream::{ColumnOrigin, QueryOutput, QueryStream, ScanStats};
+pub use scan::pruning::PruneOutcome;
+pub use scan::routing::DEFAULT_ROUTING_BYTES;
+pub use session::options::SieveOptions;
+pub use session::prepared::Prepared;
+pub use session::query_stream::{ColumnOrigin, QueryOutput, QueryStream, ScanStats};
 pub use session::{Engine, Session};
-pub use session_functions::Client;
-pub use statement_guard::{MAX_OPERATORS, QUERY_THREAD_STACK};
-pub use system_variables::{MYSQL_VERSION, ServerLimits};
-pub use worker::worker;

@@ -15,6 +15,7 @@ use futures::StreamExt;
 use sieve_storage::{Catalog, StorageError, Table, TableWriter};
 
 use crate::error::to_df;
+use crate::maintenance::merges::BackgroundMerges;
 use crate::progress::WriteProgress;
 
 #[derive(Debug)]
@@ -42,6 +43,7 @@ pub async fn write_stream(
     table: &Table,
     mut data: SendableRecordBatchStream,
     progress: Option<&WriteProgress>,
+    context: &TaskContext,
 ) -> Result<u64> {
     let mut writer = TableWriter::new(table.clone());
     while let Some(batch) = data.next().await {
@@ -52,7 +54,9 @@ pub async fn write_stream(
             progress.add(rows);
         }
     }
-    Ok(writer.finish().await.map_err(to_df)?.rows)
+    let rows = writer.finish().await.map_err(to_df)?.rows;
+    BackgroundMerges::after_commit(context, table);
+    Ok(rows)
 }
 
 impl DisplayAs for SieveSink {
@@ -75,9 +79,9 @@ impl DataSink for SieveSink {
     async fn write_all(
         &self,
         data: SendableRecordBatchStream,
-        _context: &Arc<TaskContext>,
+        context: &Arc<TaskContext>,
     ) -> Result<u64> {
-        let rows = write_stream(&self.table, data, self.progress.as_deref()).await?;
+        let rows = write_stream(&self.table, data, self.progress.as_deref(), context).await?;
         // A DROP TABLE that raced this INSERT removed the table its rows were committed to.
         let def = self.table.def();
         match self.catalog.table(&def.database, &def.name).await {

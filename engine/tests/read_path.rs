@@ -12,17 +12,21 @@ use common::{rows, run};
 use sieve_engine::{Engine, Session};
 use sieve_storage::Storage;
 
-/// A session on `location` whose every storage request is logged.
-async fn logged_session(location: &str) -> (Session, Arc<RequestLog>) {
+/// A session on `location` whose every storage request is logged, and its storage. It sends
+/// only its statements' own requests: routing filters load whole locator files, and commits
+/// merge locator groups, in the background (tests/routing.rs counts what those do).
+async fn logged_session(location: &str) -> (Session, Arc<RequestLog>, Storage) {
     let base = Storage::open(location).unwrap();
     let log = RequestLog::new(base.store().clone());
     let storage = Storage::new(log.clone(), base.url().to_string());
-    let session = Engine::with_storage(storage)
+    let session = Engine::with_storage(storage.clone())
         .await
         .unwrap()
         .session()
         .unwrap();
-    (session, log)
+    run(&session, "set sieve.routing = false").await;
+    run(&session, "set sieve.merge_on_commit = false").await;
+    (session, log, storage)
 }
 
 fn fetched<'a>(requests: &'a [String], suffix: &str) -> Vec<&'a String> {
@@ -30,7 +34,7 @@ fn fetched<'a>(requests: &'a [String], suffix: &str) -> Vec<&'a String> {
 }
 
 async fn explain_fetches_nothing_and_the_query_prunes_when_it_runs(location: &str) {
-    let (s, log) = logged_session(location).await;
+    let (s, log, _) = logged_session(location).await;
     run(&s, "create table t with (block_rows = 100) as select number as c1, cast(number * 7 as string) as c2 from numbers(1000)").await;
     log.take();
 
@@ -118,10 +122,55 @@ async fn explain_fetches_nothing_on_local_files() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn explain_fetches_nothing_on_s3() {
-    let Ok(base) = std::env::var("SIEVE_TEST_S3_URL") else {
-        eprintln!("SIEVE_TEST_S3_URL not set: skipped");
-        return;
-    };
+    let base = common::s3_base();
     let prefix = format!("{base}/read-path-{:x}", rand::random::<u64>());
     explain_fetches_nothing_and_the_query_prunes_when_it_runs(&prefix).await;
+}
+
+/// Concurrent queries share freshness checks: 50 snapshot lookups arriving together cost two
+/// checks (the one the first sent, and the one the other 49 wait for, sent after they arrived),
+/// not 50. One thread, so that all 50 arrive before any check answers.
+#[tokio::test]
+async fn concurrent_queries_share_freshness_checks() {
+    let dir = tempfile::tempdir().unwrap();
+    let (session, log, storage) = logged_session(dir.path().to_str().unwrap()).await;
+    run(
+        &session,
+        "create table t as select number as c1 from numbers(10)",
+    )
+    .await;
+    run(&session, "insert into t values (10)").await;
+    let table = sieve_storage::Catalog::open(storage)
+        .await
+        .unwrap()
+        .open_table("default", "t")
+        .await
+        .unwrap();
+    table.snapshot().await.unwrap();
+    log.take();
+    let snapshots = futures::future::join_all((0..50).map(|_| table.snapshot())).await;
+    assert!(snapshots.iter().all(|s| s.as_ref().unwrap().version == 2));
+    let requests = log.take();
+    assert_eq!(fetched(&requests, "latest.json").len(), 2, "{requests:#?}");
+    assert_eq!(fetched(&requests, "HEAD ").len(), 2, "{requests:#?}");
+    // A commit made before a lookup starts is seen by it.
+    run(&session, "insert into t values (11)").await;
+    assert_eq!(table.snapshot().await.unwrap().version, 3);
+    // Under a bounded staleness a read right after a check sends no request of its own.
+    run(&session, "set sieve.max_staleness_ms = 3600000").await;
+    assert_eq!(
+        rows(&run(&session, "select c1 from t where c1 = 11").await),
+        ["11"]
+    );
+    log.take();
+    assert_eq!(
+        rows(&run(&session, "select c1 from t where c1 = 11").await),
+        ["11"]
+    );
+    let requests = log.take();
+    assert!(
+        fetched(&requests, "latest.json").is_empty(),
+        "{requests:#?}"
+    );
+    assert!(fetched(&requests, "HEAD ").is_empty(), "{requests:#?}");
 }

@@ -368,7 +368,7 @@ impl ColumnBuilder {
         pages: &mut PageWriter<W>,
     ) -> Result<(), IndexError> {
         if parts == 0
-            || self.shard_count % parts != 0
+            || !self.shard_count.is_multiple_of(parts)
             || self.shards.len() != part * (self.shard_count / parts)
         {
             return Err(corrupt(format!("part {part} of {parts} is out of order")));

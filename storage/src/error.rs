@@ -39,6 +39,9 @@ pub enum StorageError {
     Io(#[from] std::io::Error),
     #[error("background task failed: {0}")]
     Task(#[from] tokio::task::JoinError),
+    /// The error of a check several queries shared ([`crate::freshness`]).
+    #[error(transparent)]
+    Shared(std::sync::Arc<StorageError>),
 }
 
 pub type Result<T, E = StorageError> = std::result::Result<T, E>;

@@ -12,6 +12,7 @@ mod checked_json;
 mod deleter;
 mod deletes;
 mod error;
+mod freshness;
 mod group_merge;
 mod location;
 mod locator_builder;

@@ -15,6 +15,7 @@ use url::Url;
 
 use crate::cache::{Caches, DEFAULT_SIDECAR_CACHE_BYTES};
 use crate::error::{Result, StorageError};
+use crate::freshness::Freshness;
 
 /// An object store rooted at the storage URL (every path Sieve writes is relative to it), with
 /// the caches every query on it shares.
@@ -23,6 +24,8 @@ pub struct Storage {
     store: Arc<dyn ObjectStore>,
     url: String,
     caches: Arc<Caches>,
+    /// Freshness checks in flight, shared by the queries of every clone.
+    freshness: Arc<Freshness>,
 }
 
 /// object_store refuses a plain-HTTP endpoint unless told to, with only "builder error" on the
@@ -87,6 +90,7 @@ impl Storage {
             store,
             url,
             caches: Arc::new(Caches::new(DEFAULT_SIDECAR_CACHE_BYTES)),
+            freshness: Arc::default(),
         }
     }
 
@@ -107,6 +111,10 @@ impl Storage {
 
     pub fn caches(&self) -> &Caches {
         &self.caches
+    }
+
+    pub(crate) fn freshness(&self) -> &Freshness {
+        &self.freshness
     }
 
     pub fn store(&self) -> &Arc<dyn ObjectStore> {

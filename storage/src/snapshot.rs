@@ -15,6 +15,8 @@
 //! A process checks the whole history when it first reads a table and whenever the pointer
 //! changes; in between, [`latest`] costs two small requests (see there).
 
+use std::time::{Duration, Instant};
+
 use futures::TryStreamExt;
 use object_store::path::Path;
 use object_store::{GetOptions, ObjectStoreExt, PutMode, PutOptions, PutPayload};
@@ -111,6 +113,19 @@ pub struct KnownLatest {
     /// The pointer object's ETag, for a conditional GET.
     etag: Option<String>,
     snapshot: Snapshot,
+    /// When the check that found it was sent: no commit before then is missing from it.
+    confirmed: Instant,
+}
+
+/// The newest snapshot a check sent at most `max_staleness` ago found, without a request; None
+/// if no such check is known (`SET sieve.max_staleness_ms`).
+pub fn known_within(
+    storage: &Storage,
+    table_dir: &Path,
+    max_staleness: Duration,
+) -> Option<Snapshot> {
+    let known = storage.caches().latest.get(&table_dir.to_string())?;
+    (known.confirmed.elapsed() <= max_staleness).then_some(known.snapshot)
 }
 
 /// The newest committed snapshot (version 0 if none).
@@ -122,6 +137,7 @@ pub struct KnownLatest {
 /// pointer lags behind a commit, which is then found).
 pub async fn latest(storage: &Storage, table_dir: &Path) -> Result<Snapshot> {
     let key = table_dir.to_string();
+    let sent = Instant::now();
     let known = storage.caches().latest.get(&key);
     // Both requests at once, one round trip: each is sent after the query started, so together
     // they still see every commit that completed before it.
@@ -143,7 +159,15 @@ pub async fn latest(storage: &Storage, table_dir: &Path) -> Result<Snapshot> {
     if let (Some(known), None) = (&known, &pointer)
         && !next_exists?
     {
-        return Ok(known.snapshot.clone());
+        let snapshot = known.snapshot.clone();
+        storage.caches().latest.insert(
+            key,
+            KnownLatest {
+                confirmed: sent,
+                ..known.clone()
+            },
+        );
+        return Ok(snapshot);
     }
     let (pointer, etag) = match (pointer, known) {
         (Some(read), _) => read,
@@ -161,6 +185,7 @@ pub async fn latest(storage: &Storage, table_dir: &Path) -> Result<Snapshot> {
             pointer,
             etag,
             snapshot: snapshot.clone(),
+            confirmed: sent,
         },
     );
     Ok(snapshot)

@@ -5,6 +5,7 @@
 //! `tables/<id>/snapshots/…` (see [`crate::snapshot`]).
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt};
@@ -16,6 +17,7 @@ use sieve_index::{
 };
 
 use crate::error::{Result, StorageError};
+use crate::freshness::latest_shared;
 use crate::location::Storage;
 use crate::segment::{BlockList, LocatorGroup, decode_segment};
 use crate::snapshot::{self, SegmentRef, Snapshot};
@@ -95,8 +97,19 @@ impl Table {
         Ok(segment)
     }
 
+    /// The newest snapshot, as a check sent after this call began sees it: every commit made
+    /// before is in it. Concurrent callers share checks ([`crate::freshness`]).
     pub async fn snapshot(&self) -> Result<Snapshot> {
-        snapshot::latest(&self.storage, &self.dir()).await
+        latest_shared(&self.storage, &self.dir()).await
+    }
+
+    /// The newest snapshot, or one a check sent at most `max_staleness` ago found, which costs
+    /// no request: for readers who chose a bounded staleness (`SET sieve.max_staleness_ms`).
+    pub async fn snapshot_within(&self, max_staleness: Duration) -> Result<Snapshot> {
+        match snapshot::known_within(&self.storage, &self.dir(), max_staleness) {
+            Some(snapshot) => Ok(snapshot),
+            None => self.snapshot().await,
+        }
     }
 
     /// Every block of a committed version, as a distributed query's workers read the one its

@@ -111,16 +111,16 @@ fn payload_bytes(blocks: &BlockList, column: &str) -> u64 {
         .sum()
 }
 
-/// Memory, a local directory and, when SIEVE_TEST_S3_URL is set (scripts/test.sh starts MinIO
-/// and sets it), a fresh prefix in that bucket.
+/// Memory, a local directory and a fresh prefix in the bucket SIEVE_TEST_S3_URL names
+/// (scripts/test.sh starts MinIO and sets it; without it these tests fail, saying so).
 async fn storages() -> Vec<(Storage, Option<tempfile::TempDir>)> {
     let dir = tempfile::tempdir().unwrap();
     let local = Storage::open(dir.path().to_str().unwrap()).unwrap();
     let mut all = vec![(Storage::in_memory(), None), (local, Some(dir))];
-    if let Ok(base) = std::env::var("SIEVE_TEST_S3_URL") {
-        let prefix = uuid::Uuid::new_v4().simple().to_string();
-        all.push((Storage::open(&format!("{base}/{prefix}")).unwrap(), None));
-    }
+    let base = std::env::var("SIEVE_TEST_S3_URL")
+        .expect("SIEVE_TEST_S3_URL is not set: these tests need MinIO; run scripts/test.sh");
+    let prefix = uuid::Uuid::new_v4().simple().to_string();
+    all.push((Storage::open(&format!("{base}/{prefix}")).unwrap(), None));
     all
 }
 

@@ -178,6 +178,7 @@ pub async fn load_synthetic(
                 .committed
                 .fetch_add(committed.rows, Ordering::Relaxed);
             (rows_loaded, commits, in_writer) = (rows_loaded + committed.rows, commits + 1, 0);
+            engine.merge_in_background(&table);
             locator_build += committed.locator_build;
         }
     }
@@ -187,6 +188,7 @@ pub async fn load_synthetic(
         .fetch_add(committed.rows, Ordering::Relaxed);
     rows_loaded += committed.rows;
     commits += u64::from(committed.snapshot.is_some());
+    engine.merge_in_background(&table);
     locator_build += committed.locator_build;
 
     let snapshot = table.snapshot().await.map_err(to_df)?;

@@ -213,3 +213,10 @@ pub fn assert_fails_with(output: &Output, needle: &str) {
 pub fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).to_string()
 }
+
+/// The MinIO bucket URL the S3 tests write under. A test that needs it fails without it, saying
+/// so, rather than passing without having run.
+pub fn s3_base() -> String {
+    std::env::var("SIEVE_TEST_S3_URL")
+        .expect("SIEVE_TEST_S3_URL is not set: this test needs MinIO; run scripts/test.sh")
+}

@@ -90,3 +90,10 @@ pub fn race_round(round: u64, modulus: u64) -> (String, String) {
     );
     (delete, append)
 }
+
+/// The MinIO bucket URL the S3 tests write under. A test that needs it fails without it, saying
+/// so, rather than passing without having run.
+pub fn s3_base() -> String {
+    std::env::var("SIEVE_TEST_S3_URL")
+        .expect("SIEVE_TEST_S3_URL is not set: this test needs MinIO; run scripts/test.sh")
+}

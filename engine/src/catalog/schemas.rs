@@ -1,0 +1,75 @@
+//! Exposes the storage catalog to DataFusion: every database is a schema of the `sieve` catalog.
+//! Lookups go to storage each time, so tables created or dropped by another process are seen at
+//! once. Listing is async in storage and sync here, so SHOW DATABASES / SHOW TABLES are answered by
+//! the session from storage directly, and the listing methods below return nothing; MySQL's
+//! `information_schema` is a schema of its own ([`crate::dialect::information_schema`]), listed when read.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use datafusion::catalog::{CatalogProvider, SchemaProvider, TableProvider};
+use datafusion::error::Result;
+use sieve_storage::{Catalog, StorageError};
+
+use crate::dialect::information_schema::{self, InformationSchema};
+use crate::error::to_df;
+use crate::scan::provider::SieveTable;
+
+pub const CATALOG_NAME: &str = "sieve";
+
+/// `database.name`, or a bare `name` in `default_database`.
+pub fn split_table_name<'a>(table: &'a str, default_database: &'a str) -> (&'a str, &'a str) {
+    table.split_once('.').unwrap_or((default_database, table))
+}
+
+#[derive(Debug)]
+pub struct SieveCatalog {
+    catalog: Catalog,
+}
+
+impl SieveCatalog {
+    pub fn new(catalog: Catalog) -> Self {
+        Self { catalog }
+    }
+}
+
+impl CatalogProvider for SieveCatalog {
+    fn schema_names(&self) -> Vec<String> {
+        Vec::new()
+    }
+
+    fn schema(&self, name: &str) -> Option<Arc<dyn SchemaProvider>> {
+        if name.eq_ignore_ascii_case(information_schema::NAME) {
+            return Some(Arc::new(InformationSchema::new(self.catalog.clone())));
+        }
+        Some(Arc::new(SieveSchema {
+            catalog: self.catalog.clone(),
+            database: name.to_string(),
+        }))
+    }
+}
+
+#[derive(Debug)]
+pub struct SieveSchema {
+    catalog: Catalog,
+    database: String,
+}
+
+#[async_trait]
+impl SchemaProvider for SieveSchema {
+    fn table_names(&self) -> Vec<String> {
+        Vec::new()
+    }
+
+    async fn table(&self, name: &str) -> Result<Option<Arc<dyn TableProvider>>> {
+        match self.catalog.open_table(&self.database, name).await {
+            Ok(table) => Ok(Some(Arc::new(SieveTable::new(self.catalog.clone(), table)))),
+            Err(StorageError::UnknownTable(..)) => Ok(None),
+            Err(e) => Err(to_df(e)),
+        }
+    }
+
+    fn table_exist(&self, _name: &str) -> bool {
+        false
+    }
+}

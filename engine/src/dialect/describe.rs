@@ -1,0 +1,84 @@
+//! DESCRIBE t and SHOW [FULL] COLUMNS FROM t [LIKE | WHERE], as MySQL answers them (Field, Type,
+//! Null, Key, Default, Extra), read from [`crate::dialect::information_schema`]: MySQL type names, and
+//! `MUL` on the indexed columns.
+
+use datafusion::common::{Column, ScalarValue};
+use datafusion::dataframe::DataFrame;
+use datafusion::error::Result;
+use datafusion::execution::context::SessionContext;
+use datafusion::logical_expr::{Expr, col, lit, when};
+use datafusion::sql::sqlparser::ast::ShowStatementFilter;
+
+use crate::dialect::show_filter::like;
+
+/// The columns of `database.table`, in order, that `filter` keeps; `full` adds Collation,
+/// Privileges and Comment.
+pub(crate) async fn columns_of(
+    ctx: &SessionContext,
+    database: &str,
+    table: &str,
+    full: bool,
+    filter: Option<ShowStatementFilter>,
+) -> Result<DataFrame> {
+    // (information_schema column or value, MySQL's heading); filtered under the heading in
+    // lower case, which unquoted names in a WHERE normalize to, then shown as MySQL shows it.
+    let text = |v: Option<&str>| lit(ScalarValue::Utf8(v.map(str::to_string)));
+    let column = |name: &str| Expr::Column(Column::new_unqualified(name));
+    let mut shown = vec![
+        (column("column_name"), "Field"),
+        (column("column_type"), "Type"),
+    ];
+    if full {
+        let collation = when(
+            column("data_type").eq(lit("varchar")),
+            lit("utf8mb4_general_ci"),
+        )
+        .otherwise(text(None))?;
+        shown.push((collation, "Collation"));
+    }
+    shown.extend([
+        (column("is_nullable"), "Null"),
+        (column("column_key"), "Key"),
+        (column("column_default"), "Default"),
+        (column("extra"), "Extra"),
+    ]);
+    if full {
+        shown.push((lit("select,insert"), "Privileges"));
+        shown.push((column("column_comment"), "Comment"));
+    }
+    let frame = ctx
+        .table(format!("{}.columns", crate::dialect::information_schema::NAME).as_str())
+        .await?
+        .filter(
+            col("table_schema")
+                .eq(lit(database))
+                .and(col("table_name").eq(lit(table))),
+        )?
+        .sort(vec![col("ordinal_position").sort(true, false)])?
+        .select(
+            shown
+                .iter()
+                .map(|(e, heading)| e.clone().alias(heading.to_ascii_lowercase()))
+                .collect::<Vec<_>>(),
+        )?;
+    let field = column("field");
+    let frame = match filter {
+        None => frame,
+        // Column names are not case-sensitive in MySQL.
+        Some(
+            ShowStatementFilter::Like(p)
+            | ShowStatementFilter::ILike(p)
+            | ShowStatementFilter::NoKeyword(p),
+        ) => frame.filter(like(field, p, true))?,
+        Some(ShowStatementFilter::Where(e)) => {
+            let predicate = frame.parse_sql_expr(&e.to_string())?;
+            frame.filter(predicate)?
+        }
+    };
+    frame.select(
+        shown
+            .iter()
+            .map(|(_, heading)| column(&heading.to_ascii_lowercase()).alias(*heading))
+            .collect::<Vec<_>>(),
+    )
+}

@@ -1,0 +1,348 @@
+//! MySQL's `information_schema` (SCHEMATA, TABLES, COLUMNS, STATISTICS; FILES, PARTITIONS
+//! and TRIGGERS, empty: Sieve has none of them, and `mariadb-dump` asks), answered from the Sieve
+//! catalog when a query names one: what JDBC's `DatabaseMetaData`, SQLAlchemy's inspector and
+//! GUI tools read to list databases, tables, columns and indexes. Types are MySQL's
+//! ([`crate::dialect::types`]); each indexed column is an index named after it, of its filter kind.
+//!
+//! Column names are lower case: DataFusion folds unquoted names to lower case, so that is what
+//! `SELECT TABLE_NAME FROM information_schema.TABLES` finds.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use datafusion::arrow::array::{ArrayRef, RecordBatch, StringArray, UInt64Array};
+use datafusion::arrow::datatypes::{DataType, Field, Schema};
+use datafusion::catalog::{MemTable, SchemaProvider, TableProvider};
+use datafusion::error::Result;
+use sieve_storage::{Catalog, StorageError, TableDef};
+
+use crate::dialect::types::mysql_type;
+use crate::error::to_df;
+
+pub const NAME: &str = "information_schema";
+const TABLES: [&str; 7] = [
+    "schemata",
+    "tables",
+    "columns",
+    "statistics",
+    "files",
+    "partitions",
+    "triggers",
+];
+/// What MySQL calls its only catalog.
+const CATALOG: &str = "def";
+
+#[derive(Debug)]
+pub struct InformationSchema {
+    catalog: Catalog,
+}
+
+impl InformationSchema {
+    pub fn new(catalog: Catalog) -> Self {
+        Self { catalog }
+    }
+
+    /// Every table's definition, by database; tables dropped while listing are skipped.
+    async fn definitions(&self) -> Result<Vec<TableDef>> {
+        let mut defs = Vec::new();
+        for db in self.catalog.list_databases().await.map_err(to_df)? {
+            for name in self.catalog.list_tables(&db).await.map_err(to_df)? {
+                match self.catalog.table(&db, &name).await {
+                    Ok(def) => defs.push(def),
+                    Err(StorageError::UnknownTable(..)) => {}
+                    Err(e) => return Err(to_df(e)),
+                }
+            }
+        }
+        Ok(defs)
+    }
+}
+
+/// Builds a batch column by column: text (nullable) and unsigned integer columns.
+#[derive(Default)]
+struct Columns {
+    fields: Vec<Field>,
+    arrays: Vec<ArrayRef>,
+}
+
+impl Columns {
+    fn text(mut self, name: &str, values: Vec<Option<String>>) -> Self {
+        self.fields.push(Field::new(name, DataType::Utf8, true));
+        self.arrays.push(Arc::new(StringArray::from(values)));
+        self
+    }
+
+    fn number(mut self, name: &str, values: Vec<Option<u64>>) -> Self {
+        self.fields.push(Field::new(name, DataType::UInt64, true));
+        self.arrays.push(Arc::new(UInt64Array::from(values)));
+        self
+    }
+
+    /// TABLE_CATALOG, TABLE_SCHEMA and TABLE_NAME: the table each row is about.
+    fn tables_of<'a>(self, tables: impl Iterator<Item = &'a TableDef> + Clone) -> Self {
+        let n = tables.clone().count();
+        self.text("table_catalog", same(CATALOG, n))
+            .text(
+                "table_schema",
+                texts(tables.clone().map(|d| d.database.as_str())),
+            )
+            .text("table_name", texts(tables.map(|d| d.name.as_str())))
+    }
+
+    fn table(self) -> Result<Arc<dyn TableProvider>> {
+        let schema = Arc::new(Schema::new(self.fields));
+        let batch = RecordBatch::try_new(schema.clone(), self.arrays)?;
+        Ok(Arc::new(MemTable::try_new(schema, vec![vec![batch]])?))
+    }
+}
+
+/// The columns tools read of FILES (MySQL's tablespace files) and PARTITIONS.
+const FILES_TEXT: &[&str] = &[
+    "file_id",
+    "file_name",
+    "file_type",
+    "tablespace_name",
+    "logfile_group_name",
+    "engine",
+    "extra",
+];
+const FILES_NUMBERS: &[&str] = &["total_extents", "initial_size", "extent_size"];
+const PARTITIONS_TEXT: &[&str] = &[
+    "table_catalog",
+    "table_schema",
+    "table_name",
+    "partition_name",
+    "partition_method",
+    "partition_expression",
+    "tablespace_name",
+];
+
+const TRIGGERS_TEXT: &[&str] = &[
+    "trigger_catalog",
+    "trigger_schema",
+    "trigger_name",
+    "event_manipulation",
+    "event_object_schema",
+    "event_object_table",
+    "action_statement",
+    "action_timing",
+];
+
+/// A table of these columns with no rows.
+fn empty(text: &[&str], numbers: &[&str]) -> Result<Arc<dyn TableProvider>> {
+    let mut columns = Columns::default();
+    for name in text {
+        columns = columns.text(name, Vec::new());
+    }
+    for name in numbers {
+        columns = columns.number(name, Vec::new());
+    }
+    columns.table()
+}
+
+fn same(value: &str, n: usize) -> Vec<Option<String>> {
+    vec![Some(value.to_string()); n]
+}
+
+fn texts<'a>(values: impl IntoIterator<Item = &'a str>) -> Vec<Option<String>> {
+    values.into_iter().map(|v| Some(v.to_string())).collect()
+}
+
+impl InformationSchema {
+    async fn schemata(&self) -> Result<Arc<dyn TableProvider>> {
+        let mut names = self.catalog.list_databases().await.map_err(to_df)?;
+        names.push(NAME.to_string());
+        let n = names.len();
+        Columns::default()
+            .text("catalog_name", same(CATALOG, n))
+            .text("schema_name", texts(names.iter().map(String::as_str)))
+            .text("default_character_set_name", same("utf8mb4", n))
+            .text("default_collation_name", same("utf8mb4_general_ci", n))
+            .text("sql_path", vec![None; n])
+            .table()
+    }
+
+    async fn tables(&self) -> Result<Arc<dyn TableProvider>> {
+        let defs = self.definitions().await?;
+        let n = defs.len();
+        let options = defs
+            .iter()
+            .map(|d| {
+                let o = &d.options;
+                Some(format!(
+                    "index_columns='{}' filter='{}' block_rows={} locator={}",
+                    o.index_columns.join(","),
+                    o.filter,
+                    o.block_rows,
+                    o.locator
+                ))
+            })
+            .collect();
+        Columns::default()
+            .tables_of(defs.iter())
+            .text("table_type", same("BASE TABLE", n))
+            .text("engine", same("Sieve", n))
+            .number("table_rows", vec![None; n])
+            .text("table_collation", same("utf8mb4_general_ci", n))
+            .text("create_options", options)
+            .text("table_comment", same("", n))
+            .table()
+    }
+
+    async fn columns(&self) -> Result<Arc<dyn TableProvider>> {
+        let defs = self.definitions().await?;
+        let mut rows: Vec<(&TableDef, usize, &Field)> = Vec::new();
+        for def in &defs {
+            for (i, field) in def.schema.fields().iter().enumerate() {
+                rows.push((def, i + 1, field));
+            }
+        }
+        let types: Vec<_> = rows.iter().map(|r| mysql_type(r.2.data_type())).collect();
+        let n = rows.len();
+        Columns::default()
+            .tables_of(rows.iter().map(|r| r.0))
+            .text(
+                "column_name",
+                texts(rows.iter().map(|r| r.2.name().as_str())),
+            )
+            .number(
+                "ordinal_position",
+                rows.iter().map(|r| Some(r.1 as u64)).collect(),
+            )
+            .text("column_default", vec![None; n])
+            .text(
+                "is_nullable",
+                texts(
+                    rows.iter()
+                        .map(|r| if r.2.is_nullable() { "YES" } else { "NO" }),
+                ),
+            )
+            .text(
+                "data_type",
+                texts(types.iter().map(|t| t.data_type.as_str())),
+            )
+            .number(
+                "character_maximum_length",
+                types.iter().map(|t| t.max_length).collect(),
+            )
+            .number(
+                "numeric_precision",
+                types.iter().map(|t| t.precision).collect(),
+            )
+            .number("numeric_scale", types.iter().map(|t| t.scale).collect())
+            .number(
+                "character_octet_length",
+                types.iter().map(|t| t.octet_length()).collect(),
+            )
+            .number(
+                "datetime_precision",
+                types.iter().map(|t| t.datetime_precision()).collect(),
+            )
+            .text(
+                "character_set_name",
+                types
+                    .iter()
+                    .map(|t| t.charset().map(|c| c.0.to_string()))
+                    .collect(),
+            )
+            .text(
+                "collation_name",
+                types
+                    .iter()
+                    .map(|t| t.charset().map(|c| c.1.to_string()))
+                    .collect(),
+            )
+            .text("privileges", same("select,insert", n))
+            .text(
+                "column_type",
+                texts(types.iter().map(|t| t.column_type.as_str())),
+            )
+            .text(
+                "column_key",
+                texts(rows.iter().map(|r| {
+                    if r.0.options.index_columns.contains(r.2.name()) {
+                        "MUL"
+                    } else {
+                        ""
+                    }
+                })),
+            )
+            .text("extra", same("", n))
+            .text("column_comment", same("", n))
+            .text("generation_expression", same("", n))
+            .table()
+    }
+
+    async fn statistics(&self) -> Result<Arc<dyn TableProvider>> {
+        let defs = self.definitions().await?;
+        let mut rows: Vec<(&TableDef, &Field)> = Vec::new();
+        for def in &defs {
+            for column in &def.options.index_columns {
+                if let Ok(field) = def.schema.field_with_name(column) {
+                    rows.push((def, field));
+                }
+            }
+        }
+        let n = rows.len();
+        Columns::default()
+            .tables_of(rows.iter().map(|r| r.0))
+            .number("non_unique", vec![Some(1); n])
+            .text(
+                "index_schema",
+                texts(rows.iter().map(|r| r.0.database.as_str())),
+            )
+            .text(
+                "index_name",
+                texts(rows.iter().map(|r| r.1.name().as_str())),
+            )
+            .number("seq_in_index", vec![Some(1); n])
+            .text(
+                "column_name",
+                texts(rows.iter().map(|r| r.1.name().as_str())),
+            )
+            .text("collation", vec![None; n])
+            .number("cardinality", vec![None; n])
+            .number("sub_part", vec![None; n])
+            .text("packed", vec![None; n])
+            .text(
+                "nullable",
+                texts(
+                    rows.iter()
+                        .map(|r| if r.1.is_nullable() { "YES" } else { "" }),
+                ),
+            )
+            .text(
+                "index_type",
+                rows.iter()
+                    .map(|r| Some(r.0.options.filter.to_string()))
+                    .collect(),
+            )
+            .text("comment", same("", n))
+            .text("index_comment", same("", n))
+            .table()
+    }
+}
+
+#[async_trait]
+impl SchemaProvider for InformationSchema {
+    fn table_names(&self) -> Vec<String> {
+        TABLES.iter().map(|t| t.to_string()).collect()
+    }
+
+    async fn table(&self, name: &str) -> Result<Option<Arc<dyn TableProvider>>> {
+        Ok(Some(match name.to_ascii_lowercase().as_str() {
+            "schemata" => self.schemata().await?,
+            "tables" => self.tables().await?,
+            "columns" => self.columns().await?,
+            "statistics" => self.statistics().await?,
+            "files" => empty(FILES_TEXT, FILES_NUMBERS)?,
+            "partitions" => empty(PARTITIONS_TEXT, &[])?,
+            "triggers" => empty(TRIGGERS_TEXT, &[])?,
+            _ => return Ok(None),
+        }))
+    }
+
+    fn table_exist(&self, name: &str) -> bool {
+        TABLES.contains(&name.to_ascii_lowercase().as_str())
+    }
+}

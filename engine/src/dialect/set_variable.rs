@@ -1,0 +1,281 @@
+//! `SET`: Sieve's settings (`sieve.pruning`, `sieve.max_execution_time`), DataFusion's
+//! (`datafusion.…`), MySQL's `max_execution_time`, and the MySQL session variables drivers set on
+//! connect, which change nothing here. Anything else is an error, as in MySQL: a misspelt
+//! setting that silently did nothing would let a user believe, say, that pruning is off.
+
+use datafusion::common::{not_impl_err, plan_err};
+use datafusion::config::ConfigOptions;
+use datafusion::error::{DataFusionError, Result};
+use std::borrow::Cow;
+
+use datafusion::sql::sqlparser::ast::{ContextModifier, Expr, ObjectName, Set, Value};
+use datafusion::sql::sqlparser::dialect::MySqlDialect;
+use datafusion::sql::sqlparser::tokenizer::{Token, Tokenizer};
+
+/// The error of a variable Sieve does not have; MySQL's text (error 1193).
+#[derive(Debug, thiserror::Error)]
+#[error("Unknown system variable '{0}'")]
+pub struct UnknownVariable(pub String);
+
+/// MySQL session variables that drivers and tools set and Sieve accepts with no effect: its
+/// character set is always utf8mb4, every statement commits on its own, there is one time zone
+/// (UTC) and one SQL mode.
+const ACCEPTED_MYSQL: &[&str] = &[
+    "autocommit",
+    "character_set_client",
+    "character_set_connection",
+    "character_set_results",
+    "collation_connection",
+    "foreign_key_checks",
+    "interactive_timeout",
+    "net_read_timeout",
+    "net_write_timeout",
+    "session_track_schema",
+    "session_track_state_change",
+    "session_track_system_variables",
+    "session_track_transaction_info",
+    "sql_mode",
+    "sql_notes",
+    "sql_quote_show_create",
+    "sql_safe_updates",
+    "time_zone",
+    "transaction_isolation",
+    "transaction_read_only",
+    "tx_isolation",
+    "tx_read_only",
+    "unique_checks",
+    "wait_timeout",
+];
+
+/// A SET whose list names `NAMES charset [COLLATE collation]` among other assignments, without
+/// it (MariaDB Connector/J sends `SET autocommit=1, …, NAMES utf8mb4`, which the parser only
+/// takes alone). Sieve's character set is always utf8mb4, so the item changes nothing.
+pub fn without_names(sql: &str) -> Cow<'_, str> {
+    let Ok(tokens) = Tokenizer::new(&MySqlDialect {}, sql).tokenize() else {
+        return Cow::Borrowed(sql);
+    };
+    let word = |t: &Token, w: &str| matches!(t, Token::Word(x) if x.quote_style.is_none() && x.value.eq_ignore_ascii_case(w));
+    let meaningful: Vec<usize> = (0..tokens.len())
+        .filter(|&i| !matches!(tokens[i], Token::Whitespace(_)))
+        .collect();
+    if meaningful.len() < 4 || !word(&tokens[meaningful[0]], "set") {
+        return Cow::Borrowed(sql);
+    }
+    // Items of the list, as ranges of meaningful tokens between top-level commas.
+    let mut items: Vec<Vec<usize>> = vec![Vec::new()];
+    let mut depth = 0i32;
+    for &i in &meaningful[1..] {
+        match &tokens[i] {
+            Token::LParen => depth += 1,
+            Token::RParen => depth -= 1,
+            Token::Comma if depth == 0 => {
+                items.push(Vec::new());
+                continue;
+            }
+            _ => {}
+        }
+        items.last_mut().expect("one item").push(i);
+    }
+    let is_names = |item: &Vec<usize>| item.first().is_some_and(|&i| word(&tokens[i], "names"));
+    if items.len() < 2 || !items.iter().any(is_names) {
+        return Cow::Borrowed(sql);
+    }
+    let kept: Vec<String> = items
+        .iter()
+        .filter(|item| !is_names(item))
+        .map(|item| {
+            item.iter()
+                .map(|&i| tokens[i].to_string())
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect();
+    Cow::Owned(format!("SET {}", kept.join(", ")))
+}
+
+/// Takes the assignments to MySQL user variables (`@name`, not `@@name`) out of a SET: their
+/// names and values, and what is left of the statement, if anything.
+pub fn take_user_assignments(set: Set) -> (Vec<(String, Expr)>, Option<Set>) {
+    let is_user = |name: &ObjectName| {
+        let written = name.to_string();
+        written.starts_with('@') && !written.starts_with("@@")
+    };
+    match set {
+        Set::SingleAssignment {
+            variable, values, ..
+        } if is_user(&variable) && values.len() == 1 => {
+            let value = values.into_iter().next().expect("one value");
+            (vec![(variable.to_string(), value)], None)
+        }
+        Set::MultipleAssignments { assignments } => {
+            let (user, system): (Vec<_>, Vec<_>) =
+                assignments.into_iter().partition(|a| is_user(&a.name));
+            let user = user
+                .into_iter()
+                .map(|a| (a.name.to_string(), a.value))
+                .collect();
+            let rest = (!system.is_empty()).then_some(Set::MultipleAssignments {
+                assignments: system,
+            });
+            (user, rest)
+        }
+        other => (Vec::new(), Some(other)),
+    }
+}
+
+/// Applies a SET statement to a session's options; all of it or, on an error, none of it.
+pub fn apply(options: &mut ConfigOptions, set: Set) -> Result<()> {
+    let assignments = match set {
+        Set::SingleAssignment {
+            scope,
+            variable,
+            values,
+            ..
+        } => match <[Expr; 1]>::try_from(values) {
+            Ok([value]) => vec![(scope, variable, value)],
+            Err(_) => return plan_err!("SET {variable} takes one value"),
+        },
+        Set::MultipleAssignments { assignments } => assignments
+            .into_iter()
+            .map(|a| (a.scope, a.name, a.value))
+            .collect(),
+        // Character sets, names and transaction characteristics: see ACCEPTED_MYSQL.
+        Set::SetNames { .. } | Set::SetNamesDefault {} | Set::SetTransaction { .. } => {
+            return Ok(());
+        }
+        other => return plan_err!("{other} is not supported"),
+    };
+    let mut staged = options.clone();
+    for (scope, name, value) in assignments {
+        let (key, value) = setting(options, scope, &name, &value)?;
+        if let Some(key) = key {
+            staged.set(&key, &value)?;
+        }
+    }
+    *options = staged;
+    Ok(())
+}
+
+/// The option key a variable sets (None: accepted, no effect) and its value as text.
+fn setting(
+    options: &ConfigOptions,
+    scope: Option<ContextModifier>,
+    name: &ObjectName,
+    value: &Expr,
+) -> Result<(Option<String>, String)> {
+    let written = name.to_string();
+    let mut variable = written.to_ascii_lowercase();
+    let mut global = matches!(scope, Some(ContextModifier::Global));
+    for prefix in ["@@", "session.", "local.", "global."] {
+        if let Some(rest) = variable.strip_prefix(prefix) {
+            global |= prefix == "global.";
+            variable = rest.to_string();
+        }
+    }
+    if global {
+        return plan_err!(
+            "SET GLOBAL {variable} is not supported; server settings live in its configuration"
+        );
+    }
+    if variable.starts_with("datafusion.runtime.") {
+        return not_impl_err!(
+            "{written} is a server setting; set memory limits in the server's configuration"
+        );
+    }
+    let text = value_text(value);
+    let key = match variable.as_str() {
+        "max_execution_time" => Some("sieve.max_execution_time".to_string()),
+        v if is_setting(options, v) => Some(variable.clone()),
+        v if ACCEPTED_MYSQL.contains(&v) => None,
+        _ => {
+            return Err(DataFusionError::External(Box::new(UnknownVariable(
+                written,
+            ))));
+        }
+    };
+    Ok((key, text))
+}
+
+/// Whether `variable` names one of DataFusion's settings or Sieve's (whose entries are listed
+/// without their `sieve.` prefix).
+fn is_setting(options: &ConfigOptions, variable: &str) -> bool {
+    let sieve = variable.strip_prefix("sieve.");
+    options.entries().iter().any(|e| {
+        if e.key.starts_with("datafusion.") {
+            e.key == variable
+        } else {
+            sieve == Some(e.key.as_str())
+        }
+    })
+}
+
+fn value_text(value: &Expr) -> String {
+    match value {
+        Expr::Value(v) => match &v.value {
+            Value::SingleQuotedString(s) | Value::DoubleQuotedString(s) => s.clone(),
+            Value::Number(n, _) => n.clone(),
+            other => other.to_string(),
+        },
+        Expr::Identifier(ident) => ident.value.clone(),
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use datafusion::sql::sqlparser::ast::Statement;
+    use datafusion::sql::sqlparser::dialect::MySqlDialect;
+    use datafusion::sql::sqlparser::parser::Parser;
+
+    use super::*;
+    use crate::session::options::SieveOptions;
+
+    fn set(options: &mut ConfigOptions, sql: &str) -> Result<()> {
+        let Statement::Set(set) = Parser::parse_sql(&MySqlDialect {}, sql).unwrap().remove(0)
+        else {
+            panic!("{sql} is not a SET")
+        };
+        apply(options, set)
+    }
+
+    fn sieve(options: &ConfigOptions) -> &SieveOptions {
+        options.extensions.get::<SieveOptions>().unwrap()
+    }
+
+    #[test]
+    fn scopes_agree_and_unknown_names_fail() {
+        let mut options = ConfigOptions::new().with_extensions({
+            let mut e = datafusion::config::Extensions::new();
+            e.insert(SieveOptions::default());
+            e
+        });
+        set(&mut options, "SET SESSION sieve.pruning = false").unwrap();
+        assert!(!sieve(&options).pruning);
+        set(&mut options, "set sieve.pruning = true").unwrap();
+        assert!(sieve(&options).pruning);
+        set(&mut options, "SET @@session.max_execution_time = 1500").unwrap();
+        assert_eq!(sieve(&options).max_execution_time, 1500);
+        set(&mut options, "SET autocommit = 1, wait_timeout = 60").unwrap();
+        set(&mut options, "SET NAMES utf8mb4").unwrap();
+        set(&mut options, "SET sql_mode = 'STRICT_TRANS_TABLES'").unwrap();
+        let typo = set(&mut options, "set sieve_pruning = false").unwrap_err();
+        assert_eq!(
+            typo.find_root().to_string(),
+            "External error: Unknown system variable 'sieve_pruning'"
+        );
+        set(&mut options, "set sieve.prunning = false").unwrap_err();
+        set(&mut options, "SET GLOBAL max_execution_time = 5").unwrap_err();
+        let names = without_names(
+            "set autocommit=1, sql_mode = concat(@@sql_mode,',X'), NAMES utf8mb4 COLLATE utf8mb4_unicode_ci",
+        );
+        assert_eq!(
+            names,
+            "SET autocommit = 1, sql_mode = concat ( @@sql_mode , ',X' )"
+        );
+        set(&mut options, &names).unwrap();
+        assert_eq!(without_names("SET NAMES utf8mb4"), "SET NAMES utf8mb4");
+        // A failing assignment leaves the others of its statement unapplied.
+        set(&mut options, "SET sieve.pruning = false, bogus = 1").unwrap_err();
+        assert!(sieve(&options).pruning);
+    }
+}

@@ -1,0 +1,519 @@
+//! The plan node of a Sieve table scan. It is a leaf, and planning it does no I/O: the node holds
+//! only what a physical-plan codec would send to another process (the table, projection,
+//! predicate, limit and whether to prune). When it first executes it reads the table's newest
+//! snapshot, chooses the blocks to read ([`crate::scan::pruning`]: min/max, then the survivors' filter
+//! sidecars) and reads them with DataFusion's Parquet scan, the way DataFusion's own Parquet
+//! opener prunes row groups when a file is opened rather than when the query is planned.
+//! EXPLAIN ANALYZE shows blocks total / pruned by min-max / pruned by filter / read, sidecar
+//! bytes fetched and cache hits, next to the Parquet scan's own metrics.
+
+use std::collections::BTreeSet;
+use std::fmt;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::common::config::TableParquetOptions;
+use datafusion::common::tree_node::TreeNodeRecursion;
+use datafusion::datasource::listing::PartitionedFile;
+use datafusion::datasource::physical_plan::parquet::ParquetRowSelection;
+use datafusion::datasource::physical_plan::{FileGroup, FileScanConfigBuilder, ParquetSource};
+use datafusion::datasource::source::DataSourceExec;
+use datafusion::error::{DataFusionError, Result};
+use datafusion::execution::{SendableRecordBatchStream, TaskContext};
+use datafusion::parquet::arrow::arrow_reader::RowSelection;
+use datafusion::physical_expr::utils::collect_columns;
+use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
+use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
+use datafusion::physical_plan::metrics::{
+    ExecutionPlanMetricsSet, MetricBuilder, MetricValue, MetricsSet, Time,
+};
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+use datafusion::physical_plan::{
+    DisplayAs, DisplayFormatType, ExecutionPlan, ExecutionPlanProperties, Partitioning,
+    PlanProperties, ReplaceChildrenOptions,
+};
+use futures::{StreamExt, TryStreamExt};
+use sieve_index::locator::SLICE_ROWS;
+use sieve_storage::{BlockList, Table};
+use tokio::sync::OnceCell;
+
+use crate::catalog::storage_url::object_store_url;
+use crate::cluster::placement::Placement;
+use crate::error::to_df;
+use crate::scan::live_rows::live_ranges;
+use crate::scan::pruning::{PruneOutcome, prune_blocks, pruning_predicate};
+use crate::scan::routing::routing_of;
+use crate::scan::verified_reader::VerifiedReaderFactory;
+use crate::session::options::SieveOptions;
+
+/// A filtered query that would read every block of a large table (seed 004: Cassandra's ALLOW
+/// FILTERING). Refused before any block is read, saying how to narrow it or run it anyway.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "refusing to read all {blocks} blocks of {table}: no block can be skipped for this filter. \
+     Filter on an indexed column ({}) or a range of a clustered one, or run it anyway with \
+     ALLOW FILTERING at the end of the statement or SET sieve.allow_full_scan = true",
+    if index_columns.is_empty() { "none".to_string() } else { index_columns.join(", ") }
+)]
+pub struct FullScanRefused {
+    pub table: String,
+    pub blocks: usize,
+    pub index_columns: Vec<String>,
+}
+
+/// What a scan is asked to read; planning fills it in without touching storage.
+#[derive(Debug, Clone)]
+pub struct ScanRequest {
+    pub table: Table,
+    pub projection: Option<Vec<usize>>,
+    /// The conjunction of the filters pushed into the scan.
+    pub predicate: Option<Arc<dyn PhysicalExpr>>,
+    pub limit: Option<usize>,
+    /// Off: every block is read (the differential tests' baseline).
+    pub pruning: bool,
+    /// Off: pruning probes every block's sidecar, never the locators.
+    pub locator: bool,
+    /// A filtered scan that narrows no block of a table of more blocks than this is refused
+    /// ([`FullScanRefused`]); None allows it.
+    pub full_scan_blocks: Option<u64>,
+    pub partitions: usize,
+    /// The snapshot to read; None reads the newest when the scan starts. A distributed scan
+    /// pins it when it is planned, so every worker's share is of one snapshot.
+    pub snapshot: Option<u64>,
+    /// None: every block. Some: only the blocks these workers own, when a scan is split into
+    /// one task per worker ([`crate::cluster::coordinator`]).
+    pub shares: Option<Shares>,
+}
+
+/// Which workers' blocks one task of a distributed scan reads.
+#[derive(Debug, Clone)]
+pub struct Shares {
+    pub placement: Arc<Placement>,
+    /// Indices into the placement's workers.
+    pub workers: Vec<usize>,
+    /// On the coordinator: workers owning blocks of the table that node filters left out.
+    pub skipped_by_node_filter: usize,
+}
+
+impl Shares {
+    /// For each block of `blocks`, whether this task reads it.
+    fn owned(&self, blocks: &BlockList) -> Vec<bool> {
+        self.placement
+            .block_owners(blocks)
+            .into_iter()
+            .map(|owner| self.workers.contains(&owner))
+            .collect()
+    }
+}
+
+/// What executing the scan decided, once.
+#[derive(Debug)]
+pub struct Opened {
+    pub outcome: PruneOutcome,
+    pub rows_in_blocks_read: u64,
+    pub bytes_in_blocks_read: u64,
+    /// The Parquet scan of the surviving blocks; None when no block survives.
+    input: Option<Arc<dyn ExecutionPlan>>,
+}
+
+#[derive(Debug)]
+pub struct SieveScanExec {
+    request: ScanRequest,
+    schema: SchemaRef,
+    properties: Arc<PlanProperties>,
+    metrics: ExecutionPlanMetricsSet,
+    opened: Arc<OnceCell<Opened>>,
+}
+
+impl SieveScanExec {
+    pub fn new(request: ScanRequest) -> Result<Self> {
+        let table_schema = request.table.def().schema.clone();
+        let schema = match &request.projection {
+            Some(p) => Arc::new(table_schema.project(p)?),
+            None => table_schema,
+        };
+        let properties = PlanProperties::new(
+            EquivalenceProperties::new(schema.clone()),
+            Partitioning::UnknownPartitioning(request.partitions.max(1)),
+            EmissionType::Incremental,
+            Boundedness::Bounded,
+        );
+        Ok(Self {
+            request,
+            schema,
+            properties: Arc::new(properties),
+            metrics: ExecutionPlanMetricsSet::new(),
+            opened: Arc::new(OnceCell::new()),
+        })
+    }
+
+    pub fn request(&self) -> &ScanRequest {
+        &self.request
+    }
+
+    /// What execution decided; None until the scan has started.
+    pub fn opened(&self) -> Option<&Opened> {
+        self.opened.get()
+    }
+
+    /// Prunes and plans the Parquet scan, the first time any partition asks.
+    async fn open(
+        request: &ScanRequest,
+        metrics: &ExecutionPlanMetricsSet,
+        context: &TaskContext,
+    ) -> Result<Opened> {
+        let table = &request.table;
+        let count = |name: &'static str, value: u64| {
+            MetricBuilder::new(metrics)
+                .global_counter(name)
+                .add(value as usize)
+        };
+        if let Some(shares) = &request.shares {
+            // Summed over a split scan's tasks: each task counts the workers it was sent for,
+            // and only the first the workers node filters left out (see cluster::split_scan).
+            count("workers_contacted", shares.workers.len() as u64);
+            count(
+                "workers_skipped_by_node_filter",
+                shares.skipped_by_node_filter as u64,
+            );
+        }
+        if request
+            .shares
+            .as_ref()
+            .is_some_and(|s| s.workers.is_empty())
+        {
+            // No worker can hold a row (node filters): nothing to read, not even the snapshot.
+            return Ok(Opened {
+                outcome: PruneOutcome::default(),
+                rows_in_blocks_read: 0,
+                bytes_in_blocks_read: 0,
+                input: None,
+            });
+        }
+        let started = Instant::now();
+        let blocks = match request.snapshot {
+            Some(version) => table.blocks_at(version).await,
+            None => match table
+                .snapshot_within(Duration::from_millis(max_staleness_ms(context)))
+                .await
+            {
+                Ok(snapshot) => table.blocks(&snapshot).await,
+                Err(e) => Err(e),
+            },
+        }
+        .map_err(to_df)?;
+        let owned = request.shares.as_ref().map(|s| s.owned(&blocks));
+        let resolved = Instant::now();
+        let pruning = request
+            .predicate
+            .as_ref()
+            .filter(|_| request.pruning)
+            .and_then(|p| pruning_predicate(table, p));
+        let routing = routing_of(context);
+        let outcome = prune_blocks(
+            table,
+            &blocks,
+            owned.as_deref(),
+            pruning.as_deref(),
+            request.locator,
+            routing.as_ref(),
+        )
+        .await?;
+        if let Some(limit) = request.full_scan_blocks
+            && request.pruning
+            && request.predicate.is_some()
+            && !outcome.point_lookup
+            && outcome.total as u64 > limit
+            && outcome.survivors.len() == outcome.total
+        {
+            return Err(DataFusionError::External(Box::new(FullScanRefused {
+                table: format!("{}.{}", table.def().database, table.def().name),
+                blocks: outcome.total,
+                index_columns: table.def().options.index_columns.clone(),
+            })));
+        }
+        // What a point query costs before it reads any block: finding the snapshot and its
+        // blocks, then pruning them.
+        let timer = |name: &'static str, from: Instant, to: Instant| {
+            let time = Time::new();
+            time.add_duration(to - from);
+            MetricBuilder::new(metrics).build(MetricValue::Time {
+                name: name.into(),
+                time,
+            });
+        };
+        timer("snapshot_time", started, resolved);
+        timer("prune_time", resolved, Instant::now());
+        let survivors = &outcome.survivors;
+        let rows_in_blocks_read = survivors.iter().map(|&i| blocks.rows().value(i)).sum();
+        // Slices (8192-row pages) the scan is asked to read.
+        let pages_read = survivors
+            .iter()
+            .zip(&outcome.slices)
+            .map(|(&i, slices)| match slices {
+                Some(s) => s.len() as u64,
+                None => blocks.rows().value(i).div_ceil(u64::from(SLICE_ROWS)),
+            })
+            .sum();
+        let bytes_in_blocks_read = survivors
+            .iter()
+            .map(|&i| blocks.data_bytes().value(i))
+            .sum();
+        count("blocks_total", outcome.total as u64);
+        count("blocks_fully_deleted", outcome.fully_deleted as u64);
+        count("blocks_pruned_by_minmax", outcome.pruned_by_minmax as u64);
+        count("blocks_pruned_by_locator", outcome.pruned_by_locator as u64);
+        count("blocks_pruned_by_filter", outcome.pruned_by_filter as u64);
+        count("blocks_read", survivors.len() as u64);
+        count("pages_read", pages_read);
+        count("index_bytes_fetched", outcome.index_bytes);
+        count("locator_groups_probed", outcome.locator_groups_probed);
+        count(
+            "locator_groups_routed_out",
+            outcome.locator_groups_routed_out,
+        );
+        count("locators_unreadable", outcome.locators_unreadable);
+        count("sidecar_bytes_fetched", outcome.sidecar_bytes);
+        count("sidecar_cache_hits", outcome.sidecar_cache_hits);
+        count("sidecars_unreadable", outcome.sidecars_unreadable);
+        count("rows_in_blocks_read", rows_in_blocks_read);
+        count("bytes_in_blocks_read", bytes_in_blocks_read);
+        // What this process (a worker, in a cluster) holds of the index after pruning: per task
+        // in EXPLAIN ANALYZE VERBOSE, each worker's share of the table's index.
+        MetricBuilder::new(metrics)
+            .global_gauge("index_cache_bytes")
+            .set(table.storage().caches().index_bytes() as usize);
+
+        let files: Vec<PartitionedFile> = survivors
+            .iter()
+            .zip(&outcome.slices)
+            .filter_map(|(&i, slices)| block_file(table, &blocks, i, slices.as_ref()))
+            .collect();
+        let input = if files.is_empty() {
+            None
+        } else {
+            let per_group = files.len().div_ceil(request.partitions.max(1));
+            let groups = files
+                .chunks(per_group)
+                .map(|c| FileGroup::new(c.to_vec()))
+                .collect();
+            Some(parquet_scan(
+                table,
+                groups,
+                request.projection.clone(),
+                request.predicate.as_ref(),
+                request.limit,
+                context,
+            )?)
+        };
+        Ok(Opened {
+            outcome,
+            rows_in_blocks_read,
+            bytes_in_blocks_read,
+            input,
+        })
+    }
+}
+
+/// Block `i` as a file for the Parquet scan, asking for only its live rows of `slices` (all
+/// slices when None): with the page index the scan reads only the pages that hold them. None when
+/// no such row is left.
+pub fn block_file(
+    table: &Table,
+    blocks: &BlockList,
+    i: usize,
+    slices: Option<&BTreeSet<u32>>,
+) -> Option<PartitionedFile> {
+    let path = table.block_path(blocks.block_id(i));
+    let file = PartitionedFile::new(path.to_string(), blocks.data_bytes().value(i))
+        .with_extension(blocks.checksums(i));
+    let rows = blocks.rows().value(i) as usize;
+    let Some(ranges) = live_ranges(rows, slices, blocks.deleted(i)) else {
+        return Some(file);
+    };
+    (!ranges.is_empty()).then(|| {
+        let selection = RowSelection::from_consecutive_ranges(ranges.into_iter(), rows);
+        file.with_extension(ParquetRowSelection::new(selection))
+    })
+}
+
+/// DataFusion's Parquet scan of Sieve blocks, each file read through the verified reader
+/// ([`VerifiedReaderFactory`]) with `predicate` pushed into it.
+pub fn parquet_scan(
+    table: &Table,
+    groups: Vec<FileGroup>,
+    projection: Option<Vec<usize>>,
+    predicate: Option<&Arc<dyn PhysicalExpr>>,
+    limit: Option<usize>,
+    context: &TaskContext,
+) -> Result<Arc<dyn ExecutionPlan>> {
+    let schema = table.def().schema.clone();
+    // Parquet leaves NaN out of its statistics, so its own row-group and page pruning would
+    // drop NaN rows for `d = 'NaN'` or `d > 5`; Sieve's block bounds include NaN (see
+    // sieve_storage's nan_bounds), so a float predicate is left to them.
+    let on_floats = predicate.is_some_and(|p| {
+        collect_columns(p)
+            .iter()
+            .any(|c| schema.field(c.index()).data_type().is_floating())
+    });
+    let mut options = TableParquetOptions::default();
+    options.global.pruning = !on_floats;
+    options.global.enable_page_index = !on_floats;
+    options.global.pushdown_filters = true;
+    let mut source = ParquetSource::new(schema.clone())
+        .with_table_parquet_options(options)
+        .with_parquet_file_reader_factory(Arc::new(VerifiedReaderFactory::new(
+            table.storage().store().clone(),
+            context
+                .runtime_env()
+                .cache_manager
+                .get_file_metadata_cache(),
+        )));
+    if let Some(predicate) = predicate {
+        source = source.with_predicate(predicate.clone());
+    }
+    let url = object_store_url(table.storage())?;
+    let config = FileScanConfigBuilder::new(url, Arc::new(source))
+        .with_file_groups(groups)
+        .with_projection_indices(projection)?
+        .with_limit(limit)
+        .build();
+    Ok(DataSourceExec::from_data_source(config))
+}
+
+impl DisplayAs for SieveScanExec {
+    fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
+        let def = self.request.table.def();
+        write!(f, "SieveScanExec: table={}.{}", def.database, def.name)?;
+        if let Some(predicate) = &self.request.predicate {
+            write!(f, ", predicate={predicate}")?;
+        }
+        if !self.request.pruning {
+            write!(f, ", pruning=off")?;
+        }
+        if let Some(shares) = &self.request.shares {
+            let names: Vec<&str> = shares
+                .workers
+                .iter()
+                .map(|&w| shares.placement.workers()[w].as_str())
+                .collect();
+            write!(
+                f,
+                ", workers=[{}], workers_skipped_by_node_filter={}",
+                names.join(" "),
+                shares.skipped_by_node_filter
+            )?;
+        }
+        if let Some(opened) = self.opened() {
+            let o = &opened.outcome;
+            write!(
+                f,
+                ", blocks={} total, {} fully deleted, {} pruned by min-max, {} pruned by locator, {} pruned by filter, {} read",
+                o.total,
+                o.fully_deleted,
+                o.pruned_by_minmax,
+                o.pruned_by_locator,
+                o.pruned_by_filter,
+                o.survivors.len()
+            )?;
+        }
+        Ok(())
+    }
+}
+
+impl ExecutionPlan for SieveScanExec {
+    fn name(&self) -> &'static str {
+        "SieveScanExec"
+    }
+
+    fn properties(&self) -> &Arc<PlanProperties> {
+        &self.properties
+    }
+
+    fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
+        vec![]
+    }
+
+    fn apply_expressions(
+        &self,
+        f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> Result<TreeNodeRecursion>,
+    ) -> Result<TreeNodeRecursion> {
+        match &self.request.predicate {
+            Some(predicate) => f(predicate),
+            None => Ok(TreeNodeRecursion::Continue),
+        }
+    }
+
+    fn replace_children(
+        self: Arc<Self>,
+        _: Vec<Arc<dyn ExecutionPlan>>,
+        _: ReplaceChildrenOptions,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        Ok(self)
+    }
+
+    fn with_new_children(
+        self: Arc<Self>,
+        _: Vec<Arc<dyn ExecutionPlan>>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        Ok(self)
+    }
+
+    fn execute(
+        &self,
+        partition: usize,
+        context: Arc<TaskContext>,
+    ) -> Result<SendableRecordBatchStream> {
+        let (request, metrics, opened) = (
+            self.request.clone(),
+            self.metrics.clone(),
+            self.opened.clone(),
+        );
+        let schema = self.schema.clone();
+        let rows = futures::stream::once(async move {
+            let opened = opened
+                .get_or_try_init(|| Self::open(&request, &metrics, &context))
+                .await?;
+            match &opened.input {
+                Some(input) if partition < input.output_partitioning().partition_count() => {
+                    input.execute(partition, context)
+                }
+                _ => Ok(Box::pin(RecordBatchStreamAdapter::new(
+                    schema,
+                    futures::stream::empty(),
+                )) as SendableRecordBatchStream),
+            }
+        })
+        .try_flatten();
+        Ok(Box::pin(RecordBatchStreamAdapter::new(
+            self.schema.clone(),
+            rows.boxed(),
+        )))
+    }
+
+    /// Pruning's counts, and the Parquet scan's metrics (bytes scanned, row groups and pages
+    /// pruned) once it has run.
+    fn metrics(&self) -> Option<MetricsSet> {
+        let mut set = self.metrics.clone_inner();
+        let parquet = self
+            .opened()
+            .and_then(|o| o.input.as_ref())
+            .and_then(|input| input.metrics());
+        for metric in parquet.iter().flat_map(|m| m.iter()) {
+            set.push(metric.clone());
+        }
+        Some(set)
+    }
+}
+
+/// The session's bounded staleness in ms (`SET sieve.max_staleness_ms`), 0 when reads must see
+/// every commit made before they started.
+fn max_staleness_ms(context: &TaskContext) -> u64 {
+    context
+        .session_config()
+        .options()
+        .extensions
+        .get::<SieveOptions>()
+        .map_or(0, |o| o.max_staleness_ms)
+}

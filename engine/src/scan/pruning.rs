@@ -1,0 +1,347 @@
+//! Chooses the blocks a scan must read, and the slices of them: first by min/max statistics
+//! (DataFusion's `PruningPredicate` over the snapshot's block list), then by the predicate's
+//! literal guarantees (`=`, `IN` lists of any length, ORs of equalities on one column, ANDs of
+//! those): the locator groups of the survivors name the blocks and slices that may hold the
+//! keys, and the blocks no locator answered for are probed with their filter sidecars.
+//!
+//! Every step may only keep blocks wrongly, never drop one wrongly: a literal that cannot be cast
+//! to the column type without loss, a column without an index, or a sidecar that is missing or
+//! unreadable all mean "read the block"; a locator that is missing or damaged means "ask the
+//! sidecars".
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
+
+use datafusion::arrow::array::{ArrayRef, BooleanArray};
+use datafusion::common::{Column, ScalarValue};
+use datafusion::error::Result;
+use datafusion::physical_expr::PhysicalExpr;
+use datafusion::physical_expr::utils::{Guarantee, LiteralGuarantee};
+use datafusion::physical_optimizer::pruning::{
+    PruningPredicate, PruningPredicateBuilder, PruningStatistics,
+};
+use futures::StreamExt;
+use sieve_index::{ColumnHashes, Location};
+use sieve_storage::{BlockList, Table};
+
+use crate::scan::lossless_cast::lossless_cast;
+use crate::scan::routing::RoutingFilters;
+
+/// What pruning decided for one scan, shown by EXPLAIN ANALYZE.
+#[derive(Debug, Default, Clone)]
+pub struct PruneOutcome {
+    pub total: usize,
+    /// Blocks every row of which was deleted: never read.
+    pub fully_deleted: usize,
+    pub pruned_by_minmax: usize,
+    pub pruned_by_filter: usize,
+    /// Blocks the locators said hold none of the keys.
+    pub pruned_by_locator: usize,
+    /// Indices into the block list of the blocks to read.
+    pub survivors: Vec<usize>,
+    /// Parallel to `survivors`: the slices of each to read (None: all of it).
+    pub slices: Vec<Slices>,
+    pub sidecar_bytes: u64,
+    /// Every byte of index read from storage: locator pages and sidecar entries.
+    pub index_bytes: u64,
+    pub locator_groups_probed: u64,
+    /// Groups whose routing filter ruled the keys out, so no locator page of theirs was read.
+    pub locator_groups_routed_out: u64,
+    pub locators_unreadable: u64,
+    /// The filter names keys of an indexed column (`=`, IN): a point lookup.
+    pub point_lookup: bool,
+    pub sidecar_cache_hits: u64,
+    pub sidecars_unreadable: u64,
+}
+
+/// Min/max, null counts and row counts of every block, for DataFusion's pruning predicate.
+struct BlockStatistics<'a>(&'a BlockList);
+
+impl PruningStatistics for BlockStatistics<'_> {
+    fn min_values(&self, column: &Column) -> Option<ArrayRef> {
+        self.0.mins(&column.name).cloned()
+    }
+
+    fn max_values(&self, column: &Column) -> Option<ArrayRef> {
+        self.0.maxes(&column.name).cloned()
+    }
+
+    fn num_containers(&self) -> usize {
+        self.0.len()
+    }
+
+    fn null_counts(&self, column: &Column) -> Option<ArrayRef> {
+        self.0
+            .null_counts(&column.name)
+            .map(|a| Arc::new(a.clone()) as ArrayRef)
+    }
+
+    fn row_counts(&self) -> Option<ArrayRef> {
+        Some(Arc::new(self.0.rows().clone()))
+    }
+
+    fn contained(&self, _column: &Column, _values: &HashSet<ScalarValue>) -> Option<BooleanArray> {
+        None // filters are probed after min/max, on the survivors only
+    }
+}
+
+/// The hashes to probe for one `column IN (literals)` guarantee, or None if the literals cannot
+/// be hashed as the column's values were (then the guarantee prunes nothing).
+fn literal_hashes(table: &Table, guarantee: &LiteralGuarantee) -> Option<(String, Vec<u64>)> {
+    if guarantee.guarantee != Guarantee::In {
+        return None; // a filter can say a value is absent, never that only some values are present
+    }
+    let name = &guarantee.column.name;
+    let def = table.def();
+    if !def.options.index_columns.contains(name) {
+        return None;
+    }
+    let column_type = def.schema.field_with_name(name).ok()?.data_type();
+    let mut hashes = Vec::with_capacity(guarantee.literals.len());
+    for literal in &guarantee.literals {
+        // A lossy cast (5.5 into an integer column) could hash a different value: do not prune.
+        let cast = lossless_cast(literal, column_type)?;
+        hashes.extend(
+            ColumnHashes::from_array(cast.to_array().ok()?.as_ref())
+                .ok()?
+                .hashes,
+        );
+    }
+    Some((name.clone(), hashes))
+}
+
+/// Which slices of a surviving block to read: None for the whole block.
+pub type Slices = Option<BTreeSet<u32>>;
+
+/// Narrows `current` to what another column allows: both must hold for a row to match.
+fn intersect(current: Slices, other: Slices) -> Slices {
+    match (current, other) {
+        (None, other) => other,
+        (current, None) => current,
+        (Some(a), Some(b)) => Some(a.intersection(&b).copied().collect()),
+    }
+}
+
+/// What the locators said about one column's probe, for the blocks they answered for.
+#[derive(Default)]
+struct LocatorAnswer {
+    /// Blocks whose group answered: only those in `found` may hold the keys.
+    answered: HashSet<usize>,
+    found: HashMap<usize, Slices>,
+}
+
+/// Asks every locator group holding a block of `kept` where `hashes` may be, but those whose
+/// routing filter rules every hash out, which answer "none" for their blocks without a read.
+/// Groups without a usable locator, or that say "in several blocks", answer for none of their
+/// blocks, which then go to their sidecars.
+async fn ask_locators(
+    table: &Table,
+    blocks: &BlockList,
+    kept: &[usize],
+    column: &str,
+    hashes: &[u64],
+    routing: Option<&Arc<RoutingFilters>>,
+    outcome: &mut PruneOutcome,
+) -> LocatorAnswer {
+    let wanted: HashSet<usize> = kept.iter().copied().collect();
+    let mut answer = LocatorAnswer::default();
+    // Owned items: a stream over borrowed ones makes the scan's future not Send.
+    let mut groups = Vec::new();
+    for group in blocks.locator_groups() {
+        if !group.blocks.clone().any(|b| wanted.contains(&b)) {
+            continue;
+        }
+        match &group.header {
+            Ok(header) => {
+                let Some(locator) = header.column(column) else {
+                    continue;
+                };
+                let routed =
+                    routing.and_then(|r| r.may_hold(table, &group.name, header, column, hashes));
+                if routed == Some(false) {
+                    outcome.locator_groups_routed_out += 1;
+                    answer.answered.extend(group.blocks.clone());
+                } else {
+                    groups.push((group.clone(), header.clone(), locator.clone()));
+                }
+            }
+            Err(why) => {
+                log::warn!(
+                    "locator {} unusable, its blocks' sidecars are used: {why}",
+                    group.name
+                );
+                outcome.locators_unreadable += 1;
+            }
+        }
+    }
+    let asked: Vec<_> = futures::stream::iter(groups)
+        .map(|(group, header, locator)| async move {
+            let found = table.locate(&group, &header, &locator, hashes).await;
+            (group, found)
+        })
+        .buffer_unordered(LOCATOR_CONCURRENCY)
+        .collect()
+        .await;
+    if let Some(routing) = routing {
+        routing.forget_replaced(table, blocks);
+    }
+    for (group, found) in asked {
+        let (locations, bytes) = match found {
+            Ok(found) => found,
+            Err(e) => {
+                log::warn!(
+                    "cannot read locator {}, its blocks' sidecars are used: {e}",
+                    group.name
+                );
+                outcome.locators_unreadable += 1;
+                continue;
+            }
+        };
+        outcome.locator_groups_probed += 1;
+        outcome.index_bytes += bytes;
+        if locations.contains(&Location::Blocks) {
+            continue;
+        }
+        answer.answered.extend(group.blocks.clone());
+        for location in locations {
+            let (block, slice) = match location {
+                Location::Absent | Location::Blocks => continue,
+                Location::Slice { block, slice } => (block, Some(slice)),
+                Location::Block(block) => (block, None),
+            };
+            let slices = answer
+                .found
+                .entry(group.blocks.start + block as usize)
+                .or_insert_with(|| Some(BTreeSet::new()));
+            match (slices, slice) {
+                (Some(set), Some(slice)) => {
+                    set.insert(slice);
+                }
+                (whole, None) => *whole = None,
+                (None, Some(_)) => {}
+            }
+        }
+    }
+    answer
+}
+
+/// Locator groups asked at once for one query.
+const LOCATOR_CONCURRENCY: usize = 64;
+
+/// The predicate as DataFusion's pruning predicate over the table's columns; None if it cannot
+/// prune.
+pub fn pruning_predicate(
+    table: &Table,
+    predicate: &Arc<dyn PhysicalExpr>,
+) -> Option<Arc<PruningPredicate>> {
+    PruningPredicateBuilder::new()
+        .with_file_schema(table.def().schema.clone())
+        .build(predicate.clone())
+}
+
+/// Every `column IN (keys)` the predicate guarantees on an indexed column, as the keys' hashes:
+/// a row can match only if, for each, its column holds one of them.
+pub fn probes(table: &Table, predicate: &PruningPredicate) -> Vec<(String, Vec<u64>)> {
+    predicate
+        .literal_guarantees()
+        .iter()
+        .filter_map(|g| literal_hashes(table, g))
+        .collect()
+}
+
+/// Per block, whether its min/max, null and row counts allow a row matching `predicate`.
+pub fn minmax_keep(blocks: &BlockList, predicate: &PruningPredicate) -> Result<Vec<bool>> {
+    Ok(predicate.prune(&BlockStatistics(blocks))?)
+}
+
+/// Chooses the blocks to read among `owned` (all when None: a distributed scan's task reads only
+/// its workers' blocks, and counts only those).
+pub async fn prune_blocks(
+    table: &Table,
+    blocks: &BlockList,
+    owned: Option<&[bool]>,
+    predicate: Option<&PruningPredicate>,
+    use_locator: bool,
+    routing: Option<&Arc<RoutingFilters>>,
+) -> Result<PruneOutcome> {
+    let mine: Vec<usize> = (0..blocks.len())
+        .filter(|&i| owned.is_none_or(|o| o[i]))
+        .collect();
+    let total = mine.len();
+    let mine: Vec<usize> = mine
+        .into_iter()
+        .filter(|&i| blocks.live_rows(i) > 0)
+        .collect();
+    let mut outcome = PruneOutcome {
+        total,
+        fully_deleted: total - mine.len(),
+        ..Default::default()
+    };
+    let Some(predicate) = predicate else {
+        outcome.slices = vec![None; mine.len()];
+        outcome.survivors = mine;
+        return Ok(outcome);
+    };
+    let keep = minmax_keep(blocks, predicate)?;
+    let survivors: Vec<usize> = mine.iter().copied().filter(|&i| keep[i]).collect();
+    outcome.pruned_by_minmax = mine.len() - survivors.len();
+
+    let probes = probes(table, predicate);
+    outcome.point_lookup = !probes.is_empty();
+    // One column at a time, each probing only the blocks the columns before it kept.
+    let mut kept: Vec<(usize, Slices)> = survivors.into_iter().map(|b| (b, None)).collect();
+    for (column, hashes) in &probes {
+        if kept.is_empty() {
+            break;
+        }
+        let before = kept.len();
+        let which: Vec<usize> = kept.iter().map(|(b, _)| *b).collect();
+        let answer = if use_locator {
+            ask_locators(table, blocks, &which, column, hashes, routing, &mut outcome).await
+        } else {
+            LocatorAnswer::default()
+        };
+        let mut narrowed = Vec::with_capacity(kept.len());
+        let mut unanswered = Vec::new();
+        for (block, slices) in kept {
+            if !answer.answered.contains(&block) {
+                unanswered.push((block, slices));
+            } else if let Some(found) = answer.found.get(&block) {
+                let slices = intersect(slices, found.clone());
+                if slices.as_ref().is_none_or(|s| !s.is_empty()) {
+                    narrowed.push((block, slices));
+                }
+            }
+        }
+        outcome.pruned_by_locator += before - unanswered.len() - narrowed.len();
+        // A DELETE may have made a block's cuckoo entry forget keys its locator still names.
+        let (recheck, located): (Vec<_>, Vec<_>) = narrowed
+            .into_iter()
+            .partition(|(b, _)| blocks.sidecar_replaced(*b));
+        narrowed = located;
+        unanswered.extend(recheck);
+        let which: Vec<usize> = unanswered.iter().map(|(b, _)| *b).collect();
+        let fetch = table.sidecar_entries(blocks, &which, column).await;
+        outcome.sidecar_bytes += fetch.bytes_fetched;
+        outcome.index_bytes += fetch.bytes_fetched;
+        outcome.sidecar_cache_hits += fetch.cache_hits;
+        outcome.sidecars_unreadable += fetch.unreadable;
+        let (probed, by_locator) = (unanswered.len(), narrowed.len());
+        narrowed.extend(
+            unanswered
+                .into_iter()
+                .zip(&fetch.entries)
+                .filter(|(_, entry)| {
+                    entry
+                        .as_ref()
+                        .is_none_or(|index| hashes.iter().any(|&h| index.may_contain(h)))
+                })
+                .map(|(block, _)| block),
+        );
+        outcome.pruned_by_filter += probed - (narrowed.len() - by_locator);
+        narrowed.sort_unstable_by_key(|(b, _)| *b);
+        kept = narrowed;
+    }
+    (outcome.survivors, outcome.slices) = kept.into_iter().unzip();
+    Ok(outcome)
+}

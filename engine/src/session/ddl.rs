@@ -1,0 +1,152 @@
+//! Statements about databases and tables as names in the catalog: CREATE/DROP DATABASE,
+//! CREATE/DROP TABLE (CTAS commits its rows before the table is published), DESCRIBE.
+
+use std::sync::Arc;
+
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::common::{exec_err, plan_err};
+use datafusion::error::{DataFusionError, Result};
+use datafusion::logical_expr::{DdlStatement, LogicalPlan};
+use datafusion::sql::parser::Statement as DFStatement;
+use datafusion::sql::sqlparser::ast::{CreateTable, ObjectName, ShowStatementFilter, Statement};
+use sieve_storage::{StorageError, Table, TableDef, TableOptions};
+
+use super::{Session, object_parts};
+use crate::catalog::table_options::{table_options, take_key_constraints, take_table_options};
+use crate::dialect::describe::columns_of;
+use crate::dialect::information_schema;
+use crate::error::to_df;
+use crate::session::query_stream::QueryStream;
+use crate::sink::write_stream;
+
+impl Session {
+    /// DESCRIBE / SHOW COLUMNS: an unknown table is MySQL's error, not an empty list.
+    pub(super) async fn describe(
+        &self,
+        name: &ObjectName,
+        full: bool,
+        filter: Option<ShowStatementFilter>,
+    ) -> Result<QueryStream> {
+        let (db, table) = self.resolve(name)?;
+        self.catalog.table(&db, &table).await.map_err(to_df)?;
+        let frame = columns_of(&self.ctx, &db, &table, full, filter).await?;
+        self.run_plan(frame.into_unoptimized_plan()).await
+    }
+
+    pub(super) async fn create_database(
+        &self,
+        name: &[String],
+        if_not_exists: bool,
+    ) -> Result<QueryStream> {
+        let [name] = name else {
+            return plan_err!("a database name has one part");
+        };
+        if name.eq_ignore_ascii_case(information_schema::NAME) {
+            return plan_err!("{name} is MySQL's catalog of the server; it cannot be created");
+        }
+        match self.catalog.create_database(name).await {
+            Ok(()) => Ok(self.affected(1)),
+            Err(StorageError::DatabaseExists(_)) if if_not_exists => Ok(self.affected(0)),
+            Err(e) => Err(to_df(e)),
+        }
+    }
+
+    pub(super) async fn drop_databases(
+        &self,
+        names: &[ObjectName],
+        if_exists: bool,
+    ) -> Result<QueryStream> {
+        for name in names {
+            let [db] = object_parts(name)
+                .try_into()
+                .map_err(|_| DataFusionError::Plan(format!("bad database name {name}")))?;
+            match self.catalog.drop_database(&db).await {
+                Ok(()) => {}
+                Err(StorageError::UnknownDatabase(_)) if if_exists => {}
+                Err(e) => return Err(to_df(e)),
+            }
+        }
+        Ok(self.affected(0))
+    }
+
+    pub(super) fn resolve(&self, name: &ObjectName) -> Result<(String, String)> {
+        match object_parts(name).as_slice() {
+            [table] => Ok((self.database(), table.clone())),
+            [db, table] => Ok((db.clone(), table.clone())),
+            _ => plan_err!("table names are `table` or `database.table`, got {name}"),
+        }
+    }
+
+    pub(super) async fn drop_tables(
+        &self,
+        names: &[ObjectName],
+        if_exists: bool,
+    ) -> Result<QueryStream> {
+        for name in names {
+            let (db, table) = self.resolve(name)?;
+            match self.catalog.drop_table(&db, &table).await {
+                Ok(()) => {}
+                Err(StorageError::UnknownTable(..)) if if_exists => {}
+                Err(e) => return Err(to_df(e)),
+            }
+        }
+        Ok(self.affected(0))
+    }
+
+    /// CREATE TABLE, with Sieve's options; CREATE TABLE … AS SELECT writes and commits the rows
+    /// before the table is published, so a failed CTAS leaves no table behind.
+    pub(super) async fn create_table(&self, mut create: CreateTable) -> Result<QueryStream> {
+        let mut pairs = take_table_options(&mut create.table_options)?;
+        take_key_constraints(&mut create.constraints, &mut pairs)?;
+        let (db, name) = self.resolve(&create.name)?;
+        let if_not_exists = create.if_not_exists;
+        if create.or_replace {
+            return plan_err!("CREATE OR REPLACE TABLE is not supported; DROP TABLE first");
+        }
+        match self.catalog.table(&db, &name).await {
+            Ok(_) if if_not_exists => return Ok(self.affected(0)),
+            Ok(_) => return Err(to_df(StorageError::TableExists(db, name))),
+            Err(StorageError::UnknownTable(..)) => {}
+            Err(e) => return Err(to_df(e)),
+        }
+        let has_query = create.query.is_some();
+        let plan = self
+            .ctx
+            .state()
+            .statement_to_plan(DFStatement::Statement(Box::new(Statement::CreateTable(
+                create,
+            ))))
+            .await?;
+        let LogicalPlan::Ddl(DdlStatement::CreateMemoryTable(create)) = plan else {
+            return exec_err!("unexpected plan for CREATE TABLE");
+        };
+        // The table takes the physical plan's types: they can be wider than the logical plan's
+        // (DataFusion 55 plans `bigint unsigned + 5` as Decimal(20, 0) but computes Decimal(21, 0)).
+        let physical = if has_query {
+            let frame = self
+                .ctx
+                .execute_logical_plan(create.input.as_ref().clone())
+                .await?;
+            Some(frame.create_physical_plan().await?)
+        } else {
+            None
+        };
+        let schema: SchemaRef = match &physical {
+            Some(plan) => plan.schema(),
+            None => Arc::new(create.input.schema().as_arrow().clone()),
+        };
+        let options = table_options(TableOptions::defaults_for(&schema), &pairs)?;
+        let def = TableDef::new(&db, &name, schema, options).map_err(to_df)?;
+        let mut rows = 0;
+        if let Some(plan) = physical {
+            let table = Table::new(self.catalog.storage().clone(), def.clone());
+            let stream = datafusion::physical_plan::execute_stream(plan, self.ctx.task_ctx())?;
+            rows = write_stream(&table, stream, Some(&self.progress), &self.ctx.task_ctx()).await?;
+        }
+        match self.catalog.create_table(&def).await {
+            Ok(()) => Ok(self.affected(rows)),
+            Err(StorageError::TableExists(..)) if if_not_exists => Ok(self.affected(0)),
+            Err(e) => Err(to_df(e)),
+        }
+    }
+}

@@ -1,0 +1,224 @@
+//! Statement dispatch: a statement's text is recognised (SHOW, VACUUM, OPTIMIZE), parsed and
+//! rewritten for MySQL, then sent to Sieve's own handling or to DataFusion.
+
+use datafusion::common::{ScalarValue, plan_err};
+use datafusion::error::Result;
+use datafusion::sql::parser::{DFParser, Statement as DFStatement};
+use datafusion::sql::sqlparser::ast::{ObjectType, SchemaName, ShowCreateObject, Statement, Use};
+use datafusion::sql::sqlparser::dialect::MySqlDialect;
+use sieve_storage::StorageError;
+
+use super::{Session, object_parts};
+use crate::dialect::information_schema;
+use crate::dialect::rewrites;
+use crate::dialect::set_variable;
+use crate::dialect::show;
+use crate::dialect::show_create::create_table_sql;
+use crate::dialect::show_filter::{filter_of, filtered_list};
+use crate::error::to_df;
+use crate::guard::statement::check_complexity;
+use crate::maintenance::optimize::{self};
+use crate::maintenance::vacuum::{self};
+use crate::session::options::SieveOptions;
+use crate::session::prepared::allow_filtering;
+use crate::session::query_stream::QueryStream;
+
+impl Session {
+    pub(super) async fn parse_and_run(&self, sql: &str) -> Result<QueryStream> {
+        check_complexity(sql)?;
+        let (sql, allow_filtering) = allow_filtering(sql);
+        let sql = set_variable::without_names(sql);
+        let sql = sql.as_ref();
+        if let Some(rewritten) = show::rewrite(sql, &self.database()) {
+            return self.run_sql(&rewritten?).await;
+        }
+        if let Some(vacuum) = vacuum::parse(sql) {
+            return self.vacuum(vacuum?).await;
+        }
+        if let Some(optimize) = optimize::parse(sql) {
+            return self.optimize(optimize?).await;
+        }
+        let mut statement = Self::parse_one(sql)?;
+        rewrites::rewrite(&mut statement);
+        self.allowing_full_scan(allow_filtering, self.execute_statement(statement))
+            .await
+    }
+
+    /// Runs `statement` (which plans its scans before it returns) with full scans allowed if
+    /// `allow` says so, the session's setting as it was afterwards.
+    pub(super) async fn allowing_full_scan(
+        &self,
+        allow: bool,
+        statement: impl Future<Output = Result<QueryStream>>,
+    ) -> Result<QueryStream> {
+        // On the heap: a statement's future is large, and this one wraps every statement.
+        let statement = Box::pin(statement);
+        if !allow {
+            return statement.await;
+        }
+        let set = |value: bool| -> bool {
+            let state = self.ctx.state_ref();
+            let mut state = state.write();
+            let options = state.config_mut().options_mut();
+            let sieve = options.extensions.get_mut::<SieveOptions>();
+            sieve.is_some_and(|o| std::mem::replace(&mut o.allow_full_scan, value))
+        };
+        let before = set(true);
+        let result = statement.await;
+        set(before);
+        result
+    }
+
+    pub(super) fn parse_one(sql: &str) -> Result<DFStatement> {
+        let mut statements = DFParser::parse_sql_with_dialect(sql, &MySqlDialect {})?;
+        match (statements.pop_front(), statements.is_empty()) {
+            (Some(statement), true) => Ok(statement),
+            (None, _) => plan_err!("no statement to run"),
+            (Some(_), false) => {
+                plan_err!("one statement expected; split scripts with split_statements")
+            }
+        }
+    }
+
+    pub(super) async fn execute_statement(&self, statement: DFStatement) -> Result<QueryStream> {
+        self.progress.reset();
+        let DFStatement::Statement(sql) = statement else {
+            return self.run_in_datafusion(statement).await;
+        };
+        match *sql {
+            Statement::CreateDatabase {
+                db_name,
+                if_not_exists,
+                ..
+            } => {
+                self.create_database(&object_parts(&db_name), if_not_exists)
+                    .await
+            }
+            Statement::CreateSchema {
+                schema_name: SchemaName::Simple(name),
+                if_not_exists,
+                ..
+            } => {
+                self.create_database(&object_parts(&name), if_not_exists)
+                    .await
+            }
+            Statement::ShowDatabases { show_options, .. }
+            | Statement::ShowSchemas { show_options, .. } => {
+                let mut databases = self.catalog.list_databases().await.map_err(to_df)?;
+                databases.push(information_schema::NAME.to_string());
+                let filter = filter_of(show_options.filter_position);
+                let list = filtered_list(&self.ctx, "Database", databases, filter)?;
+                self.run_plan(list.into_unoptimized_plan()).await
+            }
+            Statement::Use(Use::Object(name) | Use::Database(name) | Use::Schema(name)) => {
+                match object_parts(&name).as_slice() {
+                    [db] => self.use_database(db).await.map(|()| self.affected(0)),
+                    _ => plan_err!("USE takes one database name, got {name}"),
+                }
+            }
+            Statement::ShowTables {
+                full, show_options, ..
+            } => {
+                let db = match show_options.show_in.and_then(|s| s.parent_name) {
+                    Some(name) => object_parts(&name).join("."),
+                    None => self.database(),
+                };
+                if !self.catalog.database_exists(&db).await.map_err(to_df)?
+                    && !db.eq_ignore_ascii_case(information_schema::NAME)
+                {
+                    return Err(to_df(StorageError::UnknownDatabase(db)));
+                }
+                let filter = filter_of(show_options.filter_position);
+                self.run_sql(&show::tables(&db, full, filter)).await
+            }
+            Statement::ShowVariables { filter, .. } => {
+                let limits = self.server().0;
+                self.run_sql(&show::variables(&limits, filter)).await
+            }
+            Statement::ShowStatus { filter, .. } => self.run_sql(&show::status(filter)).await,
+            Statement::ShowCollation { filter } => self.run_sql(&show::collations(filter)).await,
+            Statement::ShowCharset(charset) => self.run_sql(&show::charsets(charset.filter)).await,
+            Statement::ShowProcessList { .. } => {
+                let client = self.server().1.clone();
+                let sql = show::processlist(client.connection_id, &client.user, &self.database());
+                self.run_sql(&sql).await
+            }
+            Statement::ShowCreate {
+                obj_type: ShowCreateObject::Table,
+                obj_name,
+            } => {
+                let (db, table) = self.resolve(&obj_name)?;
+                let def = self.catalog.table(&db, &table).await.map_err(to_df)?;
+                QueryStream::table(
+                    &["Table", "Create Table"],
+                    vec![vec![def.name.clone(), create_table_sql(&def)]],
+                    self.pool(),
+                )
+            }
+            Statement::ExplainTable { table_name, .. } => {
+                self.describe(&table_name, false, None).await
+            }
+            Statement::ShowColumns {
+                full, show_options, ..
+            } => {
+                let Some(table) = show_options.show_in.and_then(|s| s.parent_name) else {
+                    return plan_err!("SHOW COLUMNS needs FROM table");
+                };
+                let filter = filter_of(show_options.filter_position);
+                self.describe(&table, full, filter).await
+            }
+            Statement::CreateTable(create) if !create.external => self.create_table(create).await,
+            Statement::Set(set) => {
+                let (user, rest) = set_variable::take_user_assignments(set);
+                // Values first: a SET that fails changes nothing.
+                let mut values = Vec::with_capacity(user.len());
+                for (name, expr) in user {
+                    values.push((name, self.evaluate(&expr).await?));
+                }
+                if let Some(rest) = rest {
+                    let state = self.ctx.state_ref();
+                    set_variable::apply(state.write().config_mut().options_mut(), rest)?;
+                }
+                for (name, value) in values {
+                    self.user_variables.set(&name, value);
+                }
+                Ok(self.affected(0))
+            }
+            // Each statement reads one snapshot of the tables it names, which is what a read
+            // lock would give; Sieve takes no locks (mariadb-dump sends these).
+            Statement::LockTables { .. } | Statement::UnlockTables => Ok(self.affected(0)),
+            Statement::Drop {
+                object_type,
+                if_exists,
+                names,
+                ..
+            } => match object_type {
+                ObjectType::Table => self.drop_tables(&names, if_exists).await,
+                ObjectType::Schema | ObjectType::Database => {
+                    self.drop_databases(&names, if_exists).await
+                }
+                other => plan_err!("DROP {other} is not supported"),
+            },
+            other => {
+                self.run_in_datafusion(DFStatement::Statement(Box::new(other)))
+                    .await
+            }
+        }
+    }
+
+    /// The value of one expression, as `SELECT expr` computes it.
+    pub(super) async fn evaluate(
+        &self,
+        expr: &datafusion::sql::sqlparser::ast::Expr,
+    ) -> Result<ScalarValue> {
+        let output = self
+            .run_sql(&format!("select {expr}"))
+            .await?
+            .collect()
+            .await?;
+        match output.batches.iter().find(|b| b.num_rows() > 0) {
+            Some(batch) => ScalarValue::try_from_array(batch.column(0), 0),
+            None => Ok(ScalarValue::Utf8(None)),
+        }
+    }
+}

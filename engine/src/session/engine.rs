@@ -1,0 +1,150 @@
+//! The engine: one storage location opened for SQL, and what every session of it shares.
+
+use std::sync::Arc;
+
+use datafusion::error::Result;
+use datafusion::execution::runtime_env::{RuntimeEnv, RuntimeEnvBuilder};
+use sieve_storage::{Catalog, Storage, Table};
+use tokio::runtime::Handle;
+
+use super::Session;
+use crate::cluster::coordinator::Cluster;
+use crate::error::to_df;
+use crate::guard::memory::{MemoryLimits, QueryPool};
+use crate::maintenance::merges::BackgroundMerges;
+use crate::scan::routing::{DEFAULT_ROUTING_BYTES, RoutingFilters};
+use crate::session::options::SieveOptions;
+
+/// One storage location opened for SQL; cheap to clone, shared by its sessions.
+#[derive(Debug, Clone)]
+pub struct Engine {
+    catalog: Catalog,
+    /// Shared by all sessions: the server's memory pool, the disk manager for spills, caches.
+    runtime: Arc<RuntimeEnv>,
+    limits: MemoryLimits,
+    /// What a new session's `sieve.` settings start as.
+    session_defaults: SieveOptions,
+    /// The runtime statements run on; None runs them on the caller's.
+    executor: Option<Handle>,
+    /// Workers that run scans; None runs everything in this process.
+    cluster: Option<Arc<Cluster>>,
+    /// The locator groups' key filters held in memory, shared by every session: lookups skip
+    /// the groups they rule out, a coordinator the workers.
+    routing: Arc<RoutingFilters>,
+    /// Locator group merges running in the background after commits.
+    merges: Arc<BackgroundMerges>,
+}
+
+impl Engine {
+    /// Opens `file:///…`, a plain directory path, `s3://bucket/prefix` or `memory://`.
+    pub async fn open(location: &str) -> Result<Self> {
+        Self::with_storage(Storage::open(location).map_err(to_df)?).await
+    }
+
+    pub async fn with_storage(storage: Storage) -> Result<Self> {
+        let limits = MemoryLimits::default();
+        Ok(Self {
+            catalog: Catalog::open(storage).await.map_err(to_df)?,
+            runtime: runtime(limits)?,
+            limits,
+            session_defaults: SieveOptions::default(),
+            executor: None,
+            cluster: None,
+            routing: Arc::new(RoutingFilters::new(DEFAULT_ROUTING_BYTES)),
+            merges: Arc::default(),
+        })
+    }
+
+    /// The same storage with other settings for new sessions (e.g. `max_execution_time`).
+    pub fn with_session_defaults(self, session_defaults: SieveOptions) -> Self {
+        Self {
+            session_defaults,
+            ..self
+        }
+    }
+
+    /// The same storage, its statements run on `executor` (see [`crate::session::statement_task`]).
+    pub fn with_executor(self, executor: Handle) -> Self {
+        Self {
+            executor: Some(executor),
+            ..self
+        }
+    }
+
+    /// The same storage, its scans split among `cluster`'s workers.
+    pub fn with_cluster(self, cluster: Arc<Cluster>) -> Self {
+        Self {
+            cluster: Some(cluster),
+            ..self
+        }
+    }
+
+    /// The same storage with routing filters of at most `bytes` in all.
+    pub fn with_routing_budget(self, bytes: usize) -> Self {
+        Self {
+            routing: Arc::new(RoutingFilters::new(bytes)),
+            ..self
+        }
+    }
+
+    /// Waits until no routing filter is loading (filters load in the background from a table's
+    /// first lookup): what a test or benchmark counting the groups a lookup probes waits on.
+    pub async fn routing_settled(&self) {
+        self.routing.settled().await
+    }
+
+    /// Merges `table`'s locator groups in the background, as a commit through SQL does: for
+    /// writers beside SQL (the loader) after each of their commits.
+    pub fn merge_in_background(&self, table: &Table) {
+        self.merges.start(table)
+    }
+
+    /// Waits until no locator group merge runs in the background (commits start them).
+    pub async fn merges_settled(&self) {
+        self.merges.settled().await
+    }
+
+    /// Bytes the routing filters hold in memory.
+    pub fn routing_bytes(&self) -> usize {
+        self.routing.bytes()
+    }
+
+    /// The same storage under other memory limits.
+    pub fn with_memory_limits(self, limits: MemoryLimits) -> Result<Self> {
+        Ok(Self {
+            runtime: runtime(limits)?,
+            limits,
+            ..self
+        })
+    }
+
+    pub fn storage(&self) -> &Storage {
+        self.catalog.storage()
+    }
+
+    pub(crate) fn catalog(&self) -> &Catalog {
+        &self.catalog
+    }
+
+    pub fn session(&self) -> Result<Session> {
+        let pool = QueryPool::new(self.runtime.memory_pool.clone(), self.limits.query);
+        let runtime = RuntimeEnvBuilder::from_runtime_env(&self.runtime)
+            .with_memory_pool(Arc::new(pool))
+            .build_arc()?;
+        Session::new(
+            self.catalog.clone(),
+            runtime,
+            self.session_defaults.clone(),
+            self.executor.clone(),
+            self.cluster.clone(),
+            self.routing.clone(),
+            self.merges.clone(),
+        )
+    }
+}
+
+fn runtime(limits: MemoryLimits) -> Result<Arc<RuntimeEnv>> {
+    RuntimeEnvBuilder::new()
+        .with_memory_pool(limits.server_pool())
+        .build_arc()
+}

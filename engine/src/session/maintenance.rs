@@ -1,0 +1,69 @@
+//! VACUUM and OPTIMIZE as session statements: they resolve the table and answer with one row of
+//! what they did; the work itself is in `crate::maintenance`.
+
+use datafusion::common::plan_err;
+use datafusion::error::Result;
+use sieve_storage::Table;
+
+use super::Session;
+use crate::error::to_df;
+use crate::maintenance::optimize::{self, Optimize};
+use crate::maintenance::vacuum::{self, Vacuum};
+use crate::session::options::SieveOptions;
+use crate::session::query_stream::QueryStream;
+
+impl Session {
+    /// VACUUM: answers with what it removed.
+    pub(super) async fn vacuum(&self, vacuum: Vacuum) -> Result<QueryStream> {
+        let checked = self
+            .ctx
+            .state()
+            .config_options()
+            .extensions
+            .get::<SieveOptions>()
+            .is_none_or(|o| o.vacuum_retention_check);
+        if checked && vacuum.retain < vacuum::MIN_RETAIN {
+            return plan_err!(
+                "VACUUM keeps at least {} hour of versions: a write running longer than the \
+                 retention would lose the blocks it has uploaded. When none runs, SET \
+                 sieve.vacuum_retention_check = false first",
+                vacuum::MIN_RETAIN.as_secs() / 3600
+            );
+        }
+        let table = self.open_named(&vacuum.table).await?;
+        let done = table.vacuum(vacuum.retain).await.map_err(to_df)?;
+        self.run_sql(&format!(
+            "select {} as files_removed, {} as bytes_removed, {} as versions_kept",
+            done.files_removed, done.bytes_removed, done.versions_kept
+        ))
+        .await
+    }
+
+    /// OPTIMIZE: answers with what it rewrote.
+    pub(super) async fn optimize(&self, optimize: Optimize) -> Result<QueryStream> {
+        let table = self.open_named(&optimize.table).await?;
+        self.progress.reset();
+        let done = optimize::optimize(&table, &self.ctx.task_ctx(), &self.progress).await?;
+        self.run_sql(&format!(
+            "select {} as blocks_removed, {} as blocks_written, {} as rows_written, \
+             {} as rows_purged, {} as sidecars_rebuilt, {} as groups_merged",
+            done.blocks_removed,
+            done.blocks_written,
+            done.rows_written,
+            done.rows_purged,
+            done.sidecars_rebuilt,
+            done.groups_merged
+        ))
+        .await
+    }
+
+    /// The table a statement recognised before parsing names (`table` or `database.table`).
+    pub(super) async fn open_named(&self, parts: &[String]) -> Result<Table> {
+        let (db, name) = match parts {
+            [table] => (self.database(), table.clone()),
+            [db, table] => (db.clone(), table.clone()),
+            _ => unreachable!("table_statement::table_name takes one or two parts"),
+        };
+        self.catalog.open_table(&db, &name).await.map_err(to_df)
+    }
+}

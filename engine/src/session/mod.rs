@@ -1,0 +1,220 @@
+//! A SQL session over Sieve storage: DataFusion plans and runs queries and INSERTs; the statements
+//! whose meaning lives in Sieve's catalog (databases, CREATE/DROP TABLE, CTAS, SHOW, USE) are
+//! handled here. Every statement sees the storage as it is now: a second process's tables and
+//! commits are visible at once.
+
+mod ddl;
+mod dispatch;
+mod engine;
+mod execute;
+mod maintenance;
+pub(crate) mod options;
+pub(crate) mod prepared;
+pub(crate) mod query_stream;
+pub(crate) mod script;
+pub(crate) mod statement_task;
+
+pub use engine::Engine;
+
+use std::sync::Arc;
+
+use datafusion::error::Result;
+use datafusion::execution::SessionStateBuilder;
+use datafusion::execution::context::SessionContext;
+use datafusion::execution::runtime_env::RuntimeEnv;
+use datafusion::logical_expr::var_provider::VarType;
+use datafusion::optimizer::Analyzer;
+use datafusion::prelude::SessionConfig;
+use datafusion::sql::sqlparser::ast::ObjectName;
+use sieve_storage::{Catalog, DEFAULT_DATABASE, StorageError};
+use tokio::runtime::Handle;
+
+use crate::catalog::schemas::{CATALOG_NAME, SieveCatalog};
+use crate::catalog::storage_url::object_store_url;
+use crate::cluster::coordinator::Cluster;
+use crate::dialect::checked_arithmetic::CheckedArithmetic;
+use crate::dialect::session_functions::{self, Client, RowCount};
+use crate::dialect::system_variables::{ServerLimits, SystemVariables};
+use crate::dialect::user_variables::UserVariables;
+use crate::error::to_df;
+use crate::guard::panic;
+use crate::guard::statement::check_complexity;
+use crate::maintenance::index_stats::IndexStatsFunction;
+use crate::maintenance::merges::BackgroundMerges;
+use crate::numbers::NumbersFunction;
+use crate::progress::WriteProgress;
+use crate::scan::routing::RoutingFilters;
+use crate::session::options::SieveOptions;
+use crate::session::query_stream::{QueryOutput, QueryStream};
+use crate::session::script::statement_texts;
+
+pub struct Session {
+    ctx: SessionContext,
+    catalog: Catalog,
+    progress: Arc<WriteProgress>,
+    executor: Option<Handle>,
+    /// What SHOW VARIABLES and SHOW PROCESSLIST report: the server's limits and the client.
+    server: std::sync::Mutex<(ServerLimits, Client)>,
+    user_variables: Arc<UserVariables>,
+    row_count: Arc<RowCount>,
+    /// The workers scans run on, whose failures a query's error explains.
+    cluster: Option<Arc<Cluster>>,
+}
+
+fn object_parts(name: &ObjectName) -> Vec<String> {
+    name.0
+        .iter()
+        .filter_map(|p| p.as_ident())
+        .map(|i| i.value.clone())
+        .collect()
+}
+
+impl Session {
+    fn new(
+        catalog: Catalog,
+        runtime: Arc<RuntimeEnv>,
+        options: SieveOptions,
+        executor: Option<Handle>,
+        cluster: Option<Arc<Cluster>>,
+        routing: Arc<RoutingFilters>,
+        merges: Arc<BackgroundMerges>,
+    ) -> Result<Self> {
+        let progress = Arc::new(WriteProgress::default());
+        let mut config = SessionConfig::new()
+            .with_extension(progress.clone())
+            .with_extension(routing)
+            .with_extension(merges)
+            .with_default_catalog_and_schema(CATALOG_NAME, DEFAULT_DATABASE)
+            .with_create_default_catalog_and_schema(false)
+            .with_option_extension(options)
+            .set_str("datafusion.sql_parser.dialect", "mysql");
+        if let Some(cluster) = &cluster {
+            config = config.with_extension(cluster.clone());
+        }
+        let state = SessionStateBuilder::new()
+            .with_config(config)
+            .with_runtime_env(runtime)
+            .with_default_features()
+            .with_analyzer_rules({
+                let mut rules = Analyzer::new().rules;
+                rules.push(Arc::new(CheckedArithmetic));
+                rules
+            });
+        let state = match &cluster {
+            Some(cluster) => {
+                crate::cluster::coordinator::distribute(state, cluster, catalog.storage())?
+            }
+            None => state,
+        }
+        .build();
+        let ctx = SessionContext::new_with_state(state);
+        ctx.register_catalog(CATALOG_NAME, Arc::new(SieveCatalog::new(catalog.clone())));
+        ctx.register_udtf("numbers", Arc::new(NumbersFunction));
+        ctx.register_udtf(
+            "sieve_index_stats",
+            Arc::new(IndexStatsFunction::new(catalog.clone())),
+        );
+        let rand = datafusion::functions::math::random()
+            .as_ref()
+            .clone()
+            .with_aliases(["rand"]);
+        ctx.register_udf(rand);
+        crate::dialect::functions::register(&ctx);
+        ctx.register_variable(VarType::System, Arc::new(SystemVariables::default()));
+        let user_variables = Arc::new(UserVariables::default());
+        ctx.register_variable(VarType::UserDefined, user_variables.clone());
+        let row_count = Arc::new(RowCount::default());
+        session_functions::register(&ctx, &Client::default(), &row_count);
+        let storage = catalog.storage();
+        let url = object_store_url(storage)?;
+        ctx.register_object_store(url.as_ref(), storage.store().clone());
+        Ok(Self {
+            ctx,
+            catalog,
+            progress,
+            executor,
+            server: Default::default(),
+            user_variables,
+            row_count,
+            cluster,
+        })
+    }
+
+    /// The limits the server serving this session enforces, as `@@max_allowed_packet` and
+    /// `@@wait_timeout` report them.
+    pub fn set_server_limits(&self, limits: ServerLimits) {
+        self.ctx
+            .register_variable(VarType::System, Arc::new(SystemVariables { limits }));
+        self.server().0 = limits;
+    }
+
+    fn server(&self) -> std::sync::MutexGuard<'_, (ServerLimits, Client)> {
+        // Two plain values cannot be left half-changed by a panic.
+        self.server
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Says whom the session serves, for `user()` and `connection_id()`.
+    pub fn set_client(&self, client: &Client) {
+        session_functions::register(&self.ctx, client, &self.row_count);
+        self.server().1 = client.clone();
+    }
+
+    /// Rows written so far by the statement running now (INSERT, CTAS).
+    pub fn progress(&self) -> Arc<WriteProgress> {
+        self.progress.clone()
+    }
+
+    /// The database unqualified table names resolve in.
+    pub fn database(&self) -> String {
+        self.ctx
+            .state()
+            .config_options()
+            .catalog
+            .default_schema
+            .clone()
+    }
+
+    pub async fn use_database(&self, name: &str) -> Result<()> {
+        if !self.catalog.database_exists(name).await.map_err(to_df)? {
+            return Err(to_df(StorageError::UnknownDatabase(name.to_string())));
+        }
+        self.ctx
+            .state_ref()
+            .write()
+            .config_mut()
+            .options_mut()
+            .catalog
+            .default_schema = name.to_string();
+        Ok(())
+    }
+
+    /// Splits a script into its statements (as SQL text), so callers can run and time each.
+    pub fn split_statements(sql: &str) -> Result<Vec<String>> {
+        check_complexity(sql)?;
+        Ok(statement_texts(sql)?
+            .into_iter()
+            .map(str::to_string)
+            .collect())
+    }
+
+    /// Runs one statement to the end and returns its whole result.
+    pub async fn execute(&self, sql: &str) -> Result<QueryOutput> {
+        self.query(sql).await?.collect().await
+    }
+
+    /// Runs one statement; a query's rows stream as the caller reads them.
+    pub async fn query(&self, sql: &str) -> Result<QueryStream> {
+        let output = panic::catch(self.parse_and_run(sql)).await;
+        self.counted(output)
+    }
+
+    /// Keeps what `row_count()` reports of a statement that ran.
+    fn counted(&self, output: Result<QueryStream>) -> Result<QueryStream> {
+        if let Ok(stream) = &output {
+            self.row_count.set(stream.affected_rows());
+        }
+        output
+    }
+}

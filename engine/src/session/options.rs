@@ -1,0 +1,42 @@
+//! Session settings under the `sieve.` prefix, set with SQL: `SET sieve.pruning = false` reads
+//! every block, the baseline differential tests compare pruned results against.
+
+use datafusion::common::extensions_options;
+use datafusion::config::ConfigExtension;
+
+extensions_options! {
+    pub struct SieveOptions {
+        /// Skip blocks using min/max statistics and filter sidecars.
+        pub pruning: bool, default = true
+        /// With pruning on, ask the tables' locators where a key is before their sidecars;
+        /// off, probe every block's sidecar (the locator's differential baseline).
+        pub locator: bool, default = true
+        /// With pruning on and workers, send a point lookup only to the workers whose node
+        /// filters may hold its keys; off, to every worker owning blocks (the baseline).
+        pub node_filters: bool, default = true
+        /// With the locator on, skip the locator groups whose routing filter (in memory) rules
+        /// a point lookup's keys out; off, probe every group (the routing's baseline).
+        pub routing: bool, default = true
+        /// After an INSERT or CTAS commits, merge the table's locator groups in the background
+        /// (sixteen of a tier into one of the next); off, only OPTIMIZE merges them.
+        pub merge_on_commit: bool, default = true
+        /// Let a read use the table version a freshness check found at most this many
+        /// milliseconds ago, without a request of its own; 0 (the default) sees every commit
+        /// made before the read started.
+        pub max_staleness_ms: u64, default = 0
+        /// Stop a query after this many milliseconds, as MySQL's `max_execution_time`; 0 never.
+        pub max_execution_time: u64, default = 0
+        /// Run filtered queries that narrow no block of a table over `full_scan_blocks` blocks
+        /// (Cassandra's ALLOW FILTERING; also `… ALLOW FILTERING` after one statement).
+        pub allow_full_scan: bool, default = false
+        /// Tables of more blocks than this are guarded against filtered full scans.
+        pub full_scan_blocks: u64, default = 10
+        /// VACUUM refuses a retention under an hour: a write running longer than it could lose
+        /// the blocks it uploaded before it commits. Off when no write runs (tests, maintenance).
+        pub vacuum_retention_check: bool, default = true
+    }
+}
+
+impl ConfigExtension for SieveOptions {
+    const PREFIX: &'static str = "sieve";
+}

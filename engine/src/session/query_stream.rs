@@ -1,0 +1,210 @@
+//! What a statement returns. A query's rows stream batch by batch, so a server can send a
+//! hundred-million-row result to its client holding one batch at a time; callers that want the
+//! whole result (tests, the shell's table rendering) collect it under the query's memory budget.
+
+use std::sync::Arc;
+
+use datafusion::arrow::array::RecordBatch;
+use datafusion::arrow::array::{ArrayRef, StringArray};
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use datafusion::error::Result;
+use datafusion::execution::SendableRecordBatchStream;
+use datafusion::execution::memory_pool::{MemoryConsumer, MemoryPool};
+use datafusion::physical_plan::ExecutionPlan;
+use futures::StreamExt;
+
+use crate::scan::exec::SieveScanExec;
+
+/// What reading a statement's tables cost: the figures clients print after a result.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ScanStats {
+    pub blocks_total: u64,
+    pub blocks_read: u64,
+    pub rows_read: u64,
+    pub bytes_read: u64,
+    /// Locator pages and sidecar entries read from storage to choose the blocks.
+    pub index_bytes: u64,
+    /// Locator groups whose pages were read (or found cached) to choose the blocks.
+    pub locator_groups_probed: u64,
+    /// Locator groups a routing filter ruled out without reading their pages.
+    pub locator_groups_routed_out: u64,
+}
+
+impl ScanStats {
+    /// Sums what the plan's Sieve scans read; bytes are the Parquet bytes actually fetched when
+    /// the scan reports them. Complete once the plan has run.
+    pub(crate) fn of(plan: &Arc<dyn ExecutionPlan>) -> Self {
+        let mut stats = Self::default();
+        if let Some(scan) = (plan.as_ref() as &dyn std::any::Any).downcast_ref::<SieveScanExec>() {
+            if let Some(opened) = scan.opened() {
+                stats.blocks_total += opened.outcome.total as u64;
+                stats.blocks_read += opened.outcome.survivors.len() as u64;
+                stats.rows_read += opened.rows_in_blocks_read;
+                stats.index_bytes += opened.outcome.index_bytes;
+                stats.locator_groups_probed += opened.outcome.locator_groups_probed;
+                stats.locator_groups_routed_out += opened.outcome.locator_groups_routed_out;
+                let scanned = scan.metrics().and_then(|m| m.sum_by_name("bytes_scanned"));
+                stats.bytes_read +=
+                    scanned.map_or(opened.bytes_in_blocks_read, |v| v.as_usize() as u64);
+            }
+            return stats;
+        }
+        for child in plan.children() {
+            let s = Self::of(child);
+            stats.blocks_total += s.blocks_total;
+            stats.blocks_read += s.blocks_read;
+            stats.rows_read += s.rows_read;
+            stats.bytes_read += s.bytes_read;
+            stats.index_bytes += s.index_bytes;
+            stats.locator_groups_probed += s.locator_groups_probed;
+            stats.locator_groups_routed_out += s.locator_groups_routed_out;
+        }
+        stats
+    }
+}
+
+/// A statement's result, whole.
+#[derive(Debug, Clone)]
+pub struct QueryOutput {
+    pub schema: SchemaRef,
+    pub batches: Vec<RecordBatch>,
+    /// Rows written or removed by DML and DDL; None for a query.
+    pub affected_rows: Option<u64>,
+    pub stats: ScanStats,
+}
+
+impl QueryOutput {
+    pub fn row_count(&self) -> usize {
+        self.batches.iter().map(|b| b.num_rows()).sum()
+    }
+}
+
+/// Where a result column's values come from, for clients that show it (a MySQL column
+/// definition's schema and table): the table a column is read from, unchanged.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ColumnOrigin {
+    pub database: String,
+    pub table: String,
+}
+
+/// A statement's result as it is produced.
+pub struct QueryStream {
+    schema: SchemaRef,
+    /// Per column, the table it is read from; empty when no column is one of a table's.
+    origins: Vec<Option<ColumnOrigin>>,
+    rows: Option<SendableRecordBatchStream>,
+    affected_rows: Option<u64>,
+    plan: Option<Arc<dyn ExecutionPlan>>,
+    pool: Arc<dyn MemoryPool>,
+}
+
+impl QueryStream {
+    pub(crate) fn affected(rows: u64, pool: Arc<dyn MemoryPool>) -> Self {
+        Self {
+            schema: Arc::new(Schema::empty()),
+            origins: Vec::new(),
+            rows: None,
+            affected_rows: Some(rows),
+            plan: None,
+            pool,
+        }
+    }
+
+    /// Rows written by DML, with the plan that wrote them for its scan figures.
+    pub(crate) fn written(
+        rows: u64,
+        plan: Arc<dyn ExecutionPlan>,
+        pool: Arc<dyn MemoryPool>,
+    ) -> Self {
+        Self {
+            plan: Some(plan),
+            ..Self::affected(rows, pool)
+        }
+    }
+
+    pub(crate) fn rows(
+        schema: SchemaRef,
+        rows: SendableRecordBatchStream,
+        plan: Option<Arc<dyn ExecutionPlan>>,
+        pool: Arc<dyn MemoryPool>,
+    ) -> Self {
+        Self {
+            schema,
+            origins: Vec::new(),
+            rows: Some(rows),
+            affected_rows: None,
+            plan,
+            pool,
+        }
+    }
+
+    /// Text columns, row by row, for SHOW statements answered from the catalog.
+    pub(crate) fn table(
+        columns: &[&str],
+        rows: Vec<Vec<String>>,
+        pool: Arc<dyn MemoryPool>,
+    ) -> Result<Self> {
+        let fields: Vec<Field> = columns
+            .iter()
+            .map(|c| Field::new(*c, DataType::Utf8, false))
+            .collect();
+        let schema = Arc::new(Schema::new(fields));
+        let arrays = (0..columns.len())
+            .map(|i| {
+                let values: Vec<&str> = rows.iter().map(|r| r[i].as_str()).collect();
+                Arc::new(StringArray::from(values)) as ArrayRef
+            })
+            .collect();
+        let batch = RecordBatch::try_new(schema.clone(), arrays)?;
+        let rows = datafusion::physical_plan::stream::RecordBatchStreamAdapter::new(
+            schema.clone(),
+            futures::stream::iter([Ok(batch)]),
+        );
+        Ok(Self::rows(schema, Box::pin(rows), None, pool))
+    }
+
+    pub fn schema(&self) -> &SchemaRef {
+        &self.schema
+    }
+
+    pub(crate) fn with_origins(self, origins: Vec<Option<ColumnOrigin>>) -> Self {
+        Self { origins, ..self }
+    }
+
+    /// The table column `i` is read from, if it is a table's column.
+    pub fn origin(&self, i: usize) -> Option<&ColumnOrigin> {
+        self.origins.get(i)?.as_ref()
+    }
+
+    /// Rows written or removed by DML and DDL; None for a query.
+    pub fn affected_rows(&self) -> Option<u64> {
+        self.affected_rows
+    }
+
+    /// The next batch of a query's rows; None at the end (and at once for DML and DDL).
+    pub async fn next(&mut self) -> Option<Result<RecordBatch>> {
+        self.rows.as_mut()?.next().await
+    }
+
+    /// What the statement read so far: all of it once the rows are consumed.
+    pub fn stats(&self) -> ScanStats {
+        self.plan.as_ref().map(ScanStats::of).unwrap_or_default()
+    }
+
+    /// Reads the whole result, holding it within the query's memory budget.
+    pub async fn collect(mut self) -> Result<QueryOutput> {
+        let held = MemoryConsumer::new("query result").register(&self.pool);
+        let mut batches = Vec::new();
+        while let Some(batch) = self.next().await {
+            let batch = batch?;
+            held.try_grow(batch.get_array_memory_size())?;
+            batches.push(batch);
+        }
+        Ok(QueryOutput {
+            stats: self.stats(),
+            schema: self.schema,
+            batches,
+            affected_rows: self.affected_rows,
+        })
+    }
+}

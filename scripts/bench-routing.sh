@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# Routing filters at scale: `bash scripts/bench-routing.sh SIEVE` loads t10b (SIEVE_BENCH_ROWS,
+# default 100M; SIEVE_BENCH_BLOCK_ROWS, default 1M; locator groups of 8M rows) into a fresh MinIO
+# with `sieve load` (which merges locator groups as it commits), serves it with `sieve serve`, waits for the routing filters to load, then runs
+# point lookups on c2 over one MySQL connection (PyMySQL, text protocol), keys uniform over the
+# table, present and absent, with `SET sieve.routing` on and off alternating per key (routing off
+# is the baseline, in the same run):
+#   - per lookup from EXPLAIN ANALYZE: locator groups probed, index bytes fetched, prune_time;
+#   - lookups/s over SIEVE_BENCH_QUERIES (default 500) lookups per case, and the server's CPU
+#     per lookup (user + system from /proc over the case);
+#   - the load's rows/s and max RSS, the groups left, the routing filters' memory (from the log).
+# Keep the machine otherwise idle.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+sieve="$(realpath "${1:?usage: bench-routing.sh SIEVE}")"
+rows="${SIEVE_BENCH_ROWS:-100M}"
+block_rows="${SIEVE_BENCH_BLOCK_ROWS:-1M}"
+queries="${SIEVE_BENCH_QUERIES:-500}"
+source scripts/minio.sh
+work=$(mktemp -d)
+server=""
+cleanup() { [ -n "$server" ] && kill "$server" 2>/dev/null; minio_stop; rm -rf "$work"; }
+trap cleanup EXIT
+minio_start
+storage="s3://sieve-test/routing"
+
+/usr/bin/time -f "load max RSS %M KiB" "$sieve" --storage "$storage" load t10b --rows "$rows" \
+  --block-rows "$block_rows" 2>&1 \
+  | grep -E "loaded|locator groups|index c2 locator|max RSS"
+
+port=$(free_port)
+RUST_LOG=info "$sieve" --storage "$storage" serve --port "$port" >"$work/serve.log" 2>&1 &
+server=$!
+for _ in $(seq 1 100); do
+  python3 -c "import socket; socket.create_connection(('127.0.0.1', $port))" 2>/dev/null && break
+  sleep 0.2
+done
+
+python3 - "$port" "$server" "$rows" "$queries" <<'EOF'
+import random, re, statistics, sys, time
+import pymysql
+
+port, pid, rows_text, queries = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+scale = {"k": 10**3, "M": 10**6, "B": 10**9}
+rows = int(float(rows_text[:-1]) * scale[rows_text[-1]]) if rows_text[-1] in scale else int(rows_text)
+conn = pymysql.connect(host="127.0.0.1", port=port, user="root", autocommit=True)
+cur = conn.cursor()
+
+def one(sql):
+    cur.execute(sql)
+    return cur.fetchall()
+
+def cpu():
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / 100.0  # utime + stime, in s (USER_HZ 100)
+
+def metric(plan, name):
+    found = re.findall(rf"{name}=([0-9.]+)\s*([a-zµ]*)", plan)
+    if not found:
+        return 0.0
+    value, unit = found[0]
+    value = float(value)
+    return value * {"K": 1e3, "M": 1e6, "ns": 1e-6, "µs": 1e-3, "us": 1e-3, "ms": 1, "s": 1e3}.get(unit, 1)
+
+random.seed(7)
+present = [one(f"select c2 from t10b where c1 = {random.randrange(rows)}")[0][0] for _ in range(queries)]
+absent = [f"{random.random()}x" for _ in range(queries)]
+
+# Wait for the routing filters (loaded in the background on the first lookup).
+deadline = time.time() + 600
+while True:
+    one("set sieve.routing = true")
+    plan = "\n".join(str(r) for r in one(f"explain analyze select c1 from t10b where c2 = '{absent[0]}'"))
+    if metric(plan, "locator_groups_probed") == 0 or time.time() > deadline:
+        break
+    time.sleep(1)
+
+print(f"| keys | routing | lookups/s | p50 ms | CPU ms/lookup | groups probed | index bytes | prune_time ms |")
+print("|---|---|---|---|---|---|---|---|")
+for kind, keys in (("present", present), ("absent", absent)):
+    for routing in ("true", "false"):
+        one(f"set sieve.routing = {routing}")
+        times, c0, t0 = [], cpu(), time.time()
+        for key in keys:
+            start = time.perf_counter()
+            one(f"select c1 from t10b where c2 = '{key}'")
+            times.append(time.perf_counter() - start)
+        elapsed, used = time.time() - t0, cpu() - c0
+        probed, index, prune = [], [], []
+        for key in keys[:50]:
+            plan = "\n".join(str(r) for r in one(f"explain analyze select c1 from t10b where c2 = '{key}'"))
+            probed.append(metric(plan, "locator_groups_probed"))
+            index.append(metric(plan, "index_bytes_fetched"))
+            prune.append(metric(plan, "prune_time"))
+        print(f"| {kind} | {'on' if routing == 'true' else 'off'} | {len(keys) / elapsed:.0f} | "
+              f"{statistics.median(times) * 1000:.2f} | {used / len(keys) * 1000:.2f} | "
+              f"{statistics.mean(probed):.2f} | {statistics.median(index):.0f} | "
+              f"{statistics.median(prune):.2f} |")
+EOF
+grep -E "routing filters loaded" "$work/serve.log" | tail -1
