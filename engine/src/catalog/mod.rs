@@ -2,5 +2,6 @@
 
 pub(crate) mod schemas;
 pub(crate) mod storage_url;
+pub(crate) mod table_name;
 pub(crate) mod table_options;
 pub(crate) mod tables;

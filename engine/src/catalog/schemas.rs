@@ -17,11 +17,6 @@ use crate::scan::provider::SieveTable;
 
 pub const CATALOG_NAME: &str = "sieve";
 
-/// `database.name`, or a bare `name` in `default_database`.
-pub fn split_table_name<'a>(table: &'a str, default_database: &'a str) -> (&'a str, &'a str) {
-    table.split_once('.').unwrap_or((default_database, table))
-}
-
 #[derive(Debug)]
 pub struct SieveCatalog {
     catalog: Catalog,

@@ -6,7 +6,7 @@ use datafusion::common::plan_err;
 use datafusion::error::Result;
 use sieve_storage::{StorageError, Table, TableDef, TableOptions};
 
-use crate::catalog::schemas::split_table_name;
+use crate::catalog::table_name::TableName;
 use crate::catalog::table_options::table_options;
 use crate::error::to_df;
 use crate::session::Engine;
@@ -14,8 +14,11 @@ use crate::session::Engine;
 impl Engine {
     /// The table `name` (in the default database) or `database.name`.
     pub async fn open_table(&self, name: &str) -> Result<Table> {
-        let (db, name) = split_table_name(name, sieve_storage::DEFAULT_DATABASE);
-        self.catalog().open_table(db, name).await.map_err(to_df)
+        let name = TableName::parse(name, sieve_storage::DEFAULT_DATABASE)?;
+        self.catalog()
+            .open_table(&name.database, &name.table)
+            .await
+            .map_err(to_df)
     }
 
     /// Opens `name`, creating it with `schema` and the table options `options` (as in
@@ -28,9 +31,12 @@ impl Engine {
         schema: SchemaRef,
         options: &[(String, String)],
     ) -> Result<Table> {
-        let (db, bare) = split_table_name(name, sieve_storage::DEFAULT_DATABASE);
+        let TableName {
+            database: db,
+            table: bare,
+        } = TableName::parse(name, sieve_storage::DEFAULT_DATABASE)?;
         let catalog = self.catalog();
-        match catalog.open_table(db, bare).await {
+        match catalog.open_table(&db, &bare).await {
             Ok(table) => {
                 let def = table.def();
                 let same_columns = def.schema.fields().len() == schema.fields().len()
@@ -63,7 +69,7 @@ impl Engine {
             }
             Err(StorageError::UnknownTable(..)) => {
                 let options = table_options(TableOptions::defaults_for(&schema), options)?;
-                let def = TableDef::new(db, bare, schema, options).map_err(to_df)?;
+                let def = TableDef::new(&db, &bare, schema, options).map_err(to_df)?;
                 catalog.create_table(&def).await.map_err(to_df)?;
                 Ok(Table::new(catalog.storage().clone(), def))
             }

@@ -19,6 +19,7 @@ use datafusion::logical_expr::Expr;
 use datafusion::physical_plan::ExecutionPlan;
 use sieve_storage::Catalog;
 
+use crate::catalog::table_name::TableName;
 use crate::error::to_df;
 
 #[derive(Debug)]
@@ -45,12 +46,12 @@ impl TableFunctionImpl for IndexStatsFunction {
             }
         };
         let options = args.session().config_options();
-        let (database, table) =
-            crate::catalog::schemas::split_table_name(&name, &options.catalog.default_schema);
+        let TableName { database, table } =
+            TableName::parse(&name, &options.catalog.default_schema)?;
         Ok(Arc::new(IndexStatsTable {
             catalog: self.catalog.clone(),
-            database: database.to_string(),
-            table: table.to_string(),
+            database,
+            table,
         }))
     }
 }

@@ -164,7 +164,6 @@ impl RoutingFilters {
         group: &str,
         header: &Arc<LocatorHeader>,
     ) -> Option<Arc<KeyFilter>> {
-        let table_id = table.def().id.clone();
         let mut held = self.held.lock().expect("routing filters lock");
         let Held {
             tables,
@@ -172,13 +171,18 @@ impl RoutingFilters {
             loading,
             over_budget_told,
         } = &mut *held;
-        let groups = tables.entry(table_id.clone()).or_default();
-        match groups.get(group) {
+        // Asked for every group of every lookup: found without allocating.
+        match tables
+            .get(&table.def().id)
+            .and_then(|groups| groups.get(group))
+        {
             Some(Loaded::Ready(filter)) => return Some(filter.clone()),
             Some(Loaded::Loading) => return None,
             Some(Loaded::Failed(at)) if at.elapsed() < RETRY_AFTER => return None,
             _ => {}
         }
+        let table_id = table.def().id.clone();
+        let groups = tables.entry(table_id.clone()).or_default();
         let planned = KeyFilter::planned_bytes(header);
         if *bytes + planned > self.budget {
             if self.budget > 0 && !std::mem::replace(over_budget_told, true) {

@@ -12,6 +12,7 @@ use datafusion::sql::sqlparser::ast::{CreateTable, ObjectName, ShowStatementFilt
 use sieve_storage::{StorageError, Table, TableDef, TableOptions};
 
 use super::{Session, object_parts};
+use crate::catalog::table_name::TableName;
 use crate::catalog::table_options::{table_options, take_key_constraints, take_table_options};
 use crate::dialect::describe::columns_of;
 use crate::dialect::information_schema;
@@ -70,11 +71,8 @@ impl Session {
     }
 
     pub(super) fn resolve(&self, name: &ObjectName) -> Result<(String, String)> {
-        match object_parts(name).as_slice() {
-            [table] => Ok((self.database(), table.clone())),
-            [db, table] => Ok((db.clone(), table.clone())),
-            _ => plan_err!("table names are `table` or `database.table`, got {name}"),
-        }
+        let name = TableName::from_parts(&object_parts(name), &self.database())?;
+        Ok((name.database, name.table))
     }
 
     pub(super) async fn drop_tables(

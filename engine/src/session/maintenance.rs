@@ -6,6 +6,7 @@ use datafusion::error::Result;
 use sieve_storage::Table;
 
 use super::Session;
+use crate::catalog::table_name::TableName;
 use crate::error::to_df;
 use crate::maintenance::optimize::{self, Optimize};
 use crate::maintenance::vacuum::{self, Vacuum};
@@ -59,11 +60,10 @@ impl Session {
 
     /// The table a statement recognised before parsing names (`table` or `database.table`).
     pub(super) async fn open_named(&self, parts: &[String]) -> Result<Table> {
-        let (db, name) = match parts {
-            [table] => (self.database(), table.clone()),
-            [db, table] => (db.clone(), table.clone()),
-            _ => unreachable!("table_statement::table_name takes one or two parts"),
-        };
-        self.catalog.open_table(&db, &name).await.map_err(to_df)
+        let name = TableName::from_parts(parts, &self.database())?;
+        self.catalog
+            .open_table(&name.database, &name.table)
+            .await
+            .map_err(to_df)
     }
 }
