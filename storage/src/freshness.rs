@@ -90,10 +90,16 @@ pub async fn latest_shared(storage: &Storage, table_dir: &Path) -> Result<Snapsh
 
 /// Sends check `number`, publishes its answer, and goes on with the next while queries that
 /// arrived meanwhile wait for one.
-async fn run_checks(storage: Storage, table_dir: Path, key: String, mut number: u64) {
+async fn run_checks(storage: Storage, table_dir: Path, key: String, number: u64) {
+    let mut running = Running {
+        storage,
+        key,
+        number,
+        finished: false,
+    };
     loop {
         // A panic is this check's error, not a check in flight forever.
-        let answer = match AssertUnwindSafe(snapshot::latest(&storage, &table_dir))
+        let answer = match AssertUnwindSafe(snapshot::latest(&running.storage, &table_dir))
             .catch_unwind()
             .await
         {
@@ -102,16 +108,47 @@ async fn run_checks(storage: Storage, table_dir: Path, key: String, mut number: 
                 "the freshness check of {table_dir} panicked"
             )))),
         };
-        let mut tables = storage.freshness().lock();
+        let freshness = running.storage.freshness();
+        let mut tables = freshness.lock();
         let checks = tables
-            .get_mut(&key)
+            .get_mut(&running.key)
             .expect("a table with a check in flight is listed");
-        checks.answers.send_replace((number, Some(answer)));
-        if checks.wanted <= number {
+        checks.answers.send_replace((running.number, Some(answer)));
+        if checks.wanted <= running.number {
             checks.in_flight = false;
+            drop(tables);
+            running.finished = true;
             return;
         }
-        number += 1;
-        checks.sent = number;
+        running.number += 1;
+        checks.sent = running.number;
+    }
+}
+
+/// The check task's state; if the task is dropped before it finishes (its runtime shut down),
+/// every query waiting on it gets an error and the next query sends a check of its own, instead
+/// of all waiting on a check nobody runs.
+struct Running {
+    storage: Storage,
+    key: String,
+    number: u64,
+    finished: bool,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if self.finished {
+            return;
+        }
+        let mut tables = self.storage.freshness().lock();
+        if let Some(checks) = tables.get_mut(&self.key) {
+            let cancelled =
+                StorageError::Invalid(format!("the freshness check of {} was cancelled", self.key));
+            checks
+                .answers
+                .send_replace((checks.wanted, Some(Err(Arc::new(cancelled)))));
+            checks.sent = checks.wanted;
+            checks.in_flight = false;
+        }
     }
 }
