@@ -7,26 +7,13 @@ mod common;
 use std::process::Stdio;
 use std::time::Duration;
 
-use common::{sieve, sql, stderr, stdout};
+use common::{must, number, sieve, stderr, stdout};
 
 fn count(storage: &str, filter: &str) -> u64 {
-    let out = sql(
+    number(
         storage,
         &format!("select count(*) from t {filter} allow filtering"),
-    );
-    assert!(out.status.success(), "{}", stderr(&out));
-    let text = stdout(&out);
-    let line = text
-        .lines()
-        .find(|l| l.starts_with('|') && l.trim_matches(['|', ' ']).parse::<u64>().is_ok())
-        .unwrap_or_else(|| panic!("no count in {text}"));
-    line.trim_matches(['|', ' ']).parse().unwrap()
-}
-
-fn must(storage: &str, statement: &str) -> String {
-    let out = sql(storage, statement);
-    assert!(out.status.success(), "{statement}: {}", stderr(&out));
-    stdout(&out)
+    )
 }
 
 #[test]

@@ -6,23 +6,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{Server, sql, stderr, stdout};
-
-fn must(storage: &str, statement: &str) -> String {
-    let out = sql(storage, statement);
-    assert!(out.status.success(), "{statement}: {}", stderr(&out));
-    stdout(&out)
-}
-
-/// The one number a `select` of one value printed.
-fn number(storage: &str, statement: &str) -> u64 {
-    let text = must(storage, statement);
-    let line = text
-        .lines()
-        .find(|l| l.starts_with('|') && l.trim_matches(['|', ' ']).parse::<u64>().is_ok())
-        .unwrap_or_else(|| panic!("no number in {text}"));
-    line.trim_matches(['|', ' ']).parse().unwrap()
-}
+use common::{Server, must, number, stderr};
 
 /// Locator files in the storage directory, committed or not.
 fn locator_files(storage: &str) -> usize {

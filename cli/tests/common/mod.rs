@@ -220,3 +220,20 @@ pub fn s3_base() -> String {
     std::env::var("SIEVE_TEST_S3_URL")
         .expect("SIEVE_TEST_S3_URL is not set: this test needs MinIO; run scripts/test.sh")
 }
+
+/// `sieve sql -e statement` on `storage`, which must succeed; its output.
+pub fn must(storage: &str, statement: &str) -> String {
+    let out = sql(storage, statement);
+    assert!(out.status.success(), "{statement}: {}", stderr(&out));
+    stdout(&out)
+}
+
+/// The one number a query of one value printed through `sieve sql`.
+pub fn number(storage: &str, query: &str) -> u64 {
+    let text = must(storage, query);
+    let line = text
+        .lines()
+        .find(|l| l.starts_with('|') && l.trim_matches(['|', ' ']).parse::<u64>().is_ok())
+        .unwrap_or_else(|| panic!("no number in {text}"));
+    line.trim_matches(['|', ' ']).parse().unwrap()
+}

@@ -40,14 +40,8 @@ impl BackgroundMerges {
     /// groups in the background, unless the session turned it off
     /// (`SET sieve.merge_on_commit = false`).
     pub fn after_commit(context: &TaskContext, table: &Table) {
-        let config = context.session_config();
-        let on = config
-            .options()
-            .extensions
-            .get::<SieveOptions>()
-            .is_none_or(|o| o.merge_on_commit);
-        if let Some(merges) = config.get_extension::<BackgroundMerges>()
-            && on
+        if let Some(merges) = context.session_config().get_extension::<BackgroundMerges>()
+            && SieveOptions::of(context).merge_on_commit
         {
             merges.start(table);
         }

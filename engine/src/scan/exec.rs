@@ -195,7 +195,9 @@ impl SieveScanExec {
         let blocks = match request.snapshot {
             Some(version) => table.blocks_at(version).await,
             None => match table
-                .snapshot_within(Duration::from_millis(max_staleness_ms(context)))
+                .snapshot_within(Duration::from_millis(
+                    SieveOptions::of(context).max_staleness_ms,
+                ))
                 .await
             {
                 Ok(snapshot) => table.blocks(&snapshot).await,
@@ -505,15 +507,4 @@ impl ExecutionPlan for SieveScanExec {
         }
         Some(set)
     }
-}
-
-/// The session's bounded staleness in ms (`SET sieve.max_staleness_ms`), 0 when reads must see
-/// every commit made before they started.
-fn max_staleness_ms(context: &TaskContext) -> u64 {
-    context
-        .session_config()
-        .options()
-        .extensions
-        .get::<SieveOptions>()
-        .map_or(0, |o| o.max_staleness_ms)
 }

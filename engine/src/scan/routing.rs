@@ -76,13 +76,11 @@ impl std::fmt::Debug for RoutingFilters {
 /// The routing filters a scan running in `context` consults: None when the session turned
 /// routing off (`SET sieve.routing = false`).
 pub fn routing_of(context: &TaskContext) -> Option<Arc<RoutingFilters>> {
-    let config = context.session_config();
-    let on = config
-        .options()
-        .extensions
-        .get::<SieveOptions>()
-        .is_none_or(|o| o.routing);
-    config.get_extension::<RoutingFilters>().filter(|_| on)
+    let on = SieveOptions::of(context).routing;
+    context
+        .session_config()
+        .get_extension::<RoutingFilters>()
+        .filter(|_| on)
 }
 
 impl RoutingFilters {

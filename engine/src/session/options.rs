@@ -3,6 +3,7 @@
 
 use datafusion::common::extensions_options;
 use datafusion::config::ConfigExtension;
+use datafusion::execution::TaskContext;
 
 extensions_options! {
     pub struct SieveOptions {
@@ -34,6 +35,19 @@ extensions_options! {
         /// VACUUM refuses a retention under an hour: a write running longer than it could lose
         /// the blocks it uploaded before it commits. Off when no write runs (tests, maintenance).
         pub vacuum_retention_check: bool, default = true
+    }
+}
+
+impl SieveOptions {
+    /// The settings of the session a task runs in; the defaults where it has none.
+    pub fn of(context: &TaskContext) -> Self {
+        context
+            .session_config()
+            .options()
+            .extensions
+            .get::<SieveOptions>()
+            .cloned()
+            .unwrap_or_default()
     }
 }
 
