@@ -1,11 +1,14 @@
 //! Differential test of every pruning path: random data of several types, random `=`, `IN`, `OR`
 //! and `AND` queries (including literals of other types than the column), each run with pruning on
 //! (locators, then sidecars), with the locator off (sidecars only) and with pruning off; the
-//! results must be equal. A filter or a locator must never cause a missing row.
+//! results must be equal. A filter or a locator must never cause a missing row. The short path of
+//! point lookups is checked the same way: each query (and a projection of it), as text and as a
+//! prepared statement with its literals bound as parameters, against the full path.
 
 mod common;
 
 use rand::rngs::StdRng;
+use datafusion::common::ScalarValue;
 use rand::{Rng, SeedableRng};
 use sieve_engine::{Engine, QueryOutput, Session};
 
@@ -71,6 +74,23 @@ fn value(rng: &mut StdRng, column: &str, row: usize) -> String {
 }
 
 const COLUMNS: [&str; 8] = ["i32", "i64", "u64", "f64", "s", "d", "b", "dec"];
+
+/// A lookup's condition on an integer or string column, with values of the column's kind.
+fn key_condition(rng: &mut StdRng) -> String {
+    let column = ["i32", "i64", "u64", "s"][rng.random_range(0..4)];
+    let key = |rng: &mut StdRng| {
+        let row = rng.random_range(0..ROWS);
+        value(rng, column, row)
+    };
+    match rng.random_range(0..3) {
+        0 => format!("{column} = {}", key(rng)),
+        1 => {
+            let list: Vec<String> = (0..rng.random_range(1..8)).map(|_| key(rng)).collect();
+            format!("{column} IN ({})", list.join(", "))
+        }
+        _ => format!("({column} = {} OR {column} = {})", key(rng), key(rng)),
+    }
+}
 
 fn condition(rng: &mut StdRng) -> String {
     let column = COLUMNS[rng.random_range(0..COLUMNS.len())];
@@ -144,18 +164,38 @@ async fn differential(location: &str, seed: u64) {
         .execute("set sieve.locator = false")
         .await
         .unwrap();
+    let full_path = engine.session().unwrap();
+    full_path
+        .execute("set sieve.short_path = false")
+        .await
+        .unwrap();
     let mut rng = StdRng::seed_from_u64(seed);
     load(&pruned, &mut rng).await;
 
     let (mut queries, mut pruned_some, mut matched_some, mut refused) = (0, 0, 0, 0);
+    let mut short = ShortPathCounts::default();
     for _ in 0..200 {
         let sql = query(&mut rng);
         let mut with = pruned.execute(&sql).await;
+        short.compare(&pruned, &full_path, &sql).await;
+        let projected = sql.replacen("select *", "select s, i64 as x, t.u64", 1);
+        short.compare(&pruned, &full_path, &projected).await;
+        // A lookup on the integer and string columns, which the short path plans.
+        let (a, b) = (key_condition(&mut rng), key_condition(&mut rng));
+        let lookup = match rng.random_range(0..3) {
+            0 => format!("select i64, s from t where {a}"),
+            1 => format!("select * from t where {a} and ({b})"),
+            _ => format!("select s as key from t where {a} or {b}"),
+        };
+        short.compare(&pruned, &full_path, &lookup).await;
         // The full-scan guard may refuse a filter that skips no block; with ALLOW FILTERING the
         // same query must then indeed have skipped none.
         if let Err(e) = &with
             && e.to_string().contains("refusing to read all")
         {
+            short
+                .compare(&pruned, &full_path, &format!("{sql} allow filtering"))
+                .await;
             let allowed = pruned.execute(&format!("{sql} allow filtering")).await;
             if let Ok(allowed) = &allowed {
                 assert_eq!(
@@ -194,6 +234,7 @@ async fn differential(location: &str, seed: u64) {
         }
     }
     assert!(queries > 120, "only {queries} queries ran");
+    short.check();
     assert!(
         refused > 0,
         "the full-scan guard refused none of {queries} queries"
@@ -206,6 +247,125 @@ async fn differential(location: &str, seed: u64) {
         matched_some > queries / 4,
         "only {matched_some} of {queries} queries found rows"
     );
+}
+
+/// How many statements the short path planned, of those compared with the full path.
+#[derive(Default)]
+struct ShortPathCounts {
+    text: usize,
+    prepared: usize,
+    compared: usize,
+}
+
+impl ShortPathCounts {
+    /// Runs `sql` with the short path on and off, as text and prepared with its integer and
+    /// string literals as parameters, and asserts the same result (rows, columns, blocks read)
+    /// or the same error.
+    async fn compare(&mut self, short: &Session, full: &Session, sql: &str) {
+        let expected = full.execute(sql).await;
+        let text = short.execute(sql).await;
+        self.text += usize::from(text.as_ref().is_ok_and(|o| o.short_path));
+        same(sql, &text, &expected);
+        let (template, params) = parameters(sql);
+        let prepared = async |session: &Session| {
+            let prepared = session.prepare(&template).await?;
+            let rows = session.execute_prepared(&prepared, params.clone()).await?;
+            rows.collect().await
+        };
+        let output = prepared(short).await;
+        self.prepared += usize::from(output.as_ref().is_ok_and(|o| o.short_path));
+        same(&template, &output, &prepared(full).await);
+        self.compared += 1;
+    }
+
+    fn check(&self) {
+        let Self {
+            text,
+            prepared,
+            compared,
+        } = self;
+        assert!(
+            *text > compared / 4 && *prepared > compared / 4,
+            "the short path planned {text} text and {prepared} prepared of {compared} queries"
+        );
+    }
+}
+
+fn same(
+    sql: &str,
+    short: &datafusion::error::Result<QueryOutput>,
+    full: &datafusion::error::Result<QueryOutput>,
+) {
+    match (short, full) {
+        (Ok(short), Ok(full)) => {
+            assert_eq!(rows(short), rows(full), "the short path changed {sql}");
+            assert_eq!(short.schema, full.schema, "the short path's columns of {sql}");
+            // Unless DataFusion's optimizer proved the filter false (`u64 = 1 AND u64 = 2`) and
+            // left no scan, both paths prune alike.
+            if full.stats.blocks_total > 0 {
+                assert_eq!(
+                    short.stats.blocks_read, full.stats.blocks_read,
+                    "the short path read other blocks for {sql}"
+                );
+            }
+        }
+        // The same error, up to the value that failed first (which may be another row's).
+        (Err(short), Err(full)) => assert_eq!(unquoted(short), unquoted(full), "{sql}"),
+        (a, b) => panic!(
+            "{sql}: short path {:?} vs full path {:?}",
+            a.as_ref().err(),
+            b.as_ref().err()
+        ),
+    }
+}
+
+fn unquoted(error: &datafusion::error::DataFusionError) -> String {
+    let text = error.to_string();
+    text.split('\'').step_by(2).collect::<Vec<_>>().join("'…'")
+}
+
+/// `sql` with its integer and quoted string literals (not dates) replaced by `?`, and their
+/// values as a client binds them (an integer, a string).
+fn parameters(sql: &str) -> (String, Vec<ScalarValue>) {
+    let (mut template, mut params) = (String::new(), Vec::new());
+    let mut rest = sql;
+    while let Some(at) = rest.find(|c: char| c == '\'' || c == '-' || c.is_ascii_digit()) {
+        let (before, from) = rest.split_at(at);
+        let word_char = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '.';
+        template.push_str(before);
+        if template.ends_with(word_char) {
+            // Inside a name (i32) or a decimal: keep the character.
+            let c = from.chars().next().unwrap();
+            template.push(c);
+            rest = &from[c.len_utf8()..];
+            continue;
+        }
+        if let Some(quoted) = from.strip_prefix('\'') {
+            let end = quoted.find('\'').unwrap();
+            if template.ends_with("DATE ") {
+                template.push_str(&from[..end + 2]);
+            } else {
+                params.push(ScalarValue::Utf8(Some(quoted[..end].to_string())));
+                template.push('?');
+            }
+            rest = &quoted[end + 1..];
+            continue;
+        }
+        let end = from[1..]
+            .find(|c: char| !c.is_ascii_digit())
+            .map_or(from.len(), |e| e + 1);
+        let (number, after) = from.split_at(end);
+        match number.parse::<i64>() {
+            Ok(n) if !after.starts_with('.') => {
+                params.push(ScalarValue::Int64(Some(n)));
+                template.push('?');
+            }
+            _ => template.push_str(number),
+        }
+        rest = after;
+    }
+    template.push_str(rest);
+    (template, params)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use datafusion::arrow::datatypes::SchemaRef;
-use datafusion::common::config::TableParquetOptions;
+use datafusion::common::config::{ConfigOptions, TableParquetOptions};
 use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::datasource::listing::PartitionedFile;
 use datafusion::datasource::physical_plan::parquet::ParquetRowSelection;
@@ -84,6 +84,29 @@ pub struct ScanRequest {
     /// None: every block. Some: only the blocks these workers own, when a scan is split into
     /// one task per worker ([`crate::cluster::coordinator`]).
     pub shares: Option<Shares>,
+}
+
+impl ScanRequest {
+    /// A scan of every column of `table`'s newest snapshot, unfiltered, under the session's
+    /// settings (pruning, locator, the full-scan guard, partitions).
+    pub fn new(table: Table, options: &ConfigOptions) -> Self {
+        let sieve = options.extensions.get::<SieveOptions>();
+        Self {
+            table,
+            projection: None,
+            predicate: None,
+            limit: None,
+            pruning: sieve.is_none_or(|o| o.pruning),
+            locator: sieve.is_none_or(|o| o.locator),
+            full_scan_blocks: match sieve {
+                Some(o) if !o.allow_full_scan => Some(o.full_scan_blocks),
+                _ => None,
+            },
+            partitions: options.execution.target_partitions,
+            snapshot: None,
+            shares: None,
+        }
+    }
 }
 
 /// Which workers' blocks one task of a distributed scan reads.

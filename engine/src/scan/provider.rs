@@ -144,21 +144,13 @@ impl TableProvider for SieveTable {
             }
             None => (None, None),
         };
-        Ok(Arc::new(SieveScanExec::new(ScanRequest {
-            table: self.table.clone(),
-            projection: projection.cloned(),
-            predicate,
-            limit,
-            pruning,
-            locator: sieve.is_none_or(|o| o.locator),
-            full_scan_blocks: match sieve {
-                Some(o) if !o.allow_full_scan => Some(o.full_scan_blocks),
-                _ => None,
-            },
-            partitions: options.execution.target_partitions,
-            snapshot,
-            shares,
-        })?))
+        let mut request = ScanRequest::new(self.table.clone(), options);
+        request.projection = projection.cloned();
+        request.predicate = predicate;
+        request.limit = limit;
+        request.snapshot = snapshot;
+        request.shares = shares;
+        Ok(Arc::new(SieveScanExec::new(request)?))
     }
 
     async fn insert_into(

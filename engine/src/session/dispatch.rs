@@ -40,8 +40,13 @@ impl Session {
         }
         let mut statement = Self::parse_one(sql)?;
         rewrites::rewrite(&mut statement);
-        self.allowing_full_scan(allow_filtering, self.execute_statement(statement))
-            .await
+        self.allowing_full_scan(allow_filtering, async {
+            match self.short_path_of(&statement).await? {
+                Some(rows) => Ok(rows),
+                None => self.execute_statement(statement).await,
+            }
+        })
+        .await
     }
 
     /// Runs `statement` (which plans its scans before it returns) with full scans allowed if

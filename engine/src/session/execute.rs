@@ -7,6 +7,7 @@ use std::time::Duration;
 use datafusion::arrow::array::UInt64Array;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::error::Result;
+use datafusion::execution::SendableRecordBatchStream;
 use datafusion::execution::context::SessionContext;
 use datafusion::execution::memory_pool::MemoryPool;
 use datafusion::logical_expr::LogicalPlan;
@@ -22,7 +23,6 @@ use crate::cluster::coordinator::WorkerFailed;
 use crate::guard::deadline::{DeadlineStream, QueryTimeout};
 use crate::guard::statement::check_confined;
 use crate::maintenance::delete::check_delete;
-use crate::session::options::SieveOptions;
 use crate::session::query_stream::{ColumnOrigin, QueryStream};
 use crate::session::statement_task::{rows_on, run_on};
 
@@ -71,11 +71,11 @@ impl Session {
             plan,
             LogicalPlan::Dml(_) | LogicalPlan::Ddl(_) | LogicalPlan::Statement(_)
         );
-        let executor = self.executor.clone().unwrap_or_else(Handle::current);
         // A read through workers that loses one before its first row is planned again, once,
         // over the workers still live (rendezvous hands the lost worker's blocks to the others).
         let mut retries = usize::from(read_only && self.cluster.is_some());
         let (physical, mut rows) = loop {
+            let executor = self.executor();
             let planned = run_on(&executor, plan_physical(self.ctx.clone(), plan.clone()));
             let physical = match limit {
                 Some(limit) => tokio::time::timeout(limit, planned)
@@ -83,14 +83,7 @@ impl Session {
                     .map_err(|_| QueryTimeout::error(limit))??,
                 None => planned.await?,
             };
-            let mut rows = rows_on(&executor, physical.clone(), self.ctx.task_ctx());
-            if let Some(cluster) = self.cluster.clone() {
-                let failures = rows.map(move |r| r.map_err(|e| cluster.explain_failure(e)));
-                rows = Box::pin(RecordBatchStreamAdapter::new(schema.clone(), failures));
-            }
-            if let Some(limit) = limit {
-                rows = DeadlineStream::wrap(rows, started, limit);
-            }
+            let mut rows = self.rows(physical.clone(), &schema, started, limit);
             if let Some(cluster) = &self.cluster
                 && read_only
             {
@@ -124,15 +117,52 @@ impl Session {
         Ok(QueryStream::rows(schema, rows, Some(physical), self.pool()).with_origins(origins))
     }
 
+    /// Runs a query planned by the short path ([`crate::session::short_path`]): one table of
+    /// this process, so no worker to lose.
+    pub(super) fn run_physical(
+        &self,
+        physical: Arc<dyn ExecutionPlan>,
+        origins: Vec<Option<ColumnOrigin>>,
+    ) -> QueryStream {
+        let schema = physical.schema();
+        let rows = self.rows(
+            physical.clone(),
+            &schema,
+            Instant::now(),
+            self.max_execution_time(),
+        );
+        QueryStream::rows(schema, rows, Some(physical), self.pool())
+            .with_origins(origins)
+            .by_short_path()
+    }
+
+    /// The rows of `physical`, produced on the executor, failures naming the worker that
+    /// failed, ended at the statement's deadline.
+    fn rows(
+        &self,
+        physical: Arc<dyn ExecutionPlan>,
+        schema: &SchemaRef,
+        started: Instant,
+        limit: Option<Duration>,
+    ) -> SendableRecordBatchStream {
+        let mut rows = rows_on(&self.executor(), physical, self.ctx.task_ctx());
+        if let Some(cluster) = self.cluster.clone() {
+            let failures = rows.map(move |r| r.map_err(|e| cluster.explain_failure(e)));
+            rows = Box::pin(RecordBatchStreamAdapter::new(schema.clone(), failures));
+        }
+        if let Some(limit) = limit {
+            rows = DeadlineStream::wrap(rows, started, limit);
+        }
+        rows
+    }
+
+    fn executor(&self) -> Handle {
+        self.executor.clone().unwrap_or_else(Handle::current)
+    }
+
     /// The session's statement time limit (`SET sieve.max_execution_time = ms`; 0 is none).
     pub(super) fn max_execution_time(&self) -> Option<Duration> {
-        let ms = self
-            .ctx
-            .state()
-            .config_options()
-            .extensions
-            .get::<SieveOptions>()
-            .map_or(0, |o| o.max_execution_time);
+        let ms = self.options(|o| o.max_execution_time);
         (ms > 0).then(|| Duration::from_millis(ms))
     }
 

@@ -12,6 +12,7 @@ pub(crate) mod options;
 pub(crate) mod prepared;
 pub(crate) mod query_stream;
 pub(crate) mod script;
+pub(crate) mod short_path;
 pub(crate) mod statement_task;
 
 pub use engine::Engine;
@@ -169,11 +170,28 @@ impl Session {
     /// The database unqualified table names resolve in.
     pub fn database(&self) -> String {
         self.ctx
-            .state()
+            .state_ref()
+            .read()
             .config_options()
             .catalog
             .default_schema
             .clone()
+    }
+
+    /// A value of the session's settings, read in place (a statement's hot path clones no
+    /// session state).
+    fn options<T>(&self, read: impl FnOnce(&SieveOptions) -> T) -> T {
+        let state = self.ctx.state_ref();
+        let state = state.read();
+        let options = state.config_options().extensions.get::<SieveOptions>();
+        read(options.unwrap_or(&SieveOptions::default()))
+    }
+
+    /// Whether unquoted identifiers are lowercased, as DataFusion's planner does by default.
+    fn normalizes_identifiers(&self) -> bool {
+        let state = self.ctx.state_ref();
+        let normalize = state.read().config_options().sql_parser.enable_ident_normalization;
+        normalize
     }
 
     pub async fn use_database(&self, name: &str) -> Result<()> {

@@ -25,6 +25,10 @@ extensions_options! {
         /// milliseconds ago, without a request of its own; 0 (the default) sees every commit
         /// made before the read started.
         pub max_staleness_ms: u64, default = 0
+        /// Plan point lookups (`=`/IN on columns, AND/OR, a projection, LIMIT) straight into
+        /// their scan, skipping DataFusion's planner and optimizer; off, every query takes the
+        /// full path (the short path's differential baseline).
+        pub short_path: bool, default = true
         /// Stop a query after this many milliseconds, as MySQL's `max_execution_time`; 0 never.
         pub max_execution_time: u64, default = 0
         /// Run filtered queries that narrow no block of a table over `full_scan_blocks` blocks

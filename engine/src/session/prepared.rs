@@ -25,6 +25,7 @@ use crate::guard::panic;
 use crate::guard::statement::check_complexity;
 use crate::scan::lossless_cast::lossless_cast;
 use crate::session::query_stream::QueryStream;
+use crate::session::short_path::PointLookup;
 
 /// A parsed statement whose `?` are numbered, and what its parameters are.
 #[derive(Debug, Clone)]
@@ -40,6 +41,8 @@ pub struct Prepared {
     /// The session's database when it was prepared: names resolve there, as in MySQL, even
     /// after a USE.
     pub(crate) database: String,
+    /// The statement's shape, recognised once, when it is a point lookup the short path plans.
+    pub(crate) lookup: Option<PointLookup>,
 }
 
 /// A statement without Cassandra's trailing `ALLOW FILTERING` (which Sieve takes to mean "this
@@ -179,6 +182,7 @@ impl Session {
         rewrites::rewrite(&mut statement);
         let placeholders = number_placeholders(&mut statement)?;
         let params = placeholders.count;
+        let lookup = PointLookup::recognize(&statement, self.normalizes_identifiers());
         if params == 0 {
             return Ok(Prepared {
                 statement,
@@ -186,6 +190,7 @@ impl Session {
                 result_fields: Vec::new(),
                 allow_full_scan,
                 database: self.database(),
+                lookup,
             });
         }
         let plan = self
@@ -210,6 +215,7 @@ impl Session {
             result_fields,
             allow_full_scan,
             database: self.database(),
+            lookup,
         })
     }
 
@@ -228,8 +234,14 @@ impl Session {
                 params.len()
             );
         }
-        let statement = prepared.statement.clone();
+        let params = prepared.bind(params);
         let run = async move {
+            if let Some(lookup) = &prepared.lookup
+                && let Some(rows) = self.short_path(lookup, &prepared.database, &params).await?
+            {
+                return Ok(rows);
+            }
+            let statement = prepared.statement.clone();
             if params.is_empty() {
                 return self.execute_statement(statement).await;
             }
@@ -237,8 +249,7 @@ impl Session {
             let mut state = self.ctx.state();
             state.config_mut().options_mut().catalog.default_schema = prepared.database.clone();
             let plan = state.statement_to_plan(statement).await?;
-            self.run_plan(plan.with_param_values(prepared.bind(params))?)
-                .await
+            self.run_plan(plan.with_param_values(params)?).await
         };
         let output = panic::catch(self.allowing_full_scan(prepared.allow_full_scan, run)).await;
         self.counted(output)

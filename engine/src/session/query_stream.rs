@@ -71,6 +71,8 @@ pub struct QueryOutput {
     /// Rows written or removed by DML and DDL; None for a query.
     pub affected_rows: Option<u64>,
     pub stats: ScanStats,
+    /// Planned by the short path of point lookups (see `sieve.short_path`).
+    pub short_path: bool,
 }
 
 impl QueryOutput {
@@ -96,6 +98,7 @@ pub struct QueryStream {
     affected_rows: Option<u64>,
     plan: Option<Arc<dyn ExecutionPlan>>,
     pool: Arc<dyn MemoryPool>,
+    short_path: bool,
 }
 
 impl QueryStream {
@@ -107,6 +110,7 @@ impl QueryStream {
             affected_rows: Some(rows),
             plan: None,
             pool,
+            short_path: false,
         }
     }
 
@@ -135,6 +139,7 @@ impl QueryStream {
             affected_rows: None,
             plan,
             pool,
+            short_path: false,
         }
     }
 
@@ -171,6 +176,13 @@ impl QueryStream {
         Self { origins, ..self }
     }
 
+    pub(crate) fn by_short_path(self) -> Self {
+        Self {
+            short_path: true,
+            ..self
+        }
+    }
+
     /// The table column `i` is read from, if it is a table's column.
     pub fn origin(&self, i: usize) -> Option<&ColumnOrigin> {
         self.origins.get(i)?.as_ref()
@@ -205,6 +217,7 @@ impl QueryStream {
             schema: self.schema,
             batches,
             affected_rows: self.affected_rows,
+            short_path: self.short_path,
         })
     }
 }

@@ -1,0 +1,510 @@
+//! The short path of a point lookup: `SELECT columns FROM table WHERE …` whose condition is `=`
+//! and `IN` on columns joined by AND and OR, with an optional `LIMIT`, planned straight into
+//! the plan DataFusion would make of it (a scan of the table, a filter, a projection) without
+//! DataFusion's SQL planner, its optimizer passes and its physical planner, which cost a served
+//! lookup more CPU than finding its row (issue 30). A prepared statement recognises its shape once
+//! and binds each execution's values into it.
+//!
+//! The short path only takes what it can plan exactly as the full path would, and hands
+//! everything else back (`None`): a value whose type differs from its column's in kind (a
+//! string for an integer column, whose comparison DataFusion coerces), a cast that would lose
+//! anything, NULL, an unknown table or column (whose error the full path words), a table that
+//! is not a Sieve table. `SET sieve.short_path = false` turns it off, the baseline of its
+//! differential tests.
+
+use std::sync::Arc;
+
+use datafusion::arrow::datatypes::DataType;
+use datafusion::common::{DFSchema, ScalarValue};
+use datafusion::error::Result;
+use datafusion::execution::context::ExecutionProps;
+use datafusion::logical_expr::physical_planning_context::PhysicalPlanningContext;
+use datafusion::logical_expr::{Expr as LogicalExpr, col, in_list, lit};
+use datafusion::optimizer::simplify_expressions::THRESHOLD_INLINE_INLIST;
+use datafusion::physical_expr::create_physical_expr;
+use datafusion::physical_plan::ExecutionPlan;
+use datafusion::physical_plan::coalesce_partitions::CoalescePartitionsExec;
+use datafusion::physical_plan::expressions::Column;
+use datafusion::physical_plan::filter::FilterExecBuilder;
+use datafusion::physical_plan::projection::ProjectionExec;
+use datafusion::sql::parser::Statement as DFStatement;
+use datafusion::sql::planner::IdentNormalizer;
+use datafusion::sql::sqlparser::ast::{
+    BinaryOperator, Expr, GroupByExpr, Ident, LimitClause, ObjectName, Query, Select,
+    SelectItem, SetExpr, Statement, TableFactor, UnaryOperator, Value,
+};
+use datafusion::config::ConfigOptions;
+use sieve_storage::Table;
+
+use super::Session;
+use crate::scan::exec::{ScanRequest, SieveScanExec};
+use crate::scan::lossless_cast::lossless_cast;
+use crate::session::query_stream::{ColumnOrigin, QueryStream};
+
+/// A literal of the statement's text, or the `n`th parameter (from 0) of a prepared statement.
+#[derive(Debug, Clone)]
+enum Operand {
+    Value(ScalarValue),
+    Param(usize),
+}
+
+#[derive(Debug, Clone)]
+enum Condition {
+    In(String, Vec<Operand>),
+    And(Box<Condition>, Box<Condition>),
+    Or(Box<Condition>, Box<Condition>),
+}
+
+/// What a point lookup asks, its names normalised as DataFusion's planner normalises them.
+#[derive(Debug, Clone)]
+pub(crate) struct PointLookup {
+    /// The table as written: one part, or database and table.
+    table: Vec<String>,
+    /// The name the result's columns are qualified by (database if written, and table): the
+    /// alias, or the table as written.
+    qualifier: (Option<String>, String),
+    /// Output columns: (table column, output name); None for `*`.
+    columns: Option<Vec<(String, String)>>,
+    condition: Condition,
+    limit: Option<Operand>,
+}
+
+/// A planned lookup, ready to run.
+pub(crate) struct Planned {
+    pub plan: Arc<dyn ExecutionPlan>,
+    pub origins: Vec<Option<ColumnOrigin>>,
+}
+
+impl PointLookup {
+    /// The lookup `statement` is, if it is one.
+    pub fn recognize(statement: &DFStatement, normalize: bool) -> Option<Self> {
+        let DFStatement::Statement(statement) = statement else {
+            return None;
+        };
+        let Statement::Query(query) = statement.as_ref() else {
+            return None;
+        };
+        let names = IdentNormalizer::new(normalize);
+        let limit = plain_query(query)?;
+        let SetExpr::Select(select) = query.body.as_ref() else {
+            return None;
+        };
+        let (name, alias) = single_table(select)?;
+        let table: Vec<String> = name
+            .0
+            .iter()
+            .map(|part| part.as_ident().cloned().map(|i| names.normalize(i)))
+            .collect::<Option<_>>()?;
+        if table.is_empty() || table.len() > 2 {
+            return None;
+        }
+        let qualifier = match (alias, table.as_slice()) {
+            (Some(alias), _) => (None, names.normalize(alias.clone())),
+            (None, [db, table]) => (Some(db.clone()), table.clone()),
+            (None, _) => (None, table[0].clone()),
+        };
+        let column = |expr: &Expr| -> Option<String> {
+            match expr {
+                Expr::Identifier(ident) => Some(names.normalize(ident.clone())),
+                // Qualified by the alias or the one-part table name exactly; other forms
+                // (`db.t.c`, `t.c` of `db.t`) are left to DataFusion's name resolution.
+                Expr::CompoundIdentifier(parts) => match parts.as_slice() {
+                    [q, c]
+                        if qualifier.0.is_none() && names.normalize(q.clone()) == qualifier.1 =>
+                    {
+                        Some(names.normalize(c.clone()))
+                    }
+                    _ => None,
+                },
+                _ => None,
+            }
+        };
+        let columns = match select.projection.as_slice() {
+            [SelectItem::Wildcard(options)] if options.opt_alias.is_none() => {
+                let plain = options.opt_ilike.is_none()
+                    && options.opt_exclude.is_none()
+                    && options.opt_except.is_none()
+                    && options.opt_replace.is_none()
+                    && options.opt_rename.is_none();
+                plain.then_some(None)?
+            }
+            items => {
+                let mut columns = Vec::with_capacity(items.len());
+                for item in items {
+                    columns.push(match item {
+                        SelectItem::UnnamedExpr(expr) => {
+                            let name = column(expr)?;
+                            (name.clone(), name)
+                        }
+                        SelectItem::ExprWithAlias { expr, alias } => {
+                            (column(expr)?, names.normalize(alias.clone()))
+                        }
+                        _ => return None,
+                    });
+                }
+                let mut outputs: Vec<&String> = columns.iter().map(|(_, out)| out).collect();
+                outputs.sort_unstable();
+                outputs.dedup();
+                // DataFusion refuses two output columns of one name; let it say so.
+                (outputs.len() == columns.len()).then_some(Some(columns))?
+            }
+        };
+        let condition = condition(select.selection.as_ref()?, &column)?;
+        if condition.ands_one_column() {
+            return None;
+        }
+        Some(Self {
+            table,
+            qualifier,
+            columns,
+            condition,
+            limit,
+        })
+    }
+
+    /// The table as (database, table), unqualified names in `database`.
+    pub fn table<'a>(&'a self, database: &'a str) -> (&'a str, &'a str) {
+        match self.table.as_slice() {
+            [db, table] => (db, table),
+            [table] => (database, table),
+            _ => unreachable!("recognised with one or two parts"),
+        }
+    }
+
+    /// The lookup's plan over `table` with `params` bound; None when the full path must plan it.
+    pub fn plan(
+        &self,
+        table: &Table,
+        database: &str,
+        params: &[ScalarValue],
+        options: &ConfigOptions,
+    ) -> Result<Option<Planned>> {
+        let schema = table.def().schema.clone();
+        let Some(condition) = bind(&self.condition, &schema, params) else {
+            return Ok(None);
+        };
+        let limit = match &self.limit {
+            None => None,
+            Some(operand) => match row_count(operand, params) {
+                Some(limit) => Some(limit),
+                None => return Ok(None),
+            },
+        };
+        let outputs: Vec<(usize, String)> = match &self.columns {
+            None => (0..schema.fields().len())
+                .map(|i| (i, schema.field(i).name().clone()))
+                .collect(),
+            Some(columns) => {
+                let mut outputs = Vec::with_capacity(columns.len());
+                for (column, name) in columns {
+                    let Ok(i) = schema.index_of(column) else {
+                        return Ok(None);
+                    };
+                    outputs.push((i, name.clone()));
+                }
+                outputs
+            }
+        };
+        let mut read: Vec<usize> = outputs.iter().map(|(i, _)| *i).collect();
+        for name in condition.column_refs() {
+            read.push(schema.index_of(&name.name)?);
+        }
+        read.sort_unstable();
+        read.dedup();
+        let props = ExecutionProps::new();
+        let context = PhysicalPlanningContext::default();
+        let physical = |schema: &DFSchema| create_physical_expr(&condition, schema, &props, &context);
+        let whole = DFSchema::try_from(schema.as_ref().clone())?;
+        let scanned = DFSchema::try_from(schema.project(&read)?)?;
+        let mut request = ScanRequest::new(table.clone(), options);
+        request.projection = Some(read.clone());
+        request.predicate = Some(physical(&whole)?);
+        let partitions = request.partitions;
+        let scan: Arc<dyn ExecutionPlan> = Arc::new(SieveScanExec::new(request)?);
+        let filter = FilterExecBuilder::new(physical(&scanned)?, scan)
+            .with_batch_size(options.execution.batch_size.get())
+            .with_fetch(limit)
+            .build()?;
+        let exprs = outputs
+            .iter()
+            .map(|(i, name)| {
+                let at = read.binary_search(i).expect("read holds every output");
+                let column = Arc::new(Column::new(schema.field(*i).name(), at));
+                (column as _, name.clone())
+            })
+            .collect::<Vec<_>>();
+        let mut plan: Arc<dyn ExecutionPlan> =
+            Arc::new(ProjectionExec::try_new(exprs, Arc::new(filter))?);
+        if partitions > 1 {
+            plan = Arc::new(CoalescePartitionsExec::new(plan).with_fetch(limit));
+        }
+        let origin = ColumnOrigin {
+            database: self.qualifier.0.as_deref().unwrap_or(database).to_string(),
+            table: self.qualifier.1.clone(),
+        };
+        Ok(Some(Planned {
+            plan,
+            origins: vec![Some(origin); outputs.len()],
+        }))
+    }
+}
+
+/// The LIMIT of a query that has nothing else around its SELECT (no WITH, ORDER BY, OFFSET, …);
+/// None when it has. The outer option says whether the query is plain.
+#[allow(clippy::option_option)]
+fn plain_query(query: &Query) -> Option<Option<Operand>> {
+    let plain = query.with.is_none()
+        && query.order_by.is_none()
+        && query.fetch.is_none()
+        && query.locks.is_empty()
+        && query.for_clause.is_none()
+        && query.settings.is_none()
+        && query.format_clause.is_none()
+        && query.pipe_operators.is_empty();
+    if !plain {
+        return None;
+    }
+    match &query.limit_clause {
+        None => Some(None),
+        Some(LimitClause::LimitOffset {
+            limit: Some(limit),
+            offset: None,
+            limit_by,
+        }) if limit_by.is_empty() => Some(Some(operand(limit)?)),
+        Some(_) => None,
+    }
+}
+
+/// The one table a SELECT reads and its alias, if the SELECT is nothing but columns of it
+/// filtered (no DISTINCT, GROUP BY, HAVING, join, …).
+fn single_table(select: &Select) -> Option<(&ObjectName, Option<&Ident>)> {
+    let plain = select.optimizer_hints.is_empty()
+        && select.distinct.is_none()
+        && select.select_modifiers.is_none()
+        && select.top.is_none()
+        && select.exclude.is_none()
+        && select.into.is_none()
+        && select.lateral_views.is_empty()
+        && select.prewhere.is_none()
+        && select.connect_by.is_empty()
+        && matches!(&select.group_by, GroupByExpr::Expressions(e, m) if e.is_empty() && m.is_empty())
+        && select.cluster_by.is_empty()
+        && select.distribute_by.is_empty()
+        && select.sort_by.is_empty()
+        && select.having.is_none()
+        && select.named_window.is_empty()
+        && select.qualify.is_none()
+        && select.value_table_mode.is_none();
+    let [from] = select.from.as_slice() else {
+        return None;
+    };
+    if !plain || !from.joins.is_empty() {
+        return None;
+    }
+    match &from.relation {
+        TableFactor::Table {
+            name,
+            alias,
+            args: None,
+            with_hints,
+            version: None,
+            with_ordinality: false,
+            partitions,
+            json_path: None,
+            sample: None,
+            index_hints,
+        } if with_hints.is_empty() && partitions.is_empty() && index_hints.is_empty() => {
+            match alias {
+                None => Some((name, None)),
+                Some(alias) if alias.columns.is_empty() => Some((name, Some(&alias.name))),
+                Some(_) => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+impl Condition {
+    fn columns(&self) -> Vec<&str> {
+        match self {
+            Self::In(name, _) => vec![name],
+            Self::And(l, r) | Self::Or(l, r) => [l.columns(), r.columns()].concat(),
+        }
+    }
+
+    /// Whether an AND has one column on both sides (`k = 1 AND k IN (1, 2)`). DataFusion's
+    /// simplifier intersects those (to nothing, at times, and then reads nothing), so they
+    /// take the full path.
+    fn ands_one_column(&self) -> bool {
+        match self {
+            Self::In(..) => false,
+            Self::Or(l, r) => l.ands_one_column() || r.ands_one_column(),
+            Self::And(l, r) => {
+                let left = l.columns();
+                r.columns().iter().any(|c| left.contains(c))
+                    || l.ands_one_column()
+                    || r.ands_one_column()
+            }
+        }
+    }
+}
+
+fn condition(expr: &Expr, column: &impl Fn(&Expr) -> Option<String>) -> Option<Condition> {
+    match expr {
+        Expr::Nested(inner) => condition(inner, column),
+        Expr::BinaryOp { left, op, right } => match op {
+            BinaryOperator::And => Some(Condition::And(
+                Box::new(condition(left, column)?),
+                Box::new(condition(right, column)?),
+            )),
+            BinaryOperator::Or => Some(Condition::Or(
+                Box::new(condition(left, column)?),
+                Box::new(condition(right, column)?),
+            )),
+            BinaryOperator::Eq => match (column(left), column(right)) {
+                (Some(name), None) => Some(Condition::In(name, vec![operand(right)?])),
+                (None, Some(name)) => Some(Condition::In(name, vec![operand(left)?])),
+                _ => None,
+            },
+            _ => None,
+        },
+        Expr::InList {
+            expr,
+            list,
+            negated: false,
+        } if !list.is_empty() => Some(Condition::In(
+            column(expr)?,
+            list.iter().map(operand).collect::<Option<_>>()?,
+        )),
+        _ => None,
+    }
+}
+
+/// A literal integer or string, or a parameter, as DataFusion types the literal (`Int64`,
+/// `Utf8`). Other literals (decimals, NULL, MySQL's double-quoted strings) take the full path.
+fn operand(expr: &Expr) -> Option<Operand> {
+    match expr {
+        Expr::Nested(inner) => operand(inner),
+        Expr::UnaryOp {
+            op: UnaryOperator::Minus,
+            expr,
+        } => match operand(expr)? {
+            Operand::Value(ScalarValue::Int64(Some(n))) if n != i64::MIN => {
+                Some(Operand::Value(ScalarValue::Int64(Some(-n))))
+            }
+            _ => None,
+        },
+        Expr::Value(value) => match &value.value {
+            Value::Number(digits, false) => {
+                Some(Operand::Value(ScalarValue::Int64(Some(digits.parse().ok()?))))
+            }
+            Value::SingleQuotedString(s) => Some(Operand::Value(ScalarValue::Utf8(Some(s.clone())))),
+            Value::Placeholder(p) => {
+                let n: usize = p.strip_prefix('$')?.parse().ok()?;
+                Some(Operand::Param(n.checked_sub(1)?))
+            }
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+fn value<'a>(operand: &'a Operand, params: &'a [ScalarValue]) -> Option<&'a ScalarValue> {
+    match operand {
+        Operand::Value(v) => Some(v),
+        Operand::Param(n) => params.get(*n),
+    }
+}
+
+fn row_count(operand: &Operand, params: &[ScalarValue]) -> Option<usize> {
+    match value(operand, params)?.cast_to(&DataType::UInt64).ok()? {
+        ScalarValue::UInt64(Some(n)) => usize::try_from(n).ok(),
+        _ => None,
+    }
+}
+
+/// The condition with every value as a literal of its column's type; None when a value is not
+/// of its column's kind or does not cast to it exactly.
+fn bind(
+    condition: &Condition,
+    schema: &datafusion::arrow::datatypes::Schema,
+    params: &[ScalarValue],
+) -> Option<LogicalExpr> {
+    match condition {
+        Condition::And(l, r) => Some(bind(l, schema, params)?.and(bind(r, schema, params)?)),
+        Condition::Or(l, r) => Some(bind(l, schema, params)?.or(bind(r, schema, params)?)),
+        Condition::In(name, operands) => {
+            let to = schema.field_with_name(name).ok()?.data_type();
+            let values = operands
+                .iter()
+                .map(|o| {
+                    let v = value(o, params)?;
+                    (same_kind(&v.data_type(), to) && !v.is_null())
+                        .then(|| lossless_cast(v, to))
+                        .flatten()
+                        .map(lit)
+                })
+                .collect::<Option<Vec<_>>>()?;
+            let column = col(datafusion::common::Column::new_unqualified(name));
+            // As DataFusion's simplifier leaves them: short lists as ORs of equalities.
+            Some(if values.len() <= THRESHOLD_INLINE_INLIST {
+                let mut values = values.into_iter().map(|v| column.clone().eq(v));
+                let first = values.next().expect("IN lists are not empty");
+                values.fold(first, LogicalExpr::or)
+            } else {
+                in_list(column, values, false)
+            })
+        }
+    }
+}
+
+/// Both integers or both strings: the comparisons DataFusion makes without coercing the column.
+fn same_kind(value: &DataType, column: &DataType) -> bool {
+    (value.is_integer() && column.is_integer())
+        || (is_string(value) && is_string(column))
+}
+
+fn is_string(t: &DataType) -> bool {
+    matches!(t, DataType::Utf8 | DataType::Utf8View | DataType::LargeUtf8)
+}
+
+impl Session {
+    /// Runs `lookup` by the short path when the session allows it and the lookup is one it plans
+    /// exactly; None leaves it to the full path.
+    pub(super) async fn short_path(
+        &self,
+        lookup: &PointLookup,
+        database: &str,
+        params: &[ScalarValue],
+    ) -> Result<Option<QueryStream>> {
+        // A coordinator's scans are planned by datafusion-distributed's optimizer rule.
+        if self.cluster.is_some() || !self.options(|o| o.short_path) {
+            return Ok(None);
+        }
+        let (db, name) = lookup.table(database);
+        // An unknown table's or an unreachable store's error is the full path's to word.
+        let Ok(table) = self.catalog.open_table(db, name).await else {
+            return Ok(None);
+        };
+        let planned = {
+            let state = self.ctx.state_ref();
+            let state = state.read();
+            lookup.plan(&table, database, params, state.config_options())?
+        };
+        Ok(planned.map(|p| {
+            self.progress.reset();
+            self.run_physical(p.plan, p.origins)
+        }))
+    }
+
+    /// The short path of a text statement, recognised as it runs.
+    pub(super) async fn short_path_of(
+        &self,
+        statement: &DFStatement,
+    ) -> Result<Option<QueryStream>> {
+        match PointLookup::recognize(statement, self.normalizes_identifiers()) {
+            Some(lookup) => self.short_path(&lookup, &self.database(), &[]).await,
+            None => Ok(None),
+        }
+    }
+}

@@ -1,0 +1,33 @@
+-- sysbench script of Sieve's served point lookup: one server-side prepared statement
+-- (`SIEVE_LOOKUP`, default `select c1 from t10b where c2 = ?`) per connection, executed with a
+-- key drawn uniformly from the lines of `SIEVE_KEYS`. An event is one lookup. `SIEVE_SET`, if
+-- given, is run first on each connection (`set sieve.short_path = false` for the baseline).
+local sql = os.getenv("SIEVE_LOOKUP") or "select c1 from t10b where c2 = ?"
+local setting = os.getenv("SIEVE_SET")
+local keys_file = assert(os.getenv("SIEVE_KEYS"), "SIEVE_KEYS names the file of keys")
+
+function thread_init()
+  keys = {}
+  for line in io.lines(keys_file) do
+    keys[#keys + 1] = line
+  end
+  assert(#keys > 0, "no keys in " .. keys_file)
+  drv = sysbench.sql.driver()
+  con = drv:connect()
+  if setting and setting ~= "" then
+    con:query(setting)
+  end
+  stmt = con:prepare(sql)
+  param = stmt:bind_create(sysbench.sql.type.VARCHAR, 64)
+  stmt:bind_param(param)
+end
+
+function event()
+  param:set(keys[math.random(#keys)])
+  stmt:execute()
+end
+
+function thread_done()
+  stmt:close()
+  con:disconnect()
+end
