@@ -140,7 +140,7 @@ async fn concurrent_queries_share_freshness_checks() {
     )
     .await;
     run(&session, "insert into t values (10)").await;
-    let table = sieve_storage::Catalog::open(storage)
+    let table = sieve_storage::Catalog::open(storage.clone())
         .await
         .unwrap()
         .open_table("default", "t")
@@ -153,6 +153,21 @@ async fn concurrent_queries_share_freshness_checks() {
     let requests = log.take();
     assert_eq!(fetched(&requests, "latest.json").len(), 2, "{requests:#?}");
     assert_eq!(fetched(&requests, "HEAD ").len(), 2, "{requests:#?}");
+    // Table definitions too: 50 sessions opening the table together fetch it twice.
+    let catalog = sieve_storage::Catalog::open(storage.clone()).await.unwrap();
+    let defs = futures::future::join_all((0..50).map(|_| catalog.table("default", "t"))).await;
+    assert!(defs.iter().all(|d| d.as_ref().unwrap().name == "t"));
+    let requests = log.take();
+    assert_eq!(fetched(&requests, "tables/t.json").len(), 2, "{requests:#?}");
+    // A DROP made before a lookup of the definition starts is seen by it.
+    run(&session, "drop table t").await;
+    assert!(matches!(
+        catalog.table("default", "t").await,
+        Err(sieve_storage::StorageError::UnknownTable(..))
+    ));
+    run(&session, "create table t as select number as c1 from numbers(10)").await;
+    run(&session, "insert into t values (10)").await;
+    let table = catalog.open_table("default", "t").await.unwrap();
     // A commit made before a lookup starts is seen by it.
     run(&session, "insert into t values (11)").await;
     assert_eq!(table.snapshot().await.unwrap().version, 3);

@@ -167,16 +167,33 @@ impl Catalog {
         ))
     }
 
-    /// The definition of `db.name`.
+    /// The definition of `db.name`, as a fetch sent after this call began finds it (so a CREATE
+    /// or DROP made before is seen); concurrent callers share fetches ([`crate::freshness`]).
     pub async fn table(&self, db: &str, name: &str) -> Result<TableDef> {
         let path = table_path(db, name);
-        match self.storage.store().get(&path).await {
-            Ok(found) => checked_json::decode(path.as_ref(), &found.bytes().await?),
-            Err(object_store::Error::NotFound { .. }) => {
+        let (key, store) = (path.to_string(), self.storage.store().clone());
+        let fetched = self
+            .storage
+            .definitions()
+            .latest(&key, move || {
+                let (store, path) = (store.clone(), path.clone());
+                async move {
+                    match store.get(&path).await {
+                        Ok(found) => {
+                            checked_json::decode(path.as_ref(), &found.bytes().await?).map(Some)
+                        }
+                        Err(object_store::Error::NotFound { .. }) => Ok(None),
+                        Err(e) => Err(e.into()),
+                    }
+                }
+            })
+            .await?;
+        match fetched {
+            Some(def) => Ok(def),
+            None => {
                 self.require_database(db).await?;
                 Err(StorageError::UnknownTable(db.to_string(), name.to_string()))
             }
-            Err(e) => Err(e.into()),
         }
     }
 

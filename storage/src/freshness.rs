@@ -3,147 +3,157 @@
 //! after. Concurrent queries of a table therefore wait for the next check sent after they
 //! arrived, and at most one check per table is in flight whatever the load: under N concurrent
 //! lookups a table costs one check (two small requests, see [`crate::snapshot::latest`]) per
-//! check's round trip, not N.
+//! check's round trip, not N. A table's definition is fetched the same way, so a served lookup
+//! sends no request of its own for it either, yet sees a DROP or CREATE made before it began.
 //!
 //! A check runs on a task of its own, so a query that is cancelled while it waits leaves the
 //! others' check running. Its error reaches every query that waited for it.
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex};
 
 use futures::FutureExt;
-use object_store::path::Path;
 use tokio::sync::watch;
 
 use crate::error::{Result, StorageError};
-use crate::location::Storage;
-use crate::snapshot::{self, Snapshot};
 
-/// The answer of check number `.0` (checks of a table are numbered from 1 as they are sent).
-type Answer = (
-    u64,
-    Option<std::result::Result<Snapshot, Arc<StorageError>>>,
-);
+/// The answer of check number `.0` (checks of a key are numbered from 1 as they are sent).
+type Answer<T> = (u64, Option<std::result::Result<T, Arc<StorageError>>>);
 
-struct TableChecks {
+struct KeyChecks<T> {
     /// Checks sent so far: the one in flight, if any, is number `sent`.
     sent: u64,
     in_flight: bool,
     /// The highest check number a waiting query needs.
     wanted: u64,
-    answers: watch::Sender<Answer>,
+    answers: watch::Sender<Answer<T>>,
 }
 
-/// The checks of every table of one storage, by table directory.
-#[derive(Default)]
-pub struct Freshness {
-    tables: Mutex<HashMap<String, TableChecks>>,
+/// The checks of one kind of object (the newest snapshot of a table, by table directory; a
+/// table's definition, by name), shared by every clone of a storage.
+pub struct Freshness<T> {
+    keys: Mutex<HashMap<String, KeyChecks<T>>>,
 }
 
-impl std::fmt::Debug for Freshness {
+impl<T> Default for Freshness<T> {
+    fn default() -> Self {
+        Self {
+            keys: Mutex::default(),
+        }
+    }
+}
+
+impl<T> std::fmt::Debug for Freshness<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Freshness").finish_non_exhaustive()
     }
 }
 
-impl Freshness {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, TableChecks>> {
+impl<T: Clone + Send + Sync + 'static> Freshness<T> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, KeyChecks<T>>> {
         // Counters and a channel: a panic cannot leave them half-changed.
-        self.tables
+        self.keys
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
-}
 
-/// The newest snapshot of the table in `table_dir`, from a check sent after this call began.
-pub async fn latest_shared(storage: &Storage, table_dir: &Path) -> Result<Snapshot> {
-    let key = table_dir.to_string();
-    let (need, mut answers) = {
-        let mut tables = storage.freshness().lock();
-        let checks = tables.entry(key.clone()).or_insert_with(|| TableChecks {
-            sent: 0,
-            in_flight: false,
-            wanted: 0,
-            answers: watch::channel((0, None)).0,
-        });
-        // The check in flight was sent before this query arrived: it needs the one after.
-        let need = checks.sent + 1;
-        checks.wanted = checks.wanted.max(need);
-        if !checks.in_flight {
-            checks.sent = need;
-            checks.in_flight = true;
-            tokio::spawn(run_checks(storage.clone(), table_dir.clone(), key, need));
-        }
-        (need, checks.answers.subscribe())
-    };
-    let answer = answers
-        .wait_for(|(number, _)| *number >= need)
-        .await
-        .map_err(|_| StorageError::Invalid("a freshness check's task ended unanswered".into()))?;
-    match &answer.1 {
-        Some(Ok(snapshot)) => Ok(snapshot.clone()),
-        Some(Err(e)) => Err(StorageError::Shared(e.clone())),
-        None => unreachable!("a numbered answer carries its result"),
-    }
-}
-
-/// Sends check `number`, publishes its answer, and goes on with the next while queries that
-/// arrived meanwhile wait for one.
-async fn run_checks(storage: Storage, table_dir: Path, key: String, number: u64) {
-    let mut running = Running {
-        storage,
-        key,
-        number,
-        finished: false,
-    };
-    loop {
-        // A panic is this check's error, not a check in flight forever.
-        let answer = match AssertUnwindSafe(snapshot::latest(&running.storage, &table_dir))
-            .catch_unwind()
-            .await
-        {
-            Ok(answer) => answer.map_err(Arc::new),
-            Err(_) => Err(Arc::new(StorageError::Invalid(format!(
-                "the freshness check of {table_dir} panicked"
-            )))),
+    /// What `check` answers for `key`, from a check sent after this call began.
+    pub async fn latest<F, Fut>(self: &Arc<Self>, key: &str, check: F) -> Result<T>
+    where
+        F: Fn() -> Fut + Send + 'static,
+        Fut: Future<Output = Result<T>> + Send + 'static,
+    {
+        let (need, mut answers) = {
+            let mut keys = self.lock();
+            let checks = keys.entry(key.to_string()).or_insert_with(|| KeyChecks {
+                sent: 0,
+                in_flight: false,
+                wanted: 0,
+                answers: watch::channel((0, None)).0,
+            });
+            // The check in flight was sent before this query arrived: it needs the one after.
+            let need = checks.sent + 1;
+            checks.wanted = checks.wanted.max(need);
+            if !checks.in_flight {
+                checks.sent = need;
+                checks.in_flight = true;
+                let running = Running {
+                    checks: self.clone(),
+                    key: key.to_string(),
+                    number: need,
+                    finished: false,
+                };
+                tokio::spawn(running.run(check));
+            }
+            (need, checks.answers.subscribe())
         };
-        let freshness = running.storage.freshness();
-        let mut tables = freshness.lock();
-        let checks = tables
-            .get_mut(&running.key)
-            .expect("a table with a check in flight is listed");
-        checks.answers.send_replace((running.number, Some(answer)));
-        if checks.wanted <= running.number {
-            checks.in_flight = false;
-            drop(tables);
-            running.finished = true;
-            return;
+        let answer = answers
+            .wait_for(|(number, _)| *number >= need)
+            .await
+            .map_err(|_| StorageError::Invalid("a shared check's task ended unanswered".into()))?;
+        match &answer.1 {
+            Some(Ok(value)) => Ok(value.clone()),
+            Some(Err(e)) => Err(StorageError::Shared(e.clone())),
+            None => unreachable!("a numbered answer carries its result"),
         }
-        running.number += 1;
-        checks.sent = running.number;
     }
 }
 
 /// The check task's state; if the task is dropped before it finishes (its runtime shut down),
 /// every query waiting on it gets an error and the next query sends a check of its own, instead
 /// of all waiting on a check nobody runs.
-struct Running {
-    storage: Storage,
+struct Running<T: Clone + Send + Sync + 'static> {
+    checks: Arc<Freshness<T>>,
     key: String,
     number: u64,
     finished: bool,
 }
 
-impl Drop for Running {
+impl<T: Clone + Send + Sync + 'static> Running<T> {
+    /// Sends check `number`, publishes its answer, and goes on with the next while queries that
+    /// arrived meanwhile wait for one.
+    async fn run<F, Fut>(mut self, check: F)
+    where
+        F: Fn() -> Fut,
+        Fut: Future<Output = Result<T>>,
+    {
+        loop {
+            // A panic is this check's error, not a check in flight forever.
+            let answer = match AssertUnwindSafe(check()).catch_unwind().await {
+                Ok(answer) => answer.map_err(Arc::new),
+                Err(_) => Err(Arc::new(StorageError::Invalid(format!(
+                    "the check of {} panicked",
+                    self.key
+                )))),
+            };
+            let all = self.checks.clone();
+            let mut keys = all.lock();
+            let checks = keys
+                .get_mut(&self.key)
+                .expect("a key with a check in flight is listed");
+            checks.answers.send_replace((self.number, Some(answer)));
+            if checks.wanted <= self.number {
+                checks.in_flight = false;
+                self.finished = true;
+                return;
+            }
+            self.number += 1;
+            checks.sent = self.number;
+        }
+    }
+}
+
+impl<T: Clone + Send + Sync + 'static> Drop for Running<T> {
     fn drop(&mut self) {
         if self.finished {
             return;
         }
-        let mut tables = self.storage.freshness().lock();
-        if let Some(checks) = tables.get_mut(&self.key) {
+        let mut keys = self.checks.lock();
+        if let Some(checks) = keys.get_mut(&self.key) {
             let cancelled =
-                StorageError::Invalid(format!("the freshness check of {} was cancelled", self.key));
+                StorageError::Invalid(format!("the check of {} was cancelled", self.key));
             checks
                 .answers
                 .send_replace((checks.wanted, Some(Err(Arc::new(cancelled)))));

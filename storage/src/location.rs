@@ -16,6 +16,8 @@ use url::Url;
 use crate::cache::{Caches, DEFAULT_SIDECAR_CACHE_BYTES};
 use crate::error::{Result, StorageError};
 use crate::freshness::Freshness;
+use crate::snapshot::Snapshot;
+use crate::table_def::TableDef;
 
 /// An object store rooted at the storage URL (every path Sieve writes is relative to it), with
 /// the caches every query on it shares.
@@ -24,8 +26,10 @@ pub struct Storage {
     store: Arc<dyn ObjectStore>,
     url: String,
     caches: Arc<Caches>,
-    /// Freshness checks in flight, shared by the queries of every clone.
-    freshness: Arc<Freshness>,
+    /// Checks of tables' newest snapshots and of their definitions in flight, shared by the
+    /// queries of every clone.
+    snapshots: Arc<Freshness<Snapshot>>,
+    definitions: Arc<Freshness<Option<TableDef>>>,
 }
 
 /// object_store refuses a plain-HTTP endpoint unless told to, with only "builder error" on the
@@ -90,7 +94,8 @@ impl Storage {
             store,
             url,
             caches: Arc::new(Caches::new(DEFAULT_SIDECAR_CACHE_BYTES)),
-            freshness: Arc::default(),
+            snapshots: Arc::default(),
+            definitions: Arc::default(),
         }
     }
 
@@ -113,8 +118,12 @@ impl Storage {
         &self.caches
     }
 
-    pub(crate) fn freshness(&self) -> &Freshness {
-        &self.freshness
+    pub(crate) fn snapshots(&self) -> &Arc<Freshness<Snapshot>> {
+        &self.snapshots
+    }
+
+    pub(crate) fn definitions(&self) -> &Arc<Freshness<Option<TableDef>>> {
+        &self.definitions
     }
 
     pub fn store(&self) -> &Arc<dyn ObjectStore> {

@@ -17,7 +17,6 @@ use sieve_index::{
 };
 
 use crate::error::{Result, StorageError};
-use crate::freshness::latest_shared;
 use crate::location::Storage;
 use crate::segment::{BlockList, LocatorGroup, decode_segment};
 use crate::snapshot::{self, SegmentRef, Snapshot};
@@ -100,7 +99,15 @@ impl Table {
     /// The newest snapshot, as a check sent after this call began sees it: every commit made
     /// before is in it. Concurrent callers share checks ([`crate::freshness`]).
     pub async fn snapshot(&self) -> Result<Snapshot> {
-        latest_shared(&self.storage, &self.dir()).await
+        let (storage, dir) = (self.storage.clone(), self.dir());
+        let key = dir.to_string();
+        self.storage
+            .snapshots()
+            .latest(&key, move || {
+                let (storage, dir) = (storage.clone(), dir.clone());
+                async move { snapshot::latest(&storage, &dir).await }
+            })
+            .await
     }
 
     /// The newest snapshot, or one a check sent at most `max_staleness` ago found, which costs
