@@ -10,7 +10,7 @@
 # Each run is made with the short path on and, right after it in the same server, off (`set
 # sieve.short_path = false`: the full path, the baseline), and reports lookups/s, p95 latency,
 # the server's CPU per lookup (user + system from /proc) and MinIO's requests per lookup (its
-# Prometheus counters), then the ratios. The client runs on the same cores; keep the machine
+# Prometheus counters, read 12 s after a run), then the ratios. The client runs on the same cores; keep the machine
 # otherwise idle.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -80,7 +80,9 @@ PY
 grep -E "routing filters loaded" "$work/serve.log" | tail -1 || true
 
 cpu() { awk '{print $14 + $15}' "/proc/$server/stat"; }   # utime + stime, in 1/100 s
+# MinIO publishes its request counters with a delay of a few seconds: read them after it.
 requests() {
+  sleep 12
   curl -s "$AWS_ENDPOINT/minio/v2/metrics/cluster" \
     | awk '/^minio_s3_requests_total\{/ {sum += $NF} END {print sum + 0}'
 }
