@@ -7,8 +7,9 @@
 # SIEVE_BENCH_THREADS (default "1 16 64") connections, over:
 #   - hot present: 1000 keys of the table; hot absent: 1000 keys not in it;
 #   - uniform present: 20000 keys drawn uniformly over the table (mostly not cached).
-# Each run is made with the short path on and, right after it in the same server, off (`set
-# sieve.short_path = false`: the full path, the baseline), and reports lookups/s, p95 latency,
+# Each run is made with the short path and the data cache on and, right after it in the same
+# server, off (`set sieve.short_path = false; set sieve.data_cache = false`: the full path, the
+# baseline), and reports lookups/s, p95 latency,
 # the server's CPU per lookup (user + system from /proc) and MinIO's requests per lookup (its
 # Prometheus counters, read 12 s after a run), then the ratios. The client runs on the same cores; keep the machine
 # otherwise idle.
@@ -94,7 +95,8 @@ declare -A rate cost
 for keys in hot-present hot-absent uniform-present; do
   for threads in $threads_list; do
     for path in short full; do
-      setting="set sieve.short_path = $([ $path = short ] && echo true || echo false)"
+      on=$([ $path = short ] && echo true || echo false)
+      setting="set sieve.short_path = $on; set sieve.data_cache = $on"
       c0=$(cpu)
       r0=$(requests)
       out=$(SIEVE_SET="$setting" SIEVE_KEYS="$work/$keys.keys" sysbench scripts/serving/lookup.lua \

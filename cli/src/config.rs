@@ -15,6 +15,7 @@
 //! connect_timeout = 10           # seconds a client has to log in
 //! wait_timeout = 28800           # seconds a logged-in client may stay silent
 //! sidecar_cache_mib = 256        # opened sidecar entries kept in memory
+//! data_cache_mib = 256           # verified bytes of blocks kept in memory (0: none)
 //! workers = ["http://10.0.0.2:7100", "http://10.0.0.3:7100"]  # sieve worker processes
 //! cluster_secret = "…"           # shared by coordinators and workers; workers refuse others
 //! node_filter_mib = 2048         # routing filters, which route lookups to locator groups and
@@ -46,6 +47,7 @@ pub struct ConfigFile {
     pub connect_timeout: Option<u64>,
     pub wait_timeout: Option<u64>,
     pub sidecar_cache_mib: Option<u64>,
+    pub data_cache_mib: Option<u64>,
     pub workers: Option<Vec<String>>,
     pub cluster_secret: Option<String>,
     pub node_filter_mib: Option<usize>,

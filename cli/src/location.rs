@@ -1,5 +1,5 @@
-//! Where the command's tables live and how much of them a process caches: the `--storage` and
-//! `--sidecar-cache-mib` settings (flag, environment or config file), passed down to the engine
+//! Where the command's tables live and how much of them a process caches: the `--storage`,
+//! `--sidecar-cache-mib` and `--data-cache-mib` settings (flag, environment or config file), passed down to the engine
 //! rather than read from the environment inside it.
 
 use std::fmt;
@@ -11,13 +11,14 @@ use sieve_storage::Storage;
 pub struct Location {
     pub url: String,
     pub sidecar_cache_mib: u64,
+    pub data_cache_mib: u64,
 }
 
 impl Location {
     pub fn storage(&self) -> Result<Storage, String> {
         Ok(Storage::open(&self.url)
             .map_err(|e| e.to_string())?
-            .with_sidecar_cache(self.sidecar_cache_mib << 20))
+            .with_caches(self.sidecar_cache_mib << 20, self.data_cache_mib << 20))
     }
 
     pub async fn engine(&self) -> Result<Engine, String> {

@@ -20,13 +20,13 @@ use clap::{Parser, Subcommand};
 use sieve_engine::{
     Cluster, ClusterSecret, ClusterSettings, DEFAULT_ROUTING_BYTES, QUERY_THREAD_STACK,
 };
+use sieve_storage::{DEFAULT_DATA_CACHE_BYTES, DEFAULT_SIDECAR_CACHE_BYTES};
 use tokio::runtime::Handle;
 
 use crate::config::ConfigFile;
 use crate::location::Location;
 
 const DEFAULT_STORAGE: &str = "./sieve-data";
-const DEFAULT_SIDECAR_CACHE_MIB: u64 = 256;
 
 #[derive(Parser)]
 #[command(name = "sieve", version, about = "Point queries over huge tables on object storage", long_about = None)]
@@ -41,6 +41,11 @@ struct Cli {
     /// entry keeps point queries on unsorted columns warm
     #[arg(long, global = true, env = "SIEVE_SIDECAR_CACHE_MIB")]
     sidecar_cache_mib: Option<u64>,
+
+    /// MiB of blocks' bytes (verified pages) a process keeps (default 256; 0 keeps none): the
+    /// pages hot lookups read come from memory
+    #[arg(long, global = true, env = "SIEVE_DATA_CACHE_MIB")]
+    data_cache_mib: Option<u64>,
 
     /// A TOML file with storage, host, port, user and password; flags and environment win
     #[arg(long, global = true, env = "SIEVE_CONFIG")]
@@ -110,7 +115,11 @@ async fn run(cli: Cli, executor: Handle) -> Result<(), String> {
         sidecar_cache_mib: cli
             .sidecar_cache_mib
             .or(config.sidecar_cache_mib)
-            .unwrap_or(DEFAULT_SIDECAR_CACHE_MIB),
+            .unwrap_or(DEFAULT_SIDECAR_CACHE_BYTES >> 20),
+        data_cache_mib: cli
+            .data_cache_mib
+            .or(config.data_cache_mib)
+            .unwrap_or(DEFAULT_DATA_CACHE_BYTES >> 20),
     };
     match cli.command {
         Command::Serve(args) => {

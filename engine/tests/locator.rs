@@ -68,12 +68,19 @@ struct Sessions {
 
 async fn sessions(location: &str) -> Sessions {
     let engine = Engine::open(location).await.unwrap();
-    let sidecars = engine.session().unwrap();
+    // Each path's own reads are compared: none answers from pages or results another kept.
+    let session = async || {
+        let s = engine.session().unwrap();
+        run(&s, "set sieve.data_cache = false").await;
+        run(&s, "set sieve.lookup_cache = false").await;
+        s
+    };
+    let sidecars = session().await;
     run(&sidecars, "set sieve.locator = false").await;
-    let unpruned = engine.session().unwrap();
+    let unpruned = session().await;
     run(&unpruned, "set sieve.pruning = false").await;
     Sessions {
-        located: engine.session().unwrap(),
+        located: session().await,
         sidecars,
         unpruned,
     }

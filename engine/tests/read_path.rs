@@ -10,15 +10,24 @@ use std::sync::Arc;
 use common::request_log::RequestLog;
 use common::{rows, run};
 use sieve_engine::{Engine, Session};
-use sieve_storage::Storage;
+use sieve_storage::{DEFAULT_DATA_CACHE_BYTES, DEFAULT_SIDECAR_CACHE_BYTES, Storage};
 
 /// A session on `location` whose every storage request is logged, and its storage. It sends
 /// only its statements' own requests: routing filters load whole locator files, and commits
 /// merge locator groups, in the background (tests/routing.rs counts what those do).
 async fn logged_session(location: &str) -> (Session, Arc<RequestLog>, Storage) {
+    logged_session_caching(location, DEFAULT_DATA_CACHE_BYTES).await
+}
+
+/// The same, keeping up to `data_bytes` of blocks' bytes in memory.
+async fn logged_session_caching(
+    location: &str,
+    data_bytes: u64,
+) -> (Session, Arc<RequestLog>, Storage) {
     let base = Storage::open(location).unwrap();
     let log = RequestLog::new(base.store().clone());
-    let storage = Storage::new(log.clone(), base.url().to_string());
+    let storage = Storage::new(log.clone(), base.url().to_string())
+        .with_caches(DEFAULT_SIDECAR_CACHE_BYTES, data_bytes);
     let session = Engine::with_storage(storage.clone())
         .await
         .unwrap()
@@ -35,6 +44,8 @@ fn fetched<'a>(requests: &'a [String], suffix: &str) -> Vec<&'a String> {
 
 async fn explain_fetches_nothing_and_the_query_prunes_when_it_runs(location: &str) {
     let (s, log, _) = logged_session(location).await;
+    // What each pruning path fetches, not a kept result (see lookups_answer_from_kept_results).
+    run(&s, "set sieve.lookup_cache = false").await;
     run(&s, "create table t with (block_rows = 100) as select number as c1, cast(number * 7 as string) as c2 from numbers(1000)").await;
     log.take();
 
@@ -81,8 +92,8 @@ async fn explain_fetches_nothing_and_the_query_prunes_when_it_runs(location: &st
     assert_eq!(sidecars.len(), distinct.len(), "{without:#?}");
     assert!(fetched(&without, ".loc").is_empty(), "{without:#?}");
 
-    // Again: the snapshot is confirmed with two small requests; segments, sidecar entries and
-    // the block's footer come from the caches.
+    // Again: the snapshot is confirmed with two small requests; segments, sidecar entries, the
+    // block's footer and its pages come from the caches.
     assert_eq!(rows(&run(&s, sql).await), ["500"]);
     let again = log.take();
     assert_eq!(fetched(&again, "latest.json").len(), 1, "{again:#?}");
@@ -93,11 +104,7 @@ async fn explain_fetches_nothing_and_the_query_prunes_when_it_runs(location: &st
             "fetched {kind} again: {again:#?}"
         );
     }
-    let parquet = |r: &[String]| fetched(r, ".parquet").len();
-    assert!(
-        parquet(&again) < parquet(&first),
-        "the footer is cached: {again:#?}"
-    );
+    assert!(fetched(&again, ".parquet").is_empty(), "{again:#?}");
 
     // A commit: the next query lists the history once and fetches only the new segment.
     run(&s, "insert into t values (5000, 'new')").await;
@@ -125,6 +132,82 @@ async fn explain_fetches_nothing_on_s3() {
     let base = common::s3_base();
     let prefix = format!("{base}/read-path-{:x}", rand::random::<u64>());
     explain_fetches_nothing_and_the_query_prunes_when_it_runs(&prefix).await;
+}
+
+/// A lookup repeated reads its block's pages from the data cache: no request for the block and
+/// no byte of it fetched; with the cache off (`data_cache_mib = 0`, or `SET sieve.data_cache =
+/// false` in the session) it fetches them again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn repeated_lookups_read_pages_from_the_data_cache() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        (DEFAULT_DATA_CACHE_BYTES, true, true),
+        (0, true, false),
+        (DEFAULT_DATA_CACHE_BYTES, false, false),
+    ];
+    for (i, (data_bytes, session_cache, cached)) in cases.into_iter().enumerate() {
+        let location = dir.path().join(format!("case-{i}"));
+        let (s, log, _) = logged_session_caching(location.to_str().unwrap(), data_bytes).await;
+        run(&s, &format!("set sieve.data_cache = {session_cache}")).await;
+        // The lookup's result itself is not to be kept (see lookups_answer_from_kept_results).
+        run(&s, "set sieve.lookup_cache = false").await;
+        run(&s, "create table t with (block_rows = 100) as select number as c1, cast(number * 7 as string) as c2 from numbers(1000)").await;
+        let sql = "select c1 from t where c2 = '3500'";
+        let first = run(&s, sql).await;
+        assert_eq!(rows(&first), ["500"]);
+        assert!(first.stats.bytes_read > 0);
+        log.take();
+        let again = run(&s, sql).await;
+        assert_eq!(rows(&again), ["500"]);
+        let requests = log.take();
+        if cached {
+            assert_eq!(again.stats.bytes_read, 0);
+            assert!(fetched(&requests, ".parquet").is_empty(), "{requests:#?}");
+        } else {
+            assert!(again.stats.bytes_read > 0);
+            assert!(!fetched(&requests, ".parquet").is_empty(), "{requests:#?}");
+        }
+    }
+}
+
+/// A lookup repeated in the same table version is answered from its kept result: no block, no
+/// locator page, no sidecar is read, only the version confirmed. A commit (INSERT, DELETE) makes
+/// a new version, whose lookups read the table again and see it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lookups_answer_from_kept_results() {
+    let dir = tempfile::tempdir().unwrap();
+    let (s, log, _) = logged_session(dir.path().to_str().unwrap()).await;
+    run(&s, "create table t with (block_rows = 100) as select number as c1, cast(number * 7 as string) as c2 from numbers(1000)").await;
+    let sql = "select c1 from t where c2 = '3500'";
+    let first = run(&s, sql).await;
+    assert_eq!((rows(&first), first.stats.blocks_read), (vec!["500".to_string()], 1));
+    log.take();
+    let again = run(&s, sql).await;
+    assert_eq!((rows(&again), again.stats.blocks_read), (vec!["500".to_string()], 0));
+    assert!(again.short_path);
+    let requests = log.take();
+    for kind in [".parquet", ".loc", ".sidecar", "/segments/"] {
+        assert!(fetched(&requests, kind).is_empty(), "{kind}: {requests:#?}");
+    }
+    assert_eq!(fetched(&requests, "latest.json").len(), 1, "{requests:#?}");
+    // Prepared, the same lookup is the same key.
+    let prepared = s.prepare("select c1 from t where c2 = ?").await.unwrap();
+    let bound = vec![datafusion::common::ScalarValue::Utf8(Some("3500".into()))];
+    let answer = s.execute_prepared(&prepared, bound.clone()).await.unwrap();
+    let answer = answer.collect().await.unwrap();
+    assert_eq!((rows(&answer), answer.stats.blocks_read), (vec!["500".to_string()], 0));
+    // A new version: read again, and the appended row is in the answer.
+    run(&s, "insert into t values (9999, '3500')").await;
+    let after_insert = run(&s, sql).await;
+    assert_eq!(rows(&after_insert), ["500", "9999"]);
+    assert!(after_insert.stats.blocks_read > 0);
+    run(&s, "delete from t where c1 = 500").await;
+    let answer = s.execute_prepared(&prepared, bound).await.unwrap();
+    assert_eq!(rows(&answer.collect().await.unwrap()), ["9999"]);
+    // Off, the table is read every time.
+    run(&s, "set sieve.lookup_cache = false").await;
+    run(&s, sql).await;
+    assert!(run(&s, sql).await.stats.blocks_read > 0);
 }
 
 /// Concurrent queries share freshness checks: 50 snapshot lookups arriving together cost two

@@ -1,7 +1,8 @@
 -- sysbench script of Sieve's served point lookup: one server-side prepared statement
 -- (`SIEVE_LOOKUP`, default `select c1 from t10b where c2 = ?`) per connection, executed with a
 -- key drawn uniformly from the lines of `SIEVE_KEYS`. An event is one lookup. `SIEVE_SET`, if
--- given, is run first on each connection (`set sieve.short_path = false` for the baseline).
+-- given, holds statements (split at `;`) run first on each connection (`set sieve.short_path =
+-- false; set sieve.data_cache = false` for the baseline).
 local sql = os.getenv("SIEVE_LOOKUP") or "select c1 from t10b where c2 = ?"
 local setting = os.getenv("SIEVE_SET")
 local keys_file = assert(os.getenv("SIEVE_KEYS"), "SIEVE_KEYS names the file of keys")
@@ -14,8 +15,10 @@ function thread_init()
   assert(#keys > 0, "no keys in " .. keys_file)
   drv = sysbench.sql.driver()
   con = drv:connect()
-  if setting and setting ~= "" then
-    con:query(setting)
+  for statement in string.gmatch(setting or "", "[^;]+") do
+    if statement:match("%S") then
+      con:query(statement)
+    end
   end
   stmt = con:prepare(sql)
   param = stmt:bind_create(sysbench.sql.type.VARCHAR, 64)

@@ -1,7 +1,8 @@
 //! Caches shared by every query on one storage: what each table's newest version was last found
 //! to be, decoded segments (immutable once written) and the block lists built from them per
-//! table version, opened sidecar entries and verified locator pages, both bounded in bytes. A
-//! commit makes a query fetch its one new segment, not the table's every segment again.
+//! table version, opened sidecar entries, verified locator pages and verified byte ranges of
+//! blocks, each bounded in bytes. A commit makes a query fetch its one new segment, not the
+//! table's every segment again; a lookup of a hot key reads its pages from memory.
 
 use std::sync::Arc;
 
@@ -16,7 +17,7 @@ use crate::snapshot::KnownLatest;
 /// The sidecar cache's default budget. A point query on a column that min/max cannot prune probes
 /// every block's sidecar, so this budget decides whether such queries on a big table stay warm
 /// (1B rows of t10b with binary_fuse8 on both columns have about 2.3 GB of sidecars); the CLI
-/// passes its `sidecar_cache_mib` setting down ([`crate::Storage::with_sidecar_cache`]).
+/// passes its `sidecar_cache_mib` setting down ([`crate::Storage::with_caches`]).
 pub const DEFAULT_SIDECAR_CACHE_BYTES: u64 = 256 << 20;
 
 /// Locator pages kept: a lookup reads at most 2 KiB per group, so this holds the pages of about
@@ -45,17 +46,21 @@ impl Weighter<EntryKey, Arc<SidecarColumn>> for EntryBytes {
     }
 }
 
+/// The data cache's default budget: the pages a few thousand hot lookups read (a t10b lookup
+/// reads about 100 KB of c2 and c1 pages); the CLI passes its `data_cache_mib` setting down.
+pub const DEFAULT_DATA_CACHE_BYTES: u64 = 256 << 20;
+
 /// Locator pages are cached by locator path and the read's byte range (a lookup reads one page
-/// or two from the same start).
-pub type PagesKey = (String, u64, u64);
+/// or two from the same start); block bytes by block path and the range read (checksum strides).
+pub type RangeKey = (String, u64, u64);
 
-/// Weighs verified locator pages by their bytes (plus the key).
+/// Weighs verified bytes by their length (plus the key).
 #[derive(Clone)]
-pub struct PageBytes;
+pub struct RangeBytes;
 
-impl Weighter<PagesKey, Bytes> for PageBytes {
-    fn weight(&self, key: &PagesKey, pages: &Bytes) -> u64 {
-        (pages.len() + key.0.len()) as u64 + 16
+impl Weighter<RangeKey, Bytes> for RangeBytes {
+    fn weight(&self, key: &RangeKey, bytes: &Bytes) -> u64 {
+        (bytes.len() + key.0.len()) as u64 + 16
     }
 }
 
@@ -67,11 +72,14 @@ pub struct Caches {
     pub block_lists: Cache<(String, u64), Arc<BlockList>>,
     pub sidecars: Cache<EntryKey, Arc<SidecarColumn>, EntryBytes>,
     /// Only pages whose checksums held: a damaged read is never cached.
-    pub locator_pages: Cache<PagesKey, Bytes, PageBytes>,
+    pub locator_pages: Cache<RangeKey, Bytes, RangeBytes>,
+    /// Byte ranges of blocks (widened to checksum strides) whose checksums held. Blocks are
+    /// immutable, so an entry never goes stale; None when the budget is 0.
+    pub data: Option<Cache<RangeKey, Bytes, RangeBytes>>,
 }
 
 impl Caches {
-    pub fn new(sidecar_bytes: u64) -> Self {
+    pub fn new(sidecar_bytes: u64, data_bytes: u64) -> Self {
         Self {
             latest: Cache::new(TABLES),
             segments: Cache::new(SEGMENTS),
@@ -85,8 +93,12 @@ impl Caches {
             locator_pages: Cache::with_weighter(
                 (LOCATOR_PAGE_BYTES / 2048) as usize,
                 LOCATOR_PAGE_BYTES,
-                PageBytes,
+                RangeBytes,
             ),
+            // Sized for ranges of about 64 KiB.
+            data: (data_bytes > 0).then(|| {
+                Cache::with_weighter((data_bytes >> 16).max(64) as usize, data_bytes, RangeBytes)
+            }),
         }
     }
 }
@@ -108,6 +120,7 @@ impl std::fmt::Debug for Caches {
             .field("sidecars", &self.sidecars.len())
             .field("sidecar_bytes", &self.sidecars.weight())
             .field("locator_page_bytes", &self.locator_pages.weight())
+            .field("data_bytes", &self.data.as_ref().map_or(0, |d| d.weight()))
             .finish()
     }
 }

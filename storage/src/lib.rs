@@ -27,6 +27,7 @@ mod writer;
 
 pub use block::{BlockStats, IndexStats};
 pub use block_checksums::BlockChecksums;
+pub use cache::{DEFAULT_DATA_CACHE_BYTES, DEFAULT_SIDECAR_CACHE_BYTES};
 pub use catalog::{Catalog, DEFAULT_DATABASE};
 pub use deleter::DeleteCommitted;
 pub use deletes::{BlockDeletes, Deletes};

@@ -13,7 +13,7 @@ use object_store::memory::InMemory;
 use object_store::prefix::PrefixStore;
 use url::Url;
 
-use crate::cache::{Caches, DEFAULT_SIDECAR_CACHE_BYTES};
+use crate::cache::{Caches, DEFAULT_DATA_CACHE_BYTES, DEFAULT_SIDECAR_CACHE_BYTES};
 use crate::error::{Result, StorageError};
 use crate::freshness::Freshness;
 use crate::snapshot::Snapshot;
@@ -93,17 +93,20 @@ impl Storage {
         Self {
             store,
             url,
-            caches: Arc::new(Caches::new(DEFAULT_SIDECAR_CACHE_BYTES)),
+            caches: Arc::new(Caches::new(
+                DEFAULT_SIDECAR_CACHE_BYTES,
+                DEFAULT_DATA_CACHE_BYTES,
+            )),
             snapshots: Arc::default(),
             definitions: Arc::default(),
         }
     }
 
-    /// The same store with caches that keep up to `bytes` of opened sidecar entries (fresh
-    /// caches: call it before the storage is used).
-    pub fn with_sidecar_cache(self, bytes: u64) -> Self {
+    /// The same store with caches that keep up to `sidecar_bytes` of opened sidecar entries and
+    /// `data_bytes` of blocks' bytes (0: none), fresh: call it before the storage is used.
+    pub fn with_caches(self, sidecar_bytes: u64, data_bytes: u64) -> Self {
         Self {
-            caches: Arc::new(Caches::new(bytes)),
+            caches: Arc::new(Caches::new(sidecar_bytes, data_bytes)),
             ..self
         }
     }

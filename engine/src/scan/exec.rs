@@ -389,11 +389,12 @@ pub fn parquet_scan(
     let mut source = ParquetSource::new(schema.clone())
         .with_table_parquet_options(options)
         .with_parquet_file_reader_factory(Arc::new(VerifiedReaderFactory::new(
-            table.storage().store().clone(),
+            table.storage().clone(),
             context
                 .runtime_env()
                 .cache_manager
                 .get_file_metadata_cache(),
+            SieveOptions::of(context).data_cache,
         )));
     if let Some(predicate) = predicate {
         source = source.with_predicate(predicate.clone());

@@ -8,7 +8,10 @@
 //! footer and its page index are read through the same checked ranges by parquet's own metadata
 //! reader, once: they are kept in DataFusion's file metadata cache (shared by the engine's
 //! sessions, bounded in bytes by `datafusion.runtime.metadata_cache_limit`), as DataFusion's own
-//! cached reader factory does. Blocks are immutable, so a cached footer never goes stale.
+//! cached reader factory does. Blocks are immutable, so a cached footer never goes stale, nor
+//! do the verified byte ranges the storage's data cache keeps (`data_cache_mib`): a lookup of a
+//! hot key reads its pages from memory, and EXPLAIN ANALYZE counts `data_cache_hits` and
+//! `data_cache_hit_bytes` beside `bytes_scanned` (the bytes fetched from storage).
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -29,18 +32,25 @@ use datafusion::parquet::file::metadata::{
 use datafusion::physical_plan::metrics::ExecutionPlanMetricsSet;
 use futures::FutureExt;
 use futures::future::BoxFuture;
-use object_store::{ObjectMeta, ObjectStore};
-use sieve_storage::BlockChecksums;
+use datafusion::physical_plan::metrics::{Count, MetricBuilder};
+use object_store::ObjectMeta;
+use sieve_storage::{BlockChecksums, Storage};
 
 #[derive(Debug)]
 pub struct VerifiedReaderFactory {
-    store: Arc<dyn ObjectStore>,
+    storage: Storage,
     footers: Arc<FileMetadataCache>,
+    /// Whether reads go through the storage's data cache (`SET sieve.data_cache`).
+    cached: bool,
 }
 
 impl VerifiedReaderFactory {
-    pub fn new(store: Arc<dyn ObjectStore>, footers: Arc<FileMetadataCache>) -> Self {
-        Self { store, footers }
+    pub fn new(storage: Storage, footers: Arc<FileMetadataCache>, cached: bool) -> Self {
+        Self {
+            storage,
+            footers,
+            cached,
+        }
     }
 }
 
@@ -58,7 +68,11 @@ impl ParquetFileReaderFactory for VerifiedReaderFactory {
         })?;
         Ok(Box::new(VerifiedReader {
             metrics: ParquetFileMetrics::new(partition_index, path.as_ref(), metrics),
-            store: self.store.clone(),
+            cache_hits: MetricBuilder::new(metrics).counter("data_cache_hits", partition_index),
+            cache_hit_bytes: MetricBuilder::new(metrics)
+                .counter("data_cache_hit_bytes", partition_index),
+            storage: self.storage.clone(),
+            cached: self.cached,
             footers: self.footers.clone(),
             meta: file.object_meta,
             checksums,
@@ -68,12 +82,15 @@ impl ParquetFileReaderFactory for VerifiedReaderFactory {
 }
 
 struct VerifiedReader {
-    store: Arc<dyn ObjectStore>,
+    storage: Storage,
+    cached: bool,
     footers: Arc<FileMetadataCache>,
     /// The block's location and size, as the footer cache checks entries against.
     meta: ObjectMeta,
     checksums: BlockChecksums,
     metrics: ParquetFileMetrics,
+    cache_hits: Count,
+    cache_hit_bytes: Count,
     metadata_size_hint: Option<usize>,
 }
 
@@ -95,24 +112,58 @@ impl AsyncFileReader for VerifiedReader {
         ranges: Vec<Range<u64>>,
     ) -> BoxFuture<'_, Result<Vec<Bytes>, ParquetError>> {
         async move {
+            let location = &self.meta.location;
             let widened: Vec<Range<u64>> = ranges.iter().map(|r| self.checksums.widen(r)).collect();
-            let total: u64 = widened.iter().map(|r| r.end - r.start).sum();
-            self.metrics.bytes_scanned.add(total as usize);
-            // object_store coalesces ranges that widening made adjacent or overlapping.
-            let fetched = self
-                .store
-                .get_ranges(&self.meta.location, &widened)
-                .await
-                .map_err(external)?;
-            ranges
+            let cache = self.storage.caches().data.as_ref().filter(|_| self.cached);
+            let key = |w: &Range<u64>| (location.to_string(), w.start, w.end);
+            let mut found: Vec<Option<Bytes>> = widened
                 .iter()
-                .zip(fetched)
-                .map(|(range, bytes)| {
-                    self.checksums
-                        .check(self.meta.location.as_ref(), range, bytes)
-                        .map_err(external)
+                .map(|w| cache.and_then(|c| c.get(&key(w))))
+                .collect();
+            let missing: Vec<Range<u64>> = (widened.iter().zip(&found))
+                .filter(|(_, hit)| hit.is_none())
+                .map(|(w, _)| w.clone())
+                .collect();
+            for hit in found.iter().flatten() {
+                self.cache_hits.add(1);
+                self.cache_hit_bytes.add(hit.len());
+            }
+            if !missing.is_empty() {
+                let total: u64 = missing.iter().map(|r| r.end - r.start).sum();
+                self.metrics.bytes_scanned.add(total as usize);
+                // object_store coalesces ranges that widening made adjacent or overlapping.
+                let mut fetched = self
+                    .storage
+                    .store()
+                    .get_ranges(location, &missing)
+                    .await
+                    .map_err(external)?
+                    .into_iter();
+                for (w, slot) in widened.iter().zip(&mut found) {
+                    if slot.is_some() {
+                        continue;
+                    }
+                    let bytes = fetched.next().expect("one range fetched per range asked");
+                    // Checked whole, so only verified bytes are kept.
+                    let bytes = self
+                        .checksums
+                        .check(location.as_ref(), w, bytes)
+                        .map_err(external)?;
+                    if let Some(cache) = cache {
+                        cache.insert(key(w), bytes.clone());
+                    }
+                    *slot = Some(bytes);
+                }
+            }
+            Ok(ranges
+                .iter()
+                .zip(widened)
+                .zip(found)
+                .map(|((range, w), bytes)| {
+                    let bytes = bytes.expect("every range found or fetched");
+                    bytes.slice((range.start - w.start) as usize..(range.end - w.start) as usize)
                 })
-                .collect()
+                .collect())
         }
         .boxed()
     }

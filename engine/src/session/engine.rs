@@ -7,11 +7,10 @@ use datafusion::execution::runtime_env::{RuntimeEnv, RuntimeEnvBuilder};
 use sieve_storage::{Catalog, Storage, Table};
 use tokio::runtime::Handle;
 
-use super::Session;
+use super::{Session, Shared};
 use crate::cluster::coordinator::Cluster;
 use crate::error::to_df;
 use crate::guard::memory::{MemoryLimits, QueryPool};
-use crate::maintenance::merges::BackgroundMerges;
 use crate::scan::routing::{DEFAULT_ROUTING_BYTES, RoutingFilters};
 use crate::session::options::SieveOptions;
 
@@ -28,11 +27,8 @@ pub struct Engine {
     executor: Option<Handle>,
     /// Workers that run scans; None runs everything in this process.
     cluster: Option<Arc<Cluster>>,
-    /// The locator groups' key filters held in memory, shared by every session: lookups skip
-    /// the groups they rule out, a coordinator the workers.
-    routing: Arc<RoutingFilters>,
-    /// Locator group merges running in the background after commits.
-    merges: Arc<BackgroundMerges>,
+    /// Routing filters, background merges and lookup results, shared by every session.
+    shared: Shared,
 }
 
 impl Engine {
@@ -50,8 +46,11 @@ impl Engine {
             session_defaults: SieveOptions::default(),
             executor: None,
             cluster: None,
-            routing: Arc::new(RoutingFilters::new(DEFAULT_ROUTING_BYTES)),
-            merges: Arc::default(),
+            shared: Shared {
+                routing: Arc::new(RoutingFilters::new(DEFAULT_ROUTING_BYTES)),
+                merges: Arc::default(),
+                lookups: Arc::default(),
+            },
         })
     }
 
@@ -82,7 +81,10 @@ impl Engine {
     /// The same storage with routing filters of at most `bytes` in all.
     pub fn with_routing_budget(self, bytes: usize) -> Self {
         Self {
-            routing: Arc::new(RoutingFilters::new(bytes)),
+            shared: Shared {
+                routing: Arc::new(RoutingFilters::new(bytes)),
+                ..self.shared
+            },
             ..self
         }
     }
@@ -90,23 +92,23 @@ impl Engine {
     /// Waits until no routing filter is loading (filters load in the background from a table's
     /// first lookup): what a test or benchmark counting the groups a lookup probes waits on.
     pub async fn routing_settled(&self) {
-        self.routing.settled().await
+        self.shared.routing.settled().await
     }
 
     /// Merges `table`'s locator groups in the background, as a commit through SQL does: for
     /// writers beside SQL (the loader) after each of their commits.
     pub fn merge_in_background(&self, table: &Table) {
-        self.merges.start(table)
+        self.shared.merges.start(table)
     }
 
     /// Waits until no locator group merge runs in the background (commits start them).
     pub async fn merges_settled(&self) {
-        self.merges.settled().await
+        self.shared.merges.settled().await
     }
 
     /// Bytes the routing filters hold in memory.
     pub fn routing_bytes(&self) -> usize {
-        self.routing.bytes()
+        self.shared.routing.bytes()
     }
 
     /// The same storage under other memory limits.
@@ -137,8 +139,7 @@ impl Engine {
             self.session_defaults.clone(),
             self.executor.clone(),
             self.cluster.clone(),
-            self.routing.clone(),
-            self.merges.clone(),
+            self.shared.clone(),
         )
     }
 }

@@ -11,6 +11,7 @@ mod maintenance;
 pub(crate) mod options;
 pub(crate) mod prepared;
 pub(crate) mod query_stream;
+pub(crate) mod lookup_results;
 pub(crate) mod script;
 pub(crate) mod short_path;
 pub(crate) mod statement_task;
@@ -45,6 +46,7 @@ use crate::maintenance::merges::BackgroundMerges;
 use crate::numbers::NumbersFunction;
 use crate::progress::WriteProgress;
 use crate::scan::routing::RoutingFilters;
+use crate::session::lookup_results::LookupResults;
 use crate::session::options::SieveOptions;
 use crate::session::query_stream::{QueryOutput, QueryStream};
 use crate::session::script::statement_texts;
@@ -62,6 +64,19 @@ pub struct Session {
     cluster: Option<Arc<Cluster>>,
 }
 
+/// What the sessions of an engine share besides its storage, reached by their tasks through the
+/// session config's extensions.
+#[derive(Debug, Clone)]
+pub(crate) struct Shared {
+    /// The locator groups' key filters held in memory: lookups skip the groups they rule out,
+    /// a coordinator the workers.
+    pub routing: Arc<RoutingFilters>,
+    /// Locator group merges running in the background after commits.
+    pub merges: Arc<BackgroundMerges>,
+    /// Point lookups' results by table version ([`lookup_results`]).
+    pub lookups: Arc<LookupResults>,
+}
+
 fn object_parts(name: &ObjectName) -> Vec<String> {
     name.0
         .iter()
@@ -77,14 +92,14 @@ impl Session {
         options: SieveOptions,
         executor: Option<Handle>,
         cluster: Option<Arc<Cluster>>,
-        routing: Arc<RoutingFilters>,
-        merges: Arc<BackgroundMerges>,
+        shared: Shared,
     ) -> Result<Self> {
         let progress = Arc::new(WriteProgress::default());
         let mut config = SessionConfig::new()
             .with_extension(progress.clone())
-            .with_extension(routing)
-            .with_extension(merges)
+            .with_extension(shared.routing)
+            .with_extension(shared.merges)
+            .with_extension(shared.lookups)
             .with_default_catalog_and_schema(CATALOG_NAME, DEFAULT_DATABASE)
             .with_create_default_catalog_and_schema(false)
             .with_option_extension(options)

@@ -29,6 +29,12 @@ extensions_options! {
         /// their scan, skipping DataFusion's planner and optimizer; off, every query takes the
         /// full path (the short path's differential baseline).
         pub short_path: bool, default = true
+        /// Answer a short-path lookup from the results of the same lookup in the same table
+        /// version when they are kept; off, every lookup reads the table.
+        pub lookup_cache: bool, default = true
+        /// Read blocks' pages through the process's data cache (`data_cache_mib`); off, every
+        /// read fetches them from storage (the cache's baseline).
+        pub data_cache: bool, default = true
         /// Stop a query after this many milliseconds, as MySQL's `max_execution_time`; 0 never.
         pub max_execution_time: u64, default = 0
         /// Run filtered queries that narrow no block of a table over `full_scan_blocks` blocks

@@ -176,6 +176,17 @@ impl QueryStream {
         Self { origins, ..self }
     }
 
+    /// The same result with its rows passed through `f`.
+    pub(crate) fn map_rows(
+        self,
+        f: impl FnOnce(SendableRecordBatchStream) -> SendableRecordBatchStream,
+    ) -> Self {
+        Self {
+            rows: self.rows.map(f),
+            ..self
+        }
+    }
+
     pub(crate) fn by_short_path(self) -> Self {
         Self {
             short_path: true,

@@ -36,7 +36,14 @@ use datafusion::sql::sqlparser::ast::{
 use datafusion::config::ConfigOptions;
 use sieve_storage::Table;
 
+use std::time::Duration;
+
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+
 use super::Session;
+use crate::error::to_df;
+use crate::session::lookup_results::{LookupKey, LookupResults, keeping};
+use crate::session::options::SieveOptions;
 use crate::scan::exec::{ScanRequest, SieveScanExec};
 use crate::scan::lossless_cast::lossless_cast;
 use crate::session::query_stream::{ColumnOrigin, QueryStream};
@@ -73,6 +80,8 @@ pub(crate) struct PointLookup {
 pub(crate) struct Planned {
     pub plan: Arc<dyn ExecutionPlan>,
     pub origins: Vec<Option<ColumnOrigin>>,
+    /// What its result depends on.
+    pub key: LookupKey,
 }
 
 impl PointLookup {
@@ -171,10 +180,12 @@ impl PointLookup {
         }
     }
 
-    /// The lookup's plan over `table` with `params` bound; None when the full path must plan it.
+    /// The lookup's plan over version `version` of `table` with `params` bound; None when the
+    /// full path must plan it.
     pub fn plan(
         &self,
         table: &Table,
+        version: u64,
         database: &str,
         params: &[ScalarValue],
         options: &ConfigOptions,
@@ -219,6 +230,10 @@ impl PointLookup {
         let mut request = ScanRequest::new(table.clone(), options);
         request.projection = Some(read.clone());
         request.predicate = Some(physical(&whole)?);
+        // A key's rows are in a block or two: a lookup of n keys reads about n blocks, so more
+        // partitions than keys would only start tasks that read nothing.
+        request.partitions = request.partitions.min(self.condition.keys()).max(1);
+        request.snapshot = Some(version);
         let partitions = request.partitions;
         let scan: Arc<dyn ExecutionPlan> = Arc::new(SieveScanExec::new(request)?);
         let filter = FilterExecBuilder::new(physical(&scanned)?, scan)
@@ -245,6 +260,17 @@ impl PointLookup {
         Ok(Some(Planned {
             plan,
             origins: vec![Some(origin); outputs.len()],
+            key: LookupKey {
+                table: table.def().id.clone(),
+                version,
+                condition,
+                outputs,
+                limit,
+                pruning: options
+                    .extensions
+                    .get::<SieveOptions>()
+                    .map_or((true, true, true), |o| (o.pruning, o.locator, o.routing)),
+            },
         }))
     }
 }
@@ -325,6 +351,14 @@ fn single_table(select: &Select) -> Option<(&ObjectName, Option<&Ident>)> {
 }
 
 impl Condition {
+    /// How many values the condition names.
+    fn keys(&self) -> usize {
+        match self {
+            Self::In(_, values) => values.len(),
+            Self::And(l, r) | Self::Or(l, r) => l.keys() + r.keys(),
+        }
+    }
+
     fn columns(&self) -> Vec<&str> {
         match self {
             Self::In(name, _) => vec![name],
@@ -486,14 +520,40 @@ impl Session {
         let Ok(table) = self.catalog.open_table(db, name).await else {
             return Ok(None);
         };
-        let planned = {
+        let (staleness, cache) = self.options(|o| (o.max_staleness_ms, o.lookup_cache));
+        let snapshot = table
+            .snapshot_within(Duration::from_millis(staleness))
+            .await
+            .map_err(to_df)?;
+        let (planned, results) = {
             let state = self.ctx.state_ref();
             let state = state.read();
-            lookup.plan(&table, database, params, state.config_options())?
+            let planned = lookup.plan(
+                &table,
+                snapshot.version,
+                database,
+                params,
+                state.config_options(),
+            )?;
+            let results = state.config().get_extension::<LookupResults>();
+            (planned, results.filter(|_| cache))
         };
-        Ok(planned.map(|p| {
-            self.progress.reset();
-            self.run_physical(p.plan, p.origins)
+        let Some(Planned { plan, origins, key }) = planned else {
+            return Ok(None);
+        };
+        self.progress.reset();
+        if let Some(batches) = results.as_ref().and_then(|r| r.get(&key)) {
+            let rows = futures::stream::iter(batches.to_vec().into_iter().map(Ok));
+            let rows = Box::pin(RecordBatchStreamAdapter::new(plan.schema(), rows));
+            let answer = QueryStream::rows(plan.schema(), rows, None, self.pool());
+            return Ok(Some(answer.with_origins(origins).by_short_path()));
+        }
+        // The scan reads the version the key names; its blocks are listed (and cached) here.
+        table.blocks(&snapshot).await.map_err(to_df)?;
+        let answer = self.run_physical(plan, origins);
+        Ok(Some(match results {
+            Some(results) => answer.map_rows(|rows| keeping(rows, results, key)),
+            None => answer,
         }))
     }
 
