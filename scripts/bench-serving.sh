@@ -6,10 +6,13 @@
 # connection, keys drawn from a file) for SIEVE_BENCH_SECONDS (default 10) per run at each of
 # SIEVE_BENCH_THREADS (default "1 16 64") connections, over:
 #   - hot present: 1000 keys of the table; hot absent: 1000 keys not in it;
-#   - uniform present: 20000 keys drawn uniformly over the table (mostly not cached).
-# Each run is made with the short path and the data cache on and, right after it in the same
-# server, off (`set sieve.short_path = false; set sieve.data_cache = false`: the full path, the
-# baseline), and reports lookups/s, p95 latency,
+#   - uniform present: 20000 keys drawn uniformly over the table, with kept lookup results off
+#     (`set sieve.lookup_cache = false`), so each lookup reads its pages (from the data cache
+#     when an earlier lookup read them).
+# SIEVE_BENCH_KEYS (default "hot-present hot-absent uniform-present") chooses among them. Each
+# run is made with the short path and the caches on and, right after it in the same server, off
+# (`set sieve.short_path = false; set sieve.data_cache = false`: the full path, the baseline),
+# and reports lookups/s, p95 latency,
 # the server's CPU per lookup (user + system from /proc) and MinIO's requests per lookup (its
 # Prometheus counters, read 12 s after a run), then the ratios. The client runs on the same cores; keep the machine
 # otherwise idle.
@@ -19,6 +22,7 @@ sieve="$(realpath "${1:?usage: bench-serving.sh SIEVE}")"
 rows="${SIEVE_BENCH_ROWS:-100M}"
 seconds="${SIEVE_BENCH_SECONDS:-10}"
 threads_list="${SIEVE_BENCH_THREADS:-1 16 64}"
+key_sets="${SIEVE_BENCH_KEYS:-hot-present hot-absent uniform-present}"
 if ! command -v sysbench >/dev/null 2>&1; then
   sudo=""
   [ "$(id -u)" = 0 ] || sudo="sudo"
@@ -92,11 +96,12 @@ echo
 echo "| keys | connections | path | lookups/s | p95 ms | server CPU ms/lookup | requests/lookup |"
 echo "|---|---|---|---|---|---|---|"
 declare -A rate cost
-for keys in hot-present hot-absent uniform-present; do
+for keys in $key_sets; do
   for threads in $threads_list; do
     for path in short full; do
       on=$([ $path = short ] && echo true || echo false)
       setting="set sieve.short_path = $on; set sieve.data_cache = $on"
+      [ "$keys" = uniform-present ] && setting="$setting; set sieve.lookup_cache = false"
       c0=$(cpu)
       r0=$(requests)
       out=$(SIEVE_SET="$setting" SIEVE_KEYS="$work/$keys.keys" sysbench scripts/serving/lookup.lua \
