@@ -7,8 +7,8 @@
 
 mod common;
 
-use rand::rngs::StdRng;
 use datafusion::common::ScalarValue;
+use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use sieve_engine::{Engine, QueryOutput, Session};
 
@@ -299,7 +299,10 @@ fn same(
     match (short, full) {
         (Ok(short), Ok(full)) => {
             assert_eq!(rows(short), rows(full), "the short path changed {sql}");
-            assert_eq!(short.schema, full.schema, "the short path's columns of {sql}");
+            assert_eq!(
+                short.schema, full.schema,
+                "the short path's columns of {sql}"
+            );
             // Unless DataFusion's optimizer proved the filter false (`u64 = 1 AND u64 = 2`) and
             // left no scan, or the short path answered from the results of the same lookup, both
             // paths prune alike.

@@ -180,10 +180,16 @@ async fn lookups_answer_from_kept_results() {
     run(&s, "create table t with (block_rows = 100) as select number as c1, cast(number * 7 as string) as c2 from numbers(1000)").await;
     let sql = "select c1 from t where c2 = '3500'";
     let first = run(&s, sql).await;
-    assert_eq!((rows(&first), first.stats.blocks_read), (vec!["500".to_string()], 1));
+    assert_eq!(
+        (rows(&first), first.stats.blocks_read),
+        (vec!["500".to_string()], 1)
+    );
     log.take();
     let again = run(&s, sql).await;
-    assert_eq!((rows(&again), again.stats.blocks_read), (vec!["500".to_string()], 0));
+    assert_eq!(
+        (rows(&again), again.stats.blocks_read),
+        (vec!["500".to_string()], 0)
+    );
     assert!(again.short_path);
     let requests = log.take();
     for kind in [".parquet", ".loc", ".sidecar", "/segments/"] {
@@ -195,7 +201,10 @@ async fn lookups_answer_from_kept_results() {
     let bound = vec![datafusion::common::ScalarValue::Utf8(Some("3500".into()))];
     let answer = s.execute_prepared(&prepared, bound.clone()).await.unwrap();
     let answer = answer.collect().await.unwrap();
-    assert_eq!((rows(&answer), answer.stats.blocks_read), (vec!["500".to_string()], 0));
+    assert_eq!(
+        (rows(&answer), answer.stats.blocks_read),
+        (vec!["500".to_string()], 0)
+    );
     // A new version: read again, and the appended row is in the answer.
     run(&s, "insert into t values (9999, '3500')").await;
     let after_insert = run(&s, sql).await;
@@ -241,14 +250,22 @@ async fn concurrent_queries_share_freshness_checks() {
     let defs = futures::future::join_all((0..50).map(|_| catalog.table("default", "t"))).await;
     assert!(defs.iter().all(|d| d.as_ref().unwrap().name == "t"));
     let requests = log.take();
-    assert_eq!(fetched(&requests, "tables/t.json").len(), 2, "{requests:#?}");
+    assert_eq!(
+        fetched(&requests, "tables/t.json").len(),
+        2,
+        "{requests:#?}"
+    );
     // A DROP made before a lookup of the definition starts is seen by it.
     run(&session, "drop table t").await;
     assert!(matches!(
         catalog.table("default", "t").await,
         Err(sieve_storage::StorageError::UnknownTable(..))
     ));
-    run(&session, "create table t as select number as c1 from numbers(10)").await;
+    run(
+        &session,
+        "create table t as select number as c1 from numbers(10)",
+    )
+    .await;
     run(&session, "insert into t values (10)").await;
     let table = catalog.open_table("default", "t").await.unwrap();
     // A commit made before a lookup starts is seen by it.

@@ -30,9 +30,9 @@ use datafusion::parquet::file::metadata::{
     PageIndexPolicy, ParquetMetaData, ParquetMetaDataReader,
 };
 use datafusion::physical_plan::metrics::ExecutionPlanMetricsSet;
+use datafusion::physical_plan::metrics::{Count, MetricBuilder};
 use futures::FutureExt;
 use futures::future::BoxFuture;
-use datafusion::physical_plan::metrics::{Count, MetricBuilder};
 use object_store::ObjectMeta;
 use sieve_storage::{BlockChecksums, Storage};
 

@@ -10,7 +10,8 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, ready};
 
-use datafusion::arrow::array::RecordBatch;
+use datafusion::arrow::array::{ArrayRef, AsArray, RecordBatch};
+use datafusion::arrow::datatypes::DataType;
 use datafusion::error::Result;
 use datafusion::execution::SendableRecordBatchStream;
 use datafusion::logical_expr::Expr;
@@ -106,6 +107,21 @@ pub(crate) fn keeping(
     ))
 }
 
+/// `batch` holding only its own values: a filtered string view column still points into the
+/// whole page it was decoded from, which a kept result must not hold on to.
+fn compacted(batch: &RecordBatch) -> RecordBatch {
+    let columns = batch
+        .columns()
+        .iter()
+        .map(|column| match column.data_type() {
+            DataType::Utf8View => Arc::new(column.as_string_view().gc()) as ArrayRef,
+            DataType::BinaryView => Arc::new(column.as_binary_view().gc()) as ArrayRef,
+            _ => column.clone(),
+        })
+        .collect();
+    RecordBatch::try_new(batch.schema(), columns).expect("the same schema and lengths")
+}
+
 struct Keeping {
     rows: SendableRecordBatchStream,
     /// None once the result is known not to be kept (too large, or failed).
@@ -122,15 +138,16 @@ impl Stream for Keeping {
         let this = self.get_mut();
         let next = ready!(this.rows.poll_next_unpin(cx));
         match &next {
-            Some(Ok(batch)) => {
-                this.bytes += batch.get_array_memory_size();
-                if this.bytes > MAX_RESULT_BYTES {
-                    this.kept = None;
-                }
-                if let Some(kept) = &mut this.kept {
-                    kept.push(batch.clone());
+            Some(Ok(batch)) if this.kept.is_some() => {
+                let compact = compacted(batch);
+                this.bytes += compact.get_array_memory_size();
+                match &mut this.kept {
+                    Some(_) if this.bytes > MAX_RESULT_BYTES => this.kept = None,
+                    Some(kept) => kept.push(compact),
+                    None => {}
                 }
             }
+            Some(Ok(_)) => {}
             Some(Err(_)) => this.kept = None,
             None => {
                 if let (Some(kept), Some(key)) = (this.kept.take(), this.key.take()) {
@@ -139,5 +156,33 @@ impl Stream for Keeping {
             }
         }
         Poll::Ready(next)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use datafusion::arrow::array::{BooleanArray, StringViewArray};
+    use datafusion::arrow::compute::filter_record_batch;
+    use datafusion::arrow::datatypes::{Field, Schema};
+
+    use super::*;
+
+    #[test]
+    fn a_kept_row_does_not_hold_its_page() {
+        let page: StringViewArray = (0..8192)
+            .map(|i| Some(format!("a value long enough to be stored out of line {i}")))
+            .collect();
+        let schema = Arc::new(Schema::new(vec![Field::new("s", DataType::Utf8View, true)]));
+        let batch = RecordBatch::try_new(schema, vec![Arc::new(page)]).unwrap();
+        let one = BooleanArray::from((0..8192).map(|i| i == 4242).collect::<Vec<_>>());
+        let found = filter_record_batch(&batch, &one).unwrap();
+        let kept = compacted(&found);
+        assert_eq!(kept, found);
+        assert!(found.get_array_memory_size() > 100_000);
+        assert!(
+            kept.get_array_memory_size() < 1_000,
+            "{}",
+            kept.get_array_memory_size()
+        );
     }
 }

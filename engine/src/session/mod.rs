@@ -7,11 +7,11 @@ mod ddl;
 mod dispatch;
 mod engine;
 mod execute;
+pub(crate) mod lookup_results;
 mod maintenance;
 pub(crate) mod options;
 pub(crate) mod prepared;
 pub(crate) mod query_stream;
-pub(crate) mod lookup_results;
 pub(crate) mod script;
 pub(crate) mod short_path;
 pub(crate) mod statement_task;
@@ -205,7 +205,11 @@ impl Session {
     /// Whether unquoted identifiers are lowercased, as DataFusion's planner does by default.
     fn normalizes_identifiers(&self) -> bool {
         let state = self.ctx.state_ref();
-        let normalize = state.read().config_options().sql_parser.enable_ident_normalization;
+        let normalize = state
+            .read()
+            .config_options()
+            .sql_parser
+            .enable_ident_normalization;
         normalize
     }
 

@@ -16,6 +16,7 @@ use std::sync::Arc;
 
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::{DFSchema, ScalarValue};
+use datafusion::config::ConfigOptions;
 use datafusion::error::Result;
 use datafusion::execution::context::ExecutionProps;
 use datafusion::logical_expr::physical_planning_context::PhysicalPlanningContext;
@@ -30,10 +31,9 @@ use datafusion::physical_plan::projection::ProjectionExec;
 use datafusion::sql::parser::Statement as DFStatement;
 use datafusion::sql::planner::IdentNormalizer;
 use datafusion::sql::sqlparser::ast::{
-    BinaryOperator, Expr, GroupByExpr, Ident, LimitClause, ObjectName, Query, Select,
-    SelectItem, SetExpr, Statement, TableFactor, UnaryOperator, Value,
+    BinaryOperator, Expr, GroupByExpr, Ident, LimitClause, ObjectName, Query, Select, SelectItem,
+    SetExpr, Statement, TableFactor, UnaryOperator, Value,
 };
-use datafusion::config::ConfigOptions;
 use sieve_storage::Table;
 
 use std::time::Duration;
@@ -42,10 +42,10 @@ use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 
 use super::Session;
 use crate::error::to_df;
-use crate::session::lookup_results::{LookupKey, LookupResults, keeping};
-use crate::session::options::SieveOptions;
 use crate::scan::exec::{ScanRequest, SieveScanExec};
 use crate::scan::lossless_cast::lossless_cast;
+use crate::session::lookup_results::{LookupKey, LookupResults, keeping};
+use crate::session::options::SieveOptions;
 use crate::session::query_stream::{ColumnOrigin, QueryStream};
 
 /// A literal of the statement's text, or the `n`th parameter (from 0) of a prepared statement.
@@ -224,7 +224,8 @@ impl PointLookup {
         read.dedup();
         let props = ExecutionProps::new();
         let context = PhysicalPlanningContext::default();
-        let physical = |schema: &DFSchema| create_physical_expr(&condition, schema, &props, &context);
+        let physical =
+            |schema: &DFSchema| create_physical_expr(&condition, schema, &props, &context);
         let whole = DFSchema::try_from(schema.as_ref().clone())?;
         let scanned = DFSchema::try_from(schema.project(&read)?)?;
         let mut request = ScanRequest::new(table.clone(), options);
@@ -429,10 +430,12 @@ fn operand(expr: &Expr) -> Option<Operand> {
             _ => None,
         },
         Expr::Value(value) => match &value.value {
-            Value::Number(digits, false) => {
-                Some(Operand::Value(ScalarValue::Int64(Some(digits.parse().ok()?))))
+            Value::Number(digits, false) => Some(Operand::Value(ScalarValue::Int64(Some(
+                digits.parse().ok()?,
+            )))),
+            Value::SingleQuotedString(s) => {
+                Some(Operand::Value(ScalarValue::Utf8(Some(s.clone()))))
             }
-            Value::SingleQuotedString(s) => Some(Operand::Value(ScalarValue::Utf8(Some(s.clone())))),
             Value::Placeholder(p) => {
                 let n: usize = p.strip_prefix('$')?.parse().ok()?;
                 Some(Operand::Param(n.checked_sub(1)?))
@@ -494,8 +497,7 @@ fn bind(
 
 /// Both integers or both strings: the comparisons DataFusion makes without coercing the column.
 fn same_kind(value: &DataType, column: &DataType) -> bool {
-    (value.is_integer() && column.is_integer())
-        || (is_string(value) && is_string(column))
+    (value.is_integer() && column.is_integer()) || (is_string(value) && is_string(column))
 }
 
 fn is_string(t: &DataType) -> bool {
@@ -543,7 +545,8 @@ impl Session {
         };
         self.progress.reset();
         if let Some(batches) = results.as_ref().and_then(|r| r.get(&key)) {
-            let rows = futures::stream::iter(batches.to_vec().into_iter().map(Ok));
+            let rows = (0..batches.len()).map(move |i| Ok(batches[i].clone()));
+            let rows = futures::stream::iter(rows);
             let rows = Box::pin(RecordBatchStreamAdapter::new(plan.schema(), rows));
             let answer = QueryStream::rows(plan.schema(), rows, None, self.pool());
             return Ok(Some(answer.with_origins(origins).by_short_path()));
