@@ -31,10 +31,7 @@ storage="s3://sieve-test/routing"
 port=$(free_port)
 RUST_LOG=info "$sieve" --storage "$storage" serve --port "$port" >"$work/serve.log" 2>&1 &
 server=$!
-for _ in $(seq 1 100); do
-  python3 -c "import socket; socket.create_connection(('127.0.0.1', $port))" 2>/dev/null && break
-  sleep 0.2
-done
+wait_for_port "$port"
 
 python3 - "$port" "$server" "$rows" "$queries" <<'EOF'
 import random, re, statistics, sys, time

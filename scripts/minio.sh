@@ -21,6 +21,17 @@ free_port() {
   python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
+# Waits (up to 20 s) until something accepts connections on loopback port $1: a server a
+# benchmark started in the background.
+wait_for_port() {
+  for _ in $(seq 1 100); do
+    python3 -c "import socket; socket.create_connection(('127.0.0.1', $1))" 2>/dev/null && return 0
+    sleep 0.2
+  done
+  echo "nothing listens on port $1" >&2
+  return 1
+}
+
 minio_start() {
   minio_install || return 1
   MINIO_DATA=$(mktemp -d)
