@@ -3,7 +3,7 @@
 //!
 //! `catalog/<db>/database.json` marks a database; `catalog/<db>/tables/<name>.json` holds a
 //! [`TableDef`]. Both are created with a conditional put, so two concurrent CREATEs of one name
-//! cannot both succeed. Both are checksummed JSON ([`crate::checked_json`]). Names may hold any
+//! cannot both succeed. Both are checksummed JSON ([`crate::meta::checked_json`]). Names may hold any
 //! character: object_store percent-encodes what a path part cannot hold, and listings decode it.
 
 use futures::TryStreamExt;
@@ -11,11 +11,11 @@ use object_store::path::Path;
 use object_store::{ObjectStoreExt, PutMode, PutOptions, PutPayload};
 use serde::{Deserialize, Serialize};
 
-use crate::checked_json;
 use crate::error::{Result, StorageError};
 use crate::location::Storage;
-use crate::table::Table;
-use crate::table_def::TableDef;
+use crate::meta::checked_json;
+use crate::meta::table_def::TableDef;
+use crate::read::table::Table;
 
 pub const DEFAULT_DATABASE: &str = "default";
 
@@ -168,7 +168,7 @@ impl Catalog {
     }
 
     /// The definition of `db.name`, as a fetch sent after this call began finds it (so a CREATE
-    /// or DROP made before is seen); concurrent callers share fetches ([`crate::freshness`]).
+    /// or DROP made before is seen); concurrent callers share fetches ([`crate::read::freshness`]).
     pub async fn table(&self, db: &str, name: &str) -> Result<TableDef> {
         let path = table_path(db, name);
         let (key, store) = (path.to_string(), self.storage.store().clone());

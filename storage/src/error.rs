@@ -39,7 +39,7 @@ pub enum StorageError {
     Io(#[from] std::io::Error),
     #[error("background task failed: {0}")]
     Task(#[from] tokio::task::JoinError),
-    /// The error of a check several queries shared ([`crate::freshness`]).
+    /// The error of a check several queries shared ([`crate::read::freshness`]).
     #[error(transparent)]
     Shared(std::sync::Arc<StorageError>),
 }

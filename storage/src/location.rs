@@ -13,11 +13,11 @@ use object_store::memory::InMemory;
 use object_store::prefix::PrefixStore;
 use url::Url;
 
-use crate::cache::{Caches, DEFAULT_DATA_CACHE_BYTES, DEFAULT_SIDECAR_CACHE_BYTES};
 use crate::error::{Result, StorageError};
-use crate::freshness::Freshness;
-use crate::snapshot::Snapshot;
-use crate::table_def::TableDef;
+use crate::meta::snapshot::Snapshot;
+use crate::meta::table_def::TableDef;
+use crate::read::cache::{Caches, DEFAULT_DATA_CACHE_BYTES, DEFAULT_SIDECAR_CACHE_BYTES};
+use crate::read::freshness::Freshness;
 
 /// An object store rooted at the storage URL (every path Sieve writes is relative to it), with
 /// the caches every query on it shares.

@@ -16,8 +16,8 @@ use object_store::ObjectStoreExt;
 use object_store::path::Path;
 
 use crate::error::Result;
-use crate::snapshot::{self, snapshots_dir};
-use crate::table::Table;
+use crate::meta::snapshot::{self, snapshots_dir};
+use crate::read::table::Table;
 
 /// What a VACUUM did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -2,7 +2,7 @@
 //!
 //! `tables/<id>/blocks/<block>.parquet` and `.sidecar`, `tables/<id>/locators/<group>.loc`,
 //! `tables/<id>/segments/<segment>.arrow`,
-//! `tables/<id>/snapshots/…` (see [`crate::snapshot`]).
+//! `tables/<id>/snapshots/…` (see [`crate::meta::snapshot`]).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,9 +18,10 @@ use sieve_index::{
 
 use crate::error::{Result, StorageError};
 use crate::location::Storage;
-use crate::segment::{BlockList, LocatorGroup, decode_segment};
-use crate::snapshot::{self, SegmentRef, Snapshot};
-use crate::table_def::TableDef;
+use crate::meta::block_list::{BlockList, LocatorGroup};
+use crate::meta::segment::decode_segment;
+use crate::meta::snapshot::{self, SegmentRef, Snapshot};
+use crate::meta::table_def::TableDef;
 
 /// Sidecar GETs in flight at once for one query.
 const SIDECAR_FETCH_CONCURRENCY: usize = 32;
@@ -97,7 +98,7 @@ impl Table {
     }
 
     /// The newest snapshot, as a check sent after this call began sees it: every commit made
-    /// before is in it. Concurrent callers share checks ([`crate::freshness`]).
+    /// before is in it. Concurrent callers share checks ([`crate::read::freshness`]).
     pub async fn snapshot(&self) -> Result<Snapshot> {
         let (storage, dir) = (self.storage.clone(), self.dir());
         let key = dir.to_string();

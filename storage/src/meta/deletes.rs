@@ -22,10 +22,8 @@ use bytes::Bytes;
 use roaring::RoaringBitmap;
 
 use crate::error::{Result, StorageError};
-use crate::segment::{DELETES_FORMAT, FORMAT_KEY, KIND_KEY, ipc_file};
-
-/// The value of [`KIND_KEY`] on a deletes segment.
-pub const DELETES_KIND: &str = "deletes";
+use crate::meta::segment::ipc_file;
+use crate::meta::versions::{DELETES_FORMAT, DELETES_KIND, FORMAT_KEY, KIND_KEY};
 
 /// What one commit deletes from one block.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -117,8 +115,8 @@ pub fn decode_deletes(path: &str, stored: &RecordBatch) -> Result<Vec<(String, B
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::segment::{Segment, decode_segment};
-    use crate::table_def::{TableDef, TableOptions};
+    use crate::meta::segment::{Segment, decode_segment};
+    use crate::meta::table_def::{TableDef, TableOptions};
 
     #[test]
     fn deletes_round_trip_through_a_segment_file() {

@@ -1,7 +1,7 @@
 //! Streams batches into a table: cuts them into blocks of `block_rows` rows, encodes blocks in
 //! parallel (one per core in flight, which also bounds memory whatever the row count), uploads each
 //! block's Parquet file and sidecar concurrently, builds the blocks' locator groups
-//! ([`crate::locator_builder`]), then commits one snapshot.
+//! ([`crate::write::locator_builder`]), then commits one snapshot.
 //!
 //! Nothing is visible until [`TableWriter::finish`] commits; dropping the writer, or an error,
 //! leaves the table exactly as it was (uploaded blocks become harmless orphans).
@@ -13,12 +13,12 @@ use object_store::{ObjectStoreExt, PutPayload};
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
-use crate::block::{BlockColumn, BlockStats, encode_block};
 use crate::error::{Result, StorageError};
-use crate::locator_builder::LocatorBuilder;
-use crate::segment::encode_segment;
-use crate::snapshot::{self, Delta, SegmentRef, Snapshot};
-use crate::table::Table;
+use crate::meta::block::{BlockColumn, BlockStats, encode_block};
+use crate::meta::segment::encode_segment;
+use crate::meta::snapshot::{self, Delta, SegmentRef, Snapshot};
+use crate::read::table::Table;
+use crate::write::locator_builder::LocatorBuilder;
 
 pub struct TableWriter {
     table: Table,

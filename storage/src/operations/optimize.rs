@@ -24,14 +24,14 @@ use std::ops::Range;
 use roaring::RoaringBitmap;
 use sieve_index::FilterKind;
 
-use crate::deletes::{BlockDeletes, Deletes, encode_deletes};
 use crate::error::{Result, StorageError};
-use crate::locator_builder::blocks_per_group;
-use crate::segment::BlockList;
-use crate::snapshot::{self, SegmentRef, Snapshot};
-use crate::table::Table;
-use crate::table_def::TableDef;
-use crate::writer::Written;
+use crate::meta::block_list::BlockList;
+use crate::meta::deletes::{BlockDeletes, Deletes, encode_deletes};
+use crate::meta::snapshot::{self, SegmentRef, Snapshot};
+use crate::meta::table_def::TableDef;
+use crate::read::table::Table;
+use crate::write::locator_builder::blocks_per_group;
+use crate::write::writer::Written;
 
 /// Attempts before an OPTIMIZE gives up under sustained contention.
 const MAX_ATTEMPTS: usize = 100;

@@ -15,9 +15,9 @@ use sieve_index::LocatorHeader;
 use sieve_index::locator::{self, SLICE_ROWS};
 use tokio::task::JoinSet;
 
-use crate::block::BlockColumn;
 use crate::error::Result;
-use crate::table::Table;
+use crate::meta::block::BlockColumn;
+use crate::read::table::Table;
 
 /// Rows per locator group at most: 8M keys per column hold 128 MB of keys while the group
 /// waits for its blocks, and a table of a billion rows has about 120 groups.
@@ -66,7 +66,7 @@ impl LocatorBuilder {
             groups_before: None,
             started: 0,
             tasks: JoinSet::new(),
-            max_building: crate::writer::parallelism(),
+            max_building: crate::write::writer::parallelism(),
             built: Vec::new(),
         }
     }

@@ -6,7 +6,7 @@
 //! re-reads the newest snapshot and tries the next one: appends never conflict, so both succeed and
 //! no row is lost or counted twice. A writer that fails before the snapshot leaves only orphans.
 //!
-//! Snapshots are checksummed JSON ([`crate::checked_json`]) and name each segment with its size
+//! Snapshots are checksummed JSON ([`crate::meta::checked_json`]) and name each segment with its size
 //! and checksum, so every metadata byte a query relies on is verified. After a commit the writer
 //! overwrites `tables/<id>/latest.json` with the version it created: a reader that finds fewer
 //! snapshots than the pointer names, or a gap in the numbering, reports the table as damaged
@@ -22,9 +22,9 @@ use object_store::path::Path;
 use object_store::{GetOptions, ObjectStoreExt, PutMode, PutOptions, PutPayload};
 use serde::{Deserialize, Serialize};
 
-use crate::checked_json;
 use crate::error::{Result, StorageError};
 use crate::location::Storage;
+use crate::meta::checked_json;
 
 /// Attempts before a commit gives up under sustained contention.
 const MAX_COMMIT_ATTEMPTS: usize = 1000;

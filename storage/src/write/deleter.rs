@@ -1,5 +1,5 @@
 //! Commits a DELETE: the rows it chose, per block, become one deletes segment
-//! ([`crate::deletes`]) named by the next snapshot.
+//! ([`crate::meta::deletes`]) named by the next snapshot.
 //!
 //! Deleters race each other and appenders for the next version. Appends never conflict with a
 //! delete (its rows were chosen among blocks that already existed, and the appended rows come
@@ -9,11 +9,11 @@
 
 use object_store::{ObjectStoreExt, PutPayload};
 
-use crate::deletes::{Deletes, encode_deletes};
 use crate::error::{Result, StorageError};
-use crate::segment::BlockList;
-use crate::snapshot::{self, Delta, Snapshot};
-use crate::table::Table;
+use crate::meta::block_list::BlockList;
+use crate::meta::deletes::{Deletes, encode_deletes};
+use crate::meta::snapshot::{self, Delta, Snapshot};
+use crate::read::table::Table;
 use sieve_index::sidecar::KeyChanges;
 
 /// Attempts before a DELETE gives up under sustained contention.
@@ -78,7 +78,7 @@ impl Table {
     /// Writes block `i` of `blocks` a new sidecar for what a DELETE changes in it
     /// ([`sieve_index::sidecar::rewrite`]: cuckoo entries forget keys, other filters are rebuilt
     /// once `stale_fraction` of their keys have no live row) and returns its name for that
-    /// commit ([`crate::deletes::BlockDeletes`]); None when no entry changes.
+    /// commit ([`crate::meta::deletes::BlockDeletes`]); None when no entry changes.
     pub async fn rewrite_sidecar(
         &self,
         blocks: &BlockList,

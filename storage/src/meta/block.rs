@@ -17,10 +17,10 @@ use sieve_index::locator::{self, BlockKeys, SLICE_ROWS};
 use sieve_index::sidecar;
 use sieve_index::{ColumnHashes, ColumnIndex, SidecarHeader};
 
-use crate::block_checksums;
 use crate::error::Result;
-use crate::nan_bounds::widen_to_nans;
-use crate::table_def::TableDef;
+use crate::meta::block_checksums;
+use crate::meta::nan_bounds::widen_to_nans;
+use crate::meta::table_def::TableDef;
 
 /// What the segment metadata records of one indexed column of one block.
 #[derive(Debug, Clone)]
@@ -41,7 +41,7 @@ pub struct BlockStats {
     pub id: String,
     pub rows: u64,
     pub data_bytes: u64,
-    /// See [`crate::block_checksums`].
+    /// See [`crate::meta::block_checksums`].
     pub checksums: Vec<u8>,
     pub sidecar_bytes: u64,
     pub mins: Vec<ArrayRef>,

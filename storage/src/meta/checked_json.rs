@@ -16,9 +16,7 @@ use serde_json::value::RawValue;
 use xxhash_rust::xxh3::xxh3_64;
 
 use crate::error::{Result, StorageError};
-
-/// The envelope version this build writes and the newest it reads.
-pub const FORMAT: u32 = 1;
+use crate::meta::versions::ENVELOPE_FORMAT;
 
 #[derive(Serialize)]
 struct Write<'a> {
@@ -39,7 +37,7 @@ struct Read<'a> {
 pub fn encode<T: Serialize>(value: &T) -> Result<Vec<u8>> {
     let body = serde_json::value::to_raw_value(value)?;
     Ok(serde_json::to_vec(&Write {
-        format: FORMAT,
+        format: ENVELOPE_FORMAT,
         xxh3: format!("{:016x}", xxh3_64(body.get().as_bytes())),
         body: &body,
     })?)
@@ -53,9 +51,9 @@ pub fn decode<T: DeserializeOwned>(path: &str, bytes: &[u8]) -> Result<T> {
             "not a Sieve metadata file (expected {{\"format\", \"xxh3\", \"body\"}}): {e}"
         ))
     })?;
-    if envelope.format > FORMAT {
+    if envelope.format > ENVELOPE_FORMAT {
         return Err(damaged(format!(
-            "format {} was written by a newer Sieve (this one reads up to {FORMAT})",
+            "format {} was written by a newer Sieve (this one reads up to {ENVELOPE_FORMAT})",
             envelope.format
         )));
     }

@@ -2,7 +2,7 @@
 //! so it cannot use the answer of a check sent before it arrived; but it can share one sent
 //! after. Concurrent queries of a table therefore wait for the next check sent after they
 //! arrived, and at most one check per table is in flight whatever the load: under N concurrent
-//! lookups a table costs one check (two small requests, see [`crate::snapshot::latest`]) per
+//! lookups a table costs one check (two small requests, see [`crate::meta::snapshot::latest`]) per
 //! check's round trip, not N. A table's definition is fetched the same way, so a served lookup
 //! sends no request of its own for it either, yet sees a DROP or CREATE made before it began.
 //!

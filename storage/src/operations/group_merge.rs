@@ -32,9 +32,9 @@ use sieve_index::locator::{
 use sieve_index::{ColumnHashes, LocatorHeader};
 
 use crate::error::{Result, StorageError};
-use crate::segment::{BlockList, LocatorGroup};
-use crate::snapshot::{self, SegmentRef, Snapshot};
-use crate::table::Table;
+use crate::meta::block_list::{BlockList, LocatorGroup};
+use crate::meta::snapshot::{self, SegmentRef, Snapshot};
+use crate::read::table::Table;
 
 /// Groups of one tier merged into one of the next.
 pub const MERGE_FAN_IN: usize = 16;
@@ -199,7 +199,7 @@ impl Table {
         // A few blocks read and hashed at once, spilled in order.
         let mut read = futures::stream::iter(block_range.clone())
             .map(|i| self.block_keys(blocks, i, &columns))
-            .buffered(crate::writer::parallelism());
+            .buffered(crate::write::writer::parallelism());
         let mut n = 0u32;
         while let Some(keys) = read.next().await {
             for (spill, keys) in spills.iter_mut().zip(&keys?) {

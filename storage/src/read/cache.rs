@@ -11,8 +11,9 @@ use quick_cache::Weighter;
 use quick_cache::sync::Cache;
 use sieve_index::SidecarColumn;
 
-use crate::segment::{BlockList, Segment};
-use crate::snapshot::KnownLatest;
+use crate::meta::block_list::BlockList;
+use crate::meta::segment::Segment;
+use crate::meta::snapshot::KnownLatest;
 
 /// The sidecar cache's default budget. A point query on a column that min/max cannot prune probes
 /// every block's sidecar, so this budget decides whether such queries on a big table stay warm

@@ -1,0 +1,281 @@
+//! Writing a locator: a group's keys into retrieval shards, pages and the header.
+
+use super::*;
+use crate::retrieval::{Retrieval, Scratch};
+
+/// Builds a group's locator file from its blocks' [`block_keys`], per column (in the table's
+/// index column order), for the group that is the table's `ordinal`-th. Returns the file; its
+/// header is the first [`LocatorHeader::len`] bytes.
+pub fn build(
+    columns: &[(&str, Vec<BlockKeys>)],
+    slices_per_block: u32,
+    ordinal: u64,
+    max_false_reads: f64,
+) -> Result<Vec<u8>, IndexError> {
+    let blocks = columns.first().map_or(0, |(_, b)| b.len()) as u32;
+    if columns.iter().any(|(_, b)| b.len() as u32 != blocks) {
+        return Err(corrupt("every column needs the same blocks"));
+    }
+    let fingerprint_bits = fingerprint_bits(ordinal, max_false_reads);
+    let mut pages = PageWriter::new(Vec::new());
+    let mut locators = Vec::with_capacity(columns.len());
+    for (column, per_block) in columns {
+        let upper: usize = per_block.iter().map(Vec::len).sum();
+        let shard_count = upper.div_ceil(SHARD_KEYS).max(1);
+        let mut builder = ColumnBuilder::new(
+            column,
+            blocks,
+            slices_per_block,
+            fingerprint_bits,
+            shard_count,
+        );
+        // Each block's keys are sorted by hash, so a shard is a contiguous run of each.
+        let mut cursors = vec![0usize; per_block.len()];
+        let mut entries = Vec::new();
+        for shard in 0..shard_count {
+            entries.clear();
+            for (block, keys) in per_block.iter().enumerate() {
+                let start = cursors[block];
+                let len =
+                    keys[start..].partition_point(|(h, _)| shard_of(*h, shard_count) == shard);
+                cursors[block] = start + len;
+                entries.extend(
+                    keys[start..start + len]
+                        .iter()
+                        .map(|&(h, slice)| (h, block as u32, slice)),
+                );
+            }
+            builder.add_shard(&mut entries, &mut pages)?;
+        }
+        locators.push(builder.finish()?);
+    }
+    let (pages, page_count) = pages.finish()?;
+    let mut out = encode_header(blocks, slices_per_block, page_count, &locators)?;
+    out.extend_from_slice(&pages);
+    Ok(out)
+}
+
+/// Writes a locator's pages as its shards are built, numbering them from the first; what lets
+/// a builder hold one shard's keys at a time and spill the rest.
+pub struct PageWriter<W: std::io::Write> {
+    out: W,
+    pages: u64,
+    scratch: Scratch,
+}
+
+impl<W: std::io::Write> PageWriter<W> {
+    pub fn new(out: W) -> Self {
+        Self {
+            out,
+            pages: 0,
+            scratch: Scratch::default(),
+        }
+    }
+
+    /// The sink and the number of pages written to it.
+    pub fn finish(mut self) -> Result<(W, u64), IndexError> {
+        self.out.flush().map_err(io_error)?;
+        Ok((self.out, self.pages))
+    }
+
+    fn write(&mut self, cells: &[u8]) -> Result<u64, IndexError> {
+        let first = self.pages;
+        for chunk in cells.chunks(PAGE_DATA) {
+            let mut data = [0u8; PAGE_DATA];
+            data[..chunk.len()].copy_from_slice(chunk);
+            self.out.write_all(&data).map_err(io_error)?;
+            let sum = xxh3_64_with_seed(&data, self.pages);
+            self.out.write_all(&sum.to_le_bytes()).map_err(io_error)?;
+            self.pages += 1;
+        }
+        Ok(first)
+    }
+}
+
+fn io_error(e: std::io::Error) -> IndexError {
+    IndexError::Corrupt(format!("locator: cannot write pages: {e}"))
+}
+
+/// One column's part of a locator, built shard after shard in hash order.
+pub struct ColumnBuilder {
+    column: String,
+    blocks: u32,
+    slices_per_block: u32,
+    fingerprint_bits: u8,
+    slot_bits: u8,
+    shard_count: usize,
+    shards: Vec<Shard>,
+    keys: u64,
+    values: Vec<(u64, u64)>,
+}
+
+impl ColumnBuilder {
+    /// For a group of `blocks` blocks of `slices_per_block` slices whose keys fall in
+    /// `shard_count` shards ([`Self::shard_of`]).
+    pub fn new(
+        column: &str,
+        blocks: u32,
+        slices_per_block: u32,
+        fingerprint_bits: u8,
+        shard_count: usize,
+    ) -> Self {
+        let max_slot = u64::from(blocks) * u64::from(slices_per_block) + u64::from(blocks);
+        Self {
+            column: column.to_string(),
+            blocks,
+            slices_per_block,
+            fingerprint_bits,
+            slot_bits: (64 - max_slot.leading_zeros()).max(1) as u8,
+            shard_count: shard_count.max(1),
+            shards: Vec::new(),
+            keys: 0,
+            values: Vec::new(),
+        }
+    }
+
+    /// The shard a key hash belongs to: shards are added in this order.
+    pub fn shard_of(&self, hash: u64) -> usize {
+        shard_of(hash, self.shard_count)
+    }
+
+    /// Builds the next shard from `entries`, (hash, block, slice) of every key of every block
+    /// in it, in any order (they are sorted here), and writes its pages.
+    pub fn add_shard<W: std::io::Write>(
+        &mut self,
+        entries: &mut Vec<(u64, u32, u32)>,
+        pages: &mut PageWriter<W>,
+    ) -> Result<(), IndexError> {
+        if self.shards.len() == self.shard_count {
+            return Err(corrupt("more shards than the column has"));
+        }
+        let (blocks, per_block) = (u64::from(self.blocks), u64::from(self.slices_per_block));
+        let max_slot = blocks * per_block + blocks;
+        let shard_count = self.shard_count;
+        sort_by_hash(entries, |e| in_shard(e.0, shard_count));
+        self.values.clear();
+        for &(h, block, slice) in entries.iter() {
+            if u64::from(block) >= blocks {
+                return Err(corrupt(format!(
+                    "block {block} is past the group's {blocks}"
+                )));
+            }
+            let slot = match self.values.last() {
+                Some(&(last, _)) if last == h => {
+                    self.values.pop();
+                    max_slot
+                }
+                _ if slice == MANY_SLICES => blocks * per_block + u64::from(block),
+                _ if u64::from(slice) >= per_block => {
+                    return Err(corrupt(format!(
+                        "slice {slice} is past the {per_block} of a block"
+                    )));
+                }
+                _ => u64::from(block) * per_block + u64::from(slice),
+            };
+            self.values.push((
+                h,
+                fingerprint(h, self.fingerprint_bits) << self.slot_bits | slot,
+            ));
+        }
+        self.keys += self.values.len() as u64;
+        for entry in &mut self.values {
+            entry.0 = in_shard(entry.0, shard_count);
+        }
+        let width = self.slot_bits + self.fingerprint_bits;
+        let retrieval = Retrieval::build(&self.values, width, &mut pages.scratch)?;
+        let first_page = pages.write(retrieval.cells())?;
+        self.shards.push(Shard {
+            geometry: *retrieval.geometry(),
+            first_page,
+        });
+        Ok(())
+    }
+
+    /// Builds the shards of part `part` of `parts` (the keys whose hash's top bits say so:
+    /// `hash · parts >> 64`, a whole number of shards when `parts` divides the shard count)
+    /// from `entries`, every key of it in any order, and writes their pages.
+    pub fn add_part<W: std::io::Write>(
+        &mut self,
+        mut entries: Vec<(u64, u32, u32)>,
+        part: usize,
+        parts: usize,
+        pages: &mut PageWriter<W>,
+    ) -> Result<(), IndexError> {
+        if parts == 0
+            || !self.shard_count.is_multiple_of(parts)
+            || self.shards.len() != part * (self.shard_count / parts)
+        {
+            return Err(corrupt(format!("part {part} of {parts} is out of order")));
+        }
+        // Within a part, `hash · parts` (mod 2^64) ascends with the hash: the part's shards are
+        // consecutive runs of the sorted keys.
+        sort_by_hash(&mut entries, |e| e.0.wrapping_mul(parts as u64));
+        let per_part = self.shard_count / parts;
+        let mut rest = &entries[..];
+        let mut shard_entries = Vec::new();
+        for shard in part * per_part..(part + 1) * per_part {
+            let len = rest.partition_point(|e| self.shard_of(e.0) == shard);
+            shard_entries.clear();
+            shard_entries.extend_from_slice(&rest[..len]);
+            self.add_shard(&mut shard_entries, pages)?;
+            rest = &rest[len..];
+        }
+        if !rest.is_empty() {
+            return Err(corrupt(format!("keys outside part {part} of {parts}")));
+        }
+        Ok(())
+    }
+
+    /// The column's header entry, once every shard is added (lookups find a key's shard by
+    /// the shard count: a missing one would hide keys).
+    pub fn finish(self) -> Result<ColumnLocator, IndexError> {
+        if self.shards.len() != self.shard_count {
+            return Err(corrupt(format!(
+                "{} of {} shards built",
+                self.shards.len(),
+                self.shard_count
+            )));
+        }
+        Ok(ColumnLocator {
+            column: self.column,
+            fingerprint_bits: self.fingerprint_bits,
+            slot_bits: self.slot_bits,
+            keys: self.keys,
+            shards: self.shards,
+        })
+    }
+}
+
+/// A locator's header, for pages already written by a [`PageWriter`].
+pub fn encode_header(
+    blocks: u32,
+    slices_per_block: u32,
+    pages: u64,
+    columns: &[ColumnLocator],
+) -> Result<Vec<u8>, IndexError> {
+    let mut out = Vec::new();
+    out.extend_from_slice(&MAGIC);
+    out.extend_from_slice(&LOCATOR_FORMAT.to_le_bytes());
+    out.extend_from_slice(&blocks.to_le_bytes());
+    out.extend_from_slice(&SLICE_ROWS.to_le_bytes());
+    out.extend_from_slice(&slices_per_block.to_le_bytes());
+    out.extend_from_slice(&pages.to_le_bytes());
+    let count = u16::try_from(columns.len()).map_err(|_| corrupt("too many columns"))?;
+    out.extend_from_slice(&count.to_le_bytes());
+    for c in columns {
+        let name_len =
+            u16::try_from(c.column.len()).map_err(|_| corrupt("column name too long"))?;
+        out.extend_from_slice(&name_len.to_le_bytes());
+        out.extend_from_slice(c.column.as_bytes());
+        out.extend_from_slice(&[c.fingerprint_bits, c.slot_bits]);
+        out.extend_from_slice(&c.keys.to_le_bytes());
+        out.extend_from_slice(&(c.shards.len() as u32).to_le_bytes());
+        for s in &c.shards {
+            out.extend_from_slice(&s.geometry.seed.to_le_bytes());
+            out.extend_from_slice(&s.geometry.rows.to_le_bytes());
+            out.extend_from_slice(&s.first_page.to_le_bytes());
+        }
+    }
+    out.extend_from_slice(&xxh3_64(&out).to_le_bytes());
+    Ok(out)
+}

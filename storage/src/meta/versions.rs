@@ -1,0 +1,32 @@
+//! Every on-disk format version Sieve's storage writes, in one place (as Databend's
+//! `table_meta/src/meta/versions.rs` keeps them), so a format change is one reviewed edit here and
+//! in `docs/format.md`.
+//!
+//! Each reader refuses a version newer than the one it knows with a named error; an older one is
+//! read as written. The index crate's files carry their own versions, re-exported here so the
+//! whole list is in one place: [`SIDECAR_FORMAT`] (per-block sidecars) and [`LOCATOR_FORMAT`]
+//! (locator files).
+
+pub use sieve_index::locator::LOCATOR_FORMAT;
+pub use sieve_index::sidecar::VERSION as SIDECAR_FORMAT;
+
+/// The checksummed JSON envelope of snapshots, the `latest` pointer and catalog entries
+/// ([`super::checked_json`]): the version this build writes and the newest it reads.
+pub const ENVELOPE_FORMAT: u32 = 1;
+
+/// The format of blocks segments. A segment is written with the oldest format that describes it,
+/// so a table without deletes stays readable by a Sieve that knows only format 1.
+pub const BLOCKS_FORMAT: u32 = 1;
+
+/// Format 2 adds deletes segments ([`super::deletes`]), told apart by [`KIND_KEY`]; it is also
+/// the newest segment format this build reads.
+pub const DELETES_FORMAT: u32 = 2;
+
+/// The schema metadata key holding a segment's format version.
+pub const FORMAT_KEY: &str = "sieve.segment.format";
+
+/// The schema metadata key naming a format-2 segment's kind; absent on blocks segments.
+pub const KIND_KEY: &str = "sieve.segment.kind";
+
+/// The value of [`KIND_KEY`] on a deletes segment.
+pub const DELETES_KIND: &str = "deletes";

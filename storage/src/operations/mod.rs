@@ -1,0 +1,6 @@
+//! Maintenance that rewrites what writes left behind: OPTIMIZE (blocks), locator group merges
+//! and VACUUM (unreferenced files).
+
+pub(crate) mod group_merge;
+pub(crate) mod optimize;
+pub(crate) mod vacuum;

@@ -1,0 +1,6 @@
+//! Reading a table: the handle that lists its blocks and fetches sidecars and locator pages, the
+//! caches that keep what was read, and the freshness checks concurrent readers share.
+
+pub(crate) mod cache;
+pub(crate) mod freshness;
+pub(crate) mod table;
