@@ -289,3 +289,39 @@ async fn concurrent_queries_share_freshness_checks() {
     );
     assert!(fetched(&requests, "HEAD ").is_empty(), "{requests:#?}");
 }
+
+/// A process's first lookup of a table waits for few round trips, each a small request: the
+/// definition; the pointer, which carries the newest snapshot, with the listing that checks it;
+/// the segment; the locator page; then a present key's block footer and, in one round trip,
+/// every column's page (pushdown would fetch the key's column first, then the others).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cold_lookup_waits_for_few_round_trips() {
+    let dir = tempfile::tempdir().unwrap();
+    let location = dir.path().to_str().unwrap();
+    {
+        let (s, _, _) = logged_session(location).await;
+        run(&s, "create table t with (block_rows = 100000) as select number as c1, cast(number * 7 as string) as c2 from numbers(1000000)").await;
+    }
+    for (sql, found, round_trips) in [
+        ("select c1 from t where c2 = '3500'", vec!["500"], 6),
+        ("select c1 from t where c2 = '3501'", vec![], 4),
+    ] {
+        // A new process: nothing cached.
+        let (s, log, _) = logged_session(location).await;
+        log.take();
+        assert_eq!(rows(&run(&s, sql).await), found, "{sql}");
+        let (requests, chain) = log.take_timed();
+        assert_eq!(chain, round_trips, "{sql}: {requests:#?}");
+        assert!(
+            fetched(&requests, "/snapshots/0").is_empty(),
+            "{requests:#?}"
+        );
+        assert_eq!(fetched(&requests, ".loc").len(), 1, "{requests:#?}");
+        let block_reads = fetched(&requests, ".parquet").len();
+        assert_eq!(
+            block_reads,
+            if found.is_empty() { 0 } else { 3 },
+            "{requests:#?}"
+        );
+    }
+}

@@ -62,6 +62,10 @@ pub struct FullScanRefused {
     pub index_columns: Vec<String>,
 }
 
+/// Up to this many located pages (8192 rows each) a scan reads every column in one round trip
+/// instead of pushing its filter down ([`parquet_scan`]).
+const FETCH_TOGETHER_PAGES: u64 = 16;
+
 /// What a scan is asked to read; planning fills it in without touching storage.
 #[derive(Debug, Clone)]
 pub struct ScanRequest {
@@ -323,11 +327,15 @@ impl SieveScanExec {
                 .chunks(per_group)
                 .map(|c| FileGroup::new(c.to_vec()))
                 .collect();
+            // Pages the locator named are few rows: filtering them above the scan costs less
+            // than the round trip that pushdown's predicate-columns-first read adds.
+            let located = outcome.slices.iter().all(Option::is_some);
+            let pushdown = !(located && pages_read <= FETCH_TOGETHER_PAGES);
             Some(parquet_scan(
                 table,
                 groups,
                 request.projection.clone(),
-                request.predicate.as_ref(),
+                request.predicate.as_ref().map(|p| (p, pushdown)),
                 request.limit,
                 context,
             )?)
@@ -364,12 +372,16 @@ pub fn block_file(
 }
 
 /// DataFusion's Parquet scan of Sieve blocks, each file read through the verified reader
-/// ([`VerifiedReaderFactory`]) with `predicate` pushed into it.
+/// ([`VerifiedReaderFactory`]), pruning pages with `predicate` and, when its flag is set,
+/// filtering rows with it while decoding. Pushdown reads the predicate's columns first and the
+/// others only for rows that pass: a second round trip, worth it when many rows are read.
+/// Without it every projected column's pages are fetched at once, and the rows must be filtered
+/// above the scan (Sieve's scans are, see [`crate::scan::provider`]).
 pub fn parquet_scan(
     table: &Table,
     groups: Vec<FileGroup>,
     projection: Option<Vec<usize>>,
-    predicate: Option<&Arc<dyn PhysicalExpr>>,
+    predicate: Option<(&Arc<dyn PhysicalExpr>, bool)>,
     limit: Option<usize>,
     context: &TaskContext,
 ) -> Result<Arc<dyn ExecutionPlan>> {
@@ -377,7 +389,7 @@ pub fn parquet_scan(
     // Parquet leaves NaN out of its statistics, so its own row-group and page pruning would
     // drop NaN rows for `d = 'NaN'` or `d > 5`; Sieve's block bounds include NaN (see
     // sieve_storage's nan_bounds), so a float predicate is left to them.
-    let on_floats = predicate.is_some_and(|p| {
+    let on_floats = predicate.is_some_and(|(p, _)| {
         collect_columns(p)
             .iter()
             .any(|c| schema.field(c.index()).data_type().is_floating())
@@ -385,7 +397,7 @@ pub fn parquet_scan(
     let mut options = TableParquetOptions::default();
     options.global.pruning = !on_floats;
     options.global.enable_page_index = !on_floats;
-    options.global.pushdown_filters = true;
+    options.global.pushdown_filters = predicate.is_some_and(|(_, pushdown)| pushdown);
     let mut source = ParquetSource::new(schema.clone())
         .with_table_parquet_options(options)
         .with_parquet_file_reader_factory(Arc::new(VerifiedReaderFactory::new(
@@ -396,7 +408,7 @@ pub fn parquet_scan(
                 .get_file_metadata_cache(),
             SieveOptions::of(context).data_cache,
         )));
-    if let Some(predicate) = predicate {
+    if let Some((predicate, _)) = predicate {
         source = source.with_predicate(predicate.clone());
     }
     let url = object_store_url(table.storage())?;

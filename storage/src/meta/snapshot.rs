@@ -104,7 +104,14 @@ fn pointer_path(table_dir: &Path) -> Path {
 #[derive(Serialize, Deserialize)]
 struct Pointer {
     version: u64,
+    /// The snapshot of `version` itself, so a reader whose listing finds nothing newer skips
+    /// its GET (one round trip less on a cold lookup). Absent in pointers written before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    snapshot: Option<Snapshot>,
 }
+
+/// What a read of the pointer found: the version it names, its ETag, and the snapshot it carries.
+type PointerRead = (u64, Option<String>, Option<Snapshot>);
 
 /// What a process last found a table's newest version to be, and the pointer it found it from.
 #[derive(Debug, Clone)]
@@ -131,56 +138,75 @@ pub fn known_within(
 /// The newest committed snapshot (version 0 if none).
 ///
 /// The first time in a process, and whenever `latest.json` has changed since, the snapshots are
-/// listed and checked: none the pointer vouches for may be missing, nor any in between. After
-/// that a query costs two small concurrent requests and no listing: a conditional GET of the
-/// pointer (not modified) and a HEAD of the version after the one known (not there, unless the
-/// pointer lags behind a commit, which is then found).
+/// listed and checked: none the pointer vouches for may be missing, nor any in between. The first
+/// time, the pointer and the listing are sent at once (one round trip, not two). After that a
+/// query costs two small concurrent requests and no listing: a conditional GET of the pointer
+/// (not modified) and a HEAD of the version after the one known (not there, unless the pointer
+/// lags behind a commit, which is then found).
 pub async fn latest(storage: &Storage, table_dir: &Path) -> Result<Snapshot> {
     let key = table_dir.to_string();
     let sent = Instant::now();
-    let known = storage.caches().latest.get(&key);
+    let Some(known) = storage.caches().latest.get(&key) else {
+        let (pointer, listed) = futures::join!(
+            read_pointer(storage, table_dir, None),
+            list_versions(storage, table_dir)
+        );
+        let (pointer, etag, carried) = pointer?.ok_or_else(|| {
+            StorageError::Invalid(format!(
+                "the store answered 'not modified' to an unconditional GET of {key}/latest.json"
+            ))
+        })?;
+        let mut versions = listed?;
+        // A commit that landed between the listing and the pointer's read puts the pointer ahead
+        // of the listing. A pointer is written after its snapshot, so a listing sent after the
+        // pointer was read holds every version it names.
+        if versions.last().copied().unwrap_or(0) < pointer {
+            versions = list_versions(storage, table_dir).await?;
+        }
+        return remember(storage, table_dir, (pointer, etag, carried), versions, sent).await;
+    };
     // Both requests at once, one round trip: each is sent after the query started, so together
     // they still see every commit that completed before it.
-    let next = known
-        .as_ref()
-        .map(|k| snapshot_path(table_dir, k.snapshot.version + 1));
+    let next = snapshot_path(table_dir, known.snapshot.version + 1);
     let (pointer, next_exists) =
-        futures::join!(read_pointer(storage, table_dir, known.as_ref()), async {
-            match &next {
-                Some(next) => match storage.store().head(next).await {
-                    Err(object_store::Error::NotFound { .. }) => Ok(false),
-                    Ok(_) => Ok(true),
-                    Err(e) => Err(StorageError::from(e)),
-                },
-                None => Ok(true),
+        futures::join!(read_pointer(storage, table_dir, Some(&known)), async {
+            match storage.store().head(&next).await {
+                Err(object_store::Error::NotFound { .. }) => Ok(false),
+                Ok(_) => Ok(true),
+                Err(e) => Err(StorageError::from(e)),
             }
         });
     let pointer = pointer?;
-    if let (Some(known), None) = (&known, &pointer)
-        && !next_exists?
-    {
+    if pointer.is_none() && !next_exists? {
         let snapshot = known.snapshot.clone();
         storage.caches().latest.insert(
             key,
             KnownLatest {
                 confirmed: sent,
-                ..known.clone()
+                ..known
             },
         );
         return Ok(snapshot);
     }
-    let (pointer, etag) = match (pointer, known) {
-        (Some(read), _) => read,
-        (None, Some(known)) => (known.pointer, known.etag),
-        (None, None) => {
-            return Err(StorageError::Invalid(format!(
-                "the store answered 'not modified' to an unconditional GET of {key}/latest.json"
-            )));
-        }
-    };
-    let snapshot = checked_latest(storage, table_dir, pointer).await?;
+    let read = pointer.unwrap_or((known.pointer, known.etag, None));
+    // The pointer was read first, then the listing: a pointer is written after its snapshot, so
+    // every version it names was already listable.
+    let versions = list_versions(storage, table_dir).await?;
+    remember(storage, table_dir, read, versions, sent).await
+}
+
+/// The newest snapshot, checked against `versions` (a listing sent after the pointer was read,
+/// or one holding every version it names), kept as what the check sent at `sent` found.
+async fn remember(
+    storage: &Storage,
+    table_dir: &Path,
+    (pointer, etag, carried): PointerRead,
+    versions: Vec<u64>,
+    sent: Instant,
+) -> Result<Snapshot> {
+    let snapshot = checked_newest(storage, table_dir, pointer, carried, versions).await?;
     storage.caches().latest.insert(
-        key,
+        table_dir.to_string(),
         KnownLatest {
             pointer,
             etag,
@@ -191,12 +217,8 @@ pub async fn latest(storage: &Storage, table_dir: &Path) -> Result<Snapshot> {
     Ok(snapshot)
 }
 
-/// The newest snapshot after checking the history by listing it: versions run 1, 2, … without
-/// gaps up to at least `pointer`.
-async fn checked_latest(storage: &Storage, table_dir: &Path, pointer: u64) -> Result<Snapshot> {
-    // The pointer was read first, then the listing: a pointer is written after its snapshot, so
-    // every version it names was already listable. (Concurrently, a commit landing in between
-    // made a live table look damaged.)
+/// The versions of the table's snapshots present, ascending.
+async fn list_versions(storage: &Storage, table_dir: &Path) -> Result<Vec<u64>> {
     let mut versions: Vec<u64> = storage
         .store()
         .list(Some(&snapshots_dir(table_dir)))
@@ -210,6 +232,19 @@ async fn checked_latest(storage: &Storage, table_dir: &Path, pointer: u64) -> Re
         .try_collect()
         .await?;
     versions.sort_unstable();
+    Ok(versions)
+}
+
+/// The newest snapshot after checking the listed history: versions run 1, 2, … without gaps up
+/// to at least `pointer`. `carried` is the pointer's copy of its version's snapshot, used when
+/// that version is the newest.
+async fn checked_newest(
+    storage: &Storage,
+    table_dir: &Path,
+    pointer: u64,
+    carried: Option<Snapshot>,
+    versions: Vec<u64>,
+) -> Result<Snapshot> {
     let newest = versions.last().copied().unwrap_or(0);
     if pointer > newest {
         return Err(missing(
@@ -231,9 +266,10 @@ async fn checked_latest(storage: &Storage, table_dir: &Path, pointer: u64) -> Re
             "snapshots are numbered without gaps",
         ));
     }
-    match newest {
-        0 => Ok(Snapshot::default()),
-        version => read(storage, table_dir, version).await,
+    match (newest, carried) {
+        (0, _) => Ok(Snapshot::default()),
+        (version, Some(carried)) if carried.version == version => Ok(carried),
+        (version, _) => read(storage, table_dir, version).await,
     }
 }
 
@@ -249,7 +285,7 @@ async fn read_pointer(
     storage: &Storage,
     table_dir: &Path,
     known: Option<&KnownLatest>,
-) -> Result<Option<(u64, Option<String>)>> {
+) -> Result<Option<PointerRead>> {
     let path = pointer_path(table_dir);
     let options = GetOptions {
         if_none_match: known.and_then(|k| k.etag.clone()),
@@ -259,11 +295,11 @@ async fn read_pointer(
         Ok(found) => {
             let etag = found.meta.e_tag.clone();
             let pointer: Pointer = checked_json::decode(path.as_ref(), &found.bytes().await?)?;
-            Ok(Some((pointer.version, etag)))
+            Ok(Some((pointer.version, etag, pointer.snapshot)))
         }
         Err(object_store::Error::NotModified { .. }) => Ok(None),
         // No pointer yet (or a lost one): the listing finds what was committed.
-        Err(object_store::Error::NotFound { .. }) => Ok(Some((0, None))),
+        Err(object_store::Error::NotFound { .. }) => Ok(Some((0, None, None))),
         Err(e) => Err(e.into()),
     }
 }
@@ -345,6 +381,7 @@ pub async fn try_put(
             // Committed; the pointer only lets readers notice a snapshot that goes missing.
             let pointer = checked_json::encode(&Pointer {
                 version: next.version,
+                snapshot: Some(next.clone()),
             })?;
             if let Err(e) = storage
                 .store()
