@@ -12,8 +12,8 @@
 use std::hint::black_box;
 use std::time::Duration;
 
+use arrow_array::ArrayRef;
 use criterion::{BenchmarkId, Criterion, Throughput};
-use sieve_benches::random_double_strings;
 use sieve_index::locator::{self, SLICE_ROWS};
 use sieve_index::sidecar::{self, Sidecar};
 use sieve_index::{ColumnHashes, ColumnIndex, FilterKind};
@@ -21,8 +21,14 @@ use sieve_index::{ColumnHashes, ColumnIndex, FilterKind};
 const SIZES: [usize; 3] = [10_000, 100_000, 1_000_000];
 const PROBES: usize = 4096;
 
+/// `n` values of t10b's c2 (`cast(rand() as string)`), as `sieve load` writes block `seed`.
+fn random_double_strings(seed: u64, n: usize) -> ArrayRef {
+    let block = sieve_workload::t10b_block(seed, 0, n as u64).expect("generates");
+    block.column(1).clone()
+}
+
 fn hashes(seed: u64, n: usize) -> ColumnHashes {
-    ColumnHashes::from_array(&random_double_strings(seed, n)).expect("strings hash")
+    ColumnHashes::from_array(random_double_strings(seed, n).as_ref()).expect("strings hash")
 }
 
 fn open_sidecar(kind: FilterKind, n: usize) -> (Sidecar, ColumnIndex) {
@@ -60,7 +66,7 @@ fn build(c: &mut Criterion) {
         for kind in FilterKind::ALL {
             group.bench_with_input(BenchmarkId::new(kind.name(), n), &strings, |b, strings| {
                 b.iter(|| {
-                    let hashes = ColumnHashes::from_array(strings).expect("strings hash");
+                    let hashes = ColumnHashes::from_array(strings.as_ref()).expect("strings hash");
                     black_box(ColumnIndex::build("c2", kind, hashes))
                 })
             });

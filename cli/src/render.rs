@@ -46,5 +46,12 @@ pub fn render(output: &QueryOutput, elapsed: Duration) -> Result<String, String>
             s.blocks_total
         ));
     }
+    if s.requests > 0 {
+        // What a far object store multiplies by its round trip: the sequential requests.
+        text.push_str(&format!(
+            " · {} object-store requests, {} sequential",
+            s.requests, s.sequential_requests
+        ));
+    }
     Ok(text)
 }

@@ -18,9 +18,11 @@ use crate::meta::snapshot::Snapshot;
 use crate::meta::table_def::TableDef;
 use crate::read::cache::{Caches, DEFAULT_DATA_CACHE_BYTES, DEFAULT_SIDECAR_CACHE_BYTES};
 use crate::read::freshness::Freshness;
+use crate::read::request_trace::TracedStore;
 
 /// An object store rooted at the storage URL (every path Sieve writes is relative to it), with
-/// the caches every query on it shares.
+/// the caches every query on it shares. Its requests are recorded in the entered
+/// [`crate::RequestTrace`].
 #[derive(Debug, Clone)]
 pub struct Storage {
     store: Arc<dyn ObjectStore>,
@@ -49,6 +51,14 @@ fn check_plain_http() -> std::result::Result<(), String> {
 
 impl Storage {
     pub fn open(location: &str) -> Result<Self> {
+        Self::open_wrapped(location, |store| store)
+    }
+
+    /// The storage at `location`, its store wrapped by `wrap` (tests log requests this way).
+    pub fn open_wrapped(
+        location: &str,
+        wrap: impl FnOnce(Arc<dyn ObjectStore>) -> Arc<dyn ObjectStore>,
+    ) -> Result<Self> {
         let invalid = |why: &str| StorageError::InvalidUrl(location.to_string(), why.to_string());
         let url = match Url::parse(location) {
             Ok(url) if url.scheme().len() > 1 => url,
@@ -66,7 +76,10 @@ impl Storage {
                 std::fs::create_dir_all(&path).map_err(|e| invalid(&e.to_string()))?;
                 Arc::new(LocalFileSystem::new_with_prefix(&path)?)
             }
-            "memory" => return Ok(Self::in_memory()),
+            "memory" => {
+                let url = format!("memory://{}", uuid::Uuid::new_v4().simple());
+                return Ok(Self::new(wrap(Arc::new(InMemory::new())), url));
+            }
             "s3" | "s3a" => {
                 let bucket = url.host_str().ok_or_else(|| invalid("missing bucket"))?;
                 check_plain_http().map_err(|why| invalid(&why))?;
@@ -86,12 +99,12 @@ impl Storage {
                 )));
             }
         };
-        Ok(Self::new(store, url.to_string()))
+        Ok(Self::new(wrap(store), url.to_string()))
     }
 
     pub fn new(store: Arc<dyn ObjectStore>, url: String) -> Self {
         Self {
-            store,
+            store: Arc::new(TracedStore::new(store)),
             url,
             caches: Arc::new(Caches::new(
                 DEFAULT_SIDECAR_CACHE_BYTES,

@@ -12,3 +12,4 @@ mod synthetic;
 pub use false_positives::{FalsePositives, false_positives, locator_false_reads};
 pub use listing_baseline::listing_baseline;
 pub use load::{DEFAULT_COMMIT_BLOCKS, LoadProgress, LoadRequest, LoadSummary, load_synthetic};
+pub use synthetic::block as t10b_block;

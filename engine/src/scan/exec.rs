@@ -26,7 +26,7 @@ use datafusion::physical_expr::utils::collect_columns;
 use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
 use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
 use datafusion::physical_plan::metrics::{
-    ExecutionPlanMetricsSet, MetricBuilder, MetricValue, MetricsSet, Time,
+    Count, ExecutionPlanMetricsSet, Metric, MetricBuilder, MetricValue, MetricsSet, Time,
 };
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{
@@ -35,7 +35,7 @@ use datafusion::physical_plan::{
 };
 use futures::{StreamExt, TryStreamExt};
 use sieve_index::locator::SLICE_ROWS;
-use sieve_storage::{BlockList, Table};
+use sieve_storage::{BlockList, RequestTrace, Table};
 use tokio::sync::OnceCell;
 
 use crate::catalog::storage_url::object_store_url;
@@ -151,6 +151,9 @@ pub struct SieveScanExec {
     properties: Arc<PlanProperties>,
     metrics: ExecutionPlanMetricsSet,
     opened: Arc<OnceCell<Opened>>,
+    /// The object-store requests the scan sends (every partition's), for `requests` and
+    /// `sequential_requests`.
+    trace: Arc<RequestTrace>,
 }
 
 impl SieveScanExec {
@@ -172,11 +175,17 @@ impl SieveScanExec {
             properties: Arc::new(properties),
             metrics: ExecutionPlanMetricsSet::new(),
             opened: Arc::new(OnceCell::new()),
+            trace: RequestTrace::new(),
         })
     }
 
     pub fn request(&self) -> &ScanRequest {
         &self.request
+    }
+
+    /// The object-store requests the scan has sent.
+    pub fn trace(&self) -> &RequestTrace {
+        &self.trace
     }
 
     /// What execution decided; None until the scan has started.
@@ -509,6 +518,7 @@ impl ExecutionPlan for SieveScanExec {
             self.opened.clone(),
         );
         let schema = self.schema.clone();
+        let trace = self.trace.clone();
         let rows = futures::stream::once(async move {
             let opened = opened
                 .get_or_try_init(|| Self::open(&request, &metrics, &context))
@@ -524,9 +534,12 @@ impl ExecutionPlan for SieveScanExec {
             }
         })
         .try_flatten();
+        // Entered per poll, wherever DataFusion polls the partition (often a task it spawned).
+        let mut rows = rows.boxed();
+        let rows = futures::stream::poll_fn(move |cx| trace.enter(|| rows.poll_next_unpin(cx)));
         Ok(Box::pin(RecordBatchStreamAdapter::new(
             self.schema.clone(),
-            rows.boxed(),
+            rows,
         )))
     }
 
@@ -540,6 +553,20 @@ impl ExecutionPlan for SieveScanExec {
             .and_then(|input| input.metrics());
         for metric in parquet.iter().flat_map(|m| m.iter()) {
             set.push(metric.clone());
+        }
+        for (name, value) in [
+            ("requests", self.trace.requests()),
+            ("sequential_requests", self.trace.sequential_requests()),
+        ] {
+            let count = Count::new();
+            count.add(value as usize);
+            set.push(Arc::new(Metric::new(
+                MetricValue::Count {
+                    name: name.into(),
+                    count,
+                },
+                None,
+            )));
         }
         Some(set)
     }

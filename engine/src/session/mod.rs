@@ -28,7 +28,7 @@ use datafusion::logical_expr::var_provider::VarType;
 use datafusion::optimizer::Analyzer;
 use datafusion::prelude::SessionConfig;
 use datafusion::sql::sqlparser::ast::ObjectName;
-use sieve_storage::{Catalog, DEFAULT_DATABASE, StorageError};
+use sieve_storage::{Catalog, DEFAULT_DATABASE, RequestTrace, StorageError};
 use tokio::runtime::Handle;
 
 use crate::catalog::schemas::{CATALOG_NAME, SieveCatalog};
@@ -243,15 +243,21 @@ impl Session {
 
     /// Runs one statement; a query's rows stream as the caller reads them.
     pub async fn query(&self, sql: &str) -> Result<QueryStream> {
-        let output = panic::catch(self.parse_and_run(sql)).await;
-        self.counted(output)
+        let planning = RequestTrace::new();
+        let output = panic::catch(planning.scope(self.parse_and_run(sql))).await;
+        self.counted(output, planning)
     }
 
-    /// Keeps what `row_count()` reports of a statement that ran.
-    fn counted(&self, output: Result<QueryStream>) -> Result<QueryStream> {
+    /// Keeps what `row_count()` reports of a statement that ran, and the requests its planning
+    /// sent.
+    fn counted(
+        &self,
+        output: Result<QueryStream>,
+        planning: Arc<RequestTrace>,
+    ) -> Result<QueryStream> {
         if let Ok(stream) = &output {
             self.row_count.set(stream.affected_rows());
         }
-        output
+        output.map(|stream| stream.planned_with(planning))
     }
 }

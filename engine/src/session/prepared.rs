@@ -18,6 +18,7 @@ use datafusion::sql::sqlparser::ast::{
     Expr, LimitClause, Query, Statement, Value, Visit, Visitor, visit_expressions_mut,
 };
 use datafusion::sql::sqlparser::tokenizer::Location;
+use sieve_storage::RequestTrace;
 
 use super::Session;
 use crate::dialect::rewrites;
@@ -251,8 +252,10 @@ impl Session {
             let plan = state.statement_to_plan(statement).await?;
             self.run_plan(plan.with_param_values(params)?).await
         };
-        let output = panic::catch(self.allowing_full_scan(prepared.allow_full_scan, run)).await;
-        self.counted(output)
+        let planning = RequestTrace::new();
+        let run = planning.scope(self.allowing_full_scan(prepared.allow_full_scan, run));
+        let output = panic::catch(run).await;
+        self.counted(output, planning)
     }
 }
 

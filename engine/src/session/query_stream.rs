@@ -13,6 +13,8 @@ use datafusion::execution::memory_pool::{MemoryConsumer, MemoryPool};
 use datafusion::physical_plan::ExecutionPlan;
 use futures::StreamExt;
 
+use sieve_storage::RequestTrace;
+
 use crate::scan::exec::SieveScanExec;
 
 /// What reading a statement's tables cost: the figures clients print after a result.
@@ -28,6 +30,13 @@ pub struct ScanStats {
     pub locator_groups_probed: u64,
     /// Locator groups a routing filter ruled out without reading their pages.
     pub locator_groups_routed_out: u64,
+    /// Object-store requests the statement sent: while it was planned (its tables'
+    /// definitions; a point lookup's snapshot; DDL and DML also run then) and by its scans.
+    pub requests: u64,
+    /// Of those, the longest chain each sent after the one before it was answered: the round
+    /// trips the statement waited for. Planning's chain plus each scan's, an upper bound when
+    /// scans run side by side.
+    pub sequential_requests: u64,
 }
 
 impl ScanStats {
@@ -43,6 +52,8 @@ impl ScanStats {
                 stats.index_bytes += opened.outcome.index_bytes;
                 stats.locator_groups_probed += opened.outcome.locator_groups_probed;
                 stats.locator_groups_routed_out += opened.outcome.locator_groups_routed_out;
+                stats.requests += scan.trace().requests();
+                stats.sequential_requests += scan.trace().sequential_requests();
                 let scanned = scan.metrics().and_then(|m| m.sum_by_name("bytes_scanned"));
                 stats.bytes_read +=
                     scanned.map_or(opened.bytes_in_blocks_read, |v| v.as_usize() as u64);
@@ -58,6 +69,8 @@ impl ScanStats {
             stats.index_bytes += s.index_bytes;
             stats.locator_groups_probed += s.locator_groups_probed;
             stats.locator_groups_routed_out += s.locator_groups_routed_out;
+            stats.requests += s.requests;
+            stats.sequential_requests += s.sequential_requests;
         }
         stats
     }
@@ -99,6 +112,8 @@ pub struct QueryStream {
     plan: Option<Arc<dyn ExecutionPlan>>,
     pool: Arc<dyn MemoryPool>,
     short_path: bool,
+    /// The requests planning sent.
+    planning: Option<Arc<RequestTrace>>,
 }
 
 impl QueryStream {
@@ -111,6 +126,7 @@ impl QueryStream {
             plan: None,
             pool,
             short_path: false,
+            planning: None,
         }
     }
 
@@ -140,6 +156,7 @@ impl QueryStream {
             plan,
             pool,
             short_path: false,
+            planning: None,
         }
     }
 
@@ -187,6 +204,13 @@ impl QueryStream {
         }
     }
 
+    pub(crate) fn planned_with(self, planning: Arc<RequestTrace>) -> Self {
+        Self {
+            planning: Some(planning),
+            ..self
+        }
+    }
+
     pub(crate) fn by_short_path(self) -> Self {
         Self {
             short_path: true,
@@ -211,7 +235,12 @@ impl QueryStream {
 
     /// What the statement read so far: all of it once the rows are consumed.
     pub fn stats(&self) -> ScanStats {
-        self.plan.as_ref().map(ScanStats::of).unwrap_or_default()
+        let mut stats = self.plan.as_ref().map(ScanStats::of).unwrap_or_default();
+        if let Some(planning) = &self.planning {
+            stats.requests += planning.requests();
+            stats.sequential_requests += planning.sequential_requests();
+        }
+        stats
     }
 
     /// Reads the whole result, holding it within the query's memory budget.

@@ -18,6 +18,7 @@ use futures::FutureExt;
 use tokio::sync::watch;
 
 use crate::error::{Result, StorageError};
+use crate::read::request_trace::RequestTrace;
 
 /// The answer of check number `.0` (checks of a key are numbered from 1 as they are sent).
 type Answer<T> = (u64, Option<std::result::Result<T, Arc<StorageError>>>);
@@ -85,7 +86,7 @@ impl<T: Clone + Send + Sync + 'static> Freshness<T> {
                     number: need,
                     finished: false,
                 };
-                tokio::spawn(running.run(check));
+                tokio::spawn(RequestTrace::carried(running.run(check)));
             }
             (need, checks.answers.subscribe())
         };

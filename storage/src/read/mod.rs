@@ -3,4 +3,5 @@
 
 pub(crate) mod cache;
 pub(crate) mod freshness;
+pub(crate) mod request_trace;
 pub(crate) mod table;
