@@ -29,7 +29,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use sieve_engine::{MemoryLimits, SieveOptions};
 
-use crate::mysql::GuardLimits;
+use sieve_mysql::GuardLimits;
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]

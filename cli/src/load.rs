@@ -13,7 +13,7 @@ use sieve_workload::{
     DEFAULT_COMMIT_BLOCKS, LoadProgress, LoadRequest, LoadSummary, load_synthetic,
 };
 
-use crate::progress::rate;
+use sieve_engine::rate;
 
 #[derive(Args)]
 pub struct LoadArgs {

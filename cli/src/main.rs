@@ -1,19 +1,13 @@
 //! `sieve`: point queries over huge tables on object storage, from a MySQL client or a shell.
 
-mod auth;
 mod bench;
 mod config;
-mod kill;
 mod load;
 mod location;
-mod login_throttle;
-mod mysql;
-mod progress;
 mod remote;
 mod render;
 mod serve;
 mod shell;
-mod transaction_statements;
 mod worker;
 
 use clap::{Parser, Subcommand};

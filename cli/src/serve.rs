@@ -11,11 +11,10 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
 
-use crate::auth::Account;
 use crate::config::ConfigFile;
-use crate::kill::Connections;
-use crate::login_throttle::LoginThrottle;
-use crate::mysql::{Connection, ServerStatus, Shared, error, error_packet};
+use sieve_mysql::{
+    Account, Connection, Connections, LoginThrottle, ServerStatus, Shared, error, error_packet,
+};
 
 /// How long accepting waits after an error (out of file descriptors, say) before trying again;
 /// doubles while errors go on, so a full descriptor table costs no CPU and little log.

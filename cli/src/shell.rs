@@ -14,9 +14,9 @@ use rustyline::DefaultEditor;
 use rustyline::error::ReadlineError;
 use sieve_engine::Session;
 
-use crate::progress::{rate, watch};
 use crate::remote::{Client, Remote};
 use crate::render::render;
+use sieve_engine::rate;
 
 #[derive(Args)]
 pub struct SqlArgs {
@@ -62,11 +62,9 @@ impl Target {
             ProgressStyle::with_template("{spinner} {msg} [{elapsed}]").expect("valid template"),
         );
         let every = Duration::from_millis(200);
-        let output = watch(
-            session.execute(statement),
-            session.progress(),
-            every,
-            |rows, elapsed| {
+        let output = session
+            .progress()
+            .watch(session.execute(statement), every, |rows, elapsed| {
                 if rows > 0 {
                     bar.set_message(format!(
                         "{rows} rows written, {:.0} rows/s",
@@ -74,9 +72,8 @@ impl Target {
                     ));
                     bar.tick();
                 }
-            },
-        )
-        .await;
+            })
+            .await;
         bar.finish_and_clear();
         render(&output.map_err(|e| e.to_string())?, started.elapsed())
     }

@@ -28,7 +28,7 @@ pub use error::{ErrorClass, classify, to_df};
 pub use guard::deadline::QueryTimeout;
 pub use guard::memory::MemoryLimits;
 pub use guard::statement::{MAX_OPERATORS, QUERY_THREAD_STACK};
-pub use progress::WriteProgress;
+pub use progress::{WriteProgress, rate};
 pub use scan::pruning::PruneOutcome;
 pub use scan::routing::DEFAULT_ROUTING_BYTES;
 pub use session::options::SieveOptions;

@@ -1,4 +1,5 @@
-//! The MySQL wire protocol, server side.
+//! The MySQL wire protocol, server side: login (with its throttle), command dispatch, prepared
+//! statements, result encoding, KILL, and the transaction statements answered as no-ops.
 //!
 //! Written here rather than taken from a crate: opensrv-mysql 0.7.0, the maintained server-side
 //! crate, answered pipelined commands from freed memory, closed connections on an unknown
@@ -8,16 +9,23 @@
 //! not parse what a server reads. The protocol itself is small and stable; each module is one
 //! part of it, and every read is checked so that no packet can panic the server.
 
+mod auth;
 mod columns;
 mod connection;
 mod handshake;
+mod kill;
+mod login_throttle;
 mod packets;
 mod params;
 mod replies;
 mod server_status;
+mod transaction_statements;
 mod wire;
 
+pub use auth::Account;
 pub use connection::{Connection, Shared};
+pub use kill::Connections;
+pub use login_throttle::LoginThrottle;
 pub use packets::GuardLimits;
 pub use replies::{error, error_packet};
 pub use server_status::ServerStatus;
