@@ -61,18 +61,21 @@ impl ScanStats {
             return stats;
         }
         for child in plan.children() {
-            let s = Self::of(child);
-            stats.blocks_total += s.blocks_total;
-            stats.blocks_read += s.blocks_read;
-            stats.rows_read += s.rows_read;
-            stats.bytes_read += s.bytes_read;
-            stats.index_bytes += s.index_bytes;
-            stats.locator_groups_probed += s.locator_groups_probed;
-            stats.locator_groups_routed_out += s.locator_groups_routed_out;
-            stats.requests += s.requests;
-            stats.sequential_requests += s.sequential_requests;
+            stats.add(&Self::of(child));
         }
         stats
+    }
+
+    fn add(&mut self, other: &Self) {
+        self.blocks_total += other.blocks_total;
+        self.blocks_read += other.blocks_read;
+        self.rows_read += other.rows_read;
+        self.bytes_read += other.bytes_read;
+        self.index_bytes += other.index_bytes;
+        self.locator_groups_probed += other.locator_groups_probed;
+        self.locator_groups_routed_out += other.locator_groups_routed_out;
+        self.requests += other.requests;
+        self.sequential_requests += other.sequential_requests;
     }
 }
 

@@ -193,9 +193,12 @@ impl ObjectStore for TracedStore {
         let prefix = prefix.cloned();
         stream::once(async move {
             let request = RequestTrace::sent().await;
-            let listed: Vec<Result<ObjectMeta>> = inner.list(prefix.as_ref()).collect().await;
-            drop(request);
-            stream::iter(listed)
+            // Streamed as listed (VACUUM lists every block); the request is answered when the
+            // listing is dropped, at its end.
+            inner.list(prefix.as_ref()).map(move |meta| {
+                let _answered_when_dropped = &request;
+                meta
+            })
         })
         .flatten()
         .boxed()
