@@ -72,16 +72,25 @@ fn main() {
     // stacks sized for the deepest statement the engine accepts, see
     // sieve_engine::MAX_OPERATORS); clients, storage I/O and statement deadlines on `main`, so
     // a statement that keeps every query thread busy neither stalls other clients nor outlives
-    // its deadline.
-    let runtime = |name: &str| {
+    // its deadline. `queries` has four threads a core: a nested loop join keeps its thread for
+    // as long as one probe batch takes (seconds, minutes), and a statement runs a task per core,
+    // so with a thread per core two such statements would hold every thread and the next
+    // client's `select 1` would wait for them; with more threads than cores the kernel shares
+    // the cores between them and the newcomer.
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let runtime = |name: &str, threads: usize| {
         tokio::runtime::Builder::new_multi_thread()
             .enable_all()
+            .worker_threads(threads)
             .thread_name(name)
             .thread_stack_size(QUERY_THREAD_STACK)
             .build()
             .expect("the tokio runtime starts")
     };
-    let (main, queries) = (runtime("sieve-io"), runtime("sieve-query"));
+    let (main, queries) = (
+        runtime("sieve-io", cores),
+        runtime("sieve-query", 4 * cores),
+    );
     let executor = queries.handle().clone();
     // The main future (the shell parses its statements there) gets a thread of the same size.
     let result = std::thread::Builder::new()

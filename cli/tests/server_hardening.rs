@@ -313,3 +313,52 @@ fn malformed_commands_get_errors_and_the_connection_goes_on() {
     assert!(statistics.starts_with(b"Uptime: "), "{statistics:?}");
     assert_eq!(wire.binary_bigint(), 42);
 }
+
+/// Two statements that would compute for hours (nested loop joins whose filter keeps almost
+/// nothing: one poll of each works through a whole build side) neither keep a newcomer's
+/// `select 42` waiting (it waited for them with a query thread per core) nor outlive their
+/// clients: closed connections stop their joins, and the server goes back to idle.
+#[test]
+fn runaway_statements_neither_stall_others_nor_outlive_their_clients() {
+    let server = Server::start();
+    let pid = server.pid();
+    let join = "select count(*) from numbers(200000) a, numbers(200000) b \
+                where a.number + b.number = 5";
+    let before = cpu_ticks(pid);
+    let runaways: Vec<Wire> = (0..2)
+        .map(|_| {
+            let mut wire = Wire::connect(server.port);
+            assert_eq!(wire.login("root", PASSWORD).1[0], 0x00);
+            wire.send(&command(COM_QUERY, join.as_bytes())).unwrap();
+            wire
+        })
+        .collect();
+    // Both joins compute: the server has used two seconds of CPU since they were sent.
+    while cpu_ticks(pid) - before < 200 {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Within the wire's read timeout (30 s), not after the joins.
+    let mut newcomer = Wire::connect(server.port);
+    assert_eq!(newcomer.login("root", PASSWORD).1[0], 0x00);
+    newcomer.send(&command(COM_QUERY, b"select 42")).unwrap();
+    let reply = newcomer.reply();
+    assert!(
+        String::from_utf8_lossy(&reply[reply.len() - 2].1).contains("42"),
+        "{reply:?}"
+    );
+    drop(runaways);
+    // Idle again: less than a tenth of a core over a second, within a minute of the clients
+    // leaving (the joins would run for hours).
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let ticks = cpu_ticks(pid);
+        std::thread::sleep(Duration::from_secs(1));
+        if cpu_ticks(pid) - ticks < 10 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the server still computes a minute after the joins' clients left"
+        );
+    }
+}

@@ -221,7 +221,7 @@ fn words(sql: &str) -> Option<(Vec<Token>, Vec<usize>)> {
     let tokens = Tokenizer::new(&MySqlDialect {}, sql)
         .tokenize_with_location()
         .ok()?;
-    let offsets = ByteOffsets::new(sql);
+    let mut offsets = ByteOffsets::new(sql);
     Some(
         tokens
             .into_iter()

@@ -2,6 +2,7 @@
 //! statement's shape, and panics turned into errors.
 
 pub(crate) mod deadline;
+pub(crate) mod interrupt;
 pub(crate) mod memory;
 pub(crate) mod panic;
 pub(crate) mod statement;

@@ -50,6 +50,7 @@ impl Engine {
                 routing: Arc::new(RoutingFilters::new(DEFAULT_ROUTING_BYTES)),
                 merges: Arc::default(),
                 lookups: Arc::default(),
+                statements: Arc::default(),
             },
         })
     }
@@ -104,6 +105,12 @@ impl Engine {
     /// Waits until no locator group merge runs in the background (commits start them).
     pub async fn merges_settled(&self) {
         self.shared.merges.settled().await
+    }
+
+    /// Waits until every statement task (planning, producing rows) of this engine's sessions
+    /// has stopped: what a test waits on to see a dropped statement's work end.
+    pub async fn statements_stopped(&self) {
+        self.shared.statements.stopped().await
     }
 
     /// Bytes the routing filters hold in memory.

@@ -21,6 +21,7 @@ use tokio::time::Instant;
 use super::Session;
 use crate::cluster::coordinator::WorkerFailed;
 use crate::guard::deadline::{DeadlineStream, QueryTimeout};
+use crate::guard::interrupt::Interrupt;
 use crate::guard::statement::check_confined;
 use crate::maintenance::delete::check_delete;
 use crate::session::query_stream::{ColumnOrigin, QueryStream};
@@ -76,14 +77,18 @@ impl Session {
         let mut retries = usize::from(read_only && self.cluster.is_some());
         let (physical, mut rows) = loop {
             let executor = self.executor();
-            let planned = run_on(&executor, plan_physical(self.ctx.clone(), plan.clone()));
+            let planned = run_on(
+                &executor,
+                &self.tasks,
+                plan_physical(self.ctx.clone(), plan.clone()),
+            );
             let physical = match limit {
                 Some(limit) => tokio::time::timeout(limit, planned)
                     .await
                     .map_err(|_| QueryTimeout::error(limit))??,
                 None => planned.await?,
             };
-            let mut rows = self.rows(physical.clone(), &schema, started, limit);
+            let (physical, mut rows) = self.rows(physical, &schema, started, limit)?;
             if let Some(cluster) = &self.cluster
                 && read_only
             {
@@ -123,29 +128,34 @@ impl Session {
         &self,
         physical: Arc<dyn ExecutionPlan>,
         origins: Vec<Option<ColumnOrigin>>,
-    ) -> QueryStream {
+    ) -> Result<QueryStream> {
         let schema = physical.schema();
-        let rows = self.rows(
-            physical.clone(),
-            &schema,
-            Instant::now(),
-            self.max_execution_time(),
-        );
-        QueryStream::rows(schema, rows, Some(physical), self.pool())
+        let (physical, rows) =
+            self.rows(physical, &schema, Instant::now(), self.max_execution_time())?;
+        Ok(QueryStream::rows(schema, rows, Some(physical), self.pool())
             .with_origins(origins)
-            .by_short_path()
+            .by_short_path())
     }
 
     /// The rows of `physical`, produced on the executor, failures naming the worker that
-    /// failed, ended at the statement's deadline.
+    /// failed, ended at the statement's deadline; and the plan as it runs (its joins made
+    /// interruptible, [`crate::guard::interrupt`]), whose metrics EXPLAIN ANALYZE shows.
     fn rows(
         &self,
         physical: Arc<dyn ExecutionPlan>,
         schema: &SchemaRef,
         started: Instant,
         limit: Option<Duration>,
-    ) -> SendableRecordBatchStream {
-        let mut rows = rows_on(&self.executor(), physical, self.ctx.task_ctx());
+    ) -> Result<(Arc<dyn ExecutionPlan>, SendableRecordBatchStream)> {
+        let interrupt = Interrupt::default();
+        let physical = interrupt.wrap(physical)?;
+        let mut rows = rows_on(
+            &self.executor(),
+            &self.tasks,
+            &interrupt,
+            physical.clone(),
+            self.ctx.task_ctx(),
+        );
         if let Some(cluster) = self.cluster.clone() {
             let failures = rows.map(move |r| r.map_err(|e| cluster.explain_failure(e)));
             rows = Box::pin(RecordBatchStreamAdapter::new(schema.clone(), failures));
@@ -153,7 +163,7 @@ impl Session {
         if let Some(limit) = limit {
             rows = DeadlineStream::wrap(rows, started, limit);
         }
-        rows
+        Ok((physical, rows))
     }
 
     fn executor(&self) -> Handle {

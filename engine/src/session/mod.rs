@@ -39,6 +39,7 @@ use crate::dialect::session_functions::{self, Client, RowCount};
 use crate::dialect::system_variables::{ServerLimits, SystemVariables};
 use crate::dialect::user_variables::UserVariables;
 use crate::error::to_df;
+use crate::guard::interrupt::StatementTasks;
 use crate::guard::panic;
 use crate::guard::statement::check_complexity;
 use crate::maintenance::index_stats::IndexStatsFunction;
@@ -56,6 +57,8 @@ pub struct Session {
     catalog: Catalog,
     progress: Arc<WriteProgress>,
     executor: Option<Handle>,
+    /// The engine's count of statement tasks still running.
+    tasks: Arc<StatementTasks>,
     /// What SHOW VARIABLES and SHOW PROCESSLIST report: the server's limits and the client.
     server: std::sync::Mutex<(ServerLimits, Client)>,
     user_variables: Arc<UserVariables>,
@@ -75,6 +78,8 @@ pub(crate) struct Shared {
     pub merges: Arc<BackgroundMerges>,
     /// Point lookups' results by table version ([`lookup_results`]).
     pub lookups: Arc<LookupResults>,
+    /// Statement tasks that have not stopped yet.
+    pub statements: Arc<StatementTasks>,
 }
 
 fn object_parts(name: &ObjectName) -> Vec<String> {
@@ -95,6 +100,7 @@ impl Session {
         shared: Shared,
     ) -> Result<Self> {
         let progress = Arc::new(WriteProgress::default());
+        let tasks = shared.statements.clone();
         let mut config = SessionConfig::new()
             .with_extension(progress.clone())
             .with_extension(shared.routing)
@@ -149,6 +155,7 @@ impl Session {
             catalog,
             progress,
             executor,
+            tasks,
             server: Default::default(),
             user_variables,
             row_count,

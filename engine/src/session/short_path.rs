@@ -553,7 +553,7 @@ impl Session {
         }
         // The scan reads the version the key names; its blocks are listed (and cached) here.
         table.blocks(&snapshot).await.map_err(to_df)?;
-        let answer = self.run_physical(plan, origins);
+        let answer = self.run_physical(plan, origins)?;
         Ok(Some(match results {
             Some(results) => answer.map_rows(|rows| keeping(rows, results, key)),
             None => answer,

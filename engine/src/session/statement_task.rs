@@ -11,21 +11,31 @@ use std::sync::Arc;
 
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
-use datafusion::physical_plan::stream::RecordBatchReceiverStream;
+use datafusion::physical_plan::stream::{RecordBatchReceiverStream, RecordBatchStreamAdapter};
 use datafusion::physical_plan::{ExecutionPlan, execute_stream};
 use futures::{Future, StreamExt};
 use tokio::runtime::Handle;
 use tokio::task::JoinSet;
 
+use crate::guard::interrupt::{Interrupt, StatementTasks};
 use crate::guard::panic;
 
-/// Runs `work` on `executor` and waits for it; a panic in it resumes in the caller.
+/// Runs `work` on `executor` and waits for it, counted in `tasks` until it stops; a panic in it
+/// resumes in the caller.
 pub(crate) async fn run_on<T: Send + 'static>(
     executor: &Handle,
+    tasks: &StatementTasks,
     work: impl Future<Output = Result<T>> + Send + 'static,
 ) -> Result<T> {
+    let running = tasks.started();
     let mut task = JoinSet::new();
-    task.spawn_on(work, executor);
+    task.spawn_on(
+        async move {
+            let _running = running;
+            work.await
+        },
+        executor,
+    );
     match task.join_next().await {
         Some(Ok(result)) => result,
         Some(Err(e)) if e.is_panic() => resume_unwind(e.into_panic()),
@@ -39,15 +49,22 @@ pub(crate) async fn run_on<T: Send + 'static>(
 /// Executes `plan` on a task on `executor` and streams its rows, two batches ahead of the
 /// reader. The plan is executed there too, not only polled: executing it spawns the tasks of
 /// its partitions (CoalescePartitionsExec, RepartitionExec), which must land on the executor.
+/// Dropping the stream raises `interrupt` (which `plan`'s joins were wrapped for) and aborts
+/// the task, which `tasks` counts until it stops.
 pub(crate) fn rows_on(
     executor: &Handle,
+    tasks: &StatementTasks,
+    interrupt: &Interrupt,
     plan: Arc<dyn ExecutionPlan>,
     context: Arc<TaskContext>,
 ) -> SendableRecordBatchStream {
-    let mut builder = RecordBatchReceiverStream::builder(plan.schema(), 2);
+    let schema = plan.schema();
+    let mut builder = RecordBatchReceiverStream::builder(schema.clone(), 2);
     let tx = builder.tx();
+    let running = tasks.started();
     builder.spawn_on(
         async move {
+            let _running = running;
             let mut rows = panic::catch_stream(execute_stream(plan, context)?);
             while let Some(batch) = rows.next().await {
                 if tx.send(batch).await.is_err() {
@@ -58,5 +75,10 @@ pub(crate) fn rows_on(
         },
         executor,
     );
-    builder.build()
+    let raise = interrupt.on_drop();
+    // The stream owns the guard: dropped with it, not before.
+    let rows = builder.build().inspect(move |_| {
+        let _ = &raise;
+    });
+    Box::pin(RecordBatchStreamAdapter::new(schema, rows))
 }

@@ -1,0 +1,195 @@
+//! Stopping a statement inside one poll. A statement that timed out, was killed or lost its
+//! client is dropped, which aborts its tasks, but a task stops only where it yields, and a nested
+//! loop join yields only between output batches: with a join filter that keeps few rows it works
+//! through its whole build side per probe batch (a billion pairs a poll for two 1M-row tables),
+//! and went on computing for minutes after its client had its error. The join filter is
+//! evaluated once per build row, so the filter is where such a join can be stopped: every
+//! statement's nested loop joins get their filter wrapped in [`InterruptibleExpr`], which fails
+//! once the statement's [`Interrupt`] is raised, and the join's error ends its task.
+//!
+//! The other operators yield between batches of bounded work (DataFusion's cooperative budget),
+//! so dropping the statement stops them. Joins below a network boundary run on workers and are
+//! left as they are (a worker's task is cancelled by its stream being dropped).
+//!
+//! [`StatementTasks`] counts the statement tasks not yet stopped, so a test can wait for a
+//! statement's work to end instead of timing it.
+
+use std::fmt;
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use datafusion::arrow::array::RecordBatch;
+use datafusion::arrow::datatypes::{DataType, FieldRef, Schema};
+use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
+use datafusion::error::{DataFusionError, Result};
+use datafusion::logical_expr::ColumnarValue;
+use datafusion::physical_expr::PhysicalExpr;
+use datafusion::physical_plan::ExecutionPlan;
+use datafusion::physical_plan::joins::NestedLoopJoinExec;
+use datafusion::physical_plan::joins::utils::JoinFilter;
+use datafusion_distributed::NetworkBoundaryExt;
+use tokio::sync::watch;
+
+/// Raised when a statement's rows are dropped; its joins' filters then fail.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Interrupt(Arc<AtomicBool>);
+
+impl Interrupt {
+    /// Raises the interrupt when the returned guard is dropped.
+    pub(crate) fn on_drop(&self) -> RaiseOnDrop {
+        RaiseOnDrop(self.clone())
+    }
+
+    fn raised(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
+
+    /// `plan` with the filter of every nested loop join this process runs made interruptible.
+    /// A plan without one is returned as it is.
+    pub(crate) fn wrap(&self, plan: Arc<dyn ExecutionPlan>) -> Result<Arc<dyn ExecutionPlan>> {
+        let wrapped = plan.transform_down(|node| {
+            if node.is_network_boundary() {
+                return Ok(Transformed::new(node, false, TreeNodeRecursion::Jump));
+            }
+            let Some(join) = node.downcast_ref::<NestedLoopJoinExec>() else {
+                return Ok(Transformed::no(node));
+            };
+            let Some(filter) = join.filter() else {
+                return Ok(Transformed::no(node));
+            };
+            let expression: Arc<dyn PhysicalExpr> = Arc::new(InterruptibleExpr {
+                inner: filter.expression().clone(),
+                interrupt: self.clone(),
+            });
+            let filter = JoinFilter::new(
+                expression,
+                filter.column_indices().to_vec(),
+                filter.schema().clone(),
+            );
+            let projection = join.projection().as_ref().map(|p| p.to_vec());
+            let join = NestedLoopJoinExec::try_new(
+                join.left().clone(),
+                join.right().clone(),
+                Some(filter),
+                join.join_type(),
+                projection,
+            )?;
+            Ok(Transformed::yes(Arc::new(join) as Arc<dyn ExecutionPlan>))
+        })?;
+        Ok(wrapped.data)
+    }
+}
+
+/// Raises its interrupt when dropped (with the statement's rows).
+#[derive(Debug)]
+pub(crate) struct RaiseOnDrop(Interrupt);
+
+impl Drop for RaiseOnDrop {
+    fn drop(&mut self) {
+        self.0.0.store(true, Ordering::Relaxed);
+    }
+}
+
+/// A join filter that fails once its statement is interrupted; otherwise it is its inner
+/// expression, shown as it.
+#[derive(Debug)]
+pub(crate) struct InterruptibleExpr {
+    inner: Arc<dyn PhysicalExpr>,
+    interrupt: Interrupt,
+}
+
+impl fmt::Display for InterruptibleExpr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.inner.fmt(f)
+    }
+}
+
+impl PartialEq for InterruptibleExpr {
+    fn eq(&self, other: &Self) -> bool {
+        self.inner.as_ref() == other.inner.as_ref()
+            && Arc::ptr_eq(&self.interrupt.0, &other.interrupt.0)
+    }
+}
+
+impl Eq for InterruptibleExpr {}
+
+impl Hash for InterruptibleExpr {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.inner.hash(state)
+    }
+}
+
+impl PhysicalExpr for InterruptibleExpr {
+    fn data_type(&self, input_schema: &Schema) -> Result<DataType> {
+        self.inner.data_type(input_schema)
+    }
+
+    fn nullable(&self, input_schema: &Schema) -> Result<bool> {
+        self.inner.nullable(input_schema)
+    }
+
+    fn return_field(&self, input_schema: &Schema) -> Result<FieldRef> {
+        self.inner.return_field(input_schema)
+    }
+
+    fn evaluate(&self, batch: &RecordBatch) -> Result<ColumnarValue> {
+        if self.interrupt.raised() {
+            return Err(DataFusionError::Execution(
+                "the statement was interrupted".into(),
+            ));
+        }
+        self.inner.evaluate(batch)
+    }
+
+    fn children(&self) -> Vec<&Arc<dyn PhysicalExpr>> {
+        vec![&self.inner]
+    }
+
+    fn with_new_children(
+        self: Arc<Self>,
+        mut children: Vec<Arc<dyn PhysicalExpr>>,
+    ) -> Result<Arc<dyn PhysicalExpr>> {
+        Ok(Arc::new(Self {
+            inner: children.swap_remove(0),
+            interrupt: self.interrupt.clone(),
+        }))
+    }
+
+    fn fmt_sql(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.inner.fmt_sql(f)
+    }
+}
+
+/// How many statement tasks (planning, producing rows) have not stopped yet.
+#[derive(Debug)]
+pub(crate) struct StatementTasks(Arc<watch::Sender<usize>>);
+
+impl Default for StatementTasks {
+    fn default() -> Self {
+        Self(Arc::new(watch::Sender::new(0)))
+    }
+}
+
+impl StatementTasks {
+    /// Counts a task until the returned guard, moved into it, is dropped with it.
+    pub(crate) fn started(&self) -> TaskRunning {
+        self.0.send_modify(|n| *n += 1);
+        TaskRunning(self.0.clone())
+    }
+
+    /// Waits until no statement task runs.
+    pub(crate) async fn stopped(&self) {
+        let mut running = self.0.subscribe();
+        // The sender lives in `self`, so the wait cannot fail.
+        let _ = running.wait_for(|n| *n == 0).await;
+    }
+}
+
+pub(crate) struct TaskRunning(Arc<watch::Sender<usize>>);
+
+impl Drop for TaskRunning {
+    fn drop(&mut self) {
+        self.0.send_modify(|n| *n -= 1);
+    }
+}
