@@ -10,7 +10,10 @@
 //! memory_limit_mib = 4096        # all queries together
 //! query_memory_limit_mib = 1024  # one query
 //! max_execution_time = 0         # ms a query may run, as MySQL's; 0 is no limit
-//! max_connections = 151          # more are refused with MySQL's "Too many connections"
+//! max_connections = 151          # logged-in connections; more are refused with MySQL's
+//!                                 # "Too many connections"
+//! max_pending_logins = 64        # connections still logging in; a newer one drops the oldest
+//! max_pending_logins_per_address = 16
 //! max_allowed_packet = 16777216  # bytes of one client packet after login
 //! connect_timeout = 10           # seconds a client has to log in
 //! wait_timeout = 28800           # seconds a logged-in client may stay silent
@@ -29,7 +32,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use sieve_engine::{MemoryLimits, SieveOptions};
 
-use sieve_mysql::GuardLimits;
+use sieve_mysql::{GuardLimits, PendingLimits};
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -43,6 +46,8 @@ pub struct ConfigFile {
     pub query_memory_limit_mib: Option<usize>,
     pub max_execution_time: Option<u64>,
     pub max_connections: Option<usize>,
+    pub max_pending_logins: Option<usize>,
+    pub max_pending_logins_per_address: Option<usize>,
     pub max_allowed_packet: Option<usize>,
     pub connect_timeout: Option<u64>,
     pub wait_timeout: Option<u64>,
@@ -57,6 +62,7 @@ pub struct ConfigFile {
 #[derive(Debug, Clone, Copy)]
 pub struct ConnectionLimits {
     pub max_connections: usize,
+    pub pending: PendingLimits,
     pub guard: GuardLimits,
 }
 
@@ -74,6 +80,14 @@ impl ConfigFile {
     pub fn connection_limits(&self) -> ConnectionLimits {
         ConnectionLimits {
             max_connections: self.max_connections.unwrap_or(151),
+            pending: PendingLimits {
+                total: self
+                    .max_pending_logins
+                    .unwrap_or(PendingLimits::default().total),
+                per_address: self
+                    .max_pending_logins_per_address
+                    .unwrap_or(PendingLimits::default().per_address),
+            },
             guard: GuardLimits {
                 max_allowed_packet: self.max_allowed_packet.unwrap_or(16 << 20),
                 handshake_timeout: Duration::from_secs(self.connect_timeout.unwrap_or(10)),

@@ -7,13 +7,12 @@ use std::time::Duration;
 
 use clap::Args;
 use sieve_engine::{Engine, ServerLimits};
-use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
 
 use crate::config::ConfigFile;
 use sieve_mysql::{
-    Account, Connection, Connections, LoginThrottle, ServerStatus, Shared, error, error_packet,
+    Account, Connection, Connections, LoginThrottle, PendingLogins, ServerStatus, Shared,
 };
 
 /// How long accepting waits after an error (out of file descriptors, say) before trying again;
@@ -97,11 +96,12 @@ pub async fn serve(engine: Engine, args: ServeArgs, config: ConfigFile) -> Resul
     let shared = Arc::new(Shared {
         account: Arc::new(Account { user, password }),
         throttle: Arc::new(LoginThrottle::default()),
+        pending: Arc::new(PendingLogins::new(limits.pending)),
+        slots: Arc::new(Semaphore::new(limits.max_connections)),
         connections: connections.clone(),
         status: Arc::new(ServerStatus::default()),
         limits: limits.guard,
     });
-    let slots = Arc::new(Semaphore::new(limits.max_connections));
     let mut backoff = ACCEPT_BACKOFF.0;
     log::info!(
         "serving the MySQL protocol on {address}, storage {}",
@@ -113,7 +113,7 @@ pub async fn serve(engine: Engine, args: ServeArgs, config: ConfigFile) -> Resul
     loop {
         tokio::select! {
             accepted = listener.accept() => {
-                let (mut stream, peer) = match accepted {
+                let (stream, peer) = match accepted {
                     Ok(c) => {
                         backoff = ACCEPT_BACKOFF.0;
                         c
@@ -123,14 +123,6 @@ pub async fn serve(engine: Engine, args: ServeArgs, config: ConfigFile) -> Resul
                         back_off(&mut backoff).await;
                         continue;
                     }
-                };
-                let Ok(slot) = slots.clone().try_acquire_owned() else {
-                    log::warn!("refused {peer}: {} connections open (max_connections)", limits.max_connections);
-                    let refusal = error_packet(0, error::CON_COUNT, "Too many connections");
-                    tokio::spawn(async move {
-                        let _ = tokio::time::timeout(Duration::from_secs(1), stream.write_all(&refusal)).await;
-                    });
-                    continue;
                 };
                 let _ = stream.set_nodelay(true);
                 let watcher = match duplicate(&stream) {
@@ -159,7 +151,6 @@ pub async fn serve(engine: Engine, args: ServeArgs, config: ConfigFile) -> Resul
                     if let Err(e) = connection.run(reader, writer).await {
                         log::debug!("connection from {peer} ended: {e}");
                     }
-                    drop(slot);
                 });
             }
             _ = &mut shutdown => {

@@ -181,15 +181,50 @@ fn connections_beyond_the_cap_get_too_many_connections() {
     let mut held = Vec::new();
     for _ in 0..4 {
         let mut wire = Wire::connect(server.port);
-        wire.greeting();
+        assert_eq!(wire.login("root", PASSWORD).1[0], 0x00);
         held.push(wire);
     }
     let mut refused = Wire::connect(server.port);
-    let (_, reply) = refused.read().unwrap();
+    let (_, reply) = refused.login("root", PASSWORD);
     assert_eq!(error_code(&reply), Some(1040));
     drop(held);
     // Slots come back once their connections close.
     answers_again(&server);
+}
+
+/// Connections that have not logged in do not count against `max_connections`: 151 that send
+/// most of a 16,000-byte login packet and then trickle took every slot, and clients got "Too
+/// many connections" until `connect_timeout`. Now they are bounded apart (16 per address by
+/// default), the oldest dropped to make room, and a client logs in beside them.
+#[test]
+fn trickling_logins_do_not_lock_clients_out() {
+    let server = Server::start();
+    let header = packet(1, &vec![0; 16_000]);
+    let tricklers: Vec<Wire> = (0..151)
+        .map(|_| {
+            let mut wire = Wire::connect(server.port);
+            wire.greeting();
+            wire.send(&header[..8_000]).unwrap();
+            wire
+        })
+        .collect();
+    answers_select_42(&server);
+    // All but the newest 16 were dropped: their sockets are closed (or reset, the server having
+    // left the trickled bytes unread), where an open one only times out.
+    let dropped = tricklers
+        .into_iter()
+        .filter(|wire| {
+            let mut stream = &wire.stream;
+            stream
+                .set_read_timeout(Some(Duration::from_millis(200)))
+                .unwrap();
+            match std::io::Read::read(&mut stream, &mut [0; 64]) {
+                Ok(n) => n == 0,
+                Err(e) => e.kind() == std::io::ErrorKind::ConnectionReset,
+            }
+        })
+        .count();
+    assert!(dropped >= 151 - 16, "only {dropped} of 151 dropped");
 }
 
 #[test]

@@ -70,6 +70,18 @@ impl Connection {
             writer.flush().await?;
             return Ok(false);
         }
+        match self.shared.slots.clone().try_acquire_owned() {
+            Ok(slot) => self.slot = Some(slot),
+            Err(_) => {
+                log::warn!(
+                    "refused {} after login: max_connections connections are open",
+                    self.peer
+                );
+                writer.packet(&error_payload(error::CON_COUNT, "Too many connections"));
+                writer.flush().await?;
+                return Ok(false);
+            }
+        }
         // mysql-connector-python names an empty database in its handshake.
         if let Some(database) = response.database.filter(|d| !d.is_empty()) {
             let database = String::from_utf8_lossy(&database);

@@ -13,6 +13,7 @@ use datafusion::error::DataFusionError;
 use sieve_engine::{Client, ErrorClass, MYSQL_VERSION, Prepared, QueryStream, Session, classify};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::columns::{ColumnDefinition, RowFormat, UTF8MB4, encode_rows};
 use super::handshake::{
@@ -30,6 +31,7 @@ use super::server_status::ServerStatus;
 use crate::auth::Account;
 use crate::kill::{Connections, Killable, kill_statement};
 use crate::login_throttle::LoginThrottle;
+use crate::pending_logins::PendingLogins;
 use crate::transaction_statements::{Transaction, transaction_statement};
 use sieve_engine::rate;
 
@@ -59,11 +61,15 @@ mod command {
     pub const RESET_CONNECTION: u8 = 0x1f;
 }
 
-/// What a connection shares with the server: the account, the login throttle, the other
-/// connections (for KILL) and the server's counters.
+/// What a connection shares with the server: the account, the login throttle, the places of
+/// connections logging in and logged in, the other connections (for KILL) and the server's
+/// counters.
 pub struct Shared {
     pub account: Arc<Account>,
     pub throttle: Arc<LoginThrottle>,
+    pub pending: Arc<PendingLogins>,
+    /// `max_connections`: a permit per logged-in connection.
+    pub slots: Arc<Semaphore>,
     pub connections: Arc<Connections>,
     pub status: Arc<ServerStatus>,
     pub limits: GuardLimits,
@@ -84,6 +90,8 @@ pub struct Connection {
     next_statement: u32,
     /// Statements that wrote since BEGIN, while a client believes it is in a transaction.
     transaction: Option<u64>,
+    /// Its place among the logged-in connections (`max_connections`), from login on.
+    slot: Option<OwnedSemaphorePermit>,
 }
 
 impl Drop for Connection {
@@ -129,6 +137,7 @@ impl Connection {
             statements: HashMap::new(),
             next_statement: 1,
             transaction: None,
+            slot: None,
         }
     }
 
@@ -139,7 +148,16 @@ impl Connection {
         W: AsyncWrite + Unpin,
     {
         let (mut reader, mut writer) = (PacketReader::new(reader), PacketWriter::new(writer));
-        if !self.login(&mut reader, &mut writer).await? {
+        let mut pending = self.shared.pending.admit(self.peer);
+        let logged_in = tokio::select! {
+            logged_in = self.login(&mut reader, &mut writer) => logged_in?,
+            () = pending.pushed_out() => {
+                log::debug!("dropped the pending login from {}: newer connections took its place", self.peer);
+                false
+            }
+        };
+        drop(pending);
+        if !logged_in {
             return Ok(());
         }
         let limits = self.shared.limits;
