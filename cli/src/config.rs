@@ -19,6 +19,9 @@
 //! wait_timeout = 28800           # seconds a logged-in client may stay silent
 //! sidecar_cache_mib = 256        # opened sidecar entries kept in memory
 //! data_cache_mib = 256           # verified bytes of blocks kept in memory (0: none)
+//! spill_dir = "/var/tmp/sieve"   # where sorts and joins over their memory spill
+//!                                 # (default: the system temp directory's sieve-spill)
+//! spill_limit_gib = 16           # disk all statements may spill to together
 //! workers = ["http://10.0.0.2:7100", "http://10.0.0.3:7100"]  # sieve worker processes
 //! cluster_secret = "…"           # shared by coordinators and workers; workers refuse others
 //! node_filter_mib = 2048         # routing filters, which route lookups to locator groups and
@@ -26,11 +29,11 @@
 //! ```
 
 use std::net::IpAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::Deserialize;
-use sieve_engine::{MemoryLimits, SieveOptions};
+use sieve_engine::{MemoryLimits, SieveOptions, SpillSettings};
 
 use sieve_mysql::{GuardLimits, PendingLimits};
 
@@ -53,6 +56,8 @@ pub struct ConfigFile {
     pub wait_timeout: Option<u64>,
     pub sidecar_cache_mib: Option<u64>,
     pub data_cache_mib: Option<u64>,
+    pub spill_dir: Option<PathBuf>,
+    pub spill_limit_gib: Option<u64>,
     pub workers: Option<Vec<String>>,
     pub cluster_secret: Option<String>,
     pub node_filter_mib: Option<usize>,
@@ -93,6 +98,14 @@ impl ConfigFile {
                 handshake_timeout: Duration::from_secs(self.connect_timeout.unwrap_or(10)),
                 idle_timeout: Duration::from_secs(self.wait_timeout.unwrap_or(28_800)),
             },
+        }
+    }
+
+    pub fn spill_settings(&self) -> SpillSettings {
+        let defaults = SpillSettings::default();
+        SpillSettings {
+            dir: self.spill_dir.clone().unwrap_or(defaults.dir),
+            limit: self.spill_limit_gib.map_or(defaults.limit, |g| g << 30),
         }
     }
 

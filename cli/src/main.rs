@@ -130,6 +130,7 @@ async fn run(cli: Cli, executor: Handle) -> Result<(), String> {
                 .engine()
                 .await?
                 .with_memory_limits(config.memory_limits())
+                .and_then(|e| e.with_spill(&config.spill_settings()))
                 .map_err(|e| e.to_string())?
                 .with_session_defaults(config.session_defaults())
                 .with_executor(executor)

@@ -397,3 +397,37 @@ fn runaway_statements_neither_stall_others_nor_outlive_their_clients() {
         );
     }
 }
+
+/// Spills go to `spill_dir`, into a directory of the server's own, which a SIGTERM removes;
+/// what a killed server left there is removed by the next one to start.
+#[test]
+fn spill_directories_are_removed_at_shutdown_and_at_start() {
+    let spill = tempfile::tempdir().unwrap();
+    let left = spill.path().join("sieve-1-0");
+    std::fs::create_dir(&left).unwrap();
+    std::fs::write(left.join("spill"), b"rows").unwrap();
+    std::fs::write(spill.path().join("sieve-1-0.lock"), b"").unwrap();
+    let config = format!(
+        "spill_dir = '{}'\nspill_limit_gib = 1",
+        spill.path().display()
+    );
+    let mut server = Server::start_with(&config, None);
+    answers_select_42(&server);
+    let listing = || {
+        let mut names: Vec<String> = std::fs::read_dir(spill.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        names
+    };
+    // `sieve-<pid>-<n>` and its lock.
+    let own = listing()[0].clone();
+    assert!(
+        own.starts_with(&format!("sieve-{}-", server.pid())),
+        "{own}"
+    );
+    assert_eq!(listing(), [own.clone(), format!("{own}.lock")]);
+    assert!(server.terminate().success());
+    assert_eq!(listing(), Vec::<String>::new());
+}

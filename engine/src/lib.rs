@@ -27,6 +27,7 @@ pub use dialect::system_variables::{MYSQL_VERSION, ServerLimits};
 pub use error::{ErrorClass, classify, to_df};
 pub use guard::deadline::QueryTimeout;
 pub use guard::memory::MemoryLimits;
+pub use guard::spill::SpillSettings;
 pub use guard::statement::{MAX_OPERATORS, QUERY_THREAD_STACK};
 pub use progress::{WriteProgress, rate};
 pub use scan::pruning::PruneOutcome;

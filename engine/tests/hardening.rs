@@ -9,7 +9,8 @@ use std::time::Duration;
 use datafusion::arrow::util::display::array_value_to_string;
 use sieve_engine::Engine;
 use sieve_engine::{
-    ErrorClass, MAX_OPERATORS, MemoryLimits, QUERY_THREAD_STACK, QueryOutput, Session, classify,
+    ErrorClass, MAX_OPERATORS, MemoryLimits, QUERY_THREAD_STACK, QueryOutput, Session,
+    SpillSettings, classify,
 };
 
 /// Runs a test on a runtime whose threads have the stacks `sieve` gives its own.
@@ -160,6 +161,46 @@ async fn a_query_over_its_memory_budget_fails_and_results_stream() {
         first(&run(&s, "select count(*) from numbers(1000)").await),
         "1000"
     );
+}
+
+/// A sort over its memory spills into the engine's own directory (with its lock file beside
+/// it), up to the spill limit; past it the statement fails naming the server's setting, and
+/// the directory is gone with the engine.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn spills_stay_in_their_directory_and_under_their_limit() {
+    let root = tempfile::tempdir().unwrap();
+    let spill = SpillSettings {
+        dir: root.path().to_path_buf(),
+        limit: 1 << 20,
+    };
+    let limits = MemoryLimits {
+        server: 256 << 20,
+        query: 64 << 20,
+    };
+    // The window sorts 8M rows (64 MB of keys) before numbering them, all in the first of
+    // numbers()' partitions (partition i holds i, i + p, …), so one sorter holds the memory and
+    // spills: with two, the other's reservation for merging can fail first.
+    let p = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let sort = format!(
+        "select max(r) from (select row_number() over (order by number desc) as r \
+         from numbers({}) where number % {p} = 0)",
+        8_000_000 * p
+    );
+    let engine = Engine::open("memory://")
+        .await
+        .unwrap()
+        .with_memory_limits(limits)
+        .unwrap()
+        .with_spill(&spill)
+        .unwrap();
+    let s = engine.session().unwrap();
+    let (class, message) = fails(&s, &sort).await;
+    assert_eq!(class, ErrorClass::OutOfMemory, "{message}");
+    assert!(message.contains("spill_limit_gib"), "{message}");
+    // Its directory is there while the engine is, and gone with it.
+    assert_eq!(std::fs::read_dir(root.path()).unwrap().count(), 2);
+    drop((s, engine));
+    assert_eq!(std::fs::read_dir(root.path()).unwrap().count(), 0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

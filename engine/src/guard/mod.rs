@@ -5,4 +5,5 @@ pub(crate) mod deadline;
 pub(crate) mod interrupt;
 pub(crate) mod memory;
 pub(crate) mod panic;
+pub(crate) mod spill;
 pub(crate) mod statement;

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use datafusion::error::Result;
+use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::runtime_env::{RuntimeEnv, RuntimeEnvBuilder};
 use sieve_storage::{Catalog, Storage, Table};
 use tokio::runtime::Handle;
@@ -11,6 +11,7 @@ use super::{Session, Shared};
 use crate::cluster::coordinator::Cluster;
 use crate::error::to_df;
 use crate::guard::memory::{MemoryLimits, QueryPool};
+use crate::guard::spill::{SpillPlace, SpillSettings};
 use crate::scan::routing::{DEFAULT_ROUTING_BYTES, RoutingFilters};
 use crate::session::options::SieveOptions;
 
@@ -39,9 +40,10 @@ impl Engine {
 
     pub async fn with_storage(storage: Storage) -> Result<Self> {
         let limits = MemoryLimits::default();
+        let spill = spill_place(&SpillSettings::default())?;
         Ok(Self {
             catalog: Catalog::open(storage).await.map_err(to_df)?,
-            runtime: runtime(limits)?,
+            runtime: runtime(limits, &spill)?,
             limits,
             session_defaults: SieveOptions::default(),
             executor: None,
@@ -51,6 +53,7 @@ impl Engine {
                 merges: Arc::default(),
                 lookups: Arc::default(),
                 statements: Arc::default(),
+                spill,
             },
         })
     }
@@ -121,8 +124,22 @@ impl Engine {
     /// The same storage under other memory limits.
     pub fn with_memory_limits(self, limits: MemoryLimits) -> Result<Self> {
         Ok(Self {
-            runtime: runtime(limits)?,
+            runtime: runtime(limits, &self.shared.spill)?,
             limits,
+            ..self
+        })
+    }
+
+    /// The same storage, its statements spilling into `settings.dir` up to `settings.limit`
+    /// bytes ([`crate::guard::spill`]).
+    pub fn with_spill(self, settings: &SpillSettings) -> Result<Self> {
+        let spill = spill_place(settings)?;
+        Ok(Self {
+            runtime: runtime(self.limits, &spill)?,
+            shared: Shared {
+                spill,
+                ..self.shared
+            },
             ..self
         })
     }
@@ -151,8 +168,18 @@ impl Engine {
     }
 }
 
-fn runtime(limits: MemoryLimits) -> Result<Arc<RuntimeEnv>> {
+fn runtime(limits: MemoryLimits, spill: &SpillPlace) -> Result<Arc<RuntimeEnv>> {
     RuntimeEnvBuilder::new()
         .with_memory_pool(limits.server_pool())
+        .with_disk_manager_builder(spill.disk_manager())
         .build_arc()
+}
+
+fn spill_place(settings: &SpillSettings) -> Result<Arc<SpillPlace>> {
+    SpillPlace::open(settings).map(Arc::new).map_err(|e| {
+        DataFusionError::Execution(format!(
+            "cannot prepare the spill directory {}: {e}",
+            settings.dir.display()
+        ))
+    })
 }

@@ -156,10 +156,14 @@ impl Session {
             physical.clone(),
             self.ctx.task_ctx(),
         );
-        if let Some(cluster) = self.cluster.clone() {
-            let failures = rows.map(move |r| r.map_err(|e| cluster.explain_failure(e)));
-            rows = Box::pin(RecordBatchStreamAdapter::new(schema.clone(), failures));
-        }
+        let (cluster, spill) = (self.cluster.clone(), self.spill.clone());
+        let explained = rows.map(move |r| {
+            r.map_err(|e| match &cluster {
+                Some(cluster) => cluster.explain_failure(spill.explain(e)),
+                None => spill.explain(e),
+            })
+        });
+        rows = Box::pin(RecordBatchStreamAdapter::new(schema.clone(), explained));
         if let Some(limit) = limit {
             rows = DeadlineStream::wrap(rows, started, limit);
         }

@@ -41,6 +41,7 @@ use crate::dialect::user_variables::UserVariables;
 use crate::error::to_df;
 use crate::guard::interrupt::StatementTasks;
 use crate::guard::panic;
+use crate::guard::spill::SpillPlace;
 use crate::guard::statement::check_complexity;
 use crate::maintenance::index_stats::IndexStatsFunction;
 use crate::maintenance::merges::BackgroundMerges;
@@ -59,6 +60,7 @@ pub struct Session {
     executor: Option<Handle>,
     /// The engine's count of statement tasks still running.
     tasks: Arc<StatementTasks>,
+    spill: Arc<SpillPlace>,
     /// What SHOW VARIABLES and SHOW PROCESSLIST report: the server's limits and the client.
     server: std::sync::Mutex<(ServerLimits, Client)>,
     user_variables: Arc<UserVariables>,
@@ -80,6 +82,8 @@ pub(crate) struct Shared {
     pub lookups: Arc<LookupResults>,
     /// Statement tasks that have not stopped yet.
     pub statements: Arc<StatementTasks>,
+    /// Where statements spill.
+    pub spill: Arc<SpillPlace>,
 }
 
 fn object_parts(name: &ObjectName) -> Vec<String> {
@@ -100,7 +104,7 @@ impl Session {
         shared: Shared,
     ) -> Result<Self> {
         let progress = Arc::new(WriteProgress::default());
-        let tasks = shared.statements.clone();
+        let (tasks, spill) = (shared.statements.clone(), shared.spill.clone());
         let mut config = SessionConfig::new()
             .with_extension(progress.clone())
             .with_extension(shared.routing)
@@ -156,6 +160,7 @@ impl Session {
             progress,
             executor,
             tasks,
+            spill,
             server: Default::default(),
             user_variables,
             row_count,
