@@ -203,6 +203,47 @@ async fn spills_stay_in_their_directory_and_under_their_limit() {
     assert_eq!(std::fs::read_dir(root.path()).unwrap().count(), 0);
 }
 
+/// Functions that build strings stay under `max_allowed_packet` (here the engine's 64 MiB),
+/// NULL beyond it as in MySQL: `repeat('x', 1500000000)` took 5.8 GiB past every budget. The
+/// bound is on each function's result, so strings under it, and NULLs, are as before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn built_strings_are_null_beyond_max_allowed_packet() {
+    let s = session().await;
+    run(
+        &s,
+        "create table w as select number as n, repeat('ab', 1000) as t from numbers(3)",
+    )
+    .await;
+    for (sql, expected) in [
+        ("length(repeat('x', 1500000000))", "NULL"),
+        ("length(repeat('x', 1000000))", "1000000"),
+        ("length(lpad('x', 1500000000, 'y'))", "NULL"),
+        ("length(rpad('x', 1000, 'y'))", "1000"),
+        (
+            "length(concat(repeat('x', 40000000), repeat('y', 40000000)))",
+            "NULL",
+        ),
+        ("concat('a', null, 'b')", "ab"),
+        (
+            "length(concat_ws(repeat(',', 30000000), 'a', 'b', 'c'))",
+            "NULL",
+        ),
+        (
+            "length(replace(repeat('a', 100000), 'a', repeat('b', 1000)))",
+            "NULL",
+        ),
+        ("replace('banana', 'a', 'o')", "bonono"),
+        // Column values, row by row: only the rows over the bound are NULL.
+    ] {
+        let sql = format!("select coalesce(cast({sql} as varchar), 'NULL')");
+        assert_eq!(first(&run(&s, &sql).await), expected, "{sql}");
+    }
+    // Column values, row by row: only the rows over the bound are NULL.
+    let rows = "select string_agg(coalesce(cast(length(repeat(t, cast(20000 * n + 1 as bigint))) as varchar), \
+                'NULL'), ',' order by n) from w";
+    assert_eq!(first(&run(&s, rows).await), "2000,40002000,NULL");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn max_execution_time_stops_a_query_and_spares_writes() {
     let s = session().await;

@@ -36,6 +36,7 @@ use crate::catalog::storage_url::object_store_url;
 use crate::cluster::coordinator::Cluster;
 use crate::dialect::checked_arithmetic::CheckedArithmetic;
 use crate::dialect::session_functions::{self, Client, RowCount};
+use crate::dialect::string_results;
 use crate::dialect::system_variables::{ServerLimits, SystemVariables};
 use crate::dialect::user_variables::UserVariables;
 use crate::error::to_df;
@@ -146,6 +147,7 @@ impl Session {
             .with_aliases(["rand"]);
         ctx.register_udf(rand);
         crate::dialect::functions::register(&ctx);
+        string_results::register(&ctx, ServerLimits::default().max_allowed_packet);
         ctx.register_variable(VarType::System, Arc::new(SystemVariables::default()));
         let user_variables = Arc::new(UserVariables::default());
         ctx.register_variable(VarType::UserDefined, user_variables.clone());
@@ -173,6 +175,7 @@ impl Session {
     pub fn set_server_limits(&self, limits: ServerLimits) {
         self.ctx
             .register_variable(VarType::System, Arc::new(SystemVariables { limits }));
+        string_results::register(&self.ctx, limits.max_allowed_packet);
         self.server().0 = limits;
     }
 
