@@ -22,6 +22,11 @@
 //! spill_dir = "/var/tmp/sieve"   # where sorts and joins over their memory spill
 //!                                 # (default: the system temp directory's sieve-spill)
 //! spill_limit_gib = 16           # disk all statements may spill to together
+//! tls = true                     # offer TLS on the MySQL port (false: never)
+//! tls_cert = "server-cert.pem"   # PEM chain and key; without them the server makes a
+//! tls_key = "server-key.pem"     # certificate at first start and keeps it in tls_dir
+//! tls_dir = "sieve-tls"          # (with ca.pem, to verify it against)
+//! require_secure_transport = false  # refuse logins without TLS beyond loopback
 //! workers = ["http://10.0.0.2:7100", "http://10.0.0.3:7100"]  # sieve worker processes
 //! cluster_secret = "…"           # shared by coordinators and workers; workers refuse others
 //! node_filter_mib = 2048         # routing filters, which route lookups to locator groups and
@@ -58,6 +63,11 @@ pub struct ConfigFile {
     pub data_cache_mib: Option<u64>,
     pub spill_dir: Option<PathBuf>,
     pub spill_limit_gib: Option<u64>,
+    pub tls: Option<bool>,
+    pub tls_cert: Option<PathBuf>,
+    pub tls_key: Option<PathBuf>,
+    pub tls_dir: Option<PathBuf>,
+    pub require_secure_transport: Option<bool>,
     pub workers: Option<Vec<String>>,
     pub cluster_secret: Option<String>,
     pub node_filter_mib: Option<usize>,

@@ -1,6 +1,7 @@
 //! `sieve serve`: the MySQL wire protocol over one storage, a session per connection.
 
 use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
@@ -13,6 +14,7 @@ use tokio::sync::Semaphore;
 use crate::config::ConfigFile;
 use sieve_mysql::{
     Account, Connection, Connections, LoginThrottle, PendingLogins, ServerStatus, Shared,
+    TlsAcceptor, TlsFiles, self_signed, tls_acceptor,
 };
 
 /// How long accepting waits after an error (out of file descriptors, say) before trying again;
@@ -40,11 +42,48 @@ pub struct ServeArgs {
     /// The secret the workers were started with (`sieve worker --cluster-secret`)
     #[arg(long, env = "SIEVE_CLUSTER_SECRET", hide_env_values = true)]
     pub cluster_secret: Option<String>,
+    /// TLS certificate chain (PEM) for the MySQL port; without it the server makes one at first
+    /// start and keeps it in --tls-dir
+    #[arg(long, env = "SIEVE_TLS_CERT")]
+    tls_cert: Option<PathBuf>,
+    /// Its private key (PEM)
+    #[arg(long, env = "SIEVE_TLS_KEY")]
+    tls_key: Option<PathBuf>,
+    /// Where the server keeps the certificate it makes [default: ./sieve-tls]
+    #[arg(long, env = "SIEVE_TLS_DIR")]
+    tls_dir: Option<PathBuf>,
     /// MiB of routing filters kept in memory (default 2048, about a billion keys): lookups skip
     /// the locator groups they rule out, a coordinator the workers; groups beyond the budget
     /// are always probed and their owners asked
     #[arg(long, env = "SIEVE_NODE_FILTER_MIB")]
     pub node_filter_mib: Option<usize>,
+}
+
+/// The TLS the MySQL port offers: the configured certificate, or the one this server made
+/// (for `localhost`, loopback and the listening address); none if the config says `tls = false`.
+fn tls(args: &ServeArgs, config: &ConfigFile, host: IpAddr) -> Result<Option<TlsAcceptor>, String> {
+    if config.tls == Some(false) {
+        return Ok(None);
+    }
+    let cert = args.tls_cert.clone().or(config.tls_cert.clone());
+    let key = args.tls_key.clone().or(config.tls_key.clone());
+    let files = match (cert, key) {
+        (Some(cert), Some(key)) => TlsFiles { cert, key },
+        (None, None) => {
+            let dir = args
+                .tls_dir
+                .clone()
+                .or(config.tls_dir.clone())
+                .unwrap_or_else(|| PathBuf::from("sieve-tls"));
+            let mut names = vec!["localhost".to_string(), "127.0.0.1".into(), "::1".into()];
+            if !host.is_unspecified() && !host.is_loopback() {
+                names.push(host.to_string());
+            }
+            self_signed(&dir, &names)?
+        }
+        _ => return Err("--tls-cert and --tls-key go together".into()),
+    };
+    tls_acceptor(&files).map(Some)
 }
 
 async fn back_off(backoff: &mut Duration) {
@@ -81,6 +120,7 @@ pub async fn serve(engine: Engine, args: ServeArgs, config: ConfigFile) -> Resul
         .or(config.host)
         .unwrap_or(IpAddr::from([127, 0, 0, 1]));
     let port = args.port.or(config.port).unwrap_or(3307);
+    let tls = tls(&args, &config, host)?;
     let user = args.user.or(config.user).unwrap_or_else(|| "root".into());
     let password = args.password.or(config.password).unwrap_or_default();
     if !host.is_loopback() && password.is_empty() {
@@ -98,6 +138,8 @@ pub async fn serve(engine: Engine, args: ServeArgs, config: ConfigFile) -> Resul
         throttle: Arc::new(LoginThrottle::default()),
         pending: Arc::new(PendingLogins::new(limits.pending)),
         slots: Arc::new(Semaphore::new(limits.max_connections)),
+        tls,
+        require_secure_transport: config.require_secure_transport.unwrap_or(false),
         connections: connections.clone(),
         status: Arc::new(ServerStatus::default()),
         limits: limits.guard,
@@ -147,8 +189,7 @@ pub async fn serve(engine: Engine, args: ServeArgs, config: ConfigFile) -> Resul
                 });
                 let connection = Connection::new(session, watcher, shared.clone(), ids.fetch_add(1, Ordering::Relaxed));
                 tokio::spawn(async move {
-                    let (reader, writer) = stream.into_split();
-                    if let Err(e) = connection.run(reader, writer).await {
+                    if let Err(e) = connection.run(stream).await {
                         log::debug!("connection from {peer} ended: {e}");
                     }
                 });

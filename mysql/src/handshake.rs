@@ -25,8 +25,9 @@ pub mod capability {
     pub const DEPRECATE_EOF: u32 = 1 << 24;
 }
 
-/// What this server offers; a connection uses what both sides offer. Not offered: SSL,
-/// compression, session tracking and query attributes (which change COM_QUERY's layout).
+/// What this server offers; a connection uses what both sides offer. Not offered: compression,
+/// session tracking and query attributes (which change COM_QUERY's layout); SSL is offered by a
+/// server with a certificate ([`crate::tls`]).
 pub const SERVER_CAPABILITIES: u32 = capability::LONG_PASSWORD
     | capability::FOUND_ROWS
     | capability::LONG_FLAG
@@ -48,8 +49,14 @@ pub const NATIVE_PASSWORD: &str = "mysql_native_password";
 /// SERVER_STATUS_AUTOCOMMIT: every statement commits on its own.
 pub const STATUS_AUTOCOMMIT: u16 = 0x0002;
 
-pub fn greeting(version: &str, connection_id: u32, salt: &[u8; 20], charset: u8) -> Vec<u8> {
-    let caps = SERVER_CAPABILITIES.to_le_bytes();
+pub fn greeting(
+    version: &str,
+    connection_id: u32,
+    salt: &[u8; 20],
+    charset: u8,
+    capabilities: u32,
+) -> Vec<u8> {
+    let caps = capabilities.to_le_bytes();
     let mut out = vec![10];
     out.extend_from_slice(version.as_bytes());
     out.push(0);
@@ -155,7 +162,7 @@ mod tests {
     #[test]
     fn the_greeting_offers_native_password_and_a_20_byte_salt() {
         let salt = *b"abcdefghijklmnopqrst";
-        let g = greeting("8.0.36-sieve", 7, &salt, 45);
+        let g = greeting("8.0.36-sieve", 7, &salt, 45, SERVER_CAPABILITIES);
         assert_eq!(g[0], 10);
         assert!(g.ends_with(b"mnopqrst\0mysql_native_password\0"));
     }

@@ -20,6 +20,7 @@ mod params;
 mod pending_logins;
 mod replies;
 mod server_status;
+mod tls;
 mod transaction_statements;
 mod wire;
 
@@ -31,3 +32,5 @@ pub use packets::GuardLimits;
 pub use pending_logins::{PendingLimits, PendingLogins};
 pub use replies::{error, error_packet};
 pub use server_status::ServerStatus;
+pub use tls::{TlsFiles, acceptor as tls_acceptor, self_signed};
+pub use tokio_rustls::TlsAcceptor;

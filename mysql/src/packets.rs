@@ -89,10 +89,18 @@ pub struct PacketReader<R> {
 
 impl<R: AsyncRead + Unpin> PacketReader<R> {
     pub fn new(inner: R) -> Self {
-        Self {
-            inner,
-            pending: BytesMut::new(),
-        }
+        Self::with_pending(inner, BytesMut::new())
+    }
+
+    /// A reader whose socket's first bytes were read already (by the reader before a switch
+    /// to TLS).
+    pub fn with_pending(inner: R, pending: BytesMut) -> Self {
+        Self { inner, pending }
+    }
+
+    /// The bytes read from the socket and not framed yet.
+    pub fn into_pending(self) -> BytesMut {
+        self.pending
     }
 
     /// The next packet, if the client sends one within `limit` bytes by `deadline`; None once

@@ -99,6 +99,7 @@ impl Server {
                 &port.to_string(),
             ])
             .env("SIEVE_PASSWORD", PASSWORD)
+            .env("SIEVE_TLS_DIR", dir.path().join("tls"))
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()
@@ -119,6 +120,11 @@ impl Server {
         self.child.id()
     }
 
+    /// The CA the server's own TLS certificate is signed by (made at its start).
+    pub fn tls_ca(&self) -> std::path::PathBuf {
+        self.dir.path().join("tls").join("ca.pem")
+    }
+
     /// What the server has logged so far.
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.dir.path().join("server.log")).unwrap()
@@ -137,6 +143,7 @@ impl Server {
         let out = program
             .env("SIEVE_PORT", self.port.to_string())
             .env("SIEVE_PASSWORD", PASSWORD)
+            .env("SIEVE_TLS_CA", self.tls_ca())
             .output()
             .unwrap_or_else(|e| panic!("{program:?} does not run: {e}"));
         assert!(

@@ -57,7 +57,11 @@ fn sha1(parts: &[&[u8]]) -> [u8; 20] {
 
 impl Wire {
     pub fn connect(port: u16) -> Self {
-        let stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        Self::connect_to("127.0.0.1", port)
+    }
+
+    pub fn connect_to(host: &str, port: u16) -> Self {
+        let stream = TcpStream::connect((host, port)).unwrap();
         stream
             .set_read_timeout(Some(Duration::from_secs(30)))
             .unwrap();

@@ -5,11 +5,13 @@
 package main
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"database/sql"
 	"fmt"
 	"os"
 
-	_ "github.com/go-sql-driver/mysql"
+	"github.com/go-sql-driver/mysql"
 )
 
 func fail(format string, args ...any) {
@@ -65,5 +67,41 @@ func main() {
 		}
 		db.Close()
 	}
+	overTLS(port, password)
 	fmt.Println("ok")
+}
+
+// overTLS logs in with tls=skip-verify and with the server's certificate verified against its
+// CA; each must have run the TLS handshake.
+func overTLS(port, password string) {
+	pem, err := os.ReadFile(os.Getenv("SIEVE_TLS_CA"))
+	if err != nil {
+		fail("ca: %v", err)
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(pem) {
+		fail("ca: no certificate in it")
+	}
+	handshakes := 0
+	counted := func(tls.ConnectionState) error { handshakes++; return nil }
+	if err := mysql.RegisterTLSConfig("verified", &tls.Config{RootCAs: roots, ServerName: "127.0.0.1", VerifyConnection: counted}); err != nil {
+		fail("register: %v", err)
+	}
+	if err := mysql.RegisterTLSConfig("counted", &tls.Config{InsecureSkipVerify: true, VerifyConnection: counted}); err != nil {
+		fail("register: %v", err)
+	}
+	for _, mode := range []string{"skip-verify", "verified", "counted"} {
+		db, err := sql.Open("mysql", fmt.Sprintf("root:%s@tcp(127.0.0.1:%s)/default?tls=%s", password, port, mode))
+		if err != nil {
+			fail("open: %v", err)
+		}
+		var n int64
+		if err := db.QueryRow("select n from go_t where n = ?", 42).Scan(&n); err != nil || n != 42 {
+			fail("tls=%s: %d, %v", mode, n, err)
+		}
+		db.Close()
+	}
+	if handshakes < 2 {
+		fail("%d TLS handshakes, expected one per verified and counted login", handshakes)
+	}
 }

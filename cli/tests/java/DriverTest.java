@@ -57,6 +57,16 @@ public class DriverTest {
             typedResults(c);
             prepared(c, "server-side");
         }
+        // TLS required: the login fails unless the server offers it (Connector/J's REQUIRED,
+        // MariaDB's trust: encrypted, the certificate not checked).
+        Properties tls = (Properties) props.clone();
+        tls.setProperty("sslMode", driver.equals("mysql") ? "REQUIRED" : "trust");
+        try (Connection c = DriverManager.getConnection(base + db, tls);
+             Statement s = c.createStatement();
+             ResultSet rs = s.executeQuery("select 42")) {
+            check(rs.next(), "a row over TLS");
+            equal(rs.getLong(1), 42L, "select over TLS");
+        }
         System.out.println("ok");
     }
 

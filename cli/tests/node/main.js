@@ -29,6 +29,18 @@ async function main() {
   const [[version]] = await conn.query("select version() as v");
   assert(/^8\.0\.\d+-sieve-/.test(version.v), version);
   await conn.end();
+  // Over TLS, the server's certificate verified against its CA (with `ssl` set, mysql2 fails
+  // the login with "Server does not support secure connection" if the server does not offer it).
+  const secure = await mysql.createConnection({
+    host: "127.0.0.1",
+    port: Number(process.env.SIEVE_PORT),
+    user: "root",
+    password: process.env.SIEVE_PASSWORD,
+    ssl: { ca: require("fs").readFileSync(process.env.SIEVE_TLS_CA) },
+  });
+  const [[answer]] = await secure.query("select 42 as v");
+  assert(Number(answer.v) === 42, answer);
+  await secure.end();
   console.log("ok");
 }
 

@@ -31,6 +31,27 @@ def test_pymysql_ddl_ctas_and_parameterised_point_query():
     conn.close()
 
 
+def test_pymysql_over_tls_verifies_the_servers_certificate():
+    ca = os.environ["SIEVE_TLS_CA"]
+    conn = pymysql_connect(ssl_ca=ca, ssl_verify_cert=True, ssl_verify_identity=True)
+    assert conn._sock.version().startswith("TLSv1.")
+    with conn.cursor() as cur:
+        cur.execute("select 42")
+        assert cur.fetchone() == (42,)
+    conn.close()
+
+
+def test_mysql_connector_uses_tls_when_offered():
+    conn = mysql.connector.connect(host="127.0.0.1", port=PORT, user="root", password=PASSWORD,
+                                   use_pure=True, ssl_ca=os.environ["SIEVE_TLS_CA"],
+                                   ssl_verify_cert=True)
+    assert conn._socket.sock.version().startswith("TLSv1.")
+    cur = conn.cursor()
+    cur.execute("select 7")
+    assert cur.fetchall() == [(7,)]
+    conn.close()
+
+
 def test_pymysql_errors_and_wrong_password():
     conn = pymysql_connect()
     with conn.cursor() as cur:

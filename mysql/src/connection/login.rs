@@ -2,42 +2,103 @@
 
 use super::*;
 
+/// The client's side of the connection after login, plain or TLS.
+pub(super) type ClientReader = PacketReader<Box<dyn AsyncRead + Unpin + Send>>;
+pub(super) type ClientWriter = PacketWriter<Box<dyn AsyncWrite + Unpin + Send>>;
+
+/// MySQL's ER_SECURE_TRANSPORT_REQUIRED.
+const SECURE_TRANSPORT_REQUIRED: u16 = 3159;
+
 impl Connection {
-    /// The handshake; false if the client did not log in (it has been told why).
-    pub(super) async fn login<R, W>(
+    /// The handshake, switching to TLS if the client asks; the connection's reader and writer
+    /// if the client logged in, None if not (it has been told why).
+    pub(super) async fn login(
         &mut self,
-        reader: &mut PacketReader<R>,
-        writer: &mut Writer<W>,
-    ) -> io::Result<bool>
-    where
-        R: AsyncRead + Unpin,
-        W: AsyncWrite + Unpin,
-    {
+        mut stream: TcpStream,
+    ) -> io::Result<Option<(ClientReader, ClientWriter)>> {
         let deadline = tokio::time::Instant::now() + self.shared.limits.handshake_timeout;
         let waiting = "did not log in within connect_timeout";
-        writer.packet(&greeting(MYSQL_VERSION, self.id, &self.salt, UTF8MB4 as u8));
-        writer.flush().await?;
-        let packet = match reader.next(PRE_AUTH_MAX_PACKET, deadline, waiting).await {
-            Ok(Some(packet)) => packet,
-            Ok(None) => return Ok(false),
-            Err(e) => return refuse(writer, e).await.map(|()| false),
+        let offered = SERVER_CAPABILITIES
+            | if self.shared.tls.is_some() {
+                capability::SSL
+            } else {
+                0
+            };
+        // Read on borrowed halves: what was read past the first packet goes on to TLS.
+        let (first, pending) = {
+            let (read, write) = stream.split();
+            let mut reader = PacketReader::new(read);
+            let mut writer = PacketWriter::new(write);
+            writer.packet(&greeting(
+                MYSQL_VERSION,
+                self.id,
+                &self.salt,
+                UTF8MB4 as u8,
+                offered,
+            ));
+            writer.flush().await?;
+            let first = match reader.next(PRE_AUTH_MAX_PACKET, deadline, waiting).await {
+                Ok(Some(packet)) => packet,
+                Ok(None) => return Ok(None),
+                Err(e) => return refuse(&mut writer, e).await.map(|()| None),
+            };
+            (first, reader.into_pending())
         };
-        writer.reply_to(packet.sequence);
+        let (mut reader, mut writer, packet, secure) = if tls::is_ssl_request(&first.payload) {
+            let Some(acceptor) = self.shared.tls.clone() else {
+                // Not offered: only a client that ignores the greeting gets here.
+                let (_, write) = stream.into_split();
+                let mut writer = PacketWriter::new(write);
+                writer.reply_to(first.sequence);
+                writer.packet(&error_payload(
+                    error::NOT_SUPPORTED_YET,
+                    "this server does not offer SSL; connect without it (--ssl-mode=DISABLED)",
+                ));
+                writer.flush().await?;
+                return Ok(None);
+            };
+            let accepting = acceptor.accept(tls::Prefixed::new(pending, stream));
+            let tls = match tokio::time::timeout_at(deadline, accepting).await {
+                Ok(Ok(tls)) => tls,
+                Ok(Err(e)) => {
+                    log::debug!("TLS handshake with {} failed: {e}", self.peer);
+                    return Ok(None);
+                }
+                Err(_) => return Ok(None),
+            };
+            let (read, write) = tokio::io::split(tls);
+            let mut reader: ClientReader = PacketReader::new(Box::new(read));
+            let mut writer: ClientWriter = PacketWriter::new(Box::new(write));
+            let packet = match reader.next(PRE_AUTH_MAX_PACKET, deadline, waiting).await {
+                Ok(Some(packet)) => packet,
+                Ok(None) => return Ok(None),
+                Err(e) => return refuse(&mut writer, e).await.map(|()| None),
+            };
+            writer.reply_to(packet.sequence);
+            (reader, writer, packet, true)
+        } else {
+            let (read, write) = stream.into_split();
+            let reader: ClientReader = PacketReader::with_pending(Box::new(read), pending);
+            let mut writer: ClientWriter = PacketWriter::new(Box::new(write));
+            writer.reply_to(first.sequence);
+            (reader, writer, first, false)
+        };
+        if !secure && self.shared.require_secure_transport && !self.peer.is_loopback() {
+            writer.packet(&error_payload(
+                SECURE_TRANSPORT_REQUIRED,
+                "Connections using insecure transport are prohibited while \
+                 --require_secure_transport=ON.",
+            ));
+            writer.flush().await?;
+            return Ok(None);
+        }
         let Ok(mut response) = parse_response(&packet.payload) else {
             let message = "Bad handshake";
             writer.packet(&error_payload(error::MALFORMED_PACKET, message));
             writer.flush().await?;
-            return Ok(false);
+            return Ok(None);
         };
-        if response.capabilities & capability::SSL != 0 {
-            writer.packet(&error_payload(
-                error::NOT_SUPPORTED_YET,
-                "this server does not offer SSL; connect without it (--ssl-mode=DISABLED)",
-            ));
-            writer.flush().await?;
-            return Ok(false);
-        }
-        self.capabilities = response.capabilities & SERVER_CAPABILITIES;
+        self.capabilities = response.capabilities & offered & !capability::SSL;
         let switch = response.capabilities & capability::PLUGIN_AUTH != 0
             && response
                 .plugin
@@ -51,8 +112,8 @@ impl Connection {
                     writer.reply_to(sequence);
                     response.auth = payload;
                 }
-                Ok(None) => return Ok(false),
-                Err(e) => return refuse(writer, e).await.map(|()| false),
+                Ok(None) => return Ok(None),
+                Err(e) => return refuse(&mut writer, e).await.map(|()| None),
             }
         }
         if !self.authenticate(&response).await {
@@ -68,7 +129,7 @@ impl Connection {
             );
             writer.packet(&error_payload(error::ACCESS_DENIED, &message));
             writer.flush().await?;
-            return Ok(false);
+            return Ok(None);
         }
         match self.shared.slots.clone().try_acquire_owned() {
             Ok(slot) => self.slot = Some(slot),
@@ -79,7 +140,7 @@ impl Connection {
                 );
                 writer.packet(&error_payload(error::CON_COUNT, "Too many connections"));
                 writer.flush().await?;
-                return Ok(false);
+                return Ok(None);
             }
         }
         // mysql-connector-python names an empty database in its handshake.
@@ -88,12 +149,12 @@ impl Connection {
             if let Err(e) = self.session.use_database(&database).await {
                 writer.packet(&error_payload(error::BAD_DB, &e.to_string()));
                 writer.flush().await?;
-                return Ok(false);
+                return Ok(None);
             }
         }
         writer.packet(&ok_packet(0, self.status()));
         writer.flush().await?;
-        Ok(true)
+        Ok(Some((reader, writer)))
     }
 
     pub(super) async fn authenticate(&self, response: &HandshakeResponse) -> bool {

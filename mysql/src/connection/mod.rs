@@ -14,6 +14,7 @@ use sieve_engine::{Client, ErrorClass, MYSQL_VERSION, Prepared, QueryStream, Ses
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio_rustls::TlsAcceptor;
 
 use super::columns::{ColumnDefinition, RowFormat, UTF8MB4, encode_rows};
 use super::handshake::{
@@ -28,6 +29,7 @@ use super::replies::{
     end_of_rows, eof_packet, error, error_payload, ok_packet, statistics, status,
 };
 use super::server_status::ServerStatus;
+use super::tls;
 use crate::auth::Account;
 use crate::kill::{Connections, Killable, kill_statement};
 use crate::login_throttle::LoginThrottle;
@@ -70,6 +72,10 @@ pub struct Shared {
     pub pending: Arc<PendingLogins>,
     /// `max_connections`: a permit per logged-in connection.
     pub slots: Arc<Semaphore>,
+    /// TLS, offered to clients when the server has a certificate.
+    pub tls: Option<TlsAcceptor>,
+    /// Refuse logins without TLS from beyond loopback.
+    pub require_secure_transport: bool,
     pub connections: Arc<Connections>,
     pub status: Arc<ServerStatus>,
     pub limits: GuardLimits,
@@ -142,24 +148,19 @@ impl Connection {
     }
 
     /// Serves the connection until the client quits or leaves, or breaks a limit.
-    pub async fn run<R, W>(mut self, reader: R, writer: W) -> io::Result<()>
-    where
-        R: AsyncRead + Unpin,
-        W: AsyncWrite + Unpin,
-    {
-        let (mut reader, mut writer) = (PacketReader::new(reader), PacketWriter::new(writer));
+    pub async fn run(mut self, stream: TcpStream) -> io::Result<()> {
         let mut pending = self.shared.pending.admit(self.peer);
         let logged_in = tokio::select! {
-            logged_in = self.login(&mut reader, &mut writer) => logged_in?,
+            logged_in = self.login(stream) => logged_in?,
             () = pending.pushed_out() => {
                 log::debug!("dropped the pending login from {}: newer connections took its place", self.peer);
-                false
+                None
             }
         };
         drop(pending);
-        if !logged_in {
+        let Some((mut reader, mut writer)) = logged_in else {
             return Ok(());
-        }
+        };
         let limits = self.shared.limits;
         loop {
             let deadline = tokio::time::Instant::now() + limits.idle_timeout;
