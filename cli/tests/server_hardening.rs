@@ -431,3 +431,54 @@ fn spill_directories_are_removed_at_shutdown_and_at_start() {
     assert!(server.terminate().success());
     assert_eq!(listing(), Vec::<String>::new());
 }
+
+/// SHOW PROCESSLIST lists every connection of the server (it listed only the asking one): from
+/// one connection another's running statement is seen, with its id for KILL QUERY, which stops
+/// it with MySQL's 1317; the connection then sleeps, still listed.
+#[test]
+fn show_processlist_shows_other_connections_and_their_statements() {
+    let server = Server::start();
+    let join = "select count(*) from numbers(200000) a, numbers(200000) b \
+                where a.number + b.number = 5";
+    let mut runner = Wire::connect(server.port);
+    assert_eq!(runner.login("root", PASSWORD).1[0], 0x00);
+    runner.send(&command(COM_QUERY, join.as_bytes())).unwrap();
+    let listed = |wanted: &dyn Fn(&str) -> bool| -> Option<Vec<String>> {
+        let out = server.mysql(&["-e", "show full processlist"]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        stdout(&out)
+            .lines()
+            .find(|l| wanted(l))
+            .map(|l| l.split('\t').map(str::to_string).collect())
+    };
+    // Waits for the statement to show (it is listed from the moment it starts).
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let row = loop {
+        if let Some(row) = listed(&|l| l.contains("numbers(200000)")) {
+            break row;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the join never showed in SHOW PROCESSLIST"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    // Id, User, Host, db, Command, Time, State, Info.
+    assert_eq!(
+        (
+            &row[1][..],
+            &row[2][..],
+            &row[3][..],
+            &row[4][..],
+            &row[7][..]
+        ),
+        ("root", "127.0.0.1", "default", "Query", join)
+    );
+    let out = server.mysql(&["-e", &format!("kill query {}", row[0])]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let (_, reply) = runner.read().expect("an answer to the killed statement");
+    assert_eq!(error_code(&reply), Some(1317));
+    let id = format!("{}\t", row[0]);
+    let row = listed(&|l| l.starts_with(&id)).expect("the connection is still listed");
+    assert_eq!(row[4], "Sleep");
+}

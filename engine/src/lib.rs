@@ -34,5 +34,6 @@ pub use scan::pruning::PruneOutcome;
 pub use scan::routing::DEFAULT_ROUTING_BYTES;
 pub use session::options::SieveOptions;
 pub use session::prepared::Prepared;
+pub use session::processes::{Process, ProcessList};
 pub use session::query_stream::{ColumnOrigin, QueryOutput, QueryStream, ScanStats};
 pub use session::{Engine, Session};

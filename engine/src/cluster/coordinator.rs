@@ -33,6 +33,7 @@ use url::Url;
 
 use sieve_storage::Storage;
 
+use crate::cluster::channels::WorkerChannels;
 use crate::cluster::placement::Placement;
 use crate::cluster::scan_codec::ScanCodec;
 use crate::cluster::secret::{ClusterSecret, REFUSED};
@@ -57,6 +58,7 @@ pub struct Cluster {
     workers: Vec<(Url, String)>,
     live: Vec<AtomicBool>,
     secret: Option<ClusterSecret>,
+    channels: WorkerChannels,
 }
 
 impl Cluster {
@@ -90,6 +92,7 @@ impl Cluster {
             workers,
             live,
             secret: settings.secret,
+            channels: WorkerChannels::default(),
         });
         cluster.probe().await;
         let weak = Arc::downgrade(&cluster);
@@ -120,6 +123,8 @@ impl Cluster {
             .zip(self.live.iter().zip(futures::future::join_all(tries).await))
         {
             if live.swap(up, Ordering::Relaxed) != up {
+                // A channel to the worker as it was may be bound to a dead connection.
+                self.channels.forget(url);
                 if up {
                     log::info!("worker {url} is up");
                 } else {
@@ -193,6 +198,7 @@ impl Cluster {
         if !transport {
             return error;
         }
+        self.channels.forget_all();
         let cluster = self.clone();
         tokio::spawn(async move { cluster.probe().await });
         DataFusionError::External(Box::new(WorkerFailed(error.find_root().to_string())))
@@ -220,6 +226,7 @@ pub fn distribute(
     };
     state
         .with_distributed_worker_resolver(cluster.resolver())
+        .with_distributed_channel_resolver(cluster.channels.clone())
         .with_distributed_planner()
         .with_distributed_user_codec(ScanCodec::new(storage.clone()))
         .with_distributed_desired_task_count_handler(desired_tasks)

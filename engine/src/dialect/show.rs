@@ -16,6 +16,7 @@ use datafusion::sql::sqlparser::tokenizer::{Token, Tokenizer};
 
 use crate::dialect::information_schema::NAME as SCHEMA;
 use crate::dialect::system_variables::{ServerLimits, VARIABLES, value};
+use crate::session::processes::Process;
 use crate::session::script::ByteOffsets;
 
 /// `text` as a MySQL string literal: quotes doubled, backslashes escaped.
@@ -186,19 +187,37 @@ pub(crate) fn charsets(filter: Option<ShowStatementFilter>) -> String {
     )
 }
 
-/// This session's own row: the engine knows no other connection.
-pub(crate) fn processlist(id: u64, user: &str, database: &str) -> String {
-    let (user, host) = user.split_once('@').unwrap_or((user, ""));
-    let row = vec![
-        id.to_string(),
-        string(user),
-        string(host),
-        string(database),
-        string("Query"),
-        "0".to_string(),
-        string("executing"),
-        string("SHOW PROCESSLIST"),
-    ];
+/// The server's connections, by id; `full` shows whole statements (else their first 100
+/// characters, as MySQL does).
+pub(crate) fn processlist(processes: &[Process], full: bool) -> String {
+    let mut processes = processes.to_vec();
+    processes.sort_by_key(|p| p.id);
+    let listed: Vec<Vec<String>> = processes
+        .iter()
+        .map(|p| {
+            let info = p
+                .info
+                .as_ref()
+                .map_or("cast(null as varchar)".to_string(), |i| {
+                    let shown: String = if full {
+                        i.clone()
+                    } else {
+                        i.chars().take(100).collect()
+                    };
+                    string(&shown)
+                });
+            vec![
+                p.id.to_string(),
+                string(&p.user),
+                string(&p.host),
+                string(&p.db),
+                string(&p.command),
+                p.time.to_string(),
+                string(&p.state),
+                info,
+            ]
+        })
+        .collect();
     shown(
         &[
             ("c0", "Id"),
@@ -210,7 +229,7 @@ pub(crate) fn processlist(id: u64, user: &str, database: &str) -> String {
             ("c6", "State"),
             ("c7", "Info"),
         ],
-        &rows(&[row]),
+        &rows(&listed),
         Filter::None,
     )
 }

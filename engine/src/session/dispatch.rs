@@ -143,9 +143,8 @@ impl Session {
             Statement::ShowStatus { filter, .. } => self.run_sql(&show::status(filter)).await,
             Statement::ShowCollation { filter } => self.run_sql(&show::collations(filter)).await,
             Statement::ShowCharset(charset) => self.run_sql(&show::charsets(charset.filter)).await,
-            Statement::ShowProcessList { .. } => {
-                let client = self.server().1.clone();
-                let sql = show::processlist(client.connection_id, &client.user, &self.database());
+            Statement::ShowProcessList { full, .. } => {
+                let sql = show::processlist(&self.processes(), full);
                 self.run_sql(&sql).await
             }
             Statement::ShowCreate {

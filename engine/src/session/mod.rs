@@ -11,6 +11,7 @@ pub(crate) mod lookup_results;
 mod maintenance;
 pub(crate) mod options;
 pub(crate) mod prepared;
+pub(crate) mod processes;
 pub(crate) mod query_stream;
 pub(crate) mod script;
 pub(crate) mod short_path;
@@ -51,6 +52,7 @@ use crate::progress::WriteProgress;
 use crate::scan::routing::RoutingFilters;
 use crate::session::lookup_results::LookupResults;
 use crate::session::options::SieveOptions;
+use crate::session::processes::{Process, ProcessList};
 use crate::session::query_stream::{QueryOutput, QueryStream};
 use crate::session::script::statement_texts;
 
@@ -64,6 +66,8 @@ pub struct Session {
     spill: Arc<SpillPlace>,
     /// What SHOW VARIABLES and SHOW PROCESSLIST report: the server's limits and the client.
     server: std::sync::Mutex<(ServerLimits, Client)>,
+    /// The server's connections, when a server serves this session.
+    process_list: std::sync::OnceLock<Arc<dyn ProcessList>>,
     user_variables: Arc<UserVariables>,
     row_count: Arc<RowCount>,
     /// The workers scans run on, whose failures a query's error explains.
@@ -164,6 +168,7 @@ impl Session {
             tasks,
             spill,
             server: Default::default(),
+            process_list: Default::default(),
             user_variables,
             row_count,
             cluster,
@@ -184,6 +189,30 @@ impl Session {
         self.server
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Where SHOW PROCESSLIST finds the server's connections (set once, by the server).
+    pub fn set_process_list(&self, list: Arc<dyn ProcessList>) {
+        let _ = self.process_list.set(list);
+    }
+
+    /// SHOW PROCESSLIST's rows: the server's connections, or this session alone.
+    pub(crate) fn processes(&self) -> Vec<Process> {
+        if let Some(list) = self.process_list.get() {
+            return list.processes();
+        }
+        let client = self.server().1.clone();
+        let (user, host) = client.user.split_once('@').unwrap_or((&client.user, ""));
+        vec![Process {
+            id: client.connection_id,
+            user: user.to_string(),
+            host: host.to_string(),
+            db: self.database(),
+            command: "Query".into(),
+            time: 0,
+            state: "executing".into(),
+            info: Some("SHOW PROCESSLIST".into()),
+        }]
     }
 
     /// Says whom the session serves, for `user()` and `connection_id()`.

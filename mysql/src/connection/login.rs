@@ -168,6 +168,7 @@ impl Connection {
             .await;
         let user = String::from_utf8_lossy(&response.user);
         if ok {
+            self.killable.logged_in(&user);
             self.session.set_client(&Client {
                 user: format!("{user}@{}", self.peer),
                 connection_id: u64::from(self.id),

@@ -129,6 +129,7 @@ impl Connection {
         // Printable, never NUL: some clients treat the salt as a C string.
         let salt = std::array::from_fn(|_| rand::random_range(b'!'..=b'~'));
         let killable = shared.connections.register(id, client.clone());
+        session.set_process_list(shared.connections.clone());
         Self {
             peer: client
                 .peer_addr()

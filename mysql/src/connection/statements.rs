@@ -174,6 +174,7 @@ impl Connection {
         w: &mut Writer<W>,
     ) -> io::Result<Outcome> {
         let started = Instant::now();
+        let _running = self.killable.running(sql, self.session.database());
         let head: String = sql.chars().take(80).collect();
         let session = &self.session;
         let status = self.status() | more;
