@@ -27,6 +27,8 @@
 //! tls_key = "server-key.pem"     # certificate at first start and keeps it in tls_dir
 //! tls_dir = "sieve-tls"          # (with ca.pem, to verify it against)
 //! require_secure_transport = false  # refuse logins without TLS beyond loopback
+//! local_infile = true            # serve LOAD DATA LOCAL INFILE (default: only when listening
+//!                                 # on loopback)
 //! workers = ["http://10.0.0.2:7100", "http://10.0.0.3:7100"]  # sieve worker processes
 //! cluster_secret = "…"           # shared by coordinators and workers; workers refuse others
 //! node_filter_mib = 2048         # routing filters, which route lookups to locator groups and
@@ -68,6 +70,7 @@ pub struct ConfigFile {
     pub tls_key: Option<PathBuf>,
     pub tls_dir: Option<PathBuf>,
     pub require_secure_transport: Option<bool>,
+    pub local_infile: Option<bool>,
     pub workers: Option<Vec<String>>,
     pub cluster_secret: Option<String>,
     pub node_filter_mib: Option<usize>,

@@ -140,6 +140,9 @@ pub async fn serve(engine: Engine, args: ServeArgs, config: ConfigFile) -> Resul
         slots: Arc::new(Semaphore::new(limits.max_connections)),
         tls,
         require_secure_transport: config.require_secure_transport.unwrap_or(false),
+        // MySQL's rule: a client's file goes only to a server that asks in answer to its own
+        // statement; off by default where strangers can connect.
+        local_infile: config.local_infile.unwrap_or(host.is_loopback()),
         connections: connections.clone(),
         status: Arc::new(ServerStatus::default()),
         limits: limits.guard,

@@ -4,7 +4,7 @@
 //! Where things live: `session/` runs statements (setup, dispatch, DDL, prepared statements,
 //! execution); `scan/` reads tables and prunes their blocks; `dialect/` makes SQL mean what it
 //! means in MySQL; `catalog/` names databases and tables; `maintenance/` holds DELETE, OPTIMIZE
-//! and VACUUM; `cluster/` ships scans to workers; `guard/` keeps a statement from hurting the
+//! and VACUUM; `cluster/` ships scans to workers; `ingest/` brings users' files in; `guard/` keeps a statement from hurting the
 //! server. `sink.rs` is INSERT's path into the table writer, `numbers.rs` the `numbers(N)` source.
 
 mod catalog;
@@ -12,6 +12,7 @@ mod cluster;
 mod dialect;
 mod error;
 mod guard;
+mod ingest;
 mod maintenance;
 mod numbers;
 mod progress;
@@ -29,6 +30,7 @@ pub use guard::deadline::QueryTimeout;
 pub use guard::memory::MemoryLimits;
 pub use guard::spill::SpillSettings;
 pub use guard::statement::{MAX_OPERATORS, QUERY_THREAD_STACK};
+pub use ingest::local_load::{Loaded, LocalLoad};
 pub use progress::{WriteProgress, rate};
 pub use scan::pruning::PruneOutcome;
 pub use scan::routing::DEFAULT_ROUTING_BYTES;

@@ -11,6 +11,7 @@ pub mod capability {
     pub const FOUND_ROWS: u32 = 1 << 1;
     pub const LONG_FLAG: u32 = 1 << 2;
     pub const CONNECT_WITH_DB: u32 = 1 << 3;
+    pub const LOCAL_FILES: u32 = 1 << 7;
     pub const PROTOCOL_41: u32 = 1 << 9;
     pub const INTERACTIVE: u32 = 1 << 10;
     pub const SSL: u32 = 1 << 11;
@@ -32,6 +33,7 @@ pub const SERVER_CAPABILITIES: u32 = capability::LONG_PASSWORD
     | capability::FOUND_ROWS
     | capability::LONG_FLAG
     | capability::CONNECT_WITH_DB
+    | capability::LOCAL_FILES
     | capability::PROTOCOL_41
     | capability::INTERACTIVE
     | capability::TRANSACTIONS

@@ -33,6 +33,7 @@ pub mod error {
     pub const INVALID_CHARACTER_STRING: u16 = 1300;
     pub const QUERY_INTERRUPTED: u16 = 1317;
     pub const DATA_OUT_OF_RANGE: u16 = 1690;
+    pub const LOCAL_INFILE_DISABLED: u16 = 3948;
     pub const MALFORMED_PACKET: u16 = 1835;
 }
 
@@ -42,7 +43,11 @@ fn sql_state(code: u16) -> &'static str {
         error::CON_COUNT => "08004",
         error::ACCESS_DENIED => "28000",
         error::UNKNOWN_COM | error::NET_PACKET_TOO_LARGE => "08S01",
-        error::BAD_DB | error::PARSE | error::EMPTY_QUERY | error::NOT_SUPPORTED_YET => "42000",
+        error::BAD_DB
+        | error::PARSE
+        | error::EMPTY_QUERY
+        | error::NOT_SUPPORTED_YET
+        | error::LOCAL_INFILE_DISABLED => "42000",
         error::TABLE_EXISTS => "42S01",
         error::NO_SUCH_TABLE => "42S02",
         error::QUERY_INTERRUPTED => "70100",
@@ -57,6 +62,17 @@ pub fn ok_packet(affected_rows: u64, status: u16) -> Vec<u8> {
     put_lenenc_int(&mut out, 0); // last insert id: Sieve has no AUTO_INCREMENT
     out.extend_from_slice(&status.to_le_bytes());
     out.extend_from_slice(&[0, 0]); // warnings
+    out
+}
+
+/// An OK packet with a human-readable summary (mysql_info(): what the mysql client prints under
+/// "Query OK", such as LOAD DATA's "Records: … Skipped: …"). Length-encoded, as MySQL and
+/// MariaDB servers send it and their clients read it (the protocol's older text says "rest of
+/// the packet"; libmariadb then reports a malformed packet).
+pub fn ok_packet_with_info(affected_rows: u64, status: u16, info: &str) -> Vec<u8> {
+    let mut out = ok_packet(affected_rows, status);
+    put_lenenc_int(&mut out, info.len() as u64);
+    out.extend_from_slice(info.as_bytes());
     out
 }
 

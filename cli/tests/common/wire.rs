@@ -103,8 +103,9 @@ impl Wire {
             let mask = sha1(&[&salt, &sha1(&[&stage1])]);
             stage1.iter().zip(mask).map(|(a, m)| a ^ m).collect()
         };
-        // CLIENT_LONG_PASSWORD | PROTOCOL_41 | TRANSACTIONS | SECURE_CONNECTION | PLUGIN_AUTH
-        let capabilities: u32 = 0x1 | 0x200 | 0x2000 | 0x8000 | 0x80000;
+        // CLIENT_LONG_PASSWORD | LOCAL_FILES | PROTOCOL_41 | TRANSACTIONS | SECURE_CONNECTION |
+        // PLUGIN_AUTH
+        let capabilities: u32 = 0x1 | 0x80 | 0x200 | 0x2000 | 0x8000 | 0x80000;
         let mut payload = capabilities.to_le_bytes().to_vec();
         payload.extend_from_slice(&(16u32 << 20).to_le_bytes());
         payload.push(33);

@@ -19,11 +19,13 @@ pub struct UnknownVariable(pub String);
 
 /// MySQL session variables that drivers and tools set and Sieve accepts with no effect: its
 /// character set is always utf8mb4, every statement commits on its own, there is one time zone
-/// (UTC) and one SQL mode.
+/// (UTC) and one SQL mode. (mariadb-import sets `character_set_database = binary` before its
+/// LOAD DATA; Sieve reads loaded files as UTF-8 whatever it says.)
 const ACCEPTED_MYSQL: &[&str] = &[
     "autocommit",
     "character_set_client",
     "character_set_connection",
+    "character_set_database",
     "character_set_results",
     "collation_connection",
     "foreign_key_checks",

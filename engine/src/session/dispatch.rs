@@ -38,6 +38,9 @@ impl Session {
         if let Some(optimize) = optimize::parse(sql) {
             return self.optimize(optimize?).await;
         }
+        if let Some(refused) = Self::refuse_load_data(sql) {
+            return Err(refused);
+        }
         let mut statement = Self::parse_one(sql)?;
         rewrites::rewrite(&mut statement);
         self.allowing_full_scan(allow_filtering, async {

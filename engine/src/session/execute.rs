@@ -170,7 +170,7 @@ impl Session {
         Ok((physical, rows))
     }
 
-    fn executor(&self) -> Handle {
+    pub(super) fn executor(&self) -> Handle {
         self.executor.clone().unwrap_or_else(Handle::current)
     }
 

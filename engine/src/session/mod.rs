@@ -7,6 +7,7 @@ mod ddl;
 mod dispatch;
 mod engine;
 mod execute;
+mod load;
 pub(crate) mod lookup_results;
 mod maintenance;
 pub(crate) mod options;

@@ -26,7 +26,8 @@ use super::packets::{
 };
 use super::params::Bindings;
 use super::replies::{
-    end_of_rows, eof_packet, error, error_payload, ok_packet, statistics, status,
+    end_of_rows, eof_packet, error, error_payload, ok_packet, ok_packet_with_info, statistics,
+    status,
 };
 use super::server_status::ServerStatus;
 use super::tls;
@@ -37,10 +38,12 @@ use crate::pending_logins::PendingLogins;
 use crate::transaction_statements::{Transaction, transaction_statement};
 use sieve_engine::rate;
 
+mod local_infile;
 mod login;
 mod results;
 mod statements;
 
+use login::ClientReader;
 use results::mysql_error;
 use statements::{statement_id, unknown_statement};
 
@@ -76,6 +79,8 @@ pub struct Shared {
     pub tls: Option<TlsAcceptor>,
     /// Refuse logins without TLS from beyond loopback.
     pub require_secure_transport: bool,
+    /// Serve LOAD DATA LOCAL INFILE (MySQL's `local_infile`).
+    pub local_infile: bool,
     pub connections: Arc<Connections>,
     pub status: Arc<ServerStatus>,
     pub limits: GuardLimits,
@@ -175,7 +180,9 @@ impl Connection {
                 Err(e) => return refuse(&mut writer, e).await,
             };
             writer.reply_to(packet.sequence);
-            let go_on = self.command(&packet.payload, &mut writer).await?;
+            let go_on = self
+                .command(&packet.payload, &mut reader, &mut writer)
+                .await?;
             writer.flush().await?;
             if !go_on {
                 return Ok(());
@@ -196,6 +203,7 @@ impl Connection {
     async fn command<W: AsyncWrite + Unpin>(
         &mut self,
         payload: &[u8],
+        r: &mut ClientReader,
         w: &mut Writer<W>,
     ) -> io::Result<bool> {
         let Some((&command, body)) = payload.split_first() else {
@@ -237,7 +245,7 @@ impl Connection {
                 let Some(sql) = self.text(body, w) else {
                     return Ok(true);
                 };
-                self.query(sql, w).await?;
+                self.query(sql, r, w).await?;
             }
             command::STMT_PREPARE => {
                 let Some(sql) = self.text(body, w) else {
@@ -245,7 +253,7 @@ impl Connection {
                 };
                 self.prepare(sql, w).await?;
             }
-            command::STMT_EXECUTE => self.execute(body, w).await?,
+            command::STMT_EXECUTE => self.execute(body, r, w).await?,
             command::STMT_SEND_LONG_DATA => {
                 // No answer, ever: an unknown statement's data is dropped, as MySQL does.
                 if let (Some(statement), Some(param)) = (
@@ -327,7 +335,10 @@ impl Connection {
 }
 
 /// Answers a packet the reader refused (too large, too late) before the connection closes.
-async fn refuse<W: AsyncWrite + Unpin>(w: &mut Writer<W>, e: ReadError) -> io::Result<()> {
+pub(super) async fn refuse<W: AsyncWrite + Unpin>(
+    w: &mut Writer<W>,
+    e: ReadError,
+) -> io::Result<()> {
     match e {
         ReadError::Oversized(sequence, limit) => {
             w.reply_to(sequence);

@@ -1,7 +1,7 @@
 //! Running statements: COM_QUERY (one or several), and prepared statements (prepare, execute,
 //! close), each streamed to the client as it runs.
 
-use super::results::{INTERRUPTED, send};
+use super::results::{INTERRUPTED, mysql_error, send};
 use super::*;
 
 impl Connection {
@@ -9,6 +9,7 @@ impl Connection {
     pub(super) async fn query<W: AsyncWrite + Unpin>(
         &mut self,
         sql: &str,
+        r: &mut ClientReader,
         w: &mut Writer<W>,
     ) -> io::Result<()> {
         let statements = if self.capabilities & capability::MULTI_STATEMENTS != 0 {
@@ -28,7 +29,11 @@ impl Connection {
             } else {
                 0
             };
-            if self.statement(statement, RowFormat::Text, more, w).await? == Outcome::Failed {
+            if self
+                .statement(statement, RowFormat::Text, more, r, w)
+                .await?
+                == Outcome::Failed
+            {
                 break;
             }
         }
@@ -41,6 +46,7 @@ impl Connection {
         sql: &str,
         format: RowFormat,
         more: u16,
+        r: &mut ClientReader,
         w: &mut Writer<W>,
     ) -> io::Result<Outcome> {
         self.shared.status.question();
@@ -64,7 +70,17 @@ impl Connection {
                     return Ok(Outcome::Failed);
                 }
             }
-            None => return self.stream(sql, None, format, more, w).await,
+            None => {
+                return match self.session.load_data(sql).await {
+                    Some(Ok(load)) => self.load_local(sql, load, more, r, w).await,
+                    Some(Err(e)) => {
+                        let (code, message) = mysql_error(&e);
+                        w.packet(&error_payload(code, &message));
+                        Ok(Outcome::Failed)
+                    }
+                    None => self.stream(sql, None, format, more, w).await,
+                };
+            }
         }
         w.packet(&ok_packet(0, self.status() | more));
         Ok(Outcome::Done)
@@ -133,6 +149,7 @@ impl Connection {
     pub(super) async fn execute<W: AsyncWrite + Unpin>(
         &mut self,
         body: &[u8],
+        r: &mut ClientReader,
         w: &mut Writer<W>,
     ) -> io::Result<()> {
         let id = statement_id(body);
@@ -156,7 +173,7 @@ impl Connection {
             }
             // Without parameters it runs as its text does (BEGIN, KILL and all).
             None => {
-                self.statement(&sql, RowFormat::Binary, 0, w).await?;
+                self.statement(&sql, RowFormat::Binary, 0, r, w).await?;
             }
         }
         Ok(())
@@ -243,7 +260,7 @@ impl Connection {
 }
 
 /// How often a running statement that writes logs its progress.
-const PROGRESS_EVERY: Duration = Duration::from_secs(10);
+pub(super) const PROGRESS_EVERY: Duration = Duration::from_secs(10);
 
 /// The statement id at the front of a COM_STMT_* body (0, which is never one, if missing).
 pub(super) fn statement_id(body: &[u8]) -> u32 {

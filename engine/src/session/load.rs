@@ -1,0 +1,55 @@
+//! LOAD DATA LOCAL INFILE: the statement is checked against its table before the client is
+//! asked for the file (an unknown table or column costs no transfer), then loaded by
+//! [`LocalLoad::run`] from what the client sends.
+
+use datafusion::error::{DataFusionError, Result};
+
+use super::Session;
+use crate::error::to_df;
+use crate::ingest::load_data;
+use crate::ingest::local_load::LocalLoad;
+use crate::ingest::text_rows::TextRows;
+use crate::sink::SieveSink;
+
+impl Session {
+    /// The load `sql` asks for, ready for the client's file; None if `sql` is no LOAD DATA.
+    pub async fn load_data(&self, sql: &str) -> Option<Result<LocalLoad>> {
+        let statement = load_data::parse(sql, &self.database())?;
+        Some(self.open_load(statement).await)
+    }
+
+    async fn open_load(&self, statement: Result<load_data::LoadData>) -> Result<LocalLoad> {
+        let statement = statement?;
+        let name = &statement.table;
+        let table = self
+            .catalog
+            .open_table(&name.database, &name.table)
+            .await
+            .map_err(to_df)?;
+        let schema = table.def().schema.clone();
+        let rows = TextRows::new(schema, &statement.columns, statement.skip_bad_rows)?;
+        let sink = SieveSink::new(self.catalog.clone(), table, Some(self.progress.clone()));
+        self.progress.reset();
+        Ok(LocalLoad {
+            statement,
+            rows,
+            sink,
+            context: self.ctx.task_ctx(),
+            executor: self.executor(),
+            tasks: self.tasks.clone(),
+        })
+    }
+
+    /// Why a LOAD DATA reaching the SQL path cannot run (no client is there to send the
+    /// file); None if `sql` is no LOAD DATA.
+    pub(super) fn refuse_load_data(sql: &str) -> Option<DataFusionError> {
+        Some(match load_data::parse(sql, "")? {
+            Err(e) => e,
+            Ok(_) => DataFusionError::Plan(
+                "LOAD DATA LOCAL INFILE needs a client that sends the file: the mysql client \
+                 (with --local-infile=1), a driver that allows local infile, or `sieve sql`"
+                    .into(),
+            ),
+        })
+    }
+}
