@@ -6,7 +6,7 @@ use std::time::Duration;
 use datafusion::arrow::util::pretty::pretty_format_batches;
 use sieve_engine::QueryOutput;
 
-fn plural(n: u64, one: &str) -> String {
+pub fn plural(n: u64, one: &str) -> String {
     if n == 1 {
         format!("1 {one}")
     } else {

@@ -6,16 +6,20 @@
 use crate::location::Location;
 use std::io::{IsTerminal, Read};
 use std::time::{Duration, Instant};
+use tokio::io::AsyncReadExt;
 use tokio::runtime::Handle;
 
+use bytes::{Bytes, BytesMut};
 use clap::Args;
+use futures::StreamExt;
+use futures::stream::BoxStream;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rustyline::DefaultEditor;
 use rustyline::error::ReadlineError;
 use sieve_engine::Session;
 
 use crate::remote::{Client, Remote};
-use crate::render::render;
+use crate::render::{plural, render};
 use sieve_engine::rate;
 
 #[derive(Args)]
@@ -62,21 +66,54 @@ impl Target {
             ProgressStyle::with_template("{spinner} {msg} [{elapsed}]").expect("valid template"),
         );
         let every = Duration::from_millis(200);
+        let report = |rows, elapsed| {
+            if rows > 0 {
+                bar.set_message(format!(
+                    "{rows} rows written, {:.0} rows/s",
+                    rate(rows, elapsed)
+                ));
+                bar.tick();
+            }
+        };
+        if let Some(load) = session.load_data(statement).await {
+            let load = load.map_err(|e| e.to_string())?;
+            let file = read_local(load.file()).await?;
+            let loaded = session
+                .progress()
+                .watch(load.run(file), every, report)
+                .await;
+            bar.finish_and_clear();
+            let loaded = loaded.map_err(|e| e.to_string())?;
+            return Ok(format!(
+                "Query OK, {} affected ({:.3} sec)\nRecords: {}  Deleted: 0  Skipped: {}",
+                plural(loaded.rows, "row"),
+                started.elapsed().as_secs_f64(),
+                loaded.rows + loaded.skipped,
+                loaded.skipped
+            ));
+        }
         let output = session
             .progress()
-            .watch(session.execute(statement), every, |rows, elapsed| {
-                if rows > 0 {
-                    bar.set_message(format!(
-                        "{rows} rows written, {:.0} rows/s",
-                        rate(rows, elapsed)
-                    ));
-                    bar.tick();
-                }
-            })
+            .watch(session.execute(statement), every, report)
             .await;
         bar.finish_and_clear();
         render(&output.map_err(|e| e.to_string())?, started.elapsed())
     }
+}
+
+/// A file of this machine, for LOAD DATA LOCAL INFILE in the embedded shell (this process is
+/// the client that sends it), read a MiB at a time.
+async fn read_local(path: &str) -> Result<BoxStream<'static, std::io::Result<Bytes>>, String> {
+    let file = tokio::fs::File::open(path)
+        .await
+        .map_err(|e| format!("cannot read {path}: {e}"))?;
+    let chunks = futures::stream::try_unfold(file, |mut file| async move {
+        let mut chunk = BytesMut::zeroed(1 << 20);
+        let n = file.read(&mut chunk).await?;
+        chunk.truncate(n);
+        Ok((n > 0).then(|| (chunk.freeze(), file)))
+    });
+    Ok(chunks.boxed())
 }
 
 /// Runs each statement of a script in order, printing each result; stops at the first error.

@@ -175,3 +175,35 @@ fn a_plain_http_endpoint_without_aws_allow_http_says_what_to_set() {
         .unwrap();
     assert_fails_with(&out, "set AWS_ALLOW_HTTP=true");
 }
+
+#[test]
+fn the_embedded_shell_loads_local_files_itself() {
+    let dir = tempfile::tempdir().unwrap();
+    let storage = dir.path().join("data");
+    let storage = storage.to_str().unwrap();
+    let file = dir.path().join("rows.csv");
+    std::fs::write(&file, "n,s\n1,a\n2,b\n3,c\n").unwrap();
+    let file = file.to_str().unwrap();
+    let out = sql(
+        storage,
+        &format!(
+            "create table t (n bigint, s varchar); \
+             load data local infile '{file}' into table t fields terminated by ',' ignore 1 lines; \
+             select sum(n), max(s) from t"
+        ),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("Query OK, 3 rows affected"), "{text}");
+    assert!(
+        text.contains("Records: 3  Deleted: 0  Skipped: 0"),
+        "{text}"
+    );
+    assert!(text.contains("| 6 ") && text.contains("| c "), "{text}");
+
+    let out = sql(
+        storage,
+        "load data local infile '/nonexistent/rows.csv' into table t",
+    );
+    assert_fails_with(&out, "cannot read /nonexistent/rows.csv");
+}

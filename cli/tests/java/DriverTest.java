@@ -67,6 +67,20 @@ public class DriverTest {
             check(rs.next(), "a row over TLS");
             equal(rs.getLong(1), 42L, "select over TLS");
         }
+        // LOAD DATA LOCAL INFILE: the driver sends the file the server asks for.
+        Properties local = (Properties) props.clone();
+        local.setProperty(driver.equals("mysql") ? "allowLoadLocalInfile" : "allowLocalInfile", "true");
+        java.nio.file.Path file = java.nio.file.Files.createTempFile("sieve-load", ".tsv");
+        java.nio.file.Files.writeString(file, "1000\tloaded\n1001\t\\N\n");
+        try (Connection c = DriverManager.getConnection(base + db, local); Statement s = c.createStatement()) {
+            equal(s.executeUpdate("load data local infile '" + file + "' into table t (c1, c2)"), 2, "rows loaded");
+            try (ResultSet rs = s.executeQuery("select count(*) from t where c1 >= 1000 and c2 is null")) {
+                check(rs.next(), "a count");
+                equal(rs.getLong(1), 1L, "the loaded NULL");
+            }
+        } finally {
+            java.nio.file.Files.delete(file);
+        }
         System.out.println("ok");
     }
 

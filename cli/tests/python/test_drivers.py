@@ -198,3 +198,36 @@ def test_sqlalchemy_inspector_and_pandas():
                             params={"id": 2})
     assert point.to_dict("records") == [{"name": "two", "price": decimal.Decimal("2.25")}]
     engine.dispose()
+
+
+def test_load_data_local_infile_from_pymysql_and_mysql_connector(tmp_path):
+    rows = tmp_path / "rows.csv"
+    rows.write_text("id,name\n1,one\n2,\"two, quoted\"\n3,\\N\n")
+    conn = pymysql_connect(autocommit=True, local_infile=True)
+    with conn.cursor() as cur:
+        cur.execute("create table py_load (id bigint not null, name varchar)")
+        loaded = cur.execute(
+            f"load data local infile '{rows}' into table py_load fields terminated by ',' "
+            "optionally enclosed by '\"' ignore 1 lines")
+        assert loaded == 3
+        cur.execute("select id, name from py_load order by id")
+        assert cur.fetchall() == ((1, "one"), (2, "two, quoted"), (3, None))
+        # A bad file commits nothing and the connection goes on.
+        bad = tmp_path / "bad.csv"
+        bad.write_text("4,four\nfive,5\n")
+        with pytest.raises(pymysql.err.MySQLError) as err:
+            cur.execute(f"load data local infile '{bad}' into table py_load fields terminated by ','")
+        assert "Incorrect bigint value: 'five' for column 'id' at line 2" in str(err.value)
+        cur.execute("select count(*) from py_load")
+        assert cur.fetchone() == (3,)
+    conn.close()
+
+    conn = mysql.connector.connect(host="127.0.0.1", port=PORT, user="root", password=PASSWORD,
+                                   use_pure=True, allow_local_infile=True, autocommit=True)
+    cur = conn.cursor()
+    cur.execute(f"load data local infile '{rows}' into table py_load fields terminated by ',' "
+                "optionally enclosed by '\"' ignore 1 lines")
+    assert cur.rowcount == 3
+    cur.execute("select count(*) from py_load")
+    assert cur.fetchall() == [(6,)]
+    conn.close()
