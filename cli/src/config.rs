@@ -33,6 +33,16 @@
 //! cluster_secret = "…"           # shared by coordinators and workers; workers refuse others
 //! node_filter_mib = 2048         # routing filters, which route lookups to locator groups and
 //!                                 # a coordinator's to workers (about 2.1 GB per 1e9 keys)
+//!
+//! # Where COPY INTO may read files (nowhere else; never the host's files). Settings left out
+//! # come from the environment (AWS_ENDPOINT, AWS_ACCESS_KEY_ID, …).
+//! [[external_locations]]
+//! url = "s3://landing/exports"
+//! endpoint = "https://s3.eu-west-1.amazonaws.com"
+//! region = "eu-west-1"
+//! access_key_id = "…"
+//! secret_access_key = "…"
+//! allow_http = false
 //! ```
 
 use std::net::IpAddr;
@@ -41,6 +51,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 use sieve_engine::{MemoryLimits, SieveOptions, SpillSettings};
+use sieve_storage::ExternalLocation;
 
 use sieve_mysql::{GuardLimits, PendingLimits};
 
@@ -71,6 +82,7 @@ pub struct ConfigFile {
     pub tls_dir: Option<PathBuf>,
     pub require_secure_transport: Option<bool>,
     pub local_infile: Option<bool>,
+    pub external_locations: Option<Vec<ExternalLocation>>,
     pub workers: Option<Vec<String>>,
     pub cluster_secret: Option<String>,
     pub node_filter_mib: Option<usize>,

@@ -5,13 +5,15 @@
 use std::fmt;
 
 use sieve_engine::Engine;
-use sieve_storage::Storage;
+use sieve_storage::{ExternalLocation, ExternalStores, Storage};
 
 #[derive(Debug, Clone)]
 pub struct Location {
     pub url: String,
     pub sidecar_cache_mib: u64,
     pub data_cache_mib: u64,
+    /// Where COPY INTO may read files from.
+    pub external_locations: Vec<ExternalLocation>,
 }
 
 impl Location {
@@ -22,9 +24,12 @@ impl Location {
     }
 
     pub async fn engine(&self) -> Result<Engine, String> {
-        Engine::with_storage(self.storage()?)
+        let external = ExternalStores::open(&self.external_locations)
+            .map_err(|e| format!("external_locations: {e}"))?;
+        Ok(Engine::with_storage(self.storage()?)
             .await
-            .map_err(|e| e.to_string())
+            .map_err(|e| e.to_string())?
+            .with_external_locations(external))
     }
 
     pub fn is_memory(&self) -> bool {

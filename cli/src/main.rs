@@ -123,6 +123,7 @@ async fn run(cli: Cli, executor: Handle) -> Result<(), String> {
             .data_cache_mib
             .or(config.data_cache_mib)
             .unwrap_or(DEFAULT_DATA_CACHE_BYTES >> 20),
+        external_locations: config.external_locations.clone().unwrap_or_default(),
     };
     match cli.command {
         Command::Serve(args) => {

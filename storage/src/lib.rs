@@ -6,6 +6,7 @@
 
 mod catalog;
 mod error;
+mod external;
 mod location;
 mod meta;
 mod operations;
@@ -14,6 +15,7 @@ mod write;
 
 pub use catalog::{Catalog, DEFAULT_DATABASE};
 pub use error::{Result, StorageError};
+pub use external::{ExternalLocation, ExternalStores};
 pub use location::Storage;
 pub use meta::block::{BlockStats, IndexStats};
 pub use meta::block_checksums::BlockChecksums;

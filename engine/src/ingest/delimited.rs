@@ -23,6 +23,9 @@ pub struct Delimiters {
     pub escape: Option<u8>,
     pub line_end: Vec<u8>,
     pub line_start: Vec<u8>,
+    /// An unenclosed empty field is NULL (CSV's rule, as PostgreSQL's COPY reads it; MySQL's
+    /// format reads it as an empty string).
+    pub empty_is_null: bool,
 }
 
 /// MySQL's defaults: tab-separated lines, backslash escapes, no enclosure.
@@ -34,6 +37,7 @@ impl Default for Delimiters {
             escape: Some(b'\\'),
             line_end: b"\n".to_vec(),
             line_start: Vec::new(),
+            empty_is_null: false,
         }
     }
 }
@@ -78,7 +82,7 @@ impl Fields {
     }
 
     fn is_blank(&self) -> bool {
-        matches!(self.ends.as_slice(), [(0, false)])
+        matches!(self.ends.as_slice(), [(0, _)])
     }
 }
 
@@ -261,7 +265,9 @@ impl Records {
         }
         let value = &out[start..];
         let null = !enclosed
-            && ((escaped_n && value == b"N") || (d.enclosure.is_some() && value == b"NULL"));
+            && ((escaped_n && value == b"N")
+                || (d.enclosure.is_some() && value == b"NULL")
+                || (d.empty_is_null && value.is_empty()));
         fields.ends.push((out.len(), null));
         Some((end, at))
     }

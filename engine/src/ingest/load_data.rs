@@ -10,19 +10,18 @@
 //! ```
 //!
 //! sqlparser reads only Hive's `LOAD DATA … INPATH`, so the grammar is walked here over its
-//! tokens (string literals unescaped as MySQL does: `'\t'` is a tab). What Sieve cannot honour is
-//! refused by name rather than ignored: `REPLACE` (no unique keys to replace by), `SET` (no
+//! tokens ([`Words`]). What Sieve cannot honour is refused by name rather than ignored:
+//! `REPLACE` (no unique keys to replace by), `SET` (no
 //! expressions on the way in), `LOW_PRIORITY`/`CONCURRENT`, `PARTITION`, other character sets,
 //! and `LOAD DATA INFILE` without `LOCAL`, which would read a file of the server's host.
 
 use datafusion::common::plan_err;
 use datafusion::error::Result;
-use datafusion::sql::sqlparser::dialect::MySqlDialect;
-use datafusion::sql::sqlparser::parser::Parser;
-use datafusion::sql::sqlparser::tokenizer::{Token, Word};
+use datafusion::sql::sqlparser::tokenizer::Token;
 
 use crate::catalog::table_name::TableName;
 use crate::ingest::delimited::Delimiters;
+use crate::ingest::words::Words;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LoadData {
@@ -44,189 +43,120 @@ pub fn parse(sql: &str, default_database: &str) -> Option<Result<LoadData>> {
     let mut words = sql.split_whitespace();
     let load = words.next()?.eq_ignore_ascii_case("load");
     let data = words.next().is_some_and(|w| w.eq_ignore_ascii_case("data"));
-    (load && data).then(|| Statement::read(sql, default_database))
+    (load && data).then(|| read(sql, default_database))
 }
 
-struct Statement<'a> {
-    parser: Parser<'a>,
-}
-
-impl<'a> Statement<'a> {
-    fn read(sql: &'a str, default_database: &str) -> Result<LoadData> {
-        let parser = Parser::new(&MySqlDialect {}).try_with_sql(sql)?;
-        let mut s = Statement { parser };
-        s.expect("LOAD")?;
-        s.expect("DATA")?;
-        for refused in ["LOW_PRIORITY", "CONCURRENT"] {
-            if s.word(refused) {
-                return plan_err!("LOAD DATA {refused} is not supported: loads never wait");
-            }
+fn read(sql: &str, default_database: &str) -> Result<LoadData> {
+    let mut s = Words::new(sql, "LOAD DATA")?;
+    s.expect("LOAD")?;
+    s.expect("DATA")?;
+    for refused in ["LOW_PRIORITY", "CONCURRENT"] {
+        if s.word(refused) {
+            return plan_err!("LOAD DATA {refused} is not supported: loads never wait");
         }
-        if !s.word("LOCAL") {
-            return plan_err!(
-                "LOAD DATA INFILE reads a file of the server's host, which Sieve never does; \
+    }
+    if !s.word("LOCAL") {
+        return plan_err!(
+            "LOAD DATA INFILE reads a file of the server's host, which Sieve never does; \
                  use LOAD DATA LOCAL INFILE (the client sends the file)"
-            );
-        }
-        s.expect("INFILE")?;
-        let file = s.string("the file's name")?;
-        if s.word("REPLACE") {
-            return plan_err!("LOAD DATA … REPLACE needs unique keys, which Sieve tables have not");
-        }
-        let skip_bad_rows = s.word("IGNORE");
-        s.expect("INTO")?;
-        s.expect("TABLE")?;
-        let name = s.parser.parse_object_name(false)?;
-        let parts: Vec<String> = name
-            .0
-            .iter()
-            .filter_map(|p| p.as_ident())
-            .map(|i| i.value.clone())
-            .collect();
-        let table = TableName::from_parts(&parts, default_database)?;
-        if s.word("PARTITION") {
-            return plan_err!("LOAD DATA … PARTITION is not supported: Sieve tables have none");
-        }
-        if s.word("CHARACTER") {
-            s.expect("SET")?;
-            let charset = s.name("a character set")?;
-            if !["utf8mb4", "utf8", "utf8mb3", "ascii", "binary"]
-                .iter()
-                .any(|c| charset.eq_ignore_ascii_case(c))
-            {
-                return plan_err!(
-                    "LOAD DATA reads UTF-8; CHARACTER SET {charset} is not supported"
-                );
-            }
-        }
-        let mut delimiters = Delimiters::default();
-        if s.word("FIELDS") || s.word("COLUMNS") {
-            let mut any = false;
-            loop {
-                if s.word("TERMINATED") {
-                    s.expect("BY")?;
-                    delimiters.field_end = s.string("a field terminator")?.into_bytes();
-                } else if s.word("ENCLOSED") || (s.word("OPTIONALLY") && s.word("ENCLOSED")) {
-                    // OPTIONALLY only matters when writing a file.
-                    s.expect("BY")?;
-                    delimiters.enclosure = s.character("ENCLOSED BY")?;
-                } else if s.word("ESCAPED") {
-                    s.expect("BY")?;
-                    delimiters.escape = s.character("ESCAPED BY")?;
-                } else {
-                    break;
-                }
-                any = true;
-            }
-            if !any {
-                return s.expected("TERMINATED BY, ENCLOSED BY or ESCAPED BY after FIELDS");
-            }
-        }
-        if s.word("LINES") {
-            let mut any = false;
-            loop {
-                if s.word("STARTING") {
-                    s.expect("BY")?;
-                    delimiters.line_start = s.string("a line prefix")?.into_bytes();
-                } else if s.word("TERMINATED") {
-                    s.expect("BY")?;
-                    delimiters.line_end = s.string("a line terminator")?.into_bytes();
-                } else {
-                    break;
-                }
-                any = true;
-            }
-            if !any {
-                return s.expected("STARTING BY or TERMINATED BY after LINES");
-            }
-        }
-        let mut skip_lines = 0;
-        if s.word("IGNORE") {
-            skip_lines = s.parser.parse_literal_uint()?;
-            if !(s.word("LINES") || s.word("ROWS")) {
-                return s.expected("LINES or ROWS after IGNORE n");
-            }
-        }
-        let mut columns = Vec::new();
-        if s.parser.consume_token(&Token::LParen) {
-            loop {
-                let name = s.name("a column or @variable")?;
-                columns.push((!name.starts_with('@')).then_some(name));
-                if s.parser.consume_token(&Token::RParen) {
-                    break;
-                }
-                if !s.parser.consume_token(&Token::Comma) {
-                    return s.expected(", or ) in the column list");
-                }
-            }
-        }
-        if s.word("SET") {
-            return plan_err!("LOAD DATA … SET is not supported: load the fields as they are");
-        }
-        while s.parser.consume_token(&Token::SemiColon) {}
-        if s.parser.peek_token().token != Token::EOF {
-            return s.expected("the end of the statement");
-        }
-        delimiters.check()?;
-        Ok(LoadData {
-            file,
-            table,
-            columns,
-            delimiters,
-            skip_lines,
-            skip_bad_rows,
-        })
-    }
-
-    /// Takes the next token if it is the bare word `word` (any case).
-    fn word(&mut self, word: &str) -> bool {
-        let is = matches!(
-            self.parser.peek_token().token,
-            Token::Word(Word { ref value, quote_style: None, .. }) if value.eq_ignore_ascii_case(word)
         );
-        if is {
-            self.parser.next_token();
-        }
-        is
     }
-
-    fn expect(&mut self, word: &str) -> Result<()> {
-        if self.word(word) {
-            return Ok(());
-        }
-        self.expected(word)
+    s.expect("INFILE")?;
+    let file = s.string("the file's name")?;
+    if s.word("REPLACE") {
+        return plan_err!("LOAD DATA … REPLACE needs unique keys, which Sieve tables have not");
     }
-
-    fn expected<T>(&mut self, what: &str) -> Result<T> {
-        let found = self.parser.peek_token();
-        plan_err!("LOAD DATA: expected {what}, found {found}")
+    let skip_bad_rows = s.word("IGNORE");
+    s.expect("INTO")?;
+    s.expect("TABLE")?;
+    let table = s.table_name(default_database)?;
+    if s.word("PARTITION") {
+        return plan_err!("LOAD DATA … PARTITION is not supported: Sieve tables have none");
     }
-
-    fn string(&mut self, what: &str) -> Result<String> {
-        match self.parser.next_token().token {
-            Token::SingleQuotedString(s) | Token::DoubleQuotedString(s) => Ok(s),
-            found => plan_err!("LOAD DATA: expected {what} as a quoted string, found {found}"),
-        }
-    }
-
-    /// A string of at most one character (MySQL's rule for ENCLOSED BY and ESCAPED BY).
-    fn character(&mut self, clause: &str) -> Result<Option<u8>> {
-        let text = self.string(clause)?;
-        match text.as_bytes() {
-            [] => Ok(None),
-            [c] => Ok(Some(*c)),
-            _ => plan_err!("{clause} takes one character (or ''), got '{text}'"),
+    if s.word("CHARACTER") {
+        s.expect("SET")?;
+        let charset = s.name("a character set")?;
+        if !["utf8mb4", "utf8", "utf8mb3", "ascii", "binary"]
+            .iter()
+            .any(|c| charset.eq_ignore_ascii_case(c))
+        {
+            return plan_err!("LOAD DATA reads UTF-8; CHARACTER SET {charset} is not supported");
         }
     }
-
-    /// An identifier, a `@variable`, or a word.
-    fn name(&mut self, what: &str) -> Result<String> {
-        match self.parser.next_token().token {
-            Token::Word(word) => Ok(word.value),
-            Token::SingleQuotedString(s) => Ok(s),
-            found => plan_err!("LOAD DATA: expected {what}, found {found}"),
+    let mut delimiters = Delimiters::default();
+    if s.word("FIELDS") || s.word("COLUMNS") {
+        let mut any = false;
+        loop {
+            if s.word("TERMINATED") {
+                s.expect("BY")?;
+                delimiters.field_end = s.string("a field terminator")?.into_bytes();
+            } else if s.word("ENCLOSED") || (s.word("OPTIONALLY") && s.word("ENCLOSED")) {
+                // OPTIONALLY only matters when writing a file.
+                s.expect("BY")?;
+                delimiters.enclosure = s.character("ENCLOSED BY")?;
+            } else if s.word("ESCAPED") {
+                s.expect("BY")?;
+                delimiters.escape = s.character("ESCAPED BY")?;
+            } else {
+                break;
+            }
+            any = true;
+        }
+        if !any {
+            return s.expected("TERMINATED BY, ENCLOSED BY or ESCAPED BY after FIELDS");
         }
     }
+    if s.word("LINES") {
+        let mut any = false;
+        loop {
+            if s.word("STARTING") {
+                s.expect("BY")?;
+                delimiters.line_start = s.string("a line prefix")?.into_bytes();
+            } else if s.word("TERMINATED") {
+                s.expect("BY")?;
+                delimiters.line_end = s.string("a line terminator")?.into_bytes();
+            } else {
+                break;
+            }
+            any = true;
+        }
+        if !any {
+            return s.expected("STARTING BY or TERMINATED BY after LINES");
+        }
+    }
+    let mut skip_lines = 0;
+    if s.word("IGNORE") {
+        skip_lines = s.parser.parse_literal_uint()?;
+        if !(s.word("LINES") || s.word("ROWS")) {
+            return s.expected("LINES or ROWS after IGNORE n");
+        }
+    }
+    let mut columns = Vec::new();
+    if s.parser.consume_token(&Token::LParen) {
+        loop {
+            let name = s.name("a column or @variable")?;
+            columns.push((!name.starts_with('@')).then_some(name));
+            if s.parser.consume_token(&Token::RParen) {
+                break;
+            }
+            if !s.parser.consume_token(&Token::Comma) {
+                return s.expected(", or ) in the column list");
+            }
+        }
+    }
+    if s.word("SET") {
+        return plan_err!("LOAD DATA … SET is not supported: load the fields as they are");
+    }
+    s.end()?;
+    delimiters.check()?;
+    Ok(LoadData {
+        file,
+        table,
+        columns,
+        delimiters,
+        skip_lines,
+        skip_bad_rows,
+    })
 }
 
 #[cfg(test)]

@@ -6,18 +6,17 @@ use std::io;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use datafusion::arrow::array::RecordBatch;
 use datafusion::datasource::sink::DataSink;
-use datafusion::error::{DataFusionError, Result};
+use datafusion::error::Result;
 use datafusion::execution::TaskContext;
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
-use futures::{Stream, StreamExt};
+use futures::Stream;
 use tokio::runtime::Handle;
 
 use crate::guard::interrupt::StatementTasks;
-use crate::ingest::delimited::{Fields, Records};
 use crate::ingest::load_data::LoadData;
-use crate::ingest::text_rows::{BATCH_ROWS, TextRows};
+use crate::ingest::text_file::TextFile;
+use crate::ingest::text_rows::TextRows;
 use crate::session::statement_task::run_on;
 use crate::sink::SieveSink;
 
@@ -60,20 +59,18 @@ impl LocalLoad {
             tasks,
         } = self;
         let schema = sink.schema().clone();
-        let reading = Reading {
+        let reading = TextFile::new(
             file,
-            records: Records::new(statement.delimiters.clone()),
-            fields: Fields::default(),
+            statement.delimiters.clone(),
+            statement.skip_lines,
             rows,
-            skip_lines: statement.skip_lines,
-            ended: false,
-        };
+        );
         let (skipped_tx, skipped_rx) = tokio::sync::watch::channel(0);
         let batches = futures::stream::try_unfold(reading, move |mut reading| {
             let skipped = skipped_tx.clone();
             async move {
                 let batch = reading.next_batch().await?;
-                skipped.send_replace(reading.rows.skipped());
+                skipped.send_replace(reading.skipped());
                 Ok(batch.map(|b| (b, reading)))
             }
         });
@@ -86,43 +83,5 @@ impl LocalLoad {
             rows,
             skipped: *skipped_rx.borrow(),
         })
-    }
-}
-
-/// The file being read: records cut so far, rows made of them.
-struct Reading<S> {
-    file: S,
-    records: Records,
-    fields: Fields,
-    rows: TextRows,
-    skip_lines: u64,
-    ended: bool,
-}
-
-impl<S: Stream<Item = io::Result<Bytes>> + Unpin> Reading<S> {
-    /// The next batch of rows, reading more of the file as needed; None once it is all read.
-    async fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
-        loop {
-            while self.rows.rows() < BATCH_ROWS && self.records.next(&mut self.fields)? {
-                let line = self.records.line();
-                if line > self.skip_lines {
-                    self.rows.push(&self.fields, line)?;
-                }
-            }
-            if self.rows.rows() >= BATCH_ROWS || self.ended {
-                match self.rows.finish()? {
-                    Some(batch) => return Ok(Some(batch)),
-                    None if self.ended => return Ok(None),
-                    None => {}
-                }
-            }
-            match self.file.next().await {
-                Some(chunk) => self.records.push(&chunk.map_err(DataFusionError::IoError)?),
-                None => {
-                    self.records.end();
-                    self.ended = true;
-                }
-            }
-        }
     }
 }

@@ -1,8 +1,15 @@
 //! Bringing users' data in: MySQL's `LOAD DATA LOCAL INFILE` (the client sends a delimited
-//! text file, which is cut into records, read as the table's types and committed in one
-//! snapshot, or not at all).
+//! text file) and `COPY INTO` (Parquet, CSV or NDJSON files on object storage the server's
+//! configuration names). Either way the rows are read as the table's types and committed in one
+//! snapshot, or not at all.
 
+pub mod copy_files;
+pub mod copy_into;
 pub mod delimited;
+pub mod fitted_batch;
 pub mod load_data;
 pub mod local_load;
+pub mod object_file;
+pub mod text_file;
 pub mod text_rows;
+pub mod words;

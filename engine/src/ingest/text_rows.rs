@@ -4,14 +4,15 @@
 //! naming the line, the column and the value, or, when asked (`LOAD DATA … IGNORE`), a row
 //! skipped and counted.
 
-use datafusion::arrow::array::{Array, ArrayRef, BooleanArray, RecordBatch, StringBuilder};
-use datafusion::arrow::compute::{CastOptions, cast_with_options, filter};
+use std::sync::Arc;
+
+use datafusion::arrow::array::{ArrayRef, RecordBatch, StringBuilder};
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::common::{exec_err, plan_err};
 use datafusion::error::Result;
 
-use crate::dialect::types::ddl_type;
 use crate::ingest::delimited::Fields;
+use crate::ingest::fitted_batch::fit_batch;
 
 /// Rows are handed on in batches of this many.
 pub const BATCH_ROWS: usize = 64 << 10;
@@ -138,53 +139,21 @@ impl TextRows {
         if lines.is_empty() {
             return Ok(None);
         }
-        let options = CastOptions {
-            safe: true,
-            ..CastOptions::default()
-        };
-        let mut keep: Option<Vec<bool>> = None;
-        let mut arrays: Vec<ArrayRef> = Vec::with_capacity(self.columns.len());
-        for (column, field) in self.columns.iter_mut().zip(self.schema.fields()) {
-            let Some(builder) = column else {
-                arrays.push(datafusion::arrow::array::new_null_array(
-                    field.data_type(),
-                    lines.len(),
-                ));
-                continue;
-            };
-            let text = builder.finish();
-            let typed = cast_with_options(&text, field.data_type(), &options)?;
-            for row in 0..lines.len() {
-                let unread = text.is_valid(row) && typed.is_null(row);
-                let missing = !field.is_nullable() && typed.is_null(row);
-                if !(unread || missing) {
-                    continue;
-                }
-                if !self.skip_bad_rows {
-                    let line = lines[row];
-                    let name = field.name();
-                    return if unread {
-                        let (ty, value) = (ddl_type(field.data_type()), text.value(row));
-                        exec_err!(
-                            "Incorrect {ty} value: '{value}' for column '{name}' at line {line}"
-                        )
-                    } else {
-                        exec_err!("Column '{name}' cannot be null (NOT NULL) at line {line}")
-                    };
-                }
-                keep.get_or_insert_with(|| vec![true; lines.len()])[row] = false;
-            }
-            arrays.push(typed);
-        }
-        if let Some(keep) = keep {
-            let keep = BooleanArray::from(keep);
-            self.skipped += keep.false_count() as u64;
-            arrays = arrays
-                .iter()
-                .map(|a| filter(a, &keep))
-                .collect::<std::result::Result<_, _>>()?;
-        }
-        Ok(Some(RecordBatch::try_new(self.schema.clone(), arrays)?))
+        let columns = self
+            .columns
+            .iter_mut()
+            .map(|c| c.as_mut().map(|b| Arc::new(b.finish()) as ArrayRef))
+            .collect();
+        let place = |row: usize| format!("line {}", lines[row]);
+        let (batch, skipped) = fit_batch(
+            &self.schema,
+            columns,
+            lines.len(),
+            self.skip_bad_rows,
+            place,
+        )?;
+        self.skipped += skipped;
+        Ok(Some(batch))
     }
 
     /// Fails with the first error among the rows added so far, if any: a load reports the
@@ -200,9 +169,7 @@ impl TextRows {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
-    use datafusion::arrow::array::{Int64Array, StringArray};
+    use datafusion::arrow::array::{Array, Int64Array, StringArray};
     use datafusion::arrow::datatypes::{DataType, Field, Schema};
 
     use super::*;

@@ -17,6 +17,7 @@ use crate::dialect::show_create::create_table_sql;
 use crate::dialect::show_filter::{filter_of, filtered_list};
 use crate::error::to_df;
 use crate::guard::statement::check_complexity;
+use crate::ingest::copy_into;
 use crate::maintenance::optimize::{self};
 use crate::maintenance::vacuum::{self};
 use crate::session::options::SieveOptions;
@@ -37,6 +38,9 @@ impl Session {
         }
         if let Some(optimize) = optimize::parse(sql) {
             return self.optimize(optimize?).await;
+        }
+        if let Some(copy) = copy_into::parse(sql, &self.database()) {
+            return self.copy_into(copy?).await;
         }
         if let Some(refused) = Self::refuse_load_data(sql) {
             return Err(refused);

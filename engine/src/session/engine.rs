@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::runtime_env::{RuntimeEnv, RuntimeEnvBuilder};
-use sieve_storage::{Catalog, Storage, Table};
+use sieve_storage::{Catalog, ExternalStores, Storage, Table};
 use tokio::runtime::Handle;
 
 use super::{Session, Shared};
@@ -54,6 +54,7 @@ impl Engine {
                 lookups: Arc::default(),
                 statements: Arc::default(),
                 spill,
+                external: Arc::default(),
             },
         })
     }
@@ -78,6 +79,17 @@ impl Engine {
     pub fn with_cluster(self, cluster: Arc<Cluster>) -> Self {
         Self {
             cluster: Some(cluster),
+            ..self
+        }
+    }
+
+    /// The same storage, COPY INTO reading files from `external` (and nowhere else).
+    pub fn with_external_locations(self, external: ExternalStores) -> Self {
+        Self {
+            shared: Shared {
+                external: Arc::new(external),
+                ..self.shared
+            },
             ..self
         }
     }

@@ -3,6 +3,7 @@
 //! handled here. Every statement sees the storage as it is now: a second process's tables and
 //! commits are visible at once.
 
+mod copy;
 mod ddl;
 mod dispatch;
 mod engine;
@@ -30,7 +31,7 @@ use datafusion::logical_expr::var_provider::VarType;
 use datafusion::optimizer::Analyzer;
 use datafusion::prelude::SessionConfig;
 use datafusion::sql::sqlparser::ast::ObjectName;
-use sieve_storage::{Catalog, DEFAULT_DATABASE, RequestTrace, StorageError};
+use sieve_storage::{Catalog, DEFAULT_DATABASE, ExternalStores, RequestTrace, StorageError};
 use tokio::runtime::Handle;
 
 use crate::catalog::schemas::{CATALOG_NAME, SieveCatalog};
@@ -73,6 +74,8 @@ pub struct Session {
     row_count: Arc<RowCount>,
     /// The workers scans run on, whose failures a query's error explains.
     cluster: Option<Arc<Cluster>>,
+    /// The locations COPY INTO may read files from.
+    external: Arc<ExternalStores>,
 }
 
 /// What the sessions of an engine share besides its storage, reached by their tasks through the
@@ -90,6 +93,8 @@ pub(crate) struct Shared {
     pub statements: Arc<StatementTasks>,
     /// Where statements spill.
     pub spill: Arc<SpillPlace>,
+    /// The locations COPY INTO may read files from.
+    pub external: Arc<ExternalStores>,
 }
 
 fn object_parts(name: &ObjectName) -> Vec<String> {
@@ -111,6 +116,7 @@ impl Session {
     ) -> Result<Self> {
         let progress = Arc::new(WriteProgress::default());
         let (tasks, spill) = (shared.statements.clone(), shared.spill.clone());
+        let external = shared.external.clone();
         let mut config = SessionConfig::new()
             .with_extension(progress.clone())
             .with_extension(shared.routing)
@@ -173,6 +179,7 @@ impl Session {
             user_variables,
             row_count,
             cluster,
+            external,
         })
     }
 

@@ -1,0 +1,85 @@
+//! COPY INTO: the files at an allowed location, read as the table's rows and committed in one
+//! snapshot (all of them or, on a failure without `ON_ERROR = CONTINUE`, none). The answer is a
+//! row per file: rows loaded, rows skipped, the error that ended it.
+
+use std::sync::{Arc, Mutex};
+
+use datafusion::arrow::array::{RecordBatch, StringArray, UInt64Array};
+use datafusion::arrow::datatypes::{DataType, Field, Schema};
+use datafusion::common::plan_err;
+use datafusion::datasource::sink::DataSink;
+use datafusion::error::Result;
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+
+use super::Session;
+use crate::error::to_df;
+use crate::ingest::copy_files::{self, FileReport};
+use crate::ingest::copy_into::CopyInto;
+use crate::session::query_stream::QueryStream;
+use crate::session::statement_task::run_on;
+use crate::sink::SieveSink;
+
+impl Session {
+    pub(super) async fn copy_into(&self, copy: CopyInto) -> Result<QueryStream> {
+        self.progress.reset();
+        let (store, path) = self.external.resolve(&copy.from).map_err(to_df)?;
+        let name = &copy.table;
+        let table = self
+            .catalog
+            .open_table(&name.database, &name.table)
+            .await
+            .map_err(to_df)?;
+        let files = copy_files::list(&store, &copy.from, &path, copy.pattern.as_ref()).await?;
+        if files.is_empty() {
+            let matching = match &copy.pattern {
+                Some(p) => format!(" matching PATTERN '{p}'"),
+                None => String::new(),
+            };
+            return plan_err!("no files at {}{matching}", copy.from);
+        }
+        let schema = table.def().schema.clone();
+        let reports = Arc::new(Mutex::new(Vec::<FileReport>::new()));
+        let rows = copy_files::rows(
+            files,
+            store,
+            copy.format,
+            schema.clone(),
+            copy.go_on,
+            reports.clone(),
+        );
+        let rows = Box::pin(RecordBatchStreamAdapter::new(schema, rows));
+        let sink = SieveSink::new(self.catalog.clone(), table, Some(self.progress.clone()));
+        let context = self.ctx.task_ctx();
+        run_on(&self.executor(), &self.tasks, async move {
+            sink.write_all(rows, &context).await
+        })
+        .await?;
+        let reports = std::mem::take(&mut *reports.lock().expect("reports lock"));
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("file", DataType::Utf8, false),
+            Field::new("rows_loaded", DataType::UInt64, false),
+            Field::new("rows_skipped", DataType::UInt64, false),
+            Field::new("error", DataType::Utf8, true),
+        ]));
+        let batch = RecordBatch::try_new(
+            schema.clone(),
+            vec![
+                Arc::new(StringArray::from_iter_values(
+                    reports.iter().map(|r| &r.file),
+                )),
+                Arc::new(UInt64Array::from_iter_values(
+                    reports.iter().map(|r| r.rows),
+                )),
+                Arc::new(UInt64Array::from_iter_values(
+                    reports.iter().map(|r| r.skipped),
+                )),
+                Arc::new(StringArray::from_iter(
+                    reports.iter().map(|r| r.error.as_deref()),
+                )),
+            ],
+        )?;
+        let rows = futures::stream::iter([Ok(batch)]);
+        let rows = Box::pin(RecordBatchStreamAdapter::new(schema.clone(), rows));
+        Ok(QueryStream::rows(schema, rows, None, self.pool()))
+    }
+}
