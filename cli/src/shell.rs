@@ -45,7 +45,7 @@ pub struct SqlArgs {
 
 /// Where statements run: in this process, or on a server.
 enum Target {
-    Embedded(Session),
+    Embedded(Box<Session>),
     Remote(Client),
 }
 
@@ -187,7 +187,7 @@ pub async fn run(storage: &Location, args: SqlArgs, executor: Handle) -> Result<
                 // from whole locator files, could pay for themselves.
                 engine = engine.with_routing_budget(0);
             }
-            Target::Embedded(engine.session().map_err(|e| e.to_string())?)
+            Target::Embedded(Box::new(engine.session().map_err(|e| e.to_string())?))
         }
     };
     if let Some(sql) = &args.execute {

@@ -257,3 +257,45 @@ fn a_client_gone_mid_file_commits_nothing() {
     );
     assert_eq!(u16::from_le_bytes([reply[2], reply[3]]), 1000);
 }
+
+/// COPY INTO through the server, from MinIO (fails unless SIEVE_TEST_S3_URL and the AWS_*
+/// variables are set, as scripts/test.sh sets them): the Parquet blocks of a table Sieve wrote
+/// there, read back through the location the server's configuration names.
+#[test]
+fn copy_into_reads_parquet_files_from_a_configured_location() {
+    let source = format!("{}/copy-source-{}", common::s3_base(), std::process::id());
+    common::must(
+        &source,
+        "create table t10b with (block_rows = 1000) as \
+         select number as c1, cast(rand() as string) as c2 from numbers(5000)",
+    );
+    let config = format!("[[external_locations]]\nurl = \"{source}\"\n");
+    let server = Server::start_with(&config, None);
+    let out = server.mysql(&[
+        "-e",
+        &format!(
+            "create table copied (c1 bigint, c2 varchar); \
+             copy into copied from '{source}/' pattern = '[.]parquet$' \
+             file_format = (type = parquet); \
+             select count(*), count(distinct c1), sum(c1) from copied"
+        ),
+    ]);
+    assert!(out.status.success(), "{}\n{}", stderr(&out), server.log());
+    let said = stdout(&out);
+    assert_eq!(
+        said.lines().filter(|l| l.contains(".parquet\t")).count(),
+        5,
+        "{said}"
+    );
+    assert!(said.ends_with("5000\t5000\t12497500\n"), "{said}");
+
+    let out = server.mysql(&[
+        "-e",
+        "copy into copied from 's3://elsewhere/' file_format = (type = parquet)",
+    ]);
+    assert!(
+        stderr(&out).contains("not under any of the server's external_locations"),
+        "{}",
+        stderr(&out)
+    );
+}
