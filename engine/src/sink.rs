@@ -12,7 +12,7 @@ use datafusion::error::Result;
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::physical_plan::{DisplayAs, DisplayFormatType};
 use futures::StreamExt;
-use sieve_storage::{Catalog, StorageError, Table, TableWriter};
+use sieve_storage::{Catalog, CopiesChange, StorageError, Table, TableWriter};
 
 use crate::error::to_df;
 use crate::maintenance::merges::BackgroundMerges;
@@ -24,6 +24,8 @@ pub struct SieveSink {
     table: Table,
     schema: SchemaRef,
     progress: Option<Arc<WriteProgress>>,
+    /// A COPY's list of the files it loaded, committed with the rows.
+    copies: Option<CopiesChange>,
 }
 
 impl SieveSink {
@@ -34,18 +36,29 @@ impl SieveSink {
             table,
             schema,
             progress,
+            copies: None,
+        }
+    }
+
+    /// The same sink, committing `copies` with its rows ([`TableWriter::recording_copies`]).
+    pub fn with_copies(self, copies: CopiesChange) -> Self {
+        Self {
+            copies: Some(copies),
+            ..self
         }
     }
 }
 
-/// Writes a stream into a table and commits; returns the rows committed.
+/// Writes a stream into a table and commits (with `copies`, if a COPY's); returns the rows
+/// committed.
 pub async fn write_stream(
     table: &Table,
     mut data: SendableRecordBatchStream,
     progress: Option<&WriteProgress>,
     context: &TaskContext,
+    copies: Option<CopiesChange>,
 ) -> Result<u64> {
-    let mut writer = TableWriter::new(table.clone());
+    let mut writer = TableWriter::new(table.clone()).recording_copies(copies);
     while let Some(batch) = data.next().await {
         let batch = batch?;
         let rows = batch.num_rows() as u64;
@@ -81,7 +94,8 @@ impl DataSink for SieveSink {
         data: SendableRecordBatchStream,
         context: &Arc<TaskContext>,
     ) -> Result<u64> {
-        let rows = write_stream(&self.table, data, self.progress.as_deref(), context).await?;
+        let progress = self.progress.as_deref();
+        let rows = write_stream(&self.table, data, progress, context, self.copies.clone()).await?;
         // A DROP TABLE that raced this INSERT removed the table its rows were committed to.
         let def = self.table.def();
         match self.catalog.table(&def.database, &def.name).await {

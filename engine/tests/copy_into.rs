@@ -317,3 +317,54 @@ async fn only_the_configured_locations_are_read() {
     .await;
     assert!(e.contains("no files at"), "{e}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_copy_of_the_same_files_loads_nothing_unless_forced_or_changed() {
+    let (session, landing, store, prefix) = setup().await;
+    put(&store, &prefix, "r/1.csv", b"1,a,2024-01-01\n".to_vec()).await;
+    put(&store, &prefix, "r/2.csv", b"2,b,2024-01-01\n".to_vec()).await;
+    let copy = format!("copy into t from '{landing}/r/' file_format = (type = csv)");
+    assert_eq!(rows(&run(&session, &copy).await).len(), 2);
+    assert!(
+        rows(&run(&session, &copy).await).is_empty(),
+        "loaded before"
+    );
+    // An INSERT between COPYs keeps the record.
+    run(&session, "insert into t values (10, 'x', null)").await;
+    assert!(rows(&run(&session, &copy).await).is_empty());
+    // A file written again is a new file; a new file is loaded alone.
+    put(
+        &store,
+        &prefix,
+        "r/2.csv",
+        b"2,b,2024-01-01\n3,c,2024-01-01\n".to_vec(),
+    )
+    .await;
+    put(&store, &prefix, "r/3.csv", b"4,d,2024-01-01\n".to_vec()).await;
+    assert_eq!(
+        rows(&run(&session, &copy).await),
+        vec![
+            format!("{landing}/r/2.csv|2|0|"),
+            format!("{landing}/r/3.csv|1|0|")
+        ]
+    );
+    let forced = run(&session, &format!("{copy} force = true")).await;
+    assert_eq!(rows(&forced).len(), 3);
+    let out = run(&session, "select count(*), count(distinct id) from t").await;
+    assert_eq!(rows(&out), vec!["10|5"]);
+    // A failed COPY records nothing: its files load when it is run again.
+    put(
+        &store,
+        &prefix,
+        "s/1.csv",
+        b"5,e,2024-01-01\nbad,f,2024-01-01\n".to_vec(),
+    )
+    .await;
+    let bad = format!("copy into t from '{landing}/s/' file_format = (type = csv)");
+    fails(&session, &bad).await;
+    put(&store, &prefix, "s/1.csv", b"5,e,2024-01-01\n".to_vec()).await;
+    assert_eq!(
+        rows(&run(&session, &bad).await),
+        vec![format!("{landing}/s/1.csv|1|0|")]
+    );
+}

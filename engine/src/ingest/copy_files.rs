@@ -16,7 +16,8 @@ use datafusion::parquet::arrow::ParquetRecordBatchStreamBuilder;
 use futures::stream::{self, BoxStream};
 use futures::{StreamExt, TryStreamExt};
 use object_store::path::Path;
-use object_store::{ObjectStore, ObjectStoreExt};
+use object_store::{ObjectMeta, ObjectStore, ObjectStoreExt};
+use sieve_storage::CopiedFile;
 
 use crate::ingest::copy_into::FileFormat;
 use crate::ingest::fitted_batch::fit_batch;
@@ -31,6 +32,8 @@ pub struct SourceFile {
     pub url: String,
     pub path: Path,
     pub size: u64,
+    /// What the record of copied files knows it by.
+    pub identity: CopiedFile,
 }
 
 /// What one file gave.
@@ -51,15 +54,24 @@ pub async fn list(
     pattern: Option<&regex::Regex>,
 ) -> Result<Vec<SourceFile>> {
     let bucket_url = url_of_bucket(url);
-    let named = |path: Path, size: u64| SourceFile {
-        url: format!("{bucket_url}/{path}"),
-        path,
-        size,
+    let named = |meta: ObjectMeta| {
+        let url = format!("{bucket_url}/{}", meta.location);
+        SourceFile {
+            identity: CopiedFile {
+                url: url.clone(),
+                bytes: meta.size,
+                etag: meta.e_tag,
+                modified_ms: meta.last_modified.timestamp_millis(),
+            },
+            url,
+            path: meta.location,
+            size: meta.size,
+        }
     };
     if !url.ends_with('/')
         && let Ok(meta) = store.head(path).await
     {
-        return Ok(vec![named(meta.location, meta.size)]);
+        return Ok(vec![named(meta)]);
     }
     let mut files: Vec<SourceFile> = store
         .list(Some(path))
@@ -76,7 +88,7 @@ pub async fn list(
                 })
                 .unwrap_or_default();
             let kept = pattern.is_none_or(|p| p.is_match(&relative));
-            Ok(kept.then(|| named(meta.location, meta.size)))
+            Ok(kept.then(|| named(meta)))
         })
         .try_collect()
         .await?;

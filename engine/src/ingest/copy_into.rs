@@ -7,11 +7,13 @@
 //!                  [FIELD_DELIMITER = ','] [RECORD_DELIMITER = '\n'] [QUOTE = '"']
 //!                  [ESCAPE = ''] [SKIP_HEADER = n])
 //!   [ON_ERROR = ABORT | CONTINUE]
+//!   [FORCE = TRUE | FALSE]
 //! ```
 //!
 //! `FROM` names one file or a prefix (every file under it); `PATTERN` keeps the files whose path
 //! after that prefix it matches. CSV fields go to the table's columns in order (an unquoted empty
-//! field is NULL); Parquet and NDJSON columns go by name.
+//! field is NULL); Parquet and NDJSON columns go by name. Files the table's record says were
+//! loaded before (same URL, size, ETag and modification time) are skipped unless `FORCE = TRUE`.
 
 use datafusion::common::plan_err;
 use datafusion::error::Result;
@@ -30,6 +32,8 @@ pub struct CopyInto {
     /// `ON_ERROR = CONTINUE`: rows that do not fit are skipped, a file that cannot be read ends
     /// there; both are reported, the rest is loaded.
     pub go_on: bool,
+    /// `FORCE = TRUE`: load files the table's record says were loaded before.
+    pub force: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,7 +61,7 @@ fn read(sql: &str, default_database: &str) -> Result<CopyInto> {
     let table = s.table_name(default_database)?;
     s.expect("FROM")?;
     let from = s.string("the files' location")?;
-    let (mut pattern, mut format, mut go_on) = (None, None, false);
+    let (mut pattern, mut format, mut go_on, mut force) = (None, None, false, false);
     loop {
         if s.word("PATTERN") {
             equals(&mut s)?;
@@ -79,10 +83,14 @@ fn read(sql: &str, default_database: &str) -> Result<CopyInto> {
                 return s.expected("ABORT or CONTINUE after ON_ERROR =");
             };
         } else if s.word("FORCE") {
-            return plan_err!(
-                "COPY INTO … FORCE is not supported yet: Sieve keeps no record of the files it \
-                 loaded, so every COPY loads every file it matches"
-            );
+            equals(&mut s)?;
+            force = if s.word("TRUE") {
+                true
+            } else if s.word("FALSE") {
+                false
+            } else {
+                return s.expected("TRUE or FALSE after FORCE =");
+            };
         } else {
             break;
         }
@@ -97,6 +105,7 @@ fn read(sql: &str, default_database: &str) -> Result<CopyInto> {
         pattern,
         format,
         go_on,
+        force,
     })
 }
 
@@ -187,7 +196,7 @@ mod tests {
         let c = copy(
             "COPY INTO shop.t FROM 's3://in/2026/' PATTERN = '.*[.]csv' \
              FILE_FORMAT = (TYPE = CSV, FIELD_DELIMITER = '|' SKIP_HEADER = 1 QUOTE = '') \
-             ON_ERROR = CONTINUE;",
+             ON_ERROR = CONTINUE FORCE = TRUE;",
         );
         assert_eq!(
             (c.table.database.as_str(), c.table.table.as_str()),
@@ -195,7 +204,7 @@ mod tests {
         );
         assert_eq!(c.from, "s3://in/2026/");
         assert!(c.pattern.unwrap().is_match("a/b.csv"));
-        assert!(c.go_on);
+        assert!(c.go_on && c.force);
         let FileFormat::Csv {
             delimiters,
             skip_header,
@@ -231,8 +240,8 @@ mod tests {
                 .contains("not a regular expression")
         );
         assert!(
-            refused("copy into t from 's3://in/' file_format = (type = csv) force = true")
-                .contains("FORCE")
+            refused("copy into t from 's3://in/' file_format = (type = csv) force = 1")
+                .contains("TRUE or FALSE")
         );
         assert!(
             refused("copy into t from 's3://in/' file_format = (type = csv) on_error = skip")

@@ -1,6 +1,7 @@
 //! COPY INTO: the files at an allowed location, read as the table's rows and committed in one
-//! snapshot (all of them or, on a failure without `ON_ERROR = CONTINUE`, none). The answer is a
-//! row per file: rows loaded, rows skipped, the error that ended it.
+//! snapshot (all of them or, on a failure without `ON_ERROR = CONTINUE`, none), with the record
+//! of the files loaded, so a second COPY of the same files loads nothing. The answer is a row
+//! per file read: rows loaded, rows skipped, the error that ended it.
 
 use std::sync::{Arc, Mutex};
 
@@ -18,6 +19,7 @@ use crate::ingest::copy_into::CopyInto;
 use crate::session::query_stream::QueryStream;
 use crate::session::statement_task::run_on;
 use crate::sink::SieveSink;
+use sieve_storage::CopiesChange;
 
 impl Session {
     pub(super) async fn copy_into(&self, copy: CopyInto) -> Result<QueryStream> {
@@ -29,7 +31,7 @@ impl Session {
             .open_table(&name.database, &name.table)
             .await
             .map_err(to_df)?;
-        let files = copy_files::list(&store, &copy.from, &path, copy.pattern.as_ref()).await?;
+        let mut files = copy_files::list(&store, &copy.from, &path, copy.pattern.as_ref()).await?;
         if files.is_empty() {
             let matching = match &copy.pattern {
                 Some(p) => format!(" matching PATTERN '{p}'"),
@@ -37,8 +39,26 @@ impl Session {
             };
             return plan_err!("no files at {}{matching}", copy.from);
         }
-        let schema = table.def().schema.clone();
+        // The record of copied files as of now; the commit fails if another COPY changes it.
+        let snapshot = table.snapshot().await.map_err(to_df)?;
+        let mut copied = table.copied_files(&snapshot).await.map_err(to_df)?;
+        if !copy.force {
+            files.retain(|f| !copied.contains(&f.identity));
+        }
         let reports = Arc::new(Mutex::new(Vec::<FileReport>::new()));
+        if files.is_empty() {
+            return self.copy_report(&reports); // every file was loaded before
+        }
+        for file in &files {
+            if !copied.contains(&file.identity) {
+                copied.files.push(file.identity.clone());
+            }
+        }
+        let copies = CopiesChange {
+            from: snapshot.copies.clone(),
+            to: table.put_copied_files(&copied).await.map_err(to_df)?,
+        };
+        let schema = table.def().schema.clone();
         let rows = copy_files::rows(
             files,
             store,
@@ -48,12 +68,18 @@ impl Session {
             reports.clone(),
         );
         let rows = Box::pin(RecordBatchStreamAdapter::new(schema, rows));
-        let sink = SieveSink::new(self.catalog.clone(), table, Some(self.progress.clone()));
+        let sink = SieveSink::new(self.catalog.clone(), table, Some(self.progress.clone()))
+            .with_copies(copies);
         let context = self.ctx.task_ctx();
         run_on(&self.executor(), &self.tasks, async move {
             sink.write_all(rows, &context).await
         })
         .await?;
+        self.copy_report(&reports)
+    }
+
+    /// A row per file read.
+    fn copy_report(&self, reports: &Mutex<Vec<FileReport>>) -> Result<QueryStream> {
         let reports = std::mem::take(&mut *reports.lock().expect("reports lock"));
         let schema = Arc::new(Schema::new(vec![
             Field::new("file", DataType::Utf8, false),

@@ -139,7 +139,14 @@ impl Session {
         if let Some(plan) = physical {
             let table = Table::new(self.catalog.storage().clone(), def.clone());
             let stream = datafusion::physical_plan::execute_stream(plan, self.ctx.task_ctx())?;
-            rows = write_stream(&table, stream, Some(&self.progress), &self.ctx.task_ctx()).await?;
+            rows = write_stream(
+                &table,
+                stream,
+                Some(&self.progress),
+                &self.ctx.task_ctx(),
+                None,
+            )
+            .await?;
         }
         match self.catalog.create_table(&def).await {
             Ok(()) => Ok(self.affected(rows)),

@@ -5,6 +5,7 @@ pub(crate) mod block;
 pub(crate) mod block_checksums;
 pub(crate) mod block_list;
 pub(crate) mod checked_json;
+pub(crate) mod copied_files;
 pub(crate) mod deletes;
 pub(crate) mod nan_bounds;
 pub(crate) mod segment;

@@ -38,6 +38,10 @@ pub struct Snapshot {
     pub blocks: u64,
     pub data_bytes: u64,
     pub sidecar_bytes: u64,
+    /// The list of files COPY INTO loaded ([`crate::meta::copied_files`]); absent until the
+    /// first COPY, and in snapshots written before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub copies: Option<SegmentRef>,
 }
 
 /// A segment file as its snapshot names it: enough to fetch it in one GET and verify what came.
@@ -86,6 +90,15 @@ pub struct Delta {
     pub blocks: u64,
     pub data_bytes: u64,
     pub sidecar_bytes: u64,
+    /// A COPY's new list of copied files, and the list it read (the commit fails if another
+    /// commit changed it since).
+    pub copies: Option<CopiesChange>,
+}
+
+#[derive(Debug, Clone)]
+pub struct CopiesChange {
+    pub from: Option<SegmentRef>,
+    pub to: SegmentRef,
 }
 
 pub fn snapshots_dir(table_dir: &Path) -> Path {
@@ -345,6 +358,17 @@ pub async fn try_commit(
 ) -> Result<Option<Snapshot>> {
     let mut segments = base.segments.clone();
     segments.push(delta.segment.clone());
+    let copies = match &delta.copies {
+        None => base.copies.clone(),
+        Some(change) if change.from == base.copies => Some(change.to.clone()),
+        Some(_) => {
+            return Err(StorageError::Invalid(
+                "another COPY INTO this table committed while this one ran; nothing was \
+                 committed: run it again (it skips the files the other one loaded)"
+                    .into(),
+            ));
+        }
+    };
     let next = Snapshot {
         version: base.version + 1,
         segments,
@@ -352,6 +376,7 @@ pub async fn try_commit(
         blocks: base.blocks + delta.blocks,
         data_bytes: base.data_bytes + delta.data_bytes,
         sidecar_bytes: base.sidecar_bytes + delta.sidecar_bytes,
+        copies,
     };
     try_put(storage, table_dir, next).await
 }

@@ -10,8 +10,9 @@
 pub use sieve_index::locator::LOCATOR_FORMAT;
 pub use sieve_index::sidecar::VERSION as SIDECAR_FORMAT;
 
-/// The checksummed JSON envelope of snapshots, the `latest` pointer and catalog entries
-/// ([`super::checked_json`]): the version this build writes and the newest it reads.
+/// The checksummed JSON envelope of snapshots, the `latest` pointer, catalog entries and lists
+/// of copied files ([`super::checked_json`]): the version this build writes and the newest it
+/// reads. Bodies grow only by optional fields (a snapshot's `copies`), which older builds ignore.
 pub const ENVELOPE_FORMAT: u32 = 1;
 
 /// The format of blocks segments. A segment is written with the oldest format that describes it,

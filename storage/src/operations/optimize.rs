@@ -278,6 +278,7 @@ impl Table {
                     + added.data_bytes,
                 sidecar_bytes: newest.sidecar_bytes - sum(&|i| blocks.sidecar_bytes().value(i))
                     + added.sidecar_bytes,
+                copies: newest.copies.clone(),
             };
             if snapshot::try_put(self.storage(), &self.dir(), next)
                 .await?

@@ -19,6 +19,8 @@ use sieve_index::{
 use crate::error::{Result, StorageError};
 use crate::location::Storage;
 use crate::meta::block_list::{BlockList, LocatorGroup};
+use crate::meta::checked_json;
+use crate::meta::copied_files::{CopiedFiles, copies_path};
 use crate::meta::segment::decode_segment;
 use crate::meta::snapshot::{self, SegmentRef, Snapshot};
 use crate::meta::table_def::TableDef;
@@ -95,6 +97,31 @@ impl Table {
             .put(&self.segment_path(&segment.name), PutPayload::from(bytes))
             .await?;
         Ok(segment)
+    }
+
+    /// The files COPY INTO loaded as of `snapshot` ([`crate::meta::copied_files`]).
+    pub async fn copied_files(&self, snapshot: &Snapshot) -> Result<CopiedFiles> {
+        let Some(list) = &snapshot.copies else {
+            return Ok(CopiedFiles::default());
+        };
+        let path = copies_path(&self.dir(), &list.name);
+        let bytes = self.storage.store().get(&path).await?.bytes().await?;
+        list.verify(path.as_ref(), &bytes)?;
+        checked_json::decode(path.as_ref(), &bytes)
+    }
+
+    /// Writes a list of copied files, to be named by a commit's snapshot.
+    pub async fn put_copied_files(&self, files: &CopiedFiles) -> Result<SegmentRef> {
+        let bytes = checked_json::encode(files)?;
+        let list = SegmentRef::new(uuid::Uuid::new_v4().simple().to_string(), &bytes);
+        self.storage
+            .store()
+            .put(
+                &copies_path(&self.dir(), &list.name),
+                PutPayload::from(bytes),
+            )
+            .await?;
+        Ok(list)
     }
 
     /// The newest snapshot, as a check sent after this call began sees it: every commit made

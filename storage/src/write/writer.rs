@@ -16,7 +16,7 @@ use tokio::task::JoinSet;
 use crate::error::{Result, StorageError};
 use crate::meta::block::{BlockColumn, BlockStats, encode_block};
 use crate::meta::segment::encode_segment;
-use crate::meta::snapshot::{self, Delta, SegmentRef, Snapshot};
+use crate::meta::snapshot::{self, CopiesChange, Delta, SegmentRef, Snapshot};
 use crate::read::table::Table;
 use crate::write::locator_builder::LocatorBuilder;
 
@@ -32,6 +32,8 @@ pub struct TableWriter {
     locators: Option<LocatorBuilder>,
     blocks_started: usize,
     rows_written: u64,
+    /// A COPY's new list of copied files, committed with its rows.
+    copies: Option<CopiesChange>,
 }
 
 /// What a finished write committed.
@@ -63,7 +65,14 @@ impl TableWriter {
             done: Vec::new(),
             blocks_started: 0,
             rows_written: 0,
+            copies: None,
         }
+    }
+
+    /// The same writer, committing `copies` (a COPY's list of the files it loaded) with its
+    /// rows: the commit fails if another commit changed the list since `copies.from`.
+    pub fn recording_copies(self, copies: Option<CopiesChange>) -> Self {
+        Self { copies, ..self }
     }
 
     /// Rows handed to the writer so far (committed or not), for progress reports.
@@ -157,8 +166,9 @@ impl TableWriter {
     }
 
     /// Writes the last partial block, waits for every block, writes the segment and commits.
-    pub async fn finish(self) -> Result<Committed> {
+    pub async fn finish(mut self) -> Result<Committed> {
         let table = self.table.clone();
+        let copies = self.copies.take();
         let (written, locator_build) = self.upload().await?;
         let Some(written) = written else {
             return Ok(Committed {
@@ -168,7 +178,10 @@ impl TableWriter {
                 locator_build,
             });
         };
-        let delta = written.delta();
+        let delta = Delta {
+            copies,
+            ..written.delta()
+        };
         let committed = snapshot::commit(table.storage(), &table.dir(), &delta).await?;
         Ok(Committed {
             rows: delta.rows,
