@@ -299,3 +299,98 @@ fn copy_into_reads_parquet_files_from_a_configured_location() {
         stderr(&out)
     );
 }
+
+/// Every `.parquet` file under `dir`.
+fn parquet_files(dir: &std::path::Path) -> usize {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .map(|e| {
+            let path = e.path();
+            if path.is_dir() {
+                parquet_files(&path)
+            } else {
+                usize::from(path.extension().is_some_and(|x| x == "parquet"))
+            }
+        })
+        .sum()
+}
+
+/// `kill -9` of the server while a COPY has written some of its blocks and not committed: the
+/// table is as it was (MinIO as for the test above).
+#[test]
+fn a_copy_killed_mid_way_leaves_the_table_as_it_was() {
+    let source = format!("{}/copy-killed-{}", common::s3_base(), std::process::id());
+    common::must(
+        &source,
+        "create table t10b with (block_rows = 20000) as \
+         select number as c1, cast(rand() as string) as c2 from numbers(2000000)",
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let storage = dir.path().join("data");
+    let storage = storage.to_str().unwrap();
+    let config = format!("[[external_locations]]\nurl = \"{source}\"\n");
+    let server = Server::start_on(storage, &config);
+    let out = server.mysql(&[
+        "-e",
+        "create table copied (c1 bigint, c2 varchar) with (block_rows = 20000); \
+         insert into copied values (1, 'before')",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let before = parquet_files(dir.path());
+    let mut copy = std::process::Command::new("mysql")
+        .args([
+            "-h127.0.0.1",
+            &format!("-P{}", server.port),
+            "-uroot",
+            &format!("-p{PASSWORD}"),
+            "-e",
+            &format!(
+                "copy into copied from '{source}/' pattern = '[.]parquet$' \
+                 file_format = (type = parquet)"
+            ),
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Some of the COPY's blocks are written: it has read files and not committed yet (a
+    // hundred blocks to go).
+    for _ in 0..6000 {
+        if parquet_files(dir.path()) > before {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert!(
+        parquet_files(dir.path()) > before,
+        "the COPY wrote no block"
+    );
+    let killed = std::process::Command::new("kill")
+        .args(["-9", &server.pid().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    copy.wait().unwrap();
+    drop(server);
+
+    let server = Server::start_on(storage, &config);
+    let out = server.mysql(&["-e", "select count(*) from copied"]);
+    assert_eq!(stdout(&out), "1\n", "{}", stderr(&out));
+    // Run again, the COPY loads every file: the killed one recorded none.
+    let out = server.mysql(&[
+        "-e",
+        &format!(
+            "copy into copied from '{source}/' pattern = '[.]parquet$' \
+             file_format = (type = parquet); select count(*) from copied"
+        ),
+    ]);
+    assert!(
+        stdout(&out).ends_with("2000001\n"),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+}
