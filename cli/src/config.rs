@@ -29,6 +29,7 @@
 //! require_secure_transport = false  # refuse logins without TLS beyond loopback
 //! local_infile = true            # serve LOAD DATA LOCAL INFILE (default: only when listening
 //!                                 # on loopback)
+//! flight_port = 3308             # also serve Arrow Flight SQL there (default: not at all)
 //! workers = ["http://10.0.0.2:7100", "http://10.0.0.3:7100"]  # sieve worker processes
 //! cluster_secret = "…"           # shared by coordinators and workers; workers refuse others
 //! node_filter_mib = 2048         # routing filters, which route lookups to locator groups and
@@ -82,6 +83,7 @@ pub struct ConfigFile {
     pub tls_dir: Option<PathBuf>,
     pub require_secure_transport: Option<bool>,
     pub local_infile: Option<bool>,
+    pub flight_port: Option<u16>,
     pub external_locations: Option<Vec<ExternalLocation>>,
     pub workers: Option<Vec<String>>,
     pub cluster_secret: Option<String>,

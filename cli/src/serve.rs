@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use clap::Args;
 use sieve_engine::{Engine, ServerLimits};
+use sieve_flight::FlightSettings;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
 
@@ -57,6 +58,10 @@ pub struct ServeArgs {
     /// are always probed and their owners asked
     #[arg(long, env = "SIEVE_NODE_FILTER_MIB")]
     pub node_filter_mib: Option<usize>,
+    /// Also serve Arrow Flight SQL (ADBC, the Flight SQL JDBC driver) on this port, same host,
+    /// user and password
+    #[arg(long, env = "SIEVE_FLIGHT_PORT")]
+    flight_port: Option<u16>,
 }
 
 /// The TLS the MySQL port offers: the configured certificate, or the one this server made
@@ -132,6 +137,17 @@ pub async fn serve(engine: Engine, args: ServeArgs, config: ConfigFile) -> Resul
     let listener = TcpListener::bind(address)
         .await
         .map_err(|e| format!("cannot listen on {address}: {e}"))?;
+    let flight = match args.flight_port.or(config.flight_port) {
+        Some(flight_port) => {
+            let settings = FlightSettings {
+                address: SocketAddr::new(host, flight_port),
+                user: user.clone(),
+                password: password.clone(),
+            };
+            Some(tokio::spawn(sieve_flight::serve(engine.clone(), settings)?))
+        }
+        None => None,
+    };
     let connections = Arc::new(Connections::default());
     let shared = Arc::new(Shared {
         account: Arc::new(Account { user, password }),
@@ -200,6 +216,9 @@ pub async fn serve(engine: Engine, args: ServeArgs, config: ConfigFile) -> Resul
             _ = &mut shutdown => {
                 // Statements still running are dropped: nothing uncommitted becomes visible.
                 log::info!("shutting down");
+                if let Some(flight) = flight {
+                    flight.abort();
+                }
                 return Ok(());
             }
         }

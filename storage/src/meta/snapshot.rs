@@ -446,6 +446,7 @@ mod tests {
             blocks: 1,
             data_bytes: 100,
             sidecar_bytes: 10,
+            copies: None,
         };
         let base = commit(&storage, &dir, &delta("a")).await.unwrap();
         let landed = try_commit(&storage, &dir, &base, &delta("b"))

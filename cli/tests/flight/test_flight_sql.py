@@ -1,0 +1,72 @@
+"""ADBC's Flight SQL driver (and pandas through it) against `sieve serve --flight-port`
+(started by tests/flight_sql.rs)."""
+import os
+
+import adbc_driver_flightsql.dbapi as flight_sql
+import pyarrow as pa
+import pytest
+
+PORT = int(os.environ["SIEVE_FLIGHT_PORT"])
+PASSWORD = os.environ["SIEVE_PASSWORD"]
+
+
+def connect(password=PASSWORD):
+    return flight_sql.connect(f"grpc://127.0.0.1:{PORT}",
+                              db_kwargs={"username": "root", "password": password},
+                              autocommit=True)
+
+
+@pytest.fixture(scope="module")
+def conn():
+    with connect() as conn:
+        with conn.cursor() as cur:
+            cur.execute("create table fl_t with (block_rows = 1000) as "
+                        "select number as c1, cast(number * 2 as string) as c2 from numbers(5000)")
+            assert cur.fetchall() == [(5000,)]
+        yield conn
+
+
+def test_results_arrive_as_arrow_and_into_pandas(conn):
+    with conn.cursor() as cur:
+        cur.execute("select c1, c2 from fl_t where c1 < 3 order by c1")
+        table = cur.fetch_arrow_table()
+        # numbers() is BIGINT UNSIGNED; strings come as Arrow's string views.
+        assert table.schema.field("c1").type == pa.uint64()
+        assert table.schema.field("c2").type in (pa.string(), pa.string_view())
+        assert table.column("c1").to_pylist() == [0, 1, 2]
+        assert table.column("c2").to_pylist() == ["0", "2", "4"]
+        cur.execute("select * from fl_t")
+        frame = cur.fetch_df()
+        assert len(frame) == 5000 and int(frame["c1"].sum()) == 5000 * 4999 // 2
+
+
+def test_prepared_statements_bind_parameters(conn):
+    with conn.cursor() as cur:
+        cur.execute("select c2 from fl_t where c1 = ?", parameters=(42,))
+        assert cur.fetchall() == [("84",)]
+        cur.execute("select c2 from fl_t where c1 = ?", parameters=(4999,))
+        assert cur.fetchall() == [("9998",)]
+
+
+def test_catalog_metadata(conn):
+    objects = conn.adbc_get_objects(depth="tables", table_name_filter="fl_%").read_all().to_pylist()
+    tables = [(catalog["catalog_name"], schema["db_schema_name"], table["table_name"])
+              for catalog in objects
+              for schema in catalog["catalog_db_schemas"] or []
+              for table in schema["db_schema_tables"] or []]
+    assert ("sieve", "default", "fl_t") in tables
+    schema = conn.adbc_get_table_schema("fl_t", db_schema_filter="default")
+    assert schema.field("c1").type == pa.uint64()
+    assert schema.field("c2").type in (pa.string(), pa.string_view())
+
+
+def test_errors_and_a_wrong_password(conn):
+    with conn.cursor() as cur:
+        with pytest.raises(Exception, match="table 'sieve.default.nope' not found"):
+            cur.execute("select * from nope")
+        cur.execute("select 42 as answer")
+        assert cur.fetchall() == [(42,)]
+    with pytest.raises(Exception, match="Access denied"):
+        with connect("wrong") as bad:
+            with bad.cursor() as cur:
+                cur.execute("select 1")

@@ -1,0 +1,583 @@
+//! The Flight SQL service: statements run at GetFlightInfo (so the answer carries their schema)
+//! and stream at DoGet; prepared statements bind parameters sent by DoPut; catalogs, schemas
+//! (Sieve's databases) and tables answer ADBC's and JDBC's metadata calls.
+
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use arrow_flight::encode::FlightDataEncoderBuilder;
+use arrow_flight::error::FlightError;
+use arrow_flight::flight_service_server::{FlightService, FlightServiceServer};
+use arrow_flight::sql::metadata::{SqlInfoData, SqlInfoDataBuilder};
+use arrow_flight::sql::server::{FlightSqlService, PeekableFlightDataStream};
+use arrow_flight::sql::{
+    ActionClosePreparedStatementRequest, ActionCreatePreparedStatementRequest,
+    ActionCreatePreparedStatementResult, Any, CommandGetCatalogs, CommandGetDbSchemas,
+    CommandGetSqlInfo, CommandGetTables, CommandPreparedStatementQuery, CommandStatementQuery,
+    CommandStatementUpdate, DoPutPreparedStatementResult, ProstMessageExt, SqlInfo,
+    TicketStatementQuery,
+};
+use arrow_flight::{
+    Action, FlightDescriptor, FlightEndpoint, FlightInfo, HandshakeRequest, HandshakeResponse,
+    IpcMessage, SchemaAsIpc, Ticket, decode::FlightRecordBatchStream,
+};
+use datafusion::arrow::array::{RecordBatch, StringArray, UInt64Array};
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use datafusion::arrow::ipc::writer::IpcWriteOptions;
+use datafusion::common::ScalarValue;
+use datafusion::error::DataFusionError;
+use futures::{Stream, StreamExt, TryStreamExt};
+use prost::Message;
+use sieve_engine::{Engine, ErrorClass, MYSQL_VERSION, Prepared, QueryStream, Session, classify};
+use tonic::metadata::MetadataValue;
+use tonic::transport::server::TcpIncoming;
+use tonic::{Request, Response, Status, Streaming};
+
+use crate::logins::Logins;
+use crate::pending::Pending;
+
+/// Where the service listens and whom it lets in.
+pub struct FlightSettings {
+    pub address: SocketAddr,
+    pub user: String,
+    pub password: String,
+}
+
+/// Binds `settings.address` (an error if it cannot) and serves Flight SQL there until the
+/// returned future is dropped.
+pub fn serve(
+    engine: Engine,
+    settings: FlightSettings,
+) -> Result<impl Future<Output = Result<(), String>>, String> {
+    let incoming = TcpIncoming::bind(settings.address)
+        .map_err(|e| format!("cannot listen on {} for Flight SQL: {e}", settings.address))?
+        .with_nodelay(Some(true));
+    let service = SieveFlight {
+        logins: Logins::new(engine, settings.user, settings.password),
+        results: Pending::default(),
+        prepared: Pending::default(),
+        info: sql_info(),
+    };
+    log::info!("serving Arrow Flight SQL on {}", settings.address);
+    Ok(async move {
+        tonic::transport::Server::builder()
+            .add_service(FlightServiceServer::new(service))
+            .serve_with_incoming(incoming)
+            .await
+            .map_err(|e| format!("Flight SQL server: {e}"))
+    })
+}
+
+fn sql_info() -> SqlInfoData {
+    let mut builder = SqlInfoDataBuilder::new();
+    builder.append(SqlInfo::FlightSqlServerName, "Sieve");
+    builder.append(SqlInfo::FlightSqlServerVersion, MYSQL_VERSION);
+    builder.append(SqlInfo::FlightSqlServerArrowVersion, "1.3");
+    builder.append(SqlInfo::FlightSqlServerReadOnly, false);
+    builder.build().expect("static SQL info")
+}
+
+/// A prepared statement and the parameters bound to it so far.
+#[derive(Clone)]
+struct Bound {
+    prepared: Prepared,
+    values: Vec<ScalarValue>,
+}
+
+struct SieveFlight {
+    logins: Logins,
+    results: Pending<QueryStream>,
+    prepared: Pending<Bound>,
+    info: SqlInfoData,
+}
+
+type DoGetStream = <SieveFlight as FlightService>::DoGetStream;
+
+/// A statement's error as a gRPC status: the client's mistakes as such, with MySQL's wording.
+fn status(e: DataFusionError) -> Status {
+    let message = e.to_string();
+    match classify(&e) {
+        ErrorClass::UnknownTable | ErrorClass::UnknownDatabase => Status::not_found(message),
+        ErrorClass::Syntax
+        | ErrorClass::TableExists
+        | ErrorClass::DatabaseExists
+        | ErrorClass::UnknownVariable
+        | ErrorClass::OutOfRange => Status::invalid_argument(message),
+        ErrorClass::NotSupported => Status::unimplemented(message),
+        ErrorClass::Timeout => Status::deadline_exceeded(message),
+        ErrorClass::OutOfMemory => Status::resource_exhausted(message),
+        ErrorClass::Other => Status::internal(message),
+    }
+}
+
+fn handle_of(bytes: &[u8]) -> Result<u64, Status> {
+    <[u8; 8]>::try_from(bytes)
+        .map(u64::from_le_bytes)
+        .map_err(|_| Status::invalid_argument("not a handle this server gave"))
+}
+
+/// The schema of what a client fetches: the rows' or, for a statement that wrote, its count.
+fn result_schema(output: &QueryStream) -> SchemaRef {
+    match output.affected_rows() {
+        Some(_) => affected_schema(),
+        None => output.schema().clone(),
+    }
+}
+
+fn affected_schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![Field::new(
+        "rows_affected",
+        DataType::UInt64,
+        false,
+    )]))
+}
+
+/// A result's rows as Flight data, produced as the client reads them.
+fn flight_data(output: QueryStream) -> DoGetStream {
+    let schema = result_schema(&output);
+    let batches: Pin<Box<dyn Stream<Item = Result<RecordBatch, FlightError>> + Send>> =
+        match output.affected_rows() {
+            Some(rows) => {
+                let batch = RecordBatch::try_new(
+                    schema.clone(),
+                    vec![Arc::new(UInt64Array::from(vec![rows]))],
+                )
+                .map_err(FlightError::from);
+                futures::stream::once(async move { batch }).boxed()
+            }
+            None => futures::stream::unfold(output, |mut output| async move {
+                let next = output.next().await?;
+                Some((
+                    next.map_err(|e| FlightError::ExternalError(Box::new(e))),
+                    output,
+                ))
+            })
+            .boxed(),
+        };
+    FlightDataEncoderBuilder::new()
+        .with_schema(schema)
+        .build(batches)
+        .map_err(Status::from)
+        .boxed()
+}
+
+/// One batch of metadata as Flight data.
+fn one_batch<E: Into<FlightError> + Send + 'static>(
+    schema: SchemaRef,
+    batch: Result<RecordBatch, E>,
+) -> DoGetStream {
+    FlightDataEncoderBuilder::new()
+        .with_schema(schema)
+        .build(futures::stream::once(
+            async move { batch.map_err(Into::into) },
+        ))
+        .map_err(Status::from)
+        .boxed()
+}
+
+impl SieveFlight {
+    /// Keeps `output` for the DoGet that fetches it; the FlightInfo that names it.
+    fn pending(
+        &self,
+        token: &str,
+        output: QueryStream,
+        descriptor: FlightDescriptor,
+    ) -> Result<Response<FlightInfo>, Status> {
+        let schema = result_schema(&output);
+        let handle = self.results.put(token, output);
+        let ticket = TicketStatementQuery {
+            statement_handle: handle.to_le_bytes().to_vec().into(),
+        };
+        let info = FlightInfo::new()
+            .try_with_schema(&schema)
+            .map_err(|e| Status::internal(e.to_string()))?
+            .with_endpoint(
+                FlightEndpoint::new().with_ticket(Ticket::new(ticket.as_any().encode_to_vec())),
+            )
+            .with_descriptor(descriptor);
+        Ok(Response::new(info))
+    }
+
+    /// A FlightInfo whose ticket is the metadata command itself, answered at DoGet.
+    fn metadata_info(
+        command: impl ProstMessageExt,
+        schema: &Schema,
+        descriptor: FlightDescriptor,
+    ) -> Result<Response<FlightInfo>, Status> {
+        let ticket = Ticket::new(command.as_any().encode_to_vec());
+        let info = FlightInfo::new()
+            .try_with_schema(schema)
+            .map_err(|e| Status::internal(e.to_string()))?
+            .with_endpoint(FlightEndpoint::new().with_ticket(ticket))
+            .with_descriptor(descriptor);
+        Ok(Response::new(info))
+    }
+
+    /// The first column of a statement's rows, as text.
+    async fn names(session: &Session, sql: &str) -> Result<Vec<String>, Status> {
+        let output = session.execute(sql).await.map_err(status)?;
+        let mut names = Vec::new();
+        for batch in &output.batches {
+            let column = datafusion::arrow::compute::cast(batch.column(0), &DataType::Utf8)
+                .map_err(|e| Status::internal(e.to_string()))?;
+            let column = column
+                .as_any()
+                .downcast_ref::<StringArray>()
+                .expect("cast to Utf8");
+            names.extend(column.iter().flatten().map(str::to_string));
+        }
+        Ok(names)
+    }
+}
+
+/// SQL's LIKE, as Flight SQL's filter patterns are.
+fn like(pattern: Option<&str>, name: &str) -> bool {
+    fn matches(p: &[char], n: &[char]) -> bool {
+        match p.split_first() {
+            None => n.is_empty(),
+            Some(('%', rest)) => (0..=n.len()).any(|i| matches(rest, &n[i..])),
+            Some(('_', rest)) => !n.is_empty() && matches(rest, &n[1..]),
+            Some((c, rest)) => n.first() == Some(c) && matches(rest, &n[1..]),
+        }
+    }
+    pattern.is_none_or(|p| {
+        let (p, n): (Vec<char>, Vec<char>) = (p.chars().collect(), name.chars().collect());
+        matches(&p, &n)
+    })
+}
+
+fn quoted(name: &str) -> String {
+    format!("`{}`", name.replace('`', "``"))
+}
+
+#[tonic::async_trait]
+impl FlightSqlService for SieveFlight {
+    type FlightService = SieveFlight;
+
+    async fn do_handshake(
+        &self,
+        request: Request<Streaming<HandshakeRequest>>,
+    ) -> Result<
+        Response<Pin<Box<dyn Stream<Item = Result<HandshakeResponse, Status>> + Send>>>,
+        Status,
+    > {
+        let token = self.logins.login(request.metadata())?;
+        let reply = HandshakeResponse {
+            protocol_version: 0,
+            payload: token.clone().into(),
+        };
+        let mut response: Response<Pin<Box<dyn Stream<Item = _> + Send>>> =
+            Response::new(futures::stream::once(async { Ok(reply) }).boxed());
+        let bearer = MetadataValue::try_from(format!("Bearer {token}"))
+            .map_err(|e| Status::internal(e.to_string()))?;
+        response.metadata_mut().insert("authorization", bearer);
+        Ok(response)
+    }
+
+    async fn get_flight_info_statement(
+        &self,
+        query: CommandStatementQuery,
+        request: Request<FlightDescriptor>,
+    ) -> Result<Response<FlightInfo>, Status> {
+        let (token, session) = self.logins.session(request.metadata())?;
+        let output = session.query(&query.query).await.map_err(status)?;
+        self.pending(&token, output, request.into_inner())
+    }
+
+    async fn do_get_statement(
+        &self,
+        ticket: TicketStatementQuery,
+        request: Request<Ticket>,
+    ) -> Result<Response<DoGetStream>, Status> {
+        let (token, _) = self.logins.session(request.metadata())?;
+        let handle = handle_of(&ticket.statement_handle)?;
+        let output = self
+            .results
+            .take(&token, handle)
+            .ok_or_else(|| Status::not_found("no such result: fetched already, or dropped"))?;
+        Ok(Response::new(flight_data(output)))
+    }
+
+    async fn do_put_statement_update(
+        &self,
+        command: CommandStatementUpdate,
+        request: Request<PeekableFlightDataStream>,
+    ) -> Result<i64, Status> {
+        let (_, session) = self.logins.session(request.metadata())?;
+        let mut output = session.query(&command.query).await.map_err(status)?;
+        if let Some(rows) = output.affected_rows() {
+            return Ok(rows as i64);
+        }
+        let mut rows = 0;
+        while let Some(batch) = output.next().await {
+            rows += batch.map_err(status)?.num_rows() as i64;
+        }
+        Ok(rows)
+    }
+
+    async fn do_action_create_prepared_statement(
+        &self,
+        query: ActionCreatePreparedStatementRequest,
+        request: Request<Action>,
+    ) -> Result<ActionCreatePreparedStatementResult, Status> {
+        let (token, session) = self.logins.session(request.metadata())?;
+        let prepared = session.prepare(&query.query).await.map_err(status)?;
+        let encode = |schema: &Schema| -> Result<bytes::Bytes, Status> {
+            let IpcMessage(bytes) = SchemaAsIpc::new(schema, &IpcWriteOptions::default())
+                .try_into()
+                .map_err(|e: datafusion::arrow::error::ArrowError| {
+                    Status::internal(e.to_string())
+                })?;
+            Ok(bytes)
+        };
+        let dataset = Schema::new(prepared.result_fields.clone());
+        let parameters = Schema::new(
+            prepared
+                .param_types
+                .iter()
+                .enumerate()
+                .map(|(i, t)| {
+                    Field::new(
+                        format!("${}", i + 1),
+                        t.clone().unwrap_or(DataType::Utf8),
+                        true,
+                    )
+                })
+                .collect::<Vec<_>>(),
+        );
+        let (dataset_schema, parameter_schema) = (encode(&dataset)?, encode(&parameters)?);
+        let values = vec![ScalarValue::Null; prepared.param_types.len()];
+        let handle = self.prepared.put(&token, Bound { prepared, values });
+        Ok(ActionCreatePreparedStatementResult {
+            prepared_statement_handle: handle.to_le_bytes().to_vec().into(),
+            dataset_schema,
+            parameter_schema,
+        })
+    }
+
+    async fn do_put_prepared_statement_query(
+        &self,
+        query: CommandPreparedStatementQuery,
+        request: Request<PeekableFlightDataStream>,
+    ) -> Result<DoPutPreparedStatementResult, Status> {
+        let (token, _) = self.logins.session(request.metadata())?;
+        let handle = handle_of(&query.prepared_statement_handle)?;
+        let mut bound = self
+            .prepared
+            .get(&token, handle)
+            .ok_or_else(|| Status::not_found("no such prepared statement"))?;
+        let data = request.into_inner().map_err(FlightError::from);
+        let batches: Vec<RecordBatch> = FlightRecordBatchStream::new_from_flight_data(data)
+            .try_collect()
+            .await
+            .map_err(Status::from)?;
+        // A statement binds one row of parameters; the first row sent is it.
+        if let Some(batch) = batches.iter().find(|b| b.num_rows() > 0) {
+            if batch.num_columns() != bound.values.len() {
+                return Err(Status::invalid_argument(format!(
+                    "the statement takes {} parameters, {} were sent",
+                    bound.values.len(),
+                    batch.num_columns()
+                )));
+            }
+            bound.values = batch
+                .columns()
+                .iter()
+                .map(|c| ScalarValue::try_from_array(c, 0))
+                .collect::<Result<_, _>>()
+                .map_err(status)?;
+        }
+        self.prepared.replace(&token, handle, bound);
+        Ok(DoPutPreparedStatementResult {
+            prepared_statement_handle: Some(query.prepared_statement_handle),
+        })
+    }
+
+    async fn get_flight_info_prepared_statement(
+        &self,
+        query: CommandPreparedStatementQuery,
+        request: Request<FlightDescriptor>,
+    ) -> Result<Response<FlightInfo>, Status> {
+        let (token, session) = self.logins.session(request.metadata())?;
+        let handle = handle_of(&query.prepared_statement_handle)?;
+        let bound = self
+            .prepared
+            .get(&token, handle)
+            .ok_or_else(|| Status::not_found("no such prepared statement"))?;
+        let output = session
+            .execute_prepared(&bound.prepared, bound.values)
+            .await
+            .map_err(status)?;
+        self.pending(&token, output, request.into_inner())
+    }
+
+    async fn do_action_close_prepared_statement(
+        &self,
+        query: ActionClosePreparedStatementRequest,
+        request: Request<Action>,
+    ) -> Result<(), Status> {
+        let (token, _) = self.logins.session(request.metadata())?;
+        let handle = handle_of(&query.prepared_statement_handle)?;
+        self.prepared.take(&token, handle);
+        Ok(())
+    }
+
+    async fn get_flight_info_sql_info(
+        &self,
+        query: CommandGetSqlInfo,
+        request: Request<FlightDescriptor>,
+    ) -> Result<Response<FlightInfo>, Status> {
+        let schema = query.clone().into_builder(&self.info).schema();
+        Self::metadata_info(query, &schema, request.into_inner())
+    }
+
+    async fn do_get_sql_info(
+        &self,
+        query: CommandGetSqlInfo,
+        _request: Request<Ticket>,
+    ) -> Result<Response<DoGetStream>, Status> {
+        let builder = query.into_builder(&self.info);
+        Ok(Response::new(one_batch(builder.schema(), builder.build())))
+    }
+
+    async fn get_flight_info_catalogs(
+        &self,
+        query: CommandGetCatalogs,
+        request: Request<FlightDescriptor>,
+    ) -> Result<Response<FlightInfo>, Status> {
+        self.logins.session(request.metadata())?;
+        let schema = query.into_builder().schema();
+        Self::metadata_info(query, &schema, request.into_inner())
+    }
+
+    async fn do_get_catalogs(
+        &self,
+        query: CommandGetCatalogs,
+        request: Request<Ticket>,
+    ) -> Result<Response<DoGetStream>, Status> {
+        self.logins.session(request.metadata())?;
+        let mut builder = query.into_builder();
+        builder.append("sieve");
+        Ok(Response::new(one_batch(builder.schema(), builder.build())))
+    }
+
+    async fn get_flight_info_schemas(
+        &self,
+        query: CommandGetDbSchemas,
+        request: Request<FlightDescriptor>,
+    ) -> Result<Response<FlightInfo>, Status> {
+        self.logins.session(request.metadata())?;
+        let schema = query.clone().into_builder().schema();
+        Self::metadata_info(query, &schema, request.into_inner())
+    }
+
+    async fn do_get_schemas(
+        &self,
+        query: CommandGetDbSchemas,
+        request: Request<Ticket>,
+    ) -> Result<Response<DoGetStream>, Status> {
+        let (_, session) = self.logins.session(request.metadata())?;
+        let databases = Self::names(&session, "show databases").await?;
+        let mut builder = query.into_builder();
+        for database in databases {
+            builder.append("sieve", database);
+        }
+        Ok(Response::new(one_batch(builder.schema(), builder.build())))
+    }
+
+    async fn get_flight_info_tables(
+        &self,
+        query: CommandGetTables,
+        request: Request<FlightDescriptor>,
+    ) -> Result<Response<FlightInfo>, Status> {
+        self.logins.session(request.metadata())?;
+        let schema = query.clone().into_builder().schema();
+        Self::metadata_info(query, &schema, request.into_inner())
+    }
+
+    async fn do_get_tables(
+        &self,
+        query: CommandGetTables,
+        request: Request<Ticket>,
+    ) -> Result<Response<DoGetStream>, Status> {
+        let (_, session) = self.logins.session(request.metadata())?;
+        let wanted_types = query.table_types.clone();
+        let (database_pattern, table_pattern) = (
+            query.db_schema_filter_pattern.clone(),
+            query.table_name_filter_pattern.clone(),
+        );
+        let include_schema = query.include_schema;
+        let mut builder = query.into_builder();
+        let table_type = "TABLE";
+        if wanted_types.is_empty() || wanted_types.iter().any(|t| t == table_type) {
+            for database in Self::names(&session, "show databases").await? {
+                if database.eq_ignore_ascii_case("information_schema")
+                    || !like(database_pattern.as_deref(), &database)
+                {
+                    continue;
+                }
+                let tables =
+                    Self::names(&session, &format!("show tables from {}", quoted(&database)))
+                        .await?;
+                for table in tables {
+                    if !like(table_pattern.as_deref(), &table) {
+                        continue;
+                    }
+                    let schema = if include_schema {
+                        let sql = format!(
+                            "select * from {}.{} limit 0",
+                            quoted(&database),
+                            quoted(&table)
+                        );
+                        session
+                            .query(&sql)
+                            .await
+                            .map_err(status)?
+                            .schema()
+                            .as_ref()
+                            .clone()
+                    } else {
+                        Schema::empty()
+                    };
+                    builder
+                        .append("sieve", &database, &table, table_type, &schema)
+                        .map_err(Status::from)?;
+                }
+            }
+        }
+        Ok(Response::new(one_batch(builder.schema(), builder.build())))
+    }
+
+    async fn do_get_fallback(
+        &self,
+        _request: Request<Ticket>,
+        message: Any,
+    ) -> Result<Response<DoGetStream>, Status> {
+        Err(Status::unimplemented(format!(
+            "{} is not supported",
+            message.type_url
+        )))
+    }
+
+    async fn register_sql_info(&self, _id: i32, _result: &SqlInfo) {}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn filter_patterns_are_sql_like() {
+        assert!(like(None, "anything"));
+        assert!(like(Some("fl_%"), "fl_t") && like(Some("fl_%"), "flat"));
+        assert!(like(Some("f_t"), "fat") && !like(Some("f_t"), "flat"));
+        assert!(like(Some("%"), "") && !like(Some("t"), "T"));
+    }
+
+    #[test]
+    fn handles_are_eight_bytes() {
+        assert_eq!(handle_of(&7u64.to_le_bytes()).unwrap(), 7);
+        assert!(handle_of(b"short").is_err());
+    }
+}
