@@ -245,7 +245,10 @@ fn values(array: &ArrayRef) -> Result<Values, ArrowError> {
         Kind::Decimal | Kind::Text => DataType::Utf8,
         Kind::Blob => DataType::LargeBinary,
     };
-    let array = if array.data_type() == &target {
+    let as_is = array.data_type() == &target
+        || (target == DataType::Utf8
+            && matches!(array.data_type(), DataType::LargeUtf8 | DataType::Utf8View));
+    let array = if as_is {
         Arc::clone(array)
     } else if can_cast_types(array.data_type(), &target) {
         cast(array, &target)?
@@ -284,6 +287,8 @@ pub fn encode_rows(
         .collect::<Result<_, _>>()
         .map_err(invalid)?;
     let mut out = Vec::new();
+    // Values are formatted here, not into a String each: a row costs no allocation.
+    let mut scratch = String::new();
     for i in 0..batch.num_rows() {
         out.clear();
         match format {
@@ -292,7 +297,7 @@ pub fn encode_rows(
                     if column.array.is_null(i) {
                         out.push(0xfb);
                     } else {
-                        text_value(&mut out, column, i);
+                        text_value(&mut out, &mut scratch, column, i);
                     }
                 }
             }
@@ -319,46 +324,65 @@ fn date_of(days: i32) -> NaiveDate {
     NaiveDate::from_num_days_from_ce_opt(days + 719_163).unwrap_or_default()
 }
 
-fn text_value(out: &mut Vec<u8>, column: &Values, i: usize) {
+fn text_value(out: &mut Vec<u8>, scratch: &mut String, column: &Values, i: usize) {
+    use std::fmt::Write;
     let a = &column.array;
-    let text = match column.kind {
+    let mut integer = itoa::Buffer::new();
+    scratch.clear();
+    // Writing to a String cannot fail.
+    let _ = match column.kind {
         Kind::Int {
             unsigned: false, ..
-        } => a.as_primitive::<Int64Type>().value(i).to_string(),
-        Kind::Int { unsigned: true, .. } => a.as_primitive::<UInt64Type>().value(i).to_string(),
-        Kind::Float => a.as_primitive::<Float32Type>().value(i).to_string(),
-        Kind::Double => a.as_primitive::<Float64Type>().value(i).to_string(),
+        } => {
+            let text = integer.format(a.as_primitive::<Int64Type>().value(i));
+            return put_lenenc_bytes(out, text.as_bytes());
+        }
+        Kind::Int { unsigned: true, .. } => {
+            let text = integer.format(a.as_primitive::<UInt64Type>().value(i));
+            return put_lenenc_bytes(out, text.as_bytes());
+        }
+        Kind::Float => write!(scratch, "{}", a.as_primitive::<Float32Type>().value(i)),
+        Kind::Double => write!(scratch, "{}", a.as_primitive::<Float64Type>().value(i)),
         Kind::Date => {
             let day = date_of(a.as_primitive::<Date32Type>().value(i));
-            format!("{:04}-{:02}-{:02}", day.year(), day.month(), day.day())
+            write!(
+                scratch,
+                "{:04}-{:02}-{:02}",
+                day.year(),
+                day.month(),
+                day.day()
+            )
         }
         Kind::DateTime => {
             let (at, micros) = datetime_at(a, i);
             let whole = at.format("%Y-%m-%d %H:%M:%S");
             if micros == 0 {
-                whole.to_string()
+                write!(scratch, "{whole}")
             } else {
-                format!("{whole}.{micros:06}")
+                write!(scratch, "{whole}.{micros:06}")
             }
         }
         Kind::Time => {
             let (h, m, s, micros) = time_parts(a.as_primitive::<Time64MicrosecondType>().value(i));
             if micros == 0 {
-                format!("{h:02}:{m:02}:{s:02}")
+                write!(scratch, "{h:02}:{m:02}:{s:02}")
             } else {
-                format!("{h:02}:{m:02}:{s:02}.{micros:06}")
+                write!(scratch, "{h:02}:{m:02}:{s:02}.{micros:06}")
             }
         }
-        Kind::Decimal | Kind::Text => {
-            put_lenenc_bytes(out, a.as_string::<i32>().value(i).as_bytes());
-            return;
-        }
-        Kind::Blob => {
-            put_lenenc_bytes(out, a.as_binary::<i64>().value(i));
-            return;
-        }
+        Kind::Decimal | Kind::Text => return put_lenenc_bytes(out, text_at(a, i).as_bytes()),
+        Kind::Blob => return put_lenenc_bytes(out, a.as_binary::<i64>().value(i)),
     };
-    put_lenenc_bytes(out, text.as_bytes());
+    put_lenenc_bytes(out, scratch.as_bytes());
+}
+
+/// Row `i` of a string column of any of Arrow's layouts ([`values`] keeps them as they are).
+fn text_at(a: &ArrayRef, i: usize) -> &str {
+    match a.data_type() {
+        DataType::Utf8View => a.as_string_view().value(i),
+        DataType::LargeUtf8 => a.as_string::<i64>().value(i),
+        _ => a.as_string::<i32>().value(i),
+    }
 }
 
 /// Row `i` of a microsecond timestamp column, and its microseconds.
@@ -428,7 +452,7 @@ fn binary_value(out: &mut Vec<u8>, column: &Values, i: usize) {
             }
         }
         Kind::Decimal | Kind::Text => {
-            put_lenenc_bytes(out, a.as_string::<i32>().value(i).as_bytes());
+            put_lenenc_bytes(out, text_at(a, i).as_bytes());
         }
         Kind::Blob => put_lenenc_bytes(out, a.as_binary::<i64>().value(i)),
     }
