@@ -139,6 +139,7 @@ impl Records {
         loop {
             fields.clear();
             let Some(end) = self.record(fields) else {
+                self.skip_to_a_line_start();
                 if self.pending.len() - self.at > MAX_RECORD_BYTES {
                     return exec_err!(
                         "line {} is longer than {} MiB: are FIELDS and LINES TERMINATED BY right?",
@@ -153,6 +154,16 @@ impl Records {
             if !fields.is_blank() {
                 return Ok(true);
             }
+        }
+    }
+
+    /// With a `STARTING BY` prefix nowhere in the bytes held, drops them but for a tail that may
+    /// begin one: lines without the prefix are skipped, however many there are.
+    fn skip_to_a_line_start(&mut self) {
+        let prefix = &self.delimiters.line_start;
+        let rest = &self.pending[self.at..];
+        if !prefix.is_empty() && memchr::memmem::find(rest, prefix).is_none() {
+            self.at = self.pending.len() - (prefix.len() - 1).min(rest.len());
         }
     }
 
@@ -412,6 +423,25 @@ mod tests {
         }
         let blank = read(&Delimiters::default(), b"1\ta\n\n\n2\tb\n", 3);
         assert_eq!(blank.len(), 2);
+    }
+
+    #[test]
+    fn lines_without_the_prefix_are_dropped_as_they_arrive() {
+        let d = Delimiters {
+            line_start: b">>".to_vec(),
+            ..Delimiters::default()
+        };
+        let mut records = Records::new(d);
+        let mut fields = Fields::default();
+        let noise = vec![b'x'; 1 << 20];
+        for _ in 0..(MAX_RECORD_BYTES >> 20) + 2 {
+            records.push(&noise);
+            assert!(!records.next(&mut fields).unwrap());
+        }
+        records.push(b">");
+        records.push(b">1\tkept\n");
+        assert!(records.next(&mut fields).unwrap());
+        assert_eq!(fields.get(1), Some(&b"kept"[..]));
     }
 
     #[test]
