@@ -15,7 +15,7 @@ rows="${SIEVE_BENCH_ROWS:-10M}"
 source scripts/minio.sh
 root=$(mktemp -d)
 server=
-cleanup() { [ -n "$server" ] && kill "$server" 2>/dev/null; wait 2>/dev/null; minio_stop; rm -rf "$root"; }
+cleanup() { [ -n "$server" ] && kill "$server" 2>/dev/null && wait "$server" 2>/dev/null; minio_stop; rm -rf "$root"; }
 trap cleanup EXIT
 minio_start
 source_url="$SIEVE_TEST_S3_URL/copy-source"
