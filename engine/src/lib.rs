@@ -24,6 +24,7 @@ pub use cluster::coordinator::{Cluster, ClusterSettings};
 pub use cluster::secret::ClusterSecret;
 pub use cluster::worker::worker;
 pub use dialect::session_functions::Client;
+pub use dialect::show_create::quoted;
 pub use dialect::system_variables::{MYSQL_VERSION, ServerLimits};
 pub use error::{ErrorClass, classify, to_df};
 pub use guard::deadline::QueryTimeout;

@@ -29,7 +29,9 @@ use datafusion::common::ScalarValue;
 use datafusion::error::DataFusionError;
 use futures::{Stream, StreamExt, TryStreamExt};
 use prost::Message;
-use sieve_engine::{Engine, ErrorClass, MYSQL_VERSION, Prepared, QueryStream, Session, classify};
+use sieve_engine::{
+    Engine, ErrorClass, MYSQL_VERSION, Prepared, QueryStream, Session, classify, quoted,
+};
 use tonic::metadata::MetadataValue;
 use tonic::transport::server::TcpIncoming;
 use tonic::{Request, Response, Status, Streaming};
@@ -245,10 +247,6 @@ fn like(pattern: Option<&str>, name: &str) -> bool {
         let (p, n): (Vec<char>, Vec<char>) = (p.chars().collect(), name.chars().collect());
         matches(&p, &n)
     })
-}
-
-fn quoted(name: &str) -> String {
-    format!("`{}`", name.replace('`', "``"))
 }
 
 #[tonic::async_trait]

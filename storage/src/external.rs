@@ -95,8 +95,9 @@ impl ExternalStores {
         Ok(Self { locations: opened })
     }
 
-    /// The store holding `url` and its path there, if a configured location contains it.
-    pub fn resolve(&self, url: &str) -> Result<(Arc<dyn ObjectStore>, Path)> {
+    /// The store holding `url`, its bucket and its path there, if a configured location
+    /// contains it.
+    pub fn resolve(&self, url: &str) -> Result<(Arc<dyn ObjectStore>, String, Path)> {
         let (bucket, path) = bucket_and_path(url)?;
         let location = self
             .locations
@@ -109,7 +110,7 @@ impl ExternalStores {
                      the locations files may be loaded from)",
                 )
             })?;
-        Ok((location.store.clone(), Path::from_iter(path)))
+        Ok((location.store.clone(), bucket, Path::from_iter(path)))
     }
 }
 
@@ -129,7 +130,8 @@ mod tests {
     #[test]
     fn only_urls_under_a_configured_location_resolve() {
         let stores = stores();
-        let (_, path) = stores.resolve("s3://landing/team/in/2026/a.csv").unwrap();
+        let (_, bucket, path) = stores.resolve("s3://landing/team/in/2026/a.csv").unwrap();
+        assert_eq!(bucket, "landing");
         assert_eq!(path.as_ref(), "team/in/2026/a.csv");
         assert!(stores.resolve("s3://landing/team/in/").is_ok());
         for refused in [

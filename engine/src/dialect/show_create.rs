@@ -6,7 +6,7 @@ use sieve_storage::TableDef;
 use crate::dialect::types::ddl_type;
 
 /// `name` quoted with backticks, as MySQL quotes identifiers.
-fn quoted(name: &str) -> String {
+pub fn quoted(name: &str) -> String {
     format!("`{}`", name.replace('`', "``"))
 }
 

@@ -45,17 +45,17 @@ pub struct FileReport {
     pub error: Option<String>,
 }
 
-/// The files at `path` of `store` (`url` there): the object itself if there is one, else every
-/// object under it as a prefix whose path after it `pattern` matches, in path order.
+/// The files at `path` of `store` (`url`, in `bucket`): the object itself if there is one, else
+/// every object under it as a prefix whose path after it `pattern` matches, in path order.
 pub async fn list(
     store: &Arc<dyn ObjectStore>,
+    bucket: &str,
     url: &str,
     path: &Path,
     pattern: Option<&regex::Regex>,
 ) -> Result<Vec<SourceFile>> {
-    let bucket_url = url_of_bucket(url);
     let named = |meta: ObjectMeta| {
-        let url = format!("{bucket_url}/{}", meta.location);
+        let url = format!("s3://{bucket}/{}", meta.location);
         SourceFile {
             identity: CopiedFile {
                 url: url.clone(),
@@ -94,15 +94,6 @@ pub async fn list(
         .await?;
     files.sort_by(|a, b| a.path.cmp(&b.path));
     Ok(files)
-}
-
-/// `s3://bucket` of `s3://bucket/any/path`.
-fn url_of_bucket(url: &str) -> &str {
-    let after_scheme = url.find("://").map_or(0, |i| i + 3);
-    match url[after_scheme..].find('/') {
-        Some(slash) => &url[..after_scheme + slash],
-        None => url,
-    }
 }
 
 /// Every file's rows as batches of `schema`, in order. With `go_on`, rows that do not fit are

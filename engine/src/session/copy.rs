@@ -24,14 +24,15 @@ use sieve_storage::CopiesChange;
 impl Session {
     pub(super) async fn copy_into(&self, copy: CopyInto) -> Result<QueryStream> {
         self.progress.reset();
-        let (store, path) = self.external.resolve(&copy.from).map_err(to_df)?;
+        let (store, bucket, path) = self.external.resolve(&copy.from).map_err(to_df)?;
         let name = &copy.table;
         let table = self
             .catalog
             .open_table(&name.database, &name.table)
             .await
             .map_err(to_df)?;
-        let mut files = copy_files::list(&store, &copy.from, &path, copy.pattern.as_ref()).await?;
+        let mut files =
+            copy_files::list(&store, &bucket, &copy.from, &path, copy.pattern.as_ref()).await?;
         if files.is_empty() {
             let matching = match &copy.pattern {
                 Some(p) => format!(" matching PATTERN '{p}'"),
