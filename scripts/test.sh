@@ -22,9 +22,9 @@ if ! command -v mysql >/dev/null 2>&1; then
   { $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq mariadb-client; } >/dev/null \
     || { echo "could not install mariadb-client" >&2; exit 1; }
 fi
-if ! python3 -c "import pymysql, mysql.connector, pytest, sqlalchemy, pandas, pyarrow, adbc_driver_flightsql" 2>/dev/null; then
-  echo "installing PyMySQL, mysql-connector-python, SQLAlchemy, pandas, pyarrow, ADBC's Flight SQL driver and pytest"
-  python3 -m pip install -q pymysql mysql-connector-python "sqlalchemy>=2,<3" pandas pyarrow adbc-driver-flightsql pytest || exit 1
+if ! python3 -c "import pymysql, cryptography, mysql.connector, pytest, sqlalchemy, pandas, pyarrow, adbc_driver_flightsql" 2>/dev/null; then
+  echo "installing PyMySQL (with cryptography, for caching_sha2_password without TLS), mysql-connector-python, SQLAlchemy, pandas, pyarrow, ADBC's Flight SQL driver and pytest"
+  python3 -m pip install -q pymysql cryptography mysql-connector-python "sqlalchemy>=2,<3" pandas pyarrow adbc-driver-flightsql pytest || exit 1
 fi
 
 if ! command -v java >/dev/null 2>&1; then

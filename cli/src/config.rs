@@ -25,8 +25,11 @@
 //! tls = true                     # offer TLS on the MySQL port (false: never)
 //! tls_cert = "server-cert.pem"   # PEM chain and key; without them the server makes a
 //! tls_key = "server-key.pem"     # certificate at first start and keeps it in tls_dir
-//! tls_dir = "sieve-tls"          # (with ca.pem, to verify it against)
+//! tls_dir = "sieve-tls"          # (with ca.pem, to verify it against; and the RSA key
+//!                                 # clients without TLS encrypt their password to)
 //! require_secure_transport = false  # refuse logins without TLS beyond loopback
+//! default_authentication_plugin = "caching_sha2_password"  # MySQL 8's; or
+//!                                 # "mysql_native_password" for clients that know no other
 //! local_infile = true            # serve LOAD DATA LOCAL INFILE (default: only when listening
 //!                                 # on loopback)
 //! flight_port = 3308             # also serve Arrow Flight SQL there (default: not at all)
@@ -82,6 +85,7 @@ pub struct ConfigFile {
     pub tls_key: Option<PathBuf>,
     pub tls_dir: Option<PathBuf>,
     pub require_secure_transport: Option<bool>,
+    pub default_authentication_plugin: Option<String>,
     pub local_infile: Option<bool>,
     pub flight_port: Option<u16>,
     pub external_locations: Option<Vec<ExternalLocation>>,

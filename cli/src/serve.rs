@@ -14,8 +14,8 @@ use tokio::sync::Semaphore;
 
 use crate::config::ConfigFile;
 use sieve_mysql::{
-    Account, Connection, Connections, LoginThrottle, PendingLogins, ServerStatus, Shared,
-    TlsAcceptor, TlsFiles, self_signed, tls_acceptor,
+    Account, AuthPlugin, Connection, Connections, LoginThrottle, PendingLogins, RsaKey,
+    ServerStatus, Shared, TlsAcceptor, TlsFiles, self_signed, tls_acceptor,
 };
 
 /// How long accepting waits after an error (out of file descriptors, say) before trying again;
@@ -50,7 +50,8 @@ pub struct ServeArgs {
     /// Its private key (PEM)
     #[arg(long, env = "SIEVE_TLS_KEY")]
     tls_key: Option<PathBuf>,
-    /// Where the server keeps the certificate it makes [default: ./sieve-tls]
+    /// Where the server keeps the certificate it makes, and the RSA key a client without TLS
+    /// encrypts its password to [default: ./sieve-tls]
     #[arg(long, env = "SIEVE_TLS_DIR")]
     tls_dir: Option<PathBuf>,
     /// MiB of routing filters kept in memory (default 2048, about a billion keys): lookups skip
@@ -75,11 +76,7 @@ fn tls(args: &ServeArgs, config: &ConfigFile, host: IpAddr) -> Result<Option<Tls
     let files = match (cert, key) {
         (Some(cert), Some(key)) => TlsFiles { cert, key },
         (None, None) => {
-            let dir = args
-                .tls_dir
-                .clone()
-                .or(config.tls_dir.clone())
-                .unwrap_or_else(|| PathBuf::from("sieve-tls"));
+            let dir = tls_dir(args, config);
             let mut names = vec!["localhost".to_string(), "127.0.0.1".into(), "::1".into()];
             if !host.is_unspecified() && !host.is_loopback() {
                 names.push(host.to_string());
@@ -89,6 +86,13 @@ fn tls(args: &ServeArgs, config: &ConfigFile, host: IpAddr) -> Result<Option<Tls
         _ => return Err("--tls-cert and --tls-key go together".into()),
     };
     tls_acceptor(&files).map(Some)
+}
+
+fn tls_dir(args: &ServeArgs, config: &ConfigFile) -> PathBuf {
+    args.tls_dir
+        .clone()
+        .or(config.tls_dir.clone())
+        .unwrap_or_else(|| PathBuf::from("sieve-tls"))
 }
 
 async fn back_off(backoff: &mut Duration) {
@@ -126,6 +130,17 @@ pub async fn serve(engine: Engine, args: ServeArgs, config: ConfigFile) -> Resul
         .unwrap_or(IpAddr::from([127, 0, 0, 1]));
     let port = args.port.or(config.port).unwrap_or(3307);
     let tls = tls(&args, &config, host)?;
+    let rsa_dir = tls_dir(&args, &config);
+    let plugin = match config.default_authentication_plugin.as_deref() {
+        None => AuthPlugin::CachingSha2,
+        Some(name) => AuthPlugin::named(name).ok_or_else(|| {
+            format!(
+                "default_authentication_plugin = {name:?}: use {:?} or {:?}",
+                AuthPlugin::CachingSha2.name(),
+                AuthPlugin::Native.name()
+            )
+        })?,
+    };
     let user = args.user.or(config.user).unwrap_or_else(|| "root".into());
     let password = args.password.or(config.password).unwrap_or_default();
     if !host.is_loopback() && password.is_empty() {
@@ -150,7 +165,8 @@ pub async fn serve(engine: Engine, args: ServeArgs, config: ConfigFile) -> Resul
     };
     let connections = Arc::new(Connections::default());
     let shared = Arc::new(Shared {
-        account: Arc::new(Account { user, password }),
+        account: Arc::new(Account::new(user, password, plugin)),
+        rsa_key: Arc::new(RsaKey::in_dir(rsa_dir)),
         throttle: Arc::new(LoginThrottle::default()),
         pending: Arc::new(PendingLogins::new(limits.pending)),
         slots: Arc::new(Semaphore::new(limits.max_connections)),

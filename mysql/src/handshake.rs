@@ -1,7 +1,8 @@
 //! Logging in: the server's greeting (Protocol::HandshakeV10), the client's answer
-//! (HandshakeResponse41), and the switch to `mysql_native_password` for clients that start with
-//! another plugin (MySQL 8 clients default to `caching_sha2_password`).
+//! (HandshakeResponse41), the switch to the account's login plugin for clients that answered for
+//! another, and `caching_sha2_password`'s further messages.
 
+use super::auth::AuthPlugin;
 use super::wire::{Malformed, Read, Reader};
 
 /// Capability flags, as `CLIENT_*` in MySQL's `mysql_com.h`.
@@ -46,7 +47,16 @@ pub const SERVER_CAPABILITIES: u32 = capability::LONG_PASSWORD
     | capability::PLUGIN_AUTH_LENENC_CLIENT_DATA
     | capability::DEPRECATE_EOF;
 
-pub const NATIVE_PASSWORD: &str = "mysql_native_password";
+/// `caching_sha2_password`'s messages after the client's scramble (MySQL's
+/// `sql/auth/sha2_password.cc`): AuthMoreData packets, and the client's request for the key.
+pub mod caching_sha2 {
+    /// The first byte of an AuthMoreData packet.
+    pub const AUTH_MORE_DATA: u8 = 0x01;
+    pub const FAST_AUTH_SUCCESS: [u8; 2] = [AUTH_MORE_DATA, 0x03];
+    pub const PERFORM_FULL_AUTHENTICATION: [u8; 2] = [AUTH_MORE_DATA, 0x04];
+    /// What a client without TLS sends to get the server's RSA public key.
+    pub const REQUEST_PUBLIC_KEY: u8 = 0x02;
+}
 
 /// SERVER_STATUS_AUTOCOMMIT: every statement commits on its own.
 pub const STATUS_AUTOCOMMIT: u16 = 0x0002;
@@ -57,6 +67,7 @@ pub fn greeting(
     salt: &[u8; 20],
     charset: u8,
     capabilities: u32,
+    plugin: AuthPlugin,
 ) -> Vec<u8> {
     let caps = capabilities.to_le_bytes();
     let mut out = vec![10];
@@ -73,7 +84,7 @@ pub fn greeting(
     out.extend_from_slice(&[0; 10]);
     out.extend_from_slice(&salt[8..]);
     out.push(0);
-    out.extend_from_slice(NATIVE_PASSWORD.as_bytes());
+    out.extend_from_slice(plugin.name().as_bytes());
     out.push(0);
     out
 }
@@ -117,10 +128,10 @@ pub fn parse_response(payload: &[u8]) -> Read<HandshakeResponse> {
     })
 }
 
-/// Asks a client that answered for another plugin to answer for `mysql_native_password`.
-pub fn auth_switch(salt: &[u8; 20]) -> Vec<u8> {
+/// Asks a client that answered for another plugin to answer for `plugin`.
+pub fn auth_switch(plugin: AuthPlugin, salt: &[u8; 20]) -> Vec<u8> {
     let mut out = vec![0xfe];
-    out.extend_from_slice(NATIVE_PASSWORD.as_bytes());
+    out.extend_from_slice(plugin.name().as_bytes());
     out.push(0);
     out.extend_from_slice(salt);
     out.push(0);
@@ -162,10 +173,17 @@ mod tests {
     }
 
     #[test]
-    fn the_greeting_offers_native_password_and_a_20_byte_salt() {
+    fn the_greeting_offers_the_accounts_plugin_and_a_20_byte_salt() {
         let salt = *b"abcdefghijklmnopqrst";
-        let g = greeting("8.0.36-sieve", 7, &salt, 45, SERVER_CAPABILITIES);
+        let g = greeting(
+            "8.0.36-sieve",
+            7,
+            &salt,
+            45,
+            SERVER_CAPABILITIES,
+            AuthPlugin::CachingSha2,
+        );
         assert_eq!(g[0], 10);
-        assert!(g.ends_with(b"mnopqrst\0mysql_native_password\0"));
+        assert!(g.ends_with(b"mnopqrst\0caching_sha2_password\0"));
     }
 }

@@ -7,6 +7,7 @@ pub mod wire;
 
 use std::io::Write;
 use std::net::TcpStream;
+use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
@@ -48,6 +49,7 @@ pub struct Server {
     pub port: u16,
     child: Child,
     dir: tempfile::TempDir,
+    storage: String,
 }
 
 impl Server {
@@ -68,14 +70,33 @@ impl Server {
 
     fn spawn(storage: Option<&str>, config: &str, open_files: Option<u32>) -> Self {
         let dir = tempfile::tempdir().unwrap();
-        let port = free_port();
-        let log = std::fs::File::create(dir.path().join("server.log")).unwrap();
         let storage = match storage {
             Some(s) => s.to_string(),
             None => dir.path().join("data").to_str().unwrap().to_string(),
         };
-        let config_path = dir.path().join("sieve.toml");
-        std::fs::write(&config_path, config).unwrap();
+        std::fs::write(dir.path().join("sieve.toml"), config).unwrap();
+        let (port, child) = Self::launch(dir.path(), &storage, open_files);
+        Self {
+            port,
+            child,
+            dir,
+            storage,
+        }
+    }
+
+    /// Stops this server and starts another over what it had: its directory (configuration,
+    /// TLS and RSA keys) and storage, on a new port.
+    pub fn restart(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        (self.port, self.child) = Self::launch(self.dir.path(), &self.storage, None);
+    }
+
+    /// A `sieve serve` over `dir` and `storage`, listening: its port and process.
+    fn launch(dir: &Path, storage: &str, open_files: Option<u32>) -> (u16, Child) {
+        let port = free_port();
+        let log = std::fs::File::create(dir.join("server.log")).unwrap();
+        let config_path = dir.join("sieve.toml");
         let mut command = match open_files {
             Some(n) => {
                 let mut shell = Command::new("sh");
@@ -99,7 +120,7 @@ impl Server {
                 &port.to_string(),
             ])
             .env("SIEVE_PASSWORD", PASSWORD)
-            .env("SIEVE_TLS_DIR", dir.path().join("tls"))
+            .env("SIEVE_TLS_DIR", dir.join("tls"))
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()
@@ -112,7 +133,7 @@ impl Server {
             );
             std::thread::sleep(Duration::from_millis(50));
         }
-        Self { port, child, dir }
+        (port, child)
     }
 
     /// The server's process id.

@@ -5,10 +5,15 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 
-use sha1::{Digest, Sha1};
+use rsa::pkcs8::DecodePublicKey;
+use rsa::sha2::{Digest, Sha256};
+use sha1::Sha1;
 
 pub struct Wire {
     pub stream: TcpStream,
+    /// How the server ended the last `caching_sha2_password` login's scramble: 3 for the fast
+    /// path, 4 for a full login.
+    pub sha2_reply: Option<u8>,
 }
 
 /// A packet's sequence number and payload.
@@ -55,6 +60,18 @@ fn sha1(parts: &[&[u8]]) -> [u8; 20] {
     hasher.finalize().into()
 }
 
+fn sha256(parts: &[&[u8]]) -> [u8; 32] {
+    let mut hasher = Sha256::new();
+    for part in parts {
+        hasher.update(part);
+    }
+    hasher.finalize().into()
+}
+
+fn xor(a: &[u8], b: &[u8]) -> Vec<u8> {
+    a.iter().zip(b).map(|(x, y)| x ^ y).collect()
+}
+
 impl Wire {
     pub fn connect(port: u16) -> Self {
         Self::connect_to("127.0.0.1", port)
@@ -65,7 +82,10 @@ impl Wire {
         stream
             .set_read_timeout(Some(Duration::from_secs(30)))
             .unwrap();
-        Self { stream }
+        Self {
+            stream,
+            sha2_reply: None,
+        }
     }
 
     /// The next packet; None when the server closed the connection.
@@ -93,15 +113,16 @@ impl Wire {
         [part1, part2].concat()
     }
 
-    /// Logs in as `user` with `password` (mysql_native_password); the server's reply packet.
+    /// Logs in as `user` with `password`, answering first for `mysql_native_password` as older
+    /// clients do and following the server's switch to `caching_sha2_password` (fast, or full
+    /// with the password encrypted to the key the server sends); the server's last reply.
     pub fn login(&mut self, user: &str, password: &str) -> Packet {
         let salt = self.greeting();
         let scramble: Vec<u8> = if password.is_empty() {
             Vec::new()
         } else {
             let stage1 = sha1(&[password.as_bytes()]);
-            let mask = sha1(&[&salt, &sha1(&[&stage1])]);
-            stage1.iter().zip(mask).map(|(a, m)| a ^ m).collect()
+            xor(&stage1, &sha1(&[&salt, &sha1(&[&stage1])]))
         };
         // CLIENT_LONG_PASSWORD | LOCAL_FILES | PROTOCOL_41 | TRANSACTIONS | SECURE_CONNECTION |
         // PLUGIN_AUTH
@@ -116,7 +137,41 @@ impl Wire {
         payload.extend_from_slice(&scramble);
         payload.extend_from_slice(b"mysql_native_password\0");
         self.send(&packet(1, &payload)).unwrap();
-        self.read().expect("a reply to the login")
+        let (sequence, reply) = self.read().expect("a reply to the login");
+        if reply.first() != Some(&0xfe) || !reply.starts_with(b"\xfecaching_sha2_password\0") {
+            return (sequence, reply);
+        }
+        let stage1 = sha256(&[password.as_bytes()]);
+        let scramble = if password.is_empty() {
+            Vec::new()
+        } else {
+            xor(&stage1, &sha256(&[&sha256(&[&stage1]), &salt]))
+        };
+        self.send(&packet(sequence + 1, &scramble)).unwrap();
+        let (sequence, reply) = self.read().expect("a reply to the scramble");
+        self.sha2_reply = (reply.len() == 2 && reply[0] == 1).then(|| reply[1]);
+        match reply.as_slice() {
+            [1, 3] => self.read().expect("OK after the fast path"),
+            [1, 4] => {
+                self.send(&packet(sequence + 1, &[2])).unwrap();
+                let (sequence, key) = self.read().expect("the server's public key");
+                let pem = std::str::from_utf8(&key[1..]).expect("a PEM key");
+                let key = rsa::PublicKey::from_public_key_pem(pem).expect("an RSA public key");
+                let message = xor(
+                    &[password.as_bytes(), &[0]].concat(),
+                    &salt
+                        .iter()
+                        .cycle()
+                        .take(password.len() + 1)
+                        .copied()
+                        .collect::<Vec<_>>(),
+                );
+                let sealed = key.oaep_encrypt::<Sha1>(&message).unwrap();
+                self.send(&packet(sequence + 1, &sealed)).unwrap();
+                self.read().expect("a reply to the password")
+            }
+            _ => (sequence, reply),
+        }
     }
 
     /// Reads one complete reply to a command: an OK or ERR packet, or a text result set (up to

@@ -35,6 +35,7 @@ impl Connection {
                 &self.salt,
                 UTF8MB4 as u8,
                 offered,
+                self.shared.account.plugin,
             ));
             writer.flush().await?;
             let first = match reader.next(PRE_AUTH_MAX_PACKET, deadline, waiting).await {
@@ -99,13 +100,13 @@ impl Connection {
             return Ok(None);
         };
         self.capabilities = response.capabilities & offered & !capability::SSL;
-        let switch = response.capabilities & capability::PLUGIN_AUTH != 0
-            && response
-                .plugin
-                .as_deref()
-                .is_some_and(|p| p != NATIVE_PASSWORD);
-        if switch {
-            writer.packet(&auth_switch(&self.salt));
+        let plugin = self.shared.account.plugin;
+        let answered = match response.plugin.as_deref() {
+            Some(name) if response.capabilities & capability::PLUGIN_AUTH != 0 => name,
+            _ => AuthPlugin::Native.name(),
+        };
+        if answered != plugin.name() {
+            writer.packet(&auth_switch(plugin, &self.salt));
             writer.flush().await?;
             match reader.next(PRE_AUTH_MAX_PACKET, deadline, waiting).await {
                 Ok(Some(Packet { sequence, payload })) => {
@@ -116,16 +117,32 @@ impl Connection {
                 Err(e) => return refuse(&mut writer, e).await.map(|()| None),
             }
         }
-        if !self.authenticate(&response).await {
+        let proof = match plugin {
+            AuthPlugin::Native => Some(Proof::NativeScramble(std::mem::take(&mut response.auth))),
+            AuthPlugin::CachingSha2 => {
+                let mut exchange = Exchange {
+                    reader: &mut reader,
+                    writer: &mut writer,
+                    deadline,
+                };
+                match self.caching_sha2(&mut exchange, &response, secure).await {
+                    Ok(proof) => proof,
+                    Err(Refused::Gone) => return Ok(None),
+                    Err(Refused::Read(e)) => return refuse(&mut writer, e).await.map(|()| None),
+                    Err(Refused::Io(e)) => return Err(e),
+                }
+            }
+        };
+        let tried_password = match &proof {
+            Some(Proof::NativeScramble(s) | Proof::Password(s)) => !s.is_empty(),
+            _ => true,
+        };
+        if !self.authenticate(&response.user, proof).await {
             let message = format!(
                 "Access denied for user '{}'@'{}' (using password: {})",
                 String::from_utf8_lossy(&response.user),
                 self.peer,
-                if response.auth.is_empty() {
-                    "NO"
-                } else {
-                    "YES"
-                }
+                if tried_password { "YES" } else { "NO" }
             );
             writer.packet(&error_payload(error::ACCESS_DENIED, &message));
             writer.flush().await?;
@@ -157,16 +174,58 @@ impl Connection {
         Ok(Some((reader, writer)))
     }
 
-    pub(super) async fn authenticate(&self, response: &HandshakeResponse) -> bool {
+    /// `caching_sha2_password` after the client's scramble: the fast path if the account has
+    /// the password's digest cached and the scramble matches it, else a full login, where the
+    /// client sends the password itself inside TLS or encrypted to the server's RSA key (which
+    /// it asks for first unless it has it). None: no proof a password could match.
+    async fn caching_sha2(
+        &self,
+        exchange: &mut Exchange<'_>,
+        response: &HandshakeResponse,
+        secure: bool,
+    ) -> Result<Option<Proof>, Refused> {
+        if response.auth.is_empty() {
+            return Ok(Some(Proof::Password(Vec::new())));
+        }
+        let account = &self.shared.account;
+        if account.fast_sha2(&response.user, &self.salt, &response.auth) {
+            exchange.writer.packet(&sha2::FAST_AUTH_SUCCESS);
+            return Ok(Some(Proof::FastAuthenticated));
+        }
+        let mut answer = exchange.ask(&sha2::PERFORM_FULL_AUTHENTICATION).await?;
+        if secure {
+            // The password and a NUL, protected by TLS.
+            answer.pop_if(|b| *b == 0);
+            return Ok(Some(Proof::Password(answer)));
+        }
+        let key = match self.shared.rsa_key.pair().await {
+            Ok(key) => key,
+            Err(e) => {
+                log::error!("caching_sha2_password without TLS needs the RSA key: {e}");
+                return Ok(None);
+            }
+        };
+        if answer == [sha2::REQUEST_PUBLIC_KEY] {
+            let mut more = vec![sha2::AUTH_MORE_DATA];
+            more.extend_from_slice(key.public_pem.as_bytes());
+            answer = exchange.ask(&more).await?;
+        }
+        // Anything else (the password in clear on a plain connection) proves nothing.
+        Ok(key
+            .decrypt_password(&self.salt, &answer)
+            .map(Proof::Password))
+    }
+
+    pub(super) async fn authenticate(&self, user: &[u8], proof: Option<Proof>) -> bool {
         let account = &self.shared.account;
         let ok = self
             .shared
             .throttle
             .check(self.peer, || {
-                account.verify(&response.user, &self.salt, &response.auth)
+                proof.is_some_and(|proof| account.verify(user, &self.salt, &proof))
             })
             .await;
-        let user = String::from_utf8_lossy(&response.user);
+        let user = String::from_utf8_lossy(user);
         if ok {
             self.killable.logged_in(&user);
             self.session.set_client(&Client {
@@ -177,5 +236,42 @@ impl Connection {
             log::warn!("access denied for user '{user}' from {}", self.peer);
         }
         ok
+    }
+}
+
+/// Why a login exchange ended early.
+enum Refused {
+    /// The client left, or did not answer in time.
+    Gone,
+    /// It sent a packet that cannot be read.
+    Read(ReadError),
+    Io(io::Error),
+}
+
+/// The login's side of the connection while it asks the client for more.
+struct Exchange<'a> {
+    reader: &'a mut ClientReader,
+    writer: &'a mut ClientWriter,
+    deadline: tokio::time::Instant,
+}
+
+impl Exchange<'_> {
+    /// Sends `payload` and reads the client's answer.
+    async fn ask(&mut self, payload: &[u8]) -> Result<Vec<u8>, Refused> {
+        self.writer.packet(payload);
+        self.writer.flush().await.map_err(Refused::Io)?;
+        let waiting = "did not log in within connect_timeout";
+        match self
+            .reader
+            .next(PRE_AUTH_MAX_PACKET, self.deadline, waiting)
+            .await
+        {
+            Ok(Some(Packet { sequence, payload })) => {
+                self.writer.reply_to(sequence);
+                Ok(payload)
+            }
+            Ok(None) => Err(Refused::Gone),
+            Err(e) => Err(Refused::Read(e)),
+        }
     }
 }

@@ -18,8 +18,8 @@ use tokio_rustls::TlsAcceptor;
 
 use super::columns::{ColumnDefinition, RowFormat, UTF8MB4, encode_rows};
 use super::handshake::{
-    HandshakeResponse, NATIVE_PASSWORD, SERVER_CAPABILITIES, auth_switch, capability, greeting,
-    parse_response,
+    HandshakeResponse, SERVER_CAPABILITIES, auth_switch, caching_sha2 as sha2, capability,
+    greeting, parse_response,
 };
 use super::packets::{
     GuardLimits, PRE_AUTH_MAX_PACKET, Packet, PacketReader, PacketWriter, ReadError,
@@ -31,10 +31,11 @@ use super::replies::{
 };
 use super::server_status::ServerStatus;
 use super::tls;
-use crate::auth::Account;
+use crate::auth::{Account, AuthPlugin, Proof};
 use crate::kill::{Connections, Killable, kill_statement};
 use crate::login_throttle::LoginThrottle;
 use crate::pending_logins::PendingLogins;
+use crate::rsa_key::RsaKey;
 use crate::transaction_statements::{Transaction, transaction_statement};
 use sieve_engine::rate;
 
@@ -71,6 +72,8 @@ mod command {
 /// counters.
 pub struct Shared {
     pub account: Arc<Account>,
+    /// What a client without TLS encrypts its password to for `caching_sha2_password`.
+    pub rsa_key: Arc<RsaKey>,
     pub throttle: Arc<LoginThrottle>,
     pub pending: Arc<PendingLogins>,
     /// `max_connections`: a permit per logged-in connection.
