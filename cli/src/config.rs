@@ -33,6 +33,7 @@
 //! local_infile = true            # serve LOAD DATA LOCAL INFILE (default: only when listening
 //!                                 # on loopback)
 //! flight_port = 3308             # also serve Arrow Flight SQL there (default: not at all)
+//! metrics_port = 9104            # Prometheus metrics at http://host:9104/metrics (default: none)
 //! workers = ["http://10.0.0.2:7100", "http://10.0.0.3:7100"]  # sieve worker processes
 //! cluster_secret = "…"           # shared by coordinators and workers; workers refuse others
 //! node_filter_mib = 2048         # routing filters, which route lookups to locator groups and
@@ -88,6 +89,7 @@ pub struct ConfigFile {
     pub default_authentication_plugin: Option<String>,
     pub local_infile: Option<bool>,
     pub flight_port: Option<u16>,
+    pub metrics_port: Option<u16>,
     pub external_locations: Option<Vec<ExternalLocation>>,
     pub workers: Option<Vec<String>>,
     pub cluster_secret: Option<String>,

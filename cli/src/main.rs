@@ -4,6 +4,7 @@ mod bench;
 mod config;
 mod load;
 mod location;
+mod metrics_http;
 mod remote;
 mod render;
 mod serve;

@@ -13,6 +13,8 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
 
 use crate::config::ConfigFile;
+use crate::metrics_http;
+use prometheus_client::registry::Registry;
 use sieve_mysql::{
     Account, AuthPlugin, Connection, Connections, LoginThrottle, PendingLogins, RsaKey,
     ServerStatus, Shared, TlsAcceptor, TlsFiles, self_signed, tls_acceptor,
@@ -63,6 +65,9 @@ pub struct ServeArgs {
     /// user and password
     #[arg(long, env = "SIEVE_FLIGHT_PORT")]
     flight_port: Option<u16>,
+    /// Serve Prometheus metrics at http://host:port/metrics (same host)
+    #[arg(long, env = "SIEVE_METRICS_PORT")]
+    metrics_port: Option<u16>,
 }
 
 /// The TLS the MySQL port offers: the configured certificate, or the one this server made
@@ -179,6 +184,15 @@ pub async fn serve(engine: Engine, args: ServeArgs, config: ConfigFile) -> Resul
         status: Arc::new(ServerStatus::default()),
         limits: limits.guard,
     });
+    let metrics = match args.metrics_port.or(config.metrics_port) {
+        Some(metrics_port) => {
+            let mut registry = Registry::with_prefix("sieve");
+            sieve_engine::metrics::register(&mut registry, &engine);
+            sieve_mysql::metrics::register(&mut registry, shared.clone());
+            Some(metrics_http::serve(SocketAddr::new(host, metrics_port), registry).await?)
+        }
+        None => None,
+    };
     let mut backoff = ACCEPT_BACKOFF.0;
     log::info!(
         "serving the MySQL protocol on {address}, storage {}",
@@ -234,6 +248,9 @@ pub async fn serve(engine: Engine, args: ServeArgs, config: ConfigFile) -> Resul
                 log::info!("shutting down");
                 if let Some(flight) = flight {
                     flight.abort();
+                }
+                if let Some(metrics) = metrics {
+                    metrics.abort();
                 }
                 return Ok(());
             }

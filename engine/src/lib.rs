@@ -14,6 +14,7 @@ mod error;
 mod guard;
 mod ingest;
 mod maintenance;
+pub mod metrics;
 mod numbers;
 mod progress;
 mod scan;

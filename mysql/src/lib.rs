@@ -15,6 +15,7 @@ mod connection;
 mod handshake;
 mod kill;
 mod login_throttle;
+pub mod metrics;
 mod packets;
 mod params;
 mod pending_logins;

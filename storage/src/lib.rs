@@ -9,6 +9,7 @@ mod error;
 mod external;
 mod location;
 mod meta;
+pub mod metrics;
 mod operations;
 mod read;
 mod write;

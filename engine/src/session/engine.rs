@@ -133,6 +133,11 @@ impl Engine {
         self.shared.routing.bytes()
     }
 
+    /// Bytes statements hold in the server's memory pool.
+    pub fn memory_reserved(&self) -> usize {
+        self.runtime.memory_pool.reserved()
+    }
+
     /// The same storage under other memory limits.
     pub fn with_memory_limits(self, limits: MemoryLimits) -> Result<Self> {
         Ok(Self {

@@ -49,13 +49,14 @@ use crate::guard::spill::SpillPlace;
 use crate::guard::statement::check_complexity;
 use crate::maintenance::index_stats::IndexStatsFunction;
 use crate::maintenance::merges::BackgroundMerges;
+use crate::metrics::{Finished, Outcome, statement_kind};
 use crate::numbers::NumbersFunction;
 use crate::progress::WriteProgress;
 use crate::scan::routing::RoutingFilters;
 use crate::session::lookup_results::LookupResults;
 use crate::session::options::SieveOptions;
 use crate::session::processes::{Process, ProcessList};
-use crate::session::query_stream::{QueryOutput, QueryStream};
+use crate::session::query_stream::{QueryOutput, QueryStream, ScanStats};
 use crate::session::script::statement_texts;
 
 pub struct Session {
@@ -295,21 +296,30 @@ impl Session {
 
     /// Runs one statement; a query's rows stream as the caller reads them.
     pub async fn query(&self, sql: &str) -> Result<QueryStream> {
+        let finished = Finished::start(statement_kind(sql));
         let planning = RequestTrace::new();
         let output = panic::catch(planning.scope(self.parse_and_run(sql))).await;
-        self.counted(output, planning)
+        self.counted(output, planning, finished)
     }
 
     /// Keeps what `row_count()` reports of a statement that ran, and the requests its planning
-    /// sent.
+    /// sent; records a statement that failed before its result (one that did not is recorded
+    /// when its result is done with).
     fn counted(
         &self,
         output: Result<QueryStream>,
         planning: Arc<RequestTrace>,
+        finished: Finished,
     ) -> Result<QueryStream> {
-        if let Ok(stream) = &output {
-            self.row_count.set(stream.affected_rows());
+        match output {
+            Ok(stream) => {
+                self.row_count.set(stream.affected_rows());
+                Ok(stream.planned_with(planning, finished))
+            }
+            Err(e) => {
+                finished.record(Outcome::Error, 0, &ScanStats::default());
+                Err(e)
+            }
         }
-        output.map(|stream| stream.planned_with(planning))
     }
 }

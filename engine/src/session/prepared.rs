@@ -24,6 +24,7 @@ use super::Session;
 use crate::dialect::rewrites;
 use crate::guard::panic;
 use crate::guard::statement::check_complexity;
+use crate::metrics::{Finished, statement_kind};
 use crate::scan::lossless_cast::lossless_cast;
 use crate::session::query_stream::QueryStream;
 use crate::session::short_path::PointLookup;
@@ -44,6 +45,8 @@ pub struct Prepared {
     pub(crate) database: String,
     /// The statement's shape, recognised once, when it is a point lookup the short path plans.
     pub(crate) lookup: Option<PointLookup>,
+    /// What /metrics counts its executions as.
+    pub(crate) kind: &'static str,
 }
 
 /// A statement without Cassandra's trailing `ALLOW FILTERING` (which Sieve takes to mean "this
@@ -192,6 +195,7 @@ impl Session {
                 allow_full_scan,
                 database: self.database(),
                 lookup,
+                kind: statement_kind(sql),
             });
         }
         let plan = self
@@ -217,6 +221,7 @@ impl Session {
             allow_full_scan,
             database: self.database(),
             lookup,
+            kind: statement_kind(sql),
         })
     }
 
@@ -235,6 +240,7 @@ impl Session {
                 params.len()
             );
         }
+        let finished = Finished::start(prepared.kind);
         let params = prepared.bind(params);
         let run = async move {
             if let Some(lookup) = &prepared.lookup
@@ -255,7 +261,7 @@ impl Session {
         let planning = RequestTrace::new();
         let run = planning.scope(self.allowing_full_scan(prepared.allow_full_scan, run));
         let output = panic::catch(run).await;
-        self.counted(output, planning)
+        self.counted(output, planning, finished)
     }
 }
 

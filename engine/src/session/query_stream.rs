@@ -15,6 +15,7 @@ use futures::StreamExt;
 
 use sieve_storage::RequestTrace;
 
+use crate::metrics::{Finished, Outcome};
 use crate::scan::exec::SieveScanExec;
 
 /// What reading a statement's tables cost: the figures clients print after a result.
@@ -28,6 +29,8 @@ pub struct ScanStats {
     pub index_bytes: u64,
     /// Locator groups whose pages were read (or found cached) to choose the blocks.
     pub locator_groups_probed: u64,
+    /// 8192-row pages the scans asked for.
+    pub pages_read: u64,
     /// Locator groups a routing filter ruled out without reading their pages.
     pub locator_groups_routed_out: u64,
     /// Object-store requests the statement sent: while it was planned (its tables'
@@ -54,7 +57,10 @@ impl ScanStats {
                 stats.locator_groups_routed_out += opened.outcome.locator_groups_routed_out;
                 stats.requests += scan.trace().requests();
                 stats.sequential_requests += scan.trace().sequential_requests();
-                let scanned = scan.metrics().and_then(|m| m.sum_by_name("bytes_scanned"));
+                let metrics = scan.metrics();
+                let sum = |name| metrics.as_ref().and_then(|m| m.sum_by_name(name));
+                stats.pages_read += sum("pages_read").map_or(0, |v| v.as_usize() as u64);
+                let scanned = sum("bytes_scanned");
                 stats.bytes_read +=
                     scanned.map_or(opened.bytes_in_blocks_read, |v| v.as_usize() as u64);
             }
@@ -69,6 +75,7 @@ impl ScanStats {
     fn add(&mut self, other: &Self) {
         self.blocks_total += other.blocks_total;
         self.blocks_read += other.blocks_read;
+        self.pages_read += other.pages_read;
         self.rows_read += other.rows_read;
         self.bytes_read += other.bytes_read;
         self.index_bytes += other.index_bytes;
@@ -117,6 +124,24 @@ pub struct QueryStream {
     short_path: bool,
     /// The requests planning sent.
     planning: Option<Arc<RequestTrace>>,
+    /// Recorded for /metrics when the result is dropped.
+    finished: Option<Finished>,
+    /// Rows returned so far, and how the rows ended (None: not yet).
+    rows_returned: u64,
+    ended: Option<Outcome>,
+}
+
+impl Drop for QueryStream {
+    fn drop(&mut self) {
+        if let Some(finished) = self.finished.take() {
+            let outcome = match (&self.rows, self.ended) {
+                (None, _) => Outcome::Ok,
+                (Some(_), Some(outcome)) => outcome,
+                (Some(_), None) => Outcome::Cancelled,
+            };
+            finished.record(outcome, self.rows_returned, &self.stats());
+        }
+    }
 }
 
 impl QueryStream {
@@ -130,6 +155,9 @@ impl QueryStream {
             pool,
             short_path: false,
             planning: None,
+            finished: None,
+            rows_returned: 0,
+            ended: None,
         }
     }
 
@@ -139,10 +167,9 @@ impl QueryStream {
         plan: Arc<dyn ExecutionPlan>,
         pool: Arc<dyn MemoryPool>,
     ) -> Self {
-        Self {
-            plan: Some(plan),
-            ..Self::affected(rows, pool)
-        }
+        let mut written = Self::affected(rows, pool);
+        written.plan = Some(plan);
+        written
     }
 
     pub(crate) fn rows(
@@ -160,6 +187,9 @@ impl QueryStream {
             pool,
             short_path: false,
             planning: None,
+            finished: None,
+            rows_returned: 0,
+            ended: None,
         }
     }
 
@@ -192,33 +222,30 @@ impl QueryStream {
         &self.schema
     }
 
-    pub(crate) fn with_origins(self, origins: Vec<Option<ColumnOrigin>>) -> Self {
-        Self { origins, ..self }
+    pub(crate) fn with_origins(mut self, origins: Vec<Option<ColumnOrigin>>) -> Self {
+        self.origins = origins;
+        self
     }
 
     /// The same result with its rows passed through `f`.
     pub(crate) fn map_rows(
-        self,
+        mut self,
         f: impl FnOnce(SendableRecordBatchStream) -> SendableRecordBatchStream,
     ) -> Self {
-        Self {
-            rows: self.rows.map(f),
-            ..self
-        }
+        self.rows = self.rows.take().map(f);
+        self
     }
 
-    pub(crate) fn planned_with(self, planning: Arc<RequestTrace>) -> Self {
-        Self {
-            planning: Some(planning),
-            ..self
-        }
+    /// The requests planning sent, and the statement to record when the result is done.
+    pub(crate) fn planned_with(mut self, planning: Arc<RequestTrace>, finished: Finished) -> Self {
+        self.planning = Some(planning);
+        self.finished = Some(finished);
+        self
     }
 
-    pub(crate) fn by_short_path(self) -> Self {
-        Self {
-            short_path: true,
-            ..self
-        }
+    pub(crate) fn by_short_path(mut self) -> Self {
+        self.short_path = true;
+        self
     }
 
     /// The table column `i` is read from, if it is a table's column.
@@ -233,7 +260,13 @@ impl QueryStream {
 
     /// The next batch of a query's rows; None at the end (and at once for DML and DDL).
     pub async fn next(&mut self) -> Option<Result<RecordBatch>> {
-        self.rows.as_mut()?.next().await
+        let next = self.rows.as_mut()?.next().await;
+        match &next {
+            Some(Ok(batch)) => self.rows_returned += batch.num_rows() as u64,
+            Some(Err(_)) => self.ended = Some(Outcome::Error),
+            None => self.ended = self.ended.or(Some(Outcome::Ok)),
+        }
+        next
     }
 
     /// What the statement read so far: all of it once the rows are consumed.
@@ -252,12 +285,15 @@ impl QueryStream {
         let mut batches = Vec::new();
         while let Some(batch) = self.next().await {
             let batch = batch?;
-            held.try_grow(batch.get_array_memory_size())?;
+            if let Err(e) = held.try_grow(batch.get_array_memory_size()) {
+                self.ended = Some(Outcome::Error);
+                return Err(e);
+            }
             batches.push(batch);
         }
         Ok(QueryOutput {
             stats: self.stats(),
-            schema: self.schema,
+            schema: self.schema.clone(),
             batches,
             affected_rows: self.affected_rows,
             short_path: self.short_path,

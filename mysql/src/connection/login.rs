@@ -225,6 +225,7 @@ impl Connection {
                 proof.is_some_and(|proof| account.verify(user, &self.salt, &proof))
             })
             .await;
+        crate::metrics::login(ok);
         let user = String::from_utf8_lossy(user);
         if ok {
             self.killable.logged_in(&user);

@@ -14,6 +14,8 @@ use std::ops::Range;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
+
+use crate::metrics::{answered, failed, sent, transferred};
 use bytes::Bytes;
 use futures::StreamExt;
 use futures::stream::{self, BoxStream};
@@ -150,7 +152,10 @@ impl ObjectStore for TracedStore {
         opts: PutOptions,
     ) -> Result<PutResult> {
         let _request = RequestTrace::sent().await;
-        self.inner.put_opts(location, payload, opts).await
+        let bytes = payload.content_length() as u64;
+        let put = answered("put", 1, self.inner.put_opts(location, payload, opts).await)?;
+        transferred("put", bytes);
+        Ok(put)
     }
 
     async fn put_multipart_opts(
@@ -158,14 +163,20 @@ impl ObjectStore for TracedStore {
         location: &Path,
         opts: PutMultipartOptions,
     ) -> Result<Box<dyn MultipartUpload>> {
-        self.inner.put_multipart_opts(location, opts).await
+        let upload = self.inner.put_multipart_opts(location, opts).await;
+        answered("multipart", 1, upload)
     }
 
     /// Answered when the response's head has arrived: its body (a ranged read of a few pages,
     /// or a metadata file) follows on the same connection.
     async fn get_opts(&self, location: &Path, options: GetOptions) -> Result<GetResult> {
         let _request = RequestTrace::sent().await;
-        self.inner.get_opts(location, options).await
+        let operation = if options.head { "head" } else { "get" };
+        let got = answered(operation, 1, self.inner.get_opts(location, options).await)?;
+        if operation == "get" {
+            transferred(operation, got.range.end - got.range.start);
+        }
+        Ok(got)
     }
 
     /// A request per range, sent at once: one round trip. (object_store may coalesce ranges
@@ -176,14 +187,20 @@ impl ObjectStore for TracedStore {
         if requests.iter().any(Option::is_some) {
             tokio::task::yield_now().await;
         }
-        self.inner.get_ranges(location, ranges).await
+        let got = self.inner.get_ranges(location, ranges).await;
+        let got = answered("get", ranges.len() as u64, got)?;
+        transferred("get", got.iter().map(|b| b.len() as u64).sum());
+        Ok(got)
     }
 
     fn delete_stream(
         &self,
         locations: BoxStream<'static, Result<Path>>,
     ) -> BoxStream<'static, Result<Path>> {
-        self.inner.delete_stream(locations)
+        self.inner
+            .delete_stream(locations)
+            .map(|deleted| answered("delete", 1, deleted))
+            .boxed()
     }
 
     /// Sent when first polled, answered when the listing ends (a long one is several pages,
@@ -195,9 +212,10 @@ impl ObjectStore for TracedStore {
             let request = RequestTrace::sent().await;
             // Streamed as listed (VACUUM lists every block); the request is answered when the
             // listing is dropped, at its end.
+            sent("list", 1);
             inner.list(prefix.as_ref()).map(move |meta| {
                 let _answered_when_dropped = &request;
-                meta
+                meta.inspect_err(|_| failed("list"))
             })
         })
         .flatten()
@@ -206,12 +224,12 @@ impl ObjectStore for TracedStore {
 
     async fn list_with_delimiter(&self, prefix: Option<&Path>) -> Result<ListResult> {
         let _request = RequestTrace::sent().await;
-        self.inner.list_with_delimiter(prefix).await
+        answered("list", 1, self.inner.list_with_delimiter(prefix).await)
     }
 
     async fn copy_opts(&self, from: &Path, to: &Path, options: CopyOptions) -> Result<()> {
         let _request = RequestTrace::sent().await;
-        self.inner.copy_opts(from, to, options).await
+        answered("copy", 1, self.inner.copy_opts(from, to, options).await)
     }
 }
 
