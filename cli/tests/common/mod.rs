@@ -112,7 +112,7 @@ impl Server {
         let child = command
             .args([
                 "--storage",
-                &storage,
+                storage,
                 "--config",
                 config_path.to_str().unwrap(),
                 "serve",
