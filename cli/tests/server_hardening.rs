@@ -432,14 +432,14 @@ fn spill_directories_are_removed_at_shutdown_and_at_start() {
     assert_eq!(listing(), Vec::<String>::new());
 }
 
-/// SHOW PROCESSLIST lists every connection of the server (it listed only the asking one): from
-/// one connection another's running statement is seen, with its id for KILL QUERY, which stops
-/// it with MySQL's 1317; the connection then sleeps, still listed.
+/// SHOW PROCESSLIST and information_schema.PROCESSLIST list every connection of the server
+/// (SHOW listed only the asking one): from one connection another's running statement (MySQL's
+/// SLEEP, which holds it open) is seen, with its id for KILL QUERY, which stops it with MySQL's
+/// 1317; the connection then sleeps, still listed.
 #[test]
 fn show_processlist_shows_other_connections_and_their_statements() {
     let server = Server::start();
-    let join = "select count(*) from numbers(200000) a, numbers(200000) b \
-                where a.number + b.number = 5";
+    let join = "select sleep(600)";
     let mut runner = Wire::connect(server.port);
     assert_eq!(runner.login("root", PASSWORD).1[0], 0x00);
     runner.send(&command(COM_QUERY, join.as_bytes())).unwrap();
@@ -454,12 +454,12 @@ fn show_processlist_shows_other_connections_and_their_statements() {
     // Waits for the statement to show (it is listed from the moment it starts).
     let deadline = Instant::now() + Duration::from_secs(60);
     let row = loop {
-        if let Some(row) = listed(&|l| l.contains("numbers(200000)")) {
+        if let Some(row) = listed(&|l| l.contains("sleep(600)")) {
             break row;
         }
         assert!(
             Instant::now() < deadline,
-            "the join never showed in SHOW PROCESSLIST"
+            "the sleep never showed in SHOW PROCESSLIST"
         );
         std::thread::sleep(Duration::from_millis(50));
     };
@@ -474,6 +474,16 @@ fn show_processlist_shows_other_connections_and_their_statements() {
         ),
         ("root", "127.0.0.1", "default", "Query", join)
     );
+    // The same row in information_schema, with the asking connection's own.
+    let out = server.mysql(&[
+        "-e",
+        "select id, user, command, info from information_schema.processlist order by info",
+    ]);
+    let listing = stdout(&out);
+    let rows: Vec<&str> = listing.lines().collect();
+    assert_eq!(rows.len(), 2, "{}", stderr(&out));
+    assert_eq!(rows[1], format!("{}\troot\tQuery\t{join}", row[0]));
+    assert!(rows[0].contains("information_schema.processlist"), "{}", rows[0]);
     let out = server.mysql(&["-e", &format!("kill query {}", row[0])]);
     assert!(out.status.success(), "{}", stderr(&out));
     let (_, reply) = runner.read().expect("an answer to the killed statement");

@@ -14,17 +14,19 @@ use sieve_storage::{Catalog, StorageError};
 use crate::dialect::information_schema::{self, InformationSchema};
 use crate::error::to_df;
 use crate::scan::provider::SieveTable;
+use crate::session::processes::ServerProcesses;
 
 pub const CATALOG_NAME: &str = "sieve";
 
 #[derive(Debug)]
 pub struct SieveCatalog {
     catalog: Catalog,
+    processes: ServerProcesses,
 }
 
 impl SieveCatalog {
-    pub fn new(catalog: Catalog) -> Self {
-        Self { catalog }
+    pub fn new(catalog: Catalog, processes: ServerProcesses) -> Self {
+        Self { catalog, processes }
     }
 }
 
@@ -35,7 +37,11 @@ impl CatalogProvider for SieveCatalog {
 
     fn schema(&self, name: &str) -> Option<Arc<dyn SchemaProvider>> {
         if name.eq_ignore_ascii_case(information_schema::NAME) {
-            return Some(Arc::new(InformationSchema::new(self.catalog.clone())));
+            let processes = self.processes.get().cloned();
+            return Some(Arc::new(InformationSchema::new(
+                self.catalog.clone(),
+                processes,
+            )));
         }
         Some(Arc::new(SieveSchema {
             catalog: self.catalog.clone(),

@@ -1,5 +1,5 @@
-//! MySQL's `information_schema` (SCHEMATA, TABLES, COLUMNS, STATISTICS; FILES, PARTITIONS
-//! and TRIGGERS, empty: Sieve has none of them, and `mariadb-dump` asks), answered from the Sieve
+//! MySQL's `information_schema` (SCHEMATA, TABLES, COLUMNS, STATISTICS, PROCESSLIST; FILES,
+//! PARTITIONS and TRIGGERS, empty: Sieve has none of them, and `mariadb-dump` asks), answered from the Sieve
 //! catalog when a query names one: what JDBC's `DatabaseMetaData`, SQLAlchemy's inspector and
 //! GUI tools read to list databases, tables, columns and indexes. Types are MySQL's
 //! ([`crate::dialect::types`]); each indexed column is an index named after it, of its filter kind.
@@ -18,9 +18,11 @@ use sieve_storage::{Catalog, StorageError, TableDef};
 
 use crate::dialect::types::mysql_type;
 use crate::error::to_df;
+use crate::session::processes::{Process, ProcessList};
 
 pub const NAME: &str = "information_schema";
-const TABLES: [&str; 7] = [
+const TABLES: [&str; 8] = [
+    "processlist",
     "schemata",
     "tables",
     "columns",
@@ -35,11 +37,13 @@ const CATALOG: &str = "def";
 #[derive(Debug)]
 pub struct InformationSchema {
     catalog: Catalog,
+    /// The server's connections, for PROCESSLIST; None in a session no server serves.
+    processes: Option<Arc<dyn ProcessList>>,
 }
 
 impl InformationSchema {
-    pub fn new(catalog: Catalog) -> Self {
-        Self { catalog }
+    pub fn new(catalog: Catalog, processes: Option<Arc<dyn ProcessList>>) -> Self {
+        Self { catalog, processes }
     }
 
     /// Every table's definition, by database; tables dropped while listing are skipped.
@@ -323,6 +327,28 @@ impl InformationSchema {
     }
 }
 
+impl InformationSchema {
+    /// SHOW FULL PROCESSLIST's rows as a table (MySQL's columns, whole statements).
+    fn processlist(&self) -> Result<Arc<dyn TableProvider>> {
+        let all = self
+            .processes
+            .as_ref()
+            .map(|list| list.processes())
+            .unwrap_or_default();
+        let text = |f: fn(&Process) -> &str| texts(all.iter().map(f));
+        Columns::default()
+            .number("id", all.iter().map(|p| Some(p.id)).collect())
+            .text("user", text(|p| &p.user))
+            .text("host", text(|p| &p.host))
+            .text("db", text(|p| &p.db))
+            .text("command", text(|p| &p.command))
+            .number("time", all.iter().map(|p| Some(p.time)).collect())
+            .text("state", text(|p| &p.state))
+            .text("info", all.iter().map(|p| p.info.clone()).collect())
+            .table()
+    }
+}
+
 #[async_trait]
 impl SchemaProvider for InformationSchema {
     fn table_names(&self) -> Vec<String> {
@@ -338,6 +364,7 @@ impl SchemaProvider for InformationSchema {
             "files" => empty(FILES_TEXT, FILES_NUMBERS)?,
             "partitions" => empty(PARTITIONS_TEXT, &[])?,
             "triggers" => empty(TRIGGERS_TEXT, &[])?,
+            "processlist" => self.processlist()?,
             _ => return Ok(None),
         }))
     }

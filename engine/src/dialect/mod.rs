@@ -15,6 +15,7 @@ pub(crate) mod set_variable;
 pub(crate) mod show;
 pub(crate) mod show_create;
 pub(crate) mod show_filter;
+pub(crate) mod sleep;
 pub(crate) mod string_results;
 pub(crate) mod system_variables;
 pub(crate) mod types;

@@ -55,7 +55,7 @@ use crate::progress::WriteProgress;
 use crate::scan::routing::RoutingFilters;
 use crate::session::lookup_results::LookupResults;
 use crate::session::options::SieveOptions;
-use crate::session::processes::{Process, ProcessList};
+use crate::session::processes::{Process, ProcessList, ServerProcesses};
 use crate::session::query_stream::{QueryOutput, QueryStream, ScanStats};
 use crate::session::script::statement_texts;
 
@@ -70,7 +70,7 @@ pub struct Session {
     /// What SHOW VARIABLES and SHOW PROCESSLIST report: the server's limits and the client.
     server: std::sync::Mutex<(ServerLimits, Client)>,
     /// The server's connections, when a server serves this session.
-    process_list: std::sync::OnceLock<Arc<dyn ProcessList>>,
+    process_list: ServerProcesses,
     user_variables: Arc<UserVariables>,
     row_count: Arc<RowCount>,
     /// The workers scans run on, whose failures a query's error explains.
@@ -147,7 +147,9 @@ impl Session {
         }
         .build();
         let ctx = SessionContext::new_with_state(state);
-        ctx.register_catalog(CATALOG_NAME, Arc::new(SieveCatalog::new(catalog.clone())));
+        let process_list = ServerProcesses::default();
+        let schemas = SieveCatalog::new(catalog.clone(), process_list.clone());
+        ctx.register_catalog(CATALOG_NAME, Arc::new(schemas));
         ctx.register_udtf("numbers", Arc::new(NumbersFunction));
         ctx.register_udtf(
             "sieve_index_stats",
@@ -159,6 +161,7 @@ impl Session {
             .with_aliases(["rand"]);
         ctx.register_udf(rand);
         crate::dialect::functions::register(&ctx);
+        crate::dialect::sleep::register(&ctx);
         string_results::register(&ctx, ServerLimits::default().max_allowed_packet);
         ctx.register_variable(VarType::System, Arc::new(SystemVariables::default()));
         let user_variables = Arc::new(UserVariables::default());
@@ -176,7 +179,7 @@ impl Session {
             tasks,
             spill,
             server: Default::default(),
-            process_list: Default::default(),
+            process_list,
             user_variables,
             row_count,
             cluster,

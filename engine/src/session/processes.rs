@@ -1,8 +1,10 @@
-//! What SHOW PROCESSLIST lists: every connection of the server, from the front end that holds
-//! them (the MySQL server registers its connections, [`ProcessList`]); a session no server
-//! serves (`sieve sql`, an embedded one) lists itself.
+//! What SHOW PROCESSLIST and `information_schema.PROCESSLIST` list: every connection of the
+//! server, from the front end that holds them (the MySQL server registers its connections,
+//! [`ProcessList`]); a session no server serves (`sieve sql`, an embedded one) lists itself in
+//! SHOW PROCESSLIST and nothing in the table.
 
 use std::fmt::Debug;
+use std::sync::{Arc, OnceLock};
 
 /// One connection as SHOW PROCESSLIST shows it (MySQL's columns).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,3 +26,7 @@ pub struct Process {
 pub trait ProcessList: Send + Sync + Debug {
     fn processes(&self) -> Vec<Process>;
 }
+
+/// Where a session finds the server's connections: set once, by the server, and shared with
+/// the session's `information_schema`.
+pub(crate) type ServerProcesses = Arc<OnceLock<Arc<dyn ProcessList>>>;
