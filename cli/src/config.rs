@@ -34,6 +34,10 @@
 //!                                 # on loopback)
 //! flight_port = 3308             # also serve Arrow Flight SQL there (default: not at all)
 //! metrics_port = 9104            # Prometheus metrics at http://host:9104/metrics (default: none)
+//! query_log = "sieve-queries.jsonl"  # every statement as a JSON line when it ends (default: none;
+//!                                 # sieve_query_log() lists the last 1000 either way)
+//! long_query_time = 10           # seconds from which a statement is marked slow
+//! query_log_parameters = false   # also log prepared statements' values
 //! workers = ["http://10.0.0.2:7100", "http://10.0.0.3:7100"]  # sieve worker processes
 //! cluster_secret = "…"           # shared by coordinators and workers; workers refuse others
 //! node_filter_mib = 2048         # routing filters, which route lookups to locator groups and
@@ -55,7 +59,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::Deserialize;
-use sieve_engine::{MemoryLimits, SieveOptions, SpillSettings};
+use sieve_engine::{MemoryLimits, QueryLog, QueryLogSettings, SieveOptions, SpillSettings};
 use sieve_storage::ExternalLocation;
 
 use sieve_mysql::{GuardLimits, PendingLimits};
@@ -90,6 +94,9 @@ pub struct ConfigFile {
     pub local_infile: Option<bool>,
     pub flight_port: Option<u16>,
     pub metrics_port: Option<u16>,
+    pub query_log: Option<PathBuf>,
+    pub long_query_time: Option<f64>,
+    pub query_log_parameters: Option<bool>,
     pub external_locations: Option<Vec<ExternalLocation>>,
     pub workers: Option<Vec<String>>,
     pub cluster_secret: Option<String>,
@@ -140,6 +147,25 @@ impl ConfigFile {
             dir: self.spill_dir.clone().unwrap_or(defaults.dir),
             limit: self.spill_limit_gib.map_or(defaults.limit, |g| g << 30),
         }
+    }
+
+    /// The query log `serve` records statements in.
+    pub fn query_log(&self) -> Result<QueryLog, String> {
+        let defaults = QueryLogSettings::default();
+        let long_query_time = match self.long_query_time {
+            None => defaults.long_query_time,
+            Some(s) => Duration::try_from_secs_f64(s)
+                .map_err(|_| format!("long_query_time = {s}: seconds, 0 or more"))?,
+        };
+        let settings = QueryLogSettings {
+            path: self.query_log.clone(),
+            long_query_time,
+            parameters: self.query_log_parameters.unwrap_or(defaults.parameters),
+        };
+        QueryLog::open(settings).map_err(|e| {
+            let path = self.query_log.as_deref().unwrap_or(Path::new(""));
+            format!("cannot open the query log {}: {e}", path.display())
+        })
     }
 
     /// The settings every connection starts with.

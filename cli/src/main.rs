@@ -135,6 +135,7 @@ async fn run(cli: Cli, executor: Handle) -> Result<(), String> {
                 .and_then(|e| e.with_spill(&config.spill_settings()))
                 .map_err(|e| e.to_string())?
                 .with_session_defaults(config.session_defaults())
+                .with_query_log(config.query_log()?)
                 .with_executor(executor)
                 .with_routing_budget(
                     args.node_filter_mib

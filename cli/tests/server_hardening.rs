@@ -483,7 +483,11 @@ fn show_processlist_shows_other_connections_and_their_statements() {
     let rows: Vec<&str> = listing.lines().collect();
     assert_eq!(rows.len(), 2, "{}", stderr(&out));
     assert_eq!(rows[1], format!("{}\troot\tQuery\t{join}", row[0]));
-    assert!(rows[0].contains("information_schema.processlist"), "{}", rows[0]);
+    assert!(
+        rows[0].contains("information_schema.processlist"),
+        "{}",
+        rows[0]
+    );
     let out = server.mysql(&["-e", &format!("kill query {}", row[0])]);
     assert!(out.status.success(), "{}", stderr(&out));
     let (_, reply) = runner.read().expect("an answer to the killed statement");

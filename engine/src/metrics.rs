@@ -1,11 +1,12 @@
 //! What statements this process ran and what they read, for Prometheus (`sieve serve
 //! --metrics-port`): statements by kind and outcome with their latency, rows returned, and the
 //! blocks, pages and bytes their scans read, recorded once per statement when its result is
-//! done with ([`Finished`]), whichever front end ran it (MySQL, Flight SQL, `sieve sql`); and,
+//! done with (`session::statement_end`), whichever front end ran it (MySQL, Flight SQL,
+//! `sieve sql`); and,
 //! read when scraped, the memory pool's use and the routing filters held.
 
 use std::sync::LazyLock;
-use std::time::Instant;
+use std::time::Duration;
 
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
@@ -68,7 +69,7 @@ pub enum Outcome {
 }
 
 impl Outcome {
-    fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         match self {
             Self::Ok => "ok",
             Self::Error => "error",
@@ -77,47 +78,36 @@ impl Outcome {
     }
 }
 
-/// A statement being run: recorded once, when it ends.
-#[derive(Debug)]
-pub(crate) struct Finished {
+/// Counts a statement that ended: its outcome, latency, the rows it returned and what it read.
+pub(crate) fn statement_ended(
     kind: &'static str,
-    started: Instant,
-}
-
-impl Finished {
-    /// A statement of `kind` ([`statement_kind`]) starting now.
-    pub(crate) fn start(kind: &'static str) -> Self {
-        Self {
+    outcome: Outcome,
+    duration: Duration,
+    rows_returned: u64,
+    stats: &ScanStats,
+) {
+    let counters = &*STATEMENTS;
+    counters
+        .statements
+        .get_or_create(&ByKindAndOutcome {
             kind,
-            started: Instant::now(),
-        }
-    }
-
-    /// Records the statement: its outcome, latency, the rows it returned and what it read.
-    pub(crate) fn record(self, outcome: Outcome, rows_returned: u64, stats: &ScanStats) {
-        let counters = &*STATEMENTS;
-        counters
-            .statements
-            .get_or_create(&ByKindAndOutcome {
-                kind: self.kind,
-                outcome: outcome.label(),
-            })
-            .inc();
-        counters
-            .duration
-            .get_or_create(&ByKind { kind: self.kind })
-            .observe(self.started.elapsed().as_secs_f64());
-        counters.rows_returned.inc_by(rows_returned);
-        counters.blocks_considered.inc_by(stats.blocks_total);
-        counters.blocks_read.inc_by(stats.blocks_read);
-        counters.pages_read.inc_by(stats.pages_read);
-        counters.rows_read.inc_by(stats.rows_read);
-        counters.bytes_read.inc_by(stats.bytes_read);
-        counters.index_bytes_read.inc_by(stats.index_bytes);
-        counters
-            .locator_groups_probed
-            .inc_by(stats.locator_groups_probed);
-    }
+            outcome: outcome.label(),
+        })
+        .inc();
+    counters
+        .duration
+        .get_or_create(&ByKind { kind })
+        .observe(duration.as_secs_f64());
+    counters.rows_returned.inc_by(rows_returned);
+    counters.blocks_considered.inc_by(stats.blocks_total);
+    counters.blocks_read.inc_by(stats.blocks_read);
+    counters.pages_read.inc_by(stats.pages_read);
+    counters.rows_read.inc_by(stats.rows_read);
+    counters.bytes_read.inc_by(stats.bytes_read);
+    counters.index_bytes_read.inc_by(stats.index_bytes);
+    counters
+        .locator_groups_probed
+        .inc_by(stats.locator_groups_probed);
 }
 
 /// The kind of statement `sql` is, from its first word (after comments): select, insert, …;

@@ -12,6 +12,7 @@ use crate::cluster::coordinator::Cluster;
 use crate::error::to_df;
 use crate::guard::memory::{MemoryLimits, QueryPool};
 use crate::guard::spill::{SpillPlace, SpillSettings};
+use crate::query_log::QueryLog;
 use crate::scan::routing::{DEFAULT_ROUTING_BYTES, RoutingFilters};
 use crate::session::options::SieveOptions;
 
@@ -55,6 +56,7 @@ impl Engine {
                 statements: Arc::default(),
                 spill,
                 external: Arc::default(),
+                query_log: Arc::default(),
             },
         })
     }
@@ -131,6 +133,17 @@ impl Engine {
     /// Bytes the routing filters hold in memory.
     pub fn routing_bytes(&self) -> usize {
         self.shared.routing.bytes()
+    }
+
+    /// Records statements as they end in `log` (and `sieve_query_log()`).
+    pub fn with_query_log(self, log: QueryLog) -> Self {
+        Self {
+            shared: Shared {
+                query_log: Arc::new(log),
+                ..self.shared
+            },
+            ..self
+        }
     }
 
     /// Bytes statements hold in the server's memory pool.

@@ -17,6 +17,7 @@ pub(crate) mod processes;
 pub(crate) mod query_stream;
 pub(crate) mod script;
 pub(crate) mod short_path;
+mod statement_end;
 pub(crate) mod statement_task;
 
 pub use engine::Engine;
@@ -49,15 +50,17 @@ use crate::guard::spill::SpillPlace;
 use crate::guard::statement::check_complexity;
 use crate::maintenance::index_stats::IndexStatsFunction;
 use crate::maintenance::merges::BackgroundMerges;
-use crate::metrics::{Finished, Outcome, statement_kind};
+use crate::metrics::{Outcome, statement_kind};
 use crate::numbers::NumbersFunction;
 use crate::progress::WriteProgress;
+use crate::query_log::{QueryLog, QueryLogFunction};
 use crate::scan::routing::RoutingFilters;
 use crate::session::lookup_results::LookupResults;
 use crate::session::options::SieveOptions;
 use crate::session::processes::{Process, ProcessList, ServerProcesses};
 use crate::session::query_stream::{QueryOutput, QueryStream, ScanStats};
 use crate::session::script::statement_texts;
+use crate::session::statement_end::Finished;
 
 pub struct Session {
     ctx: SessionContext,
@@ -77,6 +80,8 @@ pub struct Session {
     cluster: Option<Arc<Cluster>>,
     /// The locations COPY INTO may read files from.
     external: Arc<ExternalStores>,
+    /// Where statements are recorded when they end.
+    query_log: Arc<QueryLog>,
 }
 
 /// What the sessions of an engine share besides its storage, reached by their tasks through the
@@ -96,6 +101,8 @@ pub(crate) struct Shared {
     pub spill: Arc<SpillPlace>,
     /// The locations COPY INTO may read files from.
     pub external: Arc<ExternalStores>,
+    /// Where statements are recorded when they end.
+    pub query_log: Arc<QueryLog>,
 }
 
 fn object_parts(name: &ObjectName) -> Vec<String> {
@@ -118,6 +125,7 @@ impl Session {
         let progress = Arc::new(WriteProgress::default());
         let (tasks, spill) = (shared.statements.clone(), shared.spill.clone());
         let external = shared.external.clone();
+        let query_log = shared.query_log.clone();
         let mut config = SessionConfig::new()
             .with_extension(progress.clone())
             .with_extension(shared.routing)
@@ -152,6 +160,10 @@ impl Session {
         ctx.register_catalog(CATALOG_NAME, Arc::new(schemas));
         ctx.register_udtf("numbers", Arc::new(NumbersFunction));
         ctx.register_udtf(
+            "sieve_query_log",
+            Arc::new(QueryLogFunction(shared.query_log.clone())),
+        );
+        ctx.register_udtf(
             "sieve_index_stats",
             Arc::new(IndexStatsFunction::new(catalog.clone())),
         );
@@ -184,6 +196,7 @@ impl Session {
             row_count,
             cluster,
             external,
+            query_log,
         })
     }
 
@@ -299,7 +312,7 @@ impl Session {
 
     /// Runs one statement; a query's rows stream as the caller reads them.
     pub async fn query(&self, sql: &str) -> Result<QueryStream> {
-        let finished = Finished::start(statement_kind(sql));
+        let finished = self.starting(statement_kind(sql), sql.to_string(), None);
         let planning = RequestTrace::new();
         let output = panic::catch(planning.scope(self.parse_and_run(sql))).await;
         self.counted(output, planning, finished)
@@ -320,7 +333,8 @@ impl Session {
                 Ok(stream.planned_with(planning, finished))
             }
             Err(e) => {
-                finished.record(Outcome::Error, 0, &ScanStats::default());
+                let error = Some(e.to_string());
+                finished.record(Outcome::Error, 0, &ScanStats::default(), error);
                 Err(e)
             }
         }

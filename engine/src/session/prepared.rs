@@ -24,7 +24,7 @@ use super::Session;
 use crate::dialect::rewrites;
 use crate::guard::panic;
 use crate::guard::statement::check_complexity;
-use crate::metrics::{Finished, statement_kind};
+use crate::metrics::statement_kind;
 use crate::scan::lossless_cast::lossless_cast;
 use crate::session::query_stream::QueryStream;
 use crate::session::short_path::PointLookup;
@@ -45,8 +45,9 @@ pub struct Prepared {
     pub(crate) database: String,
     /// The statement's shape, recognised once, when it is a point lookup the short path plans.
     pub(crate) lookup: Option<PointLookup>,
-    /// What /metrics counts its executions as.
+    /// What /metrics counts its executions as, and the query log shows (its text, with `?`).
     pub(crate) kind: &'static str,
+    pub(crate) text: String,
 }
 
 /// A statement without Cassandra's trailing `ALLOW FILTERING` (which Sieve takes to mean "this
@@ -196,6 +197,7 @@ impl Session {
                 database: self.database(),
                 lookup,
                 kind: statement_kind(sql),
+                text: sql.to_string(),
             });
         }
         let plan = self
@@ -222,6 +224,7 @@ impl Session {
             database: self.database(),
             lookup,
             kind: statement_kind(sql),
+            text: sql.to_string(),
         })
     }
 
@@ -240,7 +243,7 @@ impl Session {
                 params.len()
             );
         }
-        let finished = Finished::start(prepared.kind);
+        let finished = self.starting(prepared.kind, prepared.text.clone(), Some(&params));
         let params = prepared.bind(params);
         let run = async move {
             if let Some(lookup) = &prepared.lookup

@@ -15,8 +15,9 @@ use futures::StreamExt;
 
 use sieve_storage::RequestTrace;
 
-use crate::metrics::{Finished, Outcome};
+use crate::metrics::Outcome;
 use crate::scan::exec::SieveScanExec;
+use crate::session::statement_end::Finished;
 
 /// What reading a statement's tables cost: the figures clients print after a result.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -126,9 +127,10 @@ pub struct QueryStream {
     planning: Option<Arc<RequestTrace>>,
     /// Recorded for /metrics when the result is dropped.
     finished: Option<Finished>,
-    /// Rows returned so far, and how the rows ended (None: not yet).
+    /// Rows returned so far, and how the rows ended (None: not yet), with their error.
     rows_returned: u64,
     ended: Option<Outcome>,
+    error: Option<String>,
 }
 
 impl Drop for QueryStream {
@@ -139,7 +141,8 @@ impl Drop for QueryStream {
                 (Some(_), Some(outcome)) => outcome,
                 (Some(_), None) => Outcome::Cancelled,
             };
-            finished.record(outcome, self.rows_returned, &self.stats());
+            let error = self.error.take();
+            finished.record(outcome, self.rows_returned, &self.stats(), error);
         }
     }
 }
@@ -158,6 +161,7 @@ impl QueryStream {
             finished: None,
             rows_returned: 0,
             ended: None,
+            error: None,
         }
     }
 
@@ -190,6 +194,7 @@ impl QueryStream {
             finished: None,
             rows_returned: 0,
             ended: None,
+            error: None,
         }
     }
 
@@ -263,7 +268,10 @@ impl QueryStream {
         let next = self.rows.as_mut()?.next().await;
         match &next {
             Some(Ok(batch)) => self.rows_returned += batch.num_rows() as u64,
-            Some(Err(_)) => self.ended = Some(Outcome::Error),
+            Some(Err(e)) => {
+                self.ended = Some(Outcome::Error);
+                self.error = Some(e.to_string());
+            }
             None => self.ended = self.ended.or(Some(Outcome::Ok)),
         }
         next
@@ -287,6 +295,7 @@ impl QueryStream {
             let batch = batch?;
             if let Err(e) = held.try_grow(batch.get_array_memory_size()) {
                 self.ended = Some(Outcome::Error);
+                self.error = Some(e.to_string());
                 return Err(e);
             }
             batches.push(batch);

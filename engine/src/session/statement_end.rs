@@ -1,0 +1,90 @@
+//! A statement's end, recorded once, whichever front end ran it: in the Prometheus counters
+//! ([`crate::metrics`]) and the query log ([`crate::query_log`]). A statement that fails before
+//! its result is recorded at once; one with a result when the result is dropped, read to its
+//! end or not ([`super::query_stream::QueryStream`]).
+
+use std::sync::Arc;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use datafusion::common::ScalarValue;
+
+use super::Session;
+use super::query_stream::ScanStats;
+use crate::metrics::{Outcome, statement_ended};
+use crate::query_log::{Entry, QueryLog};
+
+#[derive(Debug)]
+pub(crate) struct Finished {
+    kind: &'static str,
+    started: Instant,
+    started_at: SystemTime,
+    log: Arc<QueryLog>,
+    user: String,
+    connection_id: u64,
+    database: String,
+    statement: String,
+    parameters: Option<Vec<String>>,
+}
+
+impl Session {
+    /// A statement of `kind` starting now; `parameters` are a prepared statement's values.
+    pub(crate) fn starting(
+        &self,
+        kind: &'static str,
+        statement: String,
+        parameters: Option<&[ScalarValue]>,
+    ) -> Finished {
+        let log = self.query_log.clone();
+        let parameters = parameters
+            .filter(|_| log.logs_parameters())
+            .map(|values| values.iter().map(ToString::to_string).collect());
+        let client = self.server().1.clone();
+        Finished {
+            kind,
+            started: Instant::now(),
+            started_at: SystemTime::now(),
+            log,
+            user: client.user,
+            connection_id: client.connection_id,
+            database: self.database(),
+            statement,
+            parameters,
+        }
+    }
+}
+
+impl Finished {
+    pub(crate) fn record(
+        self,
+        outcome: Outcome,
+        rows: u64,
+        stats: &ScanStats,
+        error: Option<String>,
+    ) {
+        let duration = self.started.elapsed();
+        statement_ended(self.kind, outcome, duration, rows, stats);
+        let since_epoch = self
+            .started_at
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default();
+        let time = chrono::DateTime::<chrono::Utc>::from(self.started_at)
+            .to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
+        self.log.record(Entry {
+            started_micros: since_epoch.as_micros() as i64,
+            time,
+            user: self.user,
+            connection_id: self.connection_id,
+            database: self.database,
+            kind: self.kind,
+            statement: self.statement,
+            parameters: self.parameters,
+            duration_ms: duration.as_secs_f64() * 1000.0,
+            rows,
+            bytes_read: stats.bytes_read,
+            blocks_read: stats.blocks_read,
+            outcome: outcome.label(),
+            error,
+            slow: self.log.is_slow(duration),
+        });
+    }
+}
