@@ -38,8 +38,15 @@
 //!                                 # sieve_query_log() lists the last 1000 either way)
 //! long_query_time = 10           # seconds from which a statement is marked slow
 //! query_log_parameters = false   # also log prepared statements' values
-//! workers = ["http://10.0.0.2:7100", "http://10.0.0.3:7100"]  # sieve worker processes
+//! workers = ["https://10.0.0.2:7100", "https://10.0.0.3:7100"]  # sieve worker processes
 //! cluster_secret = "…"           # shared by coordinators and workers; workers refuse others
+//! worker_tls_ca = "ca.pem"       # coordinator: the CA its https:// workers' certificates are
+//!                                 # checked against (plain http:// is for loopback only)
+//! worker_tls_client_cert = "coordinator-cert.pem"  # coordinator: its own certificate and key,
+//! worker_tls_client_key = "coordinator-key.pem"    # for workers that require one
+//! worker_tls_cert = "worker-cert.pem"  # worker: its certificate and key (PEM), needed to
+//! worker_tls_key = "worker-key.pem"    # listen beyond loopback
+//! worker_tls_client_ca = "ca.pem"      # worker: require coordinators' certificates signed by it
 //! node_filter_mib = 2048         # routing filters, which route lookups to locator groups and
 //!                                 # a coordinator's to workers (about 2.1 GB per 1e9 keys)
 //!
@@ -100,6 +107,12 @@ pub struct ConfigFile {
     pub external_locations: Option<Vec<ExternalLocation>>,
     pub workers: Option<Vec<String>>,
     pub cluster_secret: Option<String>,
+    pub worker_tls_ca: Option<PathBuf>,
+    pub worker_tls_client_cert: Option<PathBuf>,
+    pub worker_tls_client_key: Option<PathBuf>,
+    pub worker_tls_cert: Option<PathBuf>,
+    pub worker_tls_key: Option<PathBuf>,
+    pub worker_tls_client_ca: Option<PathBuf>,
     pub node_filter_mib: Option<usize>,
 }
 

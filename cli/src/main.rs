@@ -9,11 +9,12 @@ mod remote;
 mod render;
 mod serve;
 mod shell;
+mod tls_certs;
 mod worker;
 
 use clap::{Parser, Subcommand};
 use sieve_engine::{
-    Cluster, ClusterSecret, ClusterSettings, DEFAULT_ROUTING_BYTES, QUERY_THREAD_STACK,
+    Cluster, ClusterSecret, ClusterSettings, DEFAULT_ROUTING_BYTES, QUERY_THREAD_STACK, WorkerTls,
 };
 use sieve_storage::{DEFAULT_DATA_CACHE_BYTES, DEFAULT_SIDECAR_CACHE_BYTES};
 use tokio::runtime::Handle;
@@ -64,6 +65,8 @@ enum Command {
     /// A stateless worker: runs the scans `sieve serve --workers …` sends it, over the same
     /// --storage
     Worker(worker::WorkerArgs),
+    /// Make a CA and a certificate it signs for NAMES (workers' TLS, where no other CA is at hand)
+    TlsCerts(tls_certs::TlsCertsArgs),
 }
 
 fn main() {
@@ -149,6 +152,7 @@ async fn run(cli: Cli, executor: Handle) -> Result<(), String> {
             if !workers.is_empty() {
                 let settings = ClusterSettings {
                     secret: cluster_secret(args.cluster_secret.as_ref(), &config)?,
+                    tls: worker_tls(&args, &config)?,
                 };
                 let cluster = Cluster::start(&workers, settings)
                     .await
@@ -166,6 +170,27 @@ async fn run(cli: Cli, executor: Handle) -> Result<(), String> {
         Command::Load(args) => load::run(&storage, args).await,
         Command::Bench(args) => bench::run(&storage, args).await,
         Command::Worker(args) => worker::run(&storage, args, &config).await,
+        Command::TlsCerts(args) => tls_certs::run(args),
+    }
+}
+
+/// What a coordinator trusts and presents on its links to `https://` workers.
+fn worker_tls(args: &serve::ServeArgs, config: &ConfigFile) -> Result<Option<WorkerTls>, String> {
+    let identity = match (
+        config.worker_tls_client_cert.clone(),
+        config.worker_tls_client_key.clone(),
+    ) {
+        (Some(cert), Some(key)) => Some((cert, key)),
+        (None, None) => None,
+        _ => return Err("worker_tls_client_cert and worker_tls_client_key go together".into()),
+    };
+    let ca = args.worker_tls_ca.clone().or(config.worker_tls_ca.clone());
+    match ca {
+        Some(ca) => Ok(Some(WorkerTls { ca, identity })),
+        None if identity.is_some() => {
+            Err("worker_tls_client_cert needs worker_tls_ca, to verify the workers".into())
+        }
+        None => Ok(None),
     }
 }
 

@@ -45,6 +45,9 @@ pub struct ServeArgs {
     /// The secret the workers were started with (`sieve worker --cluster-secret`)
     #[arg(long, env = "SIEVE_CLUSTER_SECRET", hide_env_values = true)]
     pub cluster_secret: Option<String>,
+    /// The CA (PEM) that signed the certificates of https:// workers
+    #[arg(long, env = "SIEVE_WORKER_TLS_CA")]
+    pub worker_tls_ca: Option<PathBuf>,
     /// TLS certificate chain (PEM) for the MySQL port; without it the server makes one at first
     /// start and keeps it in --tls-dir
     #[arg(long, env = "SIEVE_TLS_CERT")]

@@ -16,6 +16,8 @@ struct Worker {
     port: u16,
     child: Child,
     log: tempfile::NamedTempFile,
+    /// Serves over TLS.
+    tls: bool,
 }
 
 /// What the test's workers and coordinator share; workers refuse calls without it.
@@ -23,9 +25,15 @@ const SECRET: &str = "test-cluster-secret-0123";
 
 impl Worker {
     fn start(storage: &str, port: u16) -> Self {
+        Self::start_with(storage, port, &[])
+    }
+
+    /// A worker with more flags (`--tls-cert …`).
+    fn start_with(storage: &str, port: u16, more: &[&str]) -> Self {
         let log = tempfile::NamedTempFile::new().unwrap();
         let child = sieve()
             .args(["--storage", storage, "worker", "--port", &port.to_string()])
+            .args(more)
             .env("SIEVE_CLUSTER_SECRET", SECRET)
             .stdout(Stdio::null())
             .stderr(log.reopen().unwrap())
@@ -36,11 +44,17 @@ impl Worker {
             assert!(Instant::now() < deadline, "sieve worker did not start");
             std::thread::sleep(Duration::from_millis(50));
         }
-        Self { port, child, log }
+        Self {
+            port,
+            child,
+            log,
+            tls: more.contains(&"--tls-cert"),
+        }
     }
 
     fn url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
+        let scheme = if self.tls { "https" } else { "http" };
+        format!("{scheme}://127.0.0.1:{}", self.port)
     }
 
     fn kill(&mut self) {
@@ -373,8 +387,104 @@ fn three_workers_answer_as_one_process_and_survive_losing_one() {
     assert_eq!(metric(&coordinator, &lookup, "workers_contacted"), 1);
 }
 
+/// The coordinator's links to its workers over TLS, mutual: answers as one process; a
+/// coordinator without a certificate the workers trust, or trusting another CA, gets an error
+/// (not a worker failure to route around); plain links beyond loopback are refused at start.
 #[test]
-fn a_worker_beyond_loopback_needs_a_secret() {
+fn workers_over_mutual_tls_answer_as_one_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let storage = dir.path().join("data").to_str().unwrap().to_string();
+    let mut script = "create table t (c1 bigint, c2 varchar, c3 int) \
+         with (index_columns = 'c1,c2', block_rows = 4000);"
+        .to_string();
+    for part in 0..3 {
+        script += &format!(
+            "insert into t select n, cast(n * 7919 % 100003 as varchar), \
+             case when n % 10 = 0 then null else cast(n % 97 as int) end \
+             from (select number + {} as n from numbers(10000));",
+            part * 10000
+        );
+    }
+    let out = sql(&storage, &script);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let present = (12345u64 * 7919 % 100003).to_string();
+    // One CA signs the certificate workers and the coordinator present (to each other, and
+    // workers to workers in a shuffle); another signs a stranger's.
+    let names = ["127.0.0.1".to_string(), "localhost".to_string()];
+    let cluster_tls = dir.path().join("cluster-tls");
+    sieve_mysql::self_signed(&cluster_tls, &names).unwrap();
+    let stranger_tls = dir.path().join("stranger-tls");
+    sieve_mysql::self_signed(&stranger_tls, &names).unwrap();
+    let path = |dir: &std::path::Path, file: &str| dir.join(file).to_str().unwrap().to_string();
+    let flags = [
+        "--tls-cert".to_string(),
+        path(&cluster_tls, "server-cert.pem"),
+        "--tls-key".into(),
+        path(&cluster_tls, "server-key.pem"),
+        "--tls-ca".into(),
+        path(&cluster_tls, "ca.pem"),
+        "--tls-client-ca".into(),
+        path(&cluster_tls, "ca.pem"),
+    ];
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let workers: Vec<Worker> = (0..2)
+        .map(|_| Worker::start_with(&storage, free_port(), &flags))
+        .collect();
+    let urls: Vec<String> = workers.iter().map(Worker::url).collect();
+    assert!(urls[0].starts_with("https://"));
+    let tls_config = |ca: &std::path::Path, identity: &std::path::Path| {
+        format!(
+            "worker_tls_ca = {:?}\nworker_tls_client_cert = {:?}\nworker_tls_client_key = {:?}",
+            path(ca, "ca.pem"),
+            path(identity, "server-cert.pem"),
+            path(identity, "server-key.pem"),
+        )
+    };
+    let trusted = tls_config(&cluster_tls, &cluster_tls);
+    let coordinator = start_coordinator(&storage, &urls, &trusted);
+    let local = Server::start_on(&storage, "");
+    assert_answers_match(&coordinator, &local, &present);
+    assert!(
+        !asked(&coordinator, "select count(*) from t").is_empty(),
+        "the scan ran on the workers"
+    );
+    // Trusting another CA: a TLS error, not a lost worker to route around. Without a
+    // certificate, or with one the workers do not trust: no answer either (TLS 1.3 refuses a
+    // client's certificate after the handshake, so the coordinator sees the refusal, or only
+    // the connection close, as when a worker dies).
+    let untrusted = tls_config(&cluster_tls, &stranger_tls);
+    let wary = tls_config(&stranger_tls, &cluster_tls);
+    let anonymous = format!("worker_tls_ca = {:?}", path(&cluster_tls, "ca.pem"));
+    for (config, surely_tls) in [(wary, true), (untrusted, false), (anonymous, false)] {
+        let stranger = start_coordinator(&storage, &urls, &config);
+        let out = stranger.mysql(&["-e", "select count(*) from t"]);
+        assert!(!out.status.success(), "{config}: {}", stdout(&out));
+        let said = stderr(&out);
+        let tls = said.contains("TLS between the coordinator and a worker failed: check");
+        assert!(
+            tls || (!surely_tls && said.contains("a worker failed during the query")),
+            "{config}: {said}"
+        );
+    }
+    // https without a CA, and plain http beyond loopback, are refused at start.
+    for (workers, why) in [
+        (urls[0].as_str(), "https needs worker_tls_ca"),
+        ("http://10.0.0.2:7100", "in clear"),
+    ] {
+        let config = dir.path().join("refused.toml");
+        std::fs::write(&config, format!("workers = [\"{workers}\"]")).unwrap();
+        let out = sieve()
+            .args(["--storage", &storage, "--config", config.to_str().unwrap()])
+            .args(["serve", "--port", &free_port().to_string()])
+            .output()
+            .unwrap();
+        assert!(!out.status.success());
+        assert!(stderr(&out).contains(why), "{}", stderr(&out));
+    }
+}
+
+#[test]
+fn a_worker_beyond_loopback_needs_a_secret_and_tls() {
     let out = sieve()
         .args([
             "--storage",
@@ -400,4 +510,16 @@ fn a_worker_beyond_loopback_needs_a_secret() {
         .output()
         .unwrap();
     assert!(stderr(&out).contains("at least 16 visible ASCII characters"));
+    let out = sieve()
+        .args(["--storage", "memory://", "worker", "--host", "0.0.0.0"])
+        .args(["--port", "0"])
+        .env("SIEVE_CLUSTER_SECRET", SECRET)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("refusing to listen on 0.0.0.0 without TLS"),
+        "{}",
+        stderr(&out)
+    );
 }

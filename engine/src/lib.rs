@@ -25,6 +25,7 @@ mod sink;
 pub use cluster::coordinator::{Cluster, ClusterSettings};
 pub use cluster::secret::ClusterSecret;
 pub use cluster::worker::worker;
+pub use cluster::worker_tls::WorkerTls;
 pub use dialect::session_functions::Client;
 pub use dialect::show_create::quoted;
 pub use dialect::system_variables::{MYSQL_VERSION, ServerLimits};

@@ -26,6 +26,9 @@ use serde::Serialize;
 
 /// Entries `sieve_query_log()` can list.
 pub const RECENT: usize = 1000;
+/// Bytes of a statement's text kept in memory (the file has it whole): a dump's multi-MB
+/// INSERTs would otherwise hold gigabytes.
+const RECENT_TEXT: usize = 4096;
 
 #[derive(Debug, Clone)]
 pub struct QueryLogSettings {
@@ -103,7 +106,7 @@ impl QueryLog {
         duration >= self.settings.long_query_time
     }
 
-    pub(crate) fn record(&self, entry: Entry) {
+    pub(crate) fn record(&self, mut entry: Entry) {
         if let Some(file) = &self.file {
             let mut line = serde_json::to_vec(&entry).expect("an entry serializes");
             line.push(b'\n');
@@ -111,6 +114,14 @@ impl QueryLog {
             if let Err(e) = file.write_all(&line) {
                 log::warn!("cannot append to the query log: {e}");
             }
+        }
+        if entry.statement.len() > RECENT_TEXT {
+            let mut cut = RECENT_TEXT;
+            while !entry.statement.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            entry.statement.truncate(cut);
+            entry.statement.push('…');
         }
         let mut recent = self.recent.lock().unwrap_or_else(|p| p.into_inner());
         if recent.len() == RECENT {

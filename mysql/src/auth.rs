@@ -116,6 +116,11 @@ impl Account {
         }
     }
 
+    /// Whether a full login has cached the digest the fast path checks scrambles against.
+    pub fn has_sha2_digest(&self) -> bool {
+        self.sha2_digest.lock().expect("digest lock").is_some()
+    }
+
     /// `caching_sha2_password`'s fast path: `scramble` is SHA256(password) XOR
     /// SHA256(SHA256(SHA256(password)) + salt); it proves the password only to a server that
     /// holds SHA256(SHA256(password)), which this account does after a full login.

@@ -70,14 +70,16 @@ impl KeyPair {
                 let pem = key
                     .to_pkcs8_pem(LineEnding::LF)
                     .map_err(|e| failed("cannot encode", &e))?;
-                std::fs::create_dir_all(dir)
-                    .map_err(|e| failed("cannot create the folder of", &e))?;
                 // Written whole under another name first: a server stopped mid-write leaves no
-                // half key for the next start to refuse.
+                // half key for the next start to refuse. A folder that cannot be written costs
+                // only the key's keeping (this process uses it still), not a new key per login.
                 let partial = dir.join(format!("private_key.pem.{}", std::process::id()));
-                write_private(&partial, pem.as_bytes())
-                    .and_then(|()| std::fs::rename(&partial, &private_path))
-                    .map_err(|e| failed("cannot write", &e))?;
+                let kept = std::fs::create_dir_all(dir)
+                    .and_then(|()| write_private(&partial, pem.as_bytes()))
+                    .and_then(|()| std::fs::rename(&partial, &private_path));
+                if let Err(e) = kept {
+                    log::warn!("{}", failed("cannot keep the RSA key in", &e));
+                }
                 key
             }
             Err(e) => return Err(failed("cannot read", &e)),
@@ -86,8 +88,9 @@ impl KeyPair {
             .to_public_key()
             .to_public_key_pem(LineEnding::LF)
             .map_err(|e| failed("cannot encode the public key of", &e))?;
-        std::fs::write(dir.join("public_key.pem"), &public_pem)
-            .map_err(|e| failed("cannot write the public key beside", &e))?;
+        if let Err(e) = std::fs::write(dir.join("public_key.pem"), &public_pem) {
+            log::warn!("{}", failed("cannot write the public key beside", &e));
+        }
         Ok(Self {
             private,
             public_pem,

@@ -9,19 +9,74 @@
 //! come back on another, and a channel still bound to the dead connection lost the first.
 //! Forgetting a worker's channel whenever its liveness changes (and every channel after a
 //! transport failure) means the first query after it returns opens a fresh connection.
+//!
+//! Over TLS ([`crate::cluster::worker_tls`]) the channel is made here, connected when first
+//! asked for: a worker that cannot be reached fails with the default resolver's error text,
+//! which the coordinator reads as a lost worker; one whose TLS handshake fails (a certificate
+//! not trusted, one required and not given) with [`TLS_REFUSED`], which it does not.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
+use datafusion::common::exec_datafusion_err;
 use datafusion::error::DataFusionError;
-use datafusion_distributed::grpc::DefaultChannelResolver;
+use datafusion_distributed::grpc::{
+    BoxCloneSyncChannel, DefaultChannelResolver, create_worker_client,
+};
 use datafusion_distributed::{ChannelResolver, WorkerChannel};
+use tokio::sync::OnceCell;
+use tonic::transport::{Channel, ClientTlsConfig};
 use url::Url;
 
-/// Channels by worker URL; a resolver per URL, so forgetting one drops its cached channel.
+/// How long connecting to a worker may take before the query is told it is lost.
+const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// What a query meets when a worker's TLS handshake fails: not a lost worker (every query would
+/// meet it again), so it is not routed around.
+pub(crate) const TLS_REFUSED: &str = "TLS between the coordinator and a worker failed: check \
+     worker_tls_ca, worker_tls_client_cert/key and the worker's --tls-cert and --tls-client-ca";
+
+/// Whether an error's text is a TLS handshake's refusal (rustls's certificate errors and
+/// alerts), not a connection lost.
+pub(crate) fn is_tls_refusal(text: &str) -> bool {
+    [
+        "certificate",
+        "received fatal alert",
+        "CertificateRequired",
+        "UnknownIssuer",
+    ]
+    .iter()
+    .any(|mark| text.contains(mark))
+}
+
+/// An error and its sources, as one line: tonic's transport error alone says only
+/// "transport error".
+fn chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(e) = cause {
+        text.push_str(": ");
+        text.push_str(&e.to_string());
+        cause = e.source();
+    }
+    text
+}
+
+/// A worker's channel: the default resolver's (plain), or one made over TLS when first used.
+#[derive(Clone)]
+enum Link {
+    Plain(DefaultChannelResolver),
+    Tls(Arc<OnceCell<BoxCloneSyncChannel>>),
+}
+
+/// Channels by worker URL, so forgetting one drops its channel.
 #[derive(Clone, Default)]
-pub(crate) struct WorkerChannels(Arc<Mutex<HashMap<Url, DefaultChannelResolver>>>);
+pub(crate) struct WorkerChannels {
+    links: Arc<Mutex<HashMap<Url, Link>>>,
+    /// For `https://` workers.
+    tls: Option<ClientTlsConfig>,
+}
 
 impl std::fmt::Debug for WorkerChannels {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -30,6 +85,13 @@ impl std::fmt::Debug for WorkerChannels {
 }
 
 impl WorkerChannels {
+    pub(crate) fn new(tls: Option<ClientTlsConfig>) -> Self {
+        Self {
+            links: Arc::default(),
+            tls,
+        }
+    }
+
     /// The next query to `url` opens a new connection.
     pub(crate) fn forget(&self, url: &Url) {
         self.resolvers().remove(url);
@@ -41,11 +103,34 @@ impl WorkerChannels {
         self.resolvers().clear();
     }
 
-    fn resolvers(&self) -> std::sync::MutexGuard<'_, HashMap<Url, DefaultChannelResolver>> {
+    fn resolvers(&self) -> std::sync::MutexGuard<'_, HashMap<Url, Link>> {
         // A map of handles cannot be left half-changed by a panic.
-        self.0
+        self.links
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// A channel to `url` over TLS, connected.
+    async fn connect_tls(
+        url: &Url,
+        tls: ClientTlsConfig,
+    ) -> Result<BoxCloneSyncChannel, DataFusionError> {
+        let endpoint = Channel::from_shared(url.to_string())
+            .map_err(|e| exec_datafusion_err!("worker URL {url}: {e}"))?
+            .connect_timeout(CONNECT_TIMEOUT)
+            .tls_config(tls)
+            .map_err(|e| exec_datafusion_err!("worker {url}: {}", chain(&e)))?;
+        let channel = endpoint.connect().await.map_err(|e| {
+            let cause = chain(&e);
+            if is_tls_refusal(&cause) {
+                exec_datafusion_err!("{TLS_REFUSED} ({url}): {cause}")
+            } else {
+                exec_datafusion_err!(
+                    "Error connecting to Distributed DataFusion worker on '{url}': {cause}"
+                )
+            }
+        })?;
+        Ok(BoxCloneSyncChannel::new(channel))
     }
 }
 
@@ -55,7 +140,28 @@ impl ChannelResolver for WorkerChannels {
         &self,
         url: &Url,
     ) -> Result<Box<dyn WorkerChannel>, DataFusionError> {
-        let resolver = self.resolvers().entry(url.clone()).or_default().clone();
-        resolver.get_worker_client_for_url(url).await
+        let link = self
+            .resolvers()
+            .entry(url.clone())
+            .or_insert_with(|| match url.scheme() {
+                "https" => Link::Tls(Arc::default()),
+                _ => Link::Plain(DefaultChannelResolver::default()),
+            })
+            .clone();
+        match link {
+            Link::Plain(resolver) => resolver.get_worker_client_for_url(url).await,
+            Link::Tls(cell) => {
+                let Some(tls) = self.tls.clone() else {
+                    return Err(exec_datafusion_err!(
+                        "worker URL {url}: https needs worker_tls_ca"
+                    ));
+                };
+                let channel = cell
+                    .get_or_try_init(|| Self::connect_tls(url, tls))
+                    .await?
+                    .clone();
+                Ok(create_worker_client(channel))
+            }
+        }
     }
 }

@@ -33,10 +33,11 @@ use url::Url;
 
 use sieve_storage::Storage;
 
-use crate::cluster::channels::WorkerChannels;
+use crate::cluster::channels::{TLS_REFUSED, WorkerChannels, is_tls_refusal};
 use crate::cluster::placement::Placement;
 use crate::cluster::scan_codec::ScanCodec;
 use crate::cluster::secret::{ClusterSecret, REFUSED};
+use crate::cluster::worker_tls::{WorkerTls, is_loopback};
 use crate::scan::exec::{ScanRequest, Shares, SieveScanExec};
 
 /// How often each worker's port is tried.
@@ -48,6 +49,9 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
 pub struct ClusterSettings {
     /// Sent on every call to a worker, which refuses calls without it when it has one.
     pub secret: Option<ClusterSecret>,
+    /// For `https://` workers: the CA their certificates are checked against, and the
+    /// coordinator's own certificate for workers that require one.
+    pub tls: Option<WorkerTls>,
 }
 
 /// The workers a coordinator was given, and which of them answer.
@@ -62,24 +66,44 @@ pub struct Cluster {
 }
 
 impl Cluster {
-    /// Checks every URL (`http://host:port`), probes each once, and keeps probing in the
-    /// background for as long as the cluster is in use.
+    /// Checks every URL (`https://host:port`, or `http://` on loopback), probes each once, and
+    /// keeps probing in the background for as long as the cluster is in use.
     pub async fn start(urls: &[String], settings: ClusterSettings) -> Result<Arc<Self>> {
         if urls.is_empty() {
             return plan_err!("--workers lists no worker");
         }
+        let tls = settings
+            .tls
+            .as_ref()
+            .map(WorkerTls::client_config)
+            .transpose()?;
         let mut workers = Vec::with_capacity(urls.len());
         for text in urls {
             let url = Url::parse(text.trim())
                 .map_err(|e| DataFusionError::Configuration(format!("worker URL {text:?}: {e}")))?;
             let addr = match (url.scheme(), url.host_str(), url.port()) {
-                ("http", Some(host), Some(port)) => format!("{host}:{port}"),
+                ("http" | "https", Some(host), Some(port)) => format!("{host}:{port}"),
                 _ => {
                     return Err(DataFusionError::Configuration(format!(
-                        "worker URL {text:?}: expected http://host:port"
+                        "worker URL {text:?}: expected https://host:port (or http:// on loopback)"
                     )));
                 }
             };
+            let refused = match url.scheme() {
+                "http" if !is_loopback(&url) => Some(
+                    "a plain link beyond loopback would carry the cluster secret and every row \
+                     in clear: use https:// with worker_tls_ca",
+                ),
+                "https" if tls.is_none() => {
+                    Some("https needs worker_tls_ca, the CA that signed the workers' certificates")
+                }
+                _ => None,
+            };
+            if let Some(why) = refused {
+                return Err(DataFusionError::Configuration(format!(
+                    "worker URL {text:?}: {why}"
+                )));
+            }
             if workers.iter().any(|(u, _)| u == &url) {
                 return Err(DataFusionError::Configuration(format!(
                     "worker {url} is listed twice"
@@ -92,7 +116,7 @@ impl Cluster {
             workers,
             live,
             secret: settings.secret,
-            channels: WorkerChannels::default(),
+            channels: WorkerChannels::new(tls),
         });
         cluster.probe().await;
         let weak = Arc::downgrade(&cluster);
@@ -189,6 +213,13 @@ impl Cluster {
             if text.contains(REFUSED) {
                 // Not a failure to route around: every query would meet it again.
                 return DataFusionError::Execution(REFUSED.to_string());
+            }
+            if let Some(at) = text.find(TLS_REFUSED) {
+                // Neither: a certificate the other side does not take.
+                return DataFusionError::Execution(text[at..].to_string());
+            }
+            if is_tls_refusal(&text) {
+                return DataFusionError::Execution(format!("{TLS_REFUSED}: {text}"));
             }
             transport |= e.is::<tonic::Status>()
                 || text.starts_with("code: '")

@@ -8,3 +8,4 @@ pub(crate) mod placement;
 pub(crate) mod scan_codec;
 pub(crate) mod secret;
 pub(crate) mod worker;
+pub(crate) mod worker_tls;

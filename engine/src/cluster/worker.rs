@@ -12,17 +12,25 @@ use datafusion_distributed::{DistributedExt, Worker, WorkerQueryContext};
 use sieve_storage::Storage;
 
 use crate::catalog::storage_url::object_store_url;
+use crate::cluster::channels::WorkerChannels;
 use crate::cluster::scan_codec::ScanCodec;
 use crate::cluster::secret::ClusterSecret;
+use crate::cluster::worker_tls::WorkerTls;
 use crate::guard::memory::MemoryLimits;
 
 /// A worker over `storage`, to be served with `Worker::into_worker_server` (behind
 /// [`ClusterSecret::check`] when it has a secret, which it also sends to the workers it calls).
+/// With `tls`, it calls other workers (a shuffle's next stage) over TLS as a coordinator does.
 pub fn worker(
     storage: Storage,
     limits: MemoryLimits,
     secret: Option<ClusterSecret>,
+    tls: Option<WorkerTls>,
 ) -> Result<Worker> {
+    let peers = tls
+        .as_ref()
+        .map(|tls| tls.client_config().map(|c| WorkerChannels::new(Some(c))))
+        .transpose()?;
     let runtime = RuntimeEnvBuilder::new()
         .with_memory_pool(limits.server_pool())
         .build_arc()?;
@@ -30,9 +38,12 @@ pub fn worker(
     runtime.register_object_store(url.as_ref(), storage.store().clone());
     let codec = ScanCodec::new(storage);
     let worker = Worker::from_session_builder(move |ctx: WorkerQueryContext| {
-        let (codec, secret) = (codec.clone(), secret.clone());
+        let (codec, secret, peers) = (codec.clone(), secret.clone(), peers.clone());
         async move {
             let mut builder = ctx.builder.with_distributed_user_codec(codec);
+            if let Some(peers) = peers {
+                builder = builder.with_distributed_channel_resolver(peers);
+            }
             if let Some(secret) = secret {
                 builder = builder.with_distributed_passthrough_headers(secret.headers())?;
             }

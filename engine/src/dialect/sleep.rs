@@ -48,17 +48,18 @@ impl AsyncScalarUDFImpl for Sleep {
         let seconds = seconds.as_primitive::<Float64Type>();
         for i in 0..rows {
             let s = seconds.value(i);
-            if seconds.is_null(i) || !s.is_finite() || s < 0.0 {
-                return plan_err!(
-                    "Incorrect arguments to sleep: {}",
-                    if seconds.is_null(i) {
-                        "NULL".to_string()
-                    } else {
-                        s.to_string()
-                    }
-                );
-            }
-            tokio::time::sleep(Duration::from_secs_f64(s)).await;
+            let duration = (!seconds.is_null(i))
+                .then(|| Duration::try_from_secs_f64(s).ok())
+                .flatten();
+            let Some(duration) = duration else {
+                let shown = if seconds.is_null(i) {
+                    "NULL".to_string()
+                } else {
+                    s.to_string()
+                };
+                return plan_err!("Incorrect arguments to sleep: {shown}");
+            };
+            tokio::time::sleep(duration).await;
         }
         Ok(ColumnarValue::Array(Arc::new(Int64Array::from(vec![
             0;

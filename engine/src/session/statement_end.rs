@@ -1,7 +1,8 @@
 //! A statement's end, recorded once, whichever front end ran it: in the Prometheus counters
 //! ([`crate::metrics`]) and the query log ([`crate::query_log`]). A statement that fails before
 //! its result is recorded at once; one with a result when the result is dropped, read to its
-//! end or not ([`super::query_stream::QueryStream`]).
+//! end or not ([`super::query_stream::QueryStream`]); one dropped before either (KILL QUERY, a
+//! timeout or a lost client while it plans or writes) as cancelled.
 
 use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
@@ -13,8 +14,12 @@ use super::query_stream::ScanStats;
 use crate::metrics::{Outcome, statement_ended};
 use crate::query_log::{Entry, QueryLog};
 
+/// A statement not recorded yet; recorded as cancelled if dropped so.
 #[derive(Debug)]
-pub(crate) struct Finished {
+pub(crate) struct Finished(Option<Running>);
+
+#[derive(Debug)]
+struct Running {
     kind: &'static str,
     started: Instant,
     started_at: SystemTime,
@@ -39,7 +44,7 @@ impl Session {
             .filter(|_| log.logs_parameters())
             .map(|values| values.iter().map(ToString::to_string).collect());
         let client = self.server().1.clone();
-        Finished {
+        Finished(Some(Running {
             kind,
             started: Instant::now(),
             started_at: SystemTime::now(),
@@ -49,18 +54,34 @@ impl Session {
             database: self.database(),
             statement,
             parameters,
-        }
+        }))
     }
 }
 
 impl Finished {
     pub(crate) fn record(
-        self,
+        mut self,
         outcome: Outcome,
         rows: u64,
         stats: &ScanStats,
         error: Option<String>,
     ) {
+        if let Some(running) = self.0.take() {
+            running.record(outcome, rows, stats, error);
+        }
+    }
+}
+
+impl Drop for Finished {
+    fn drop(&mut self) {
+        if let Some(running) = self.0.take() {
+            running.record(Outcome::Cancelled, 0, &ScanStats::default(), None);
+        }
+    }
+}
+
+impl Running {
+    fn record(self, outcome: Outcome, rows: u64, stats: &ScanStats, error: Option<String>) {
         let duration = self.started.elapsed();
         statement_ended(self.kind, outcome, duration, rows, stats);
         let since_epoch = self

@@ -133,10 +133,7 @@ impl Connection {
                 }
             }
         };
-        let tried_password = match &proof {
-            Some(Proof::NativeScramble(s) | Proof::Password(s)) => !s.is_empty(),
-            _ => true,
-        };
+        let tried_password = !(response.auth.is_empty() || response.auth == [0]);
         if !self.authenticate(&response.user, proof).await {
             let message = format!(
                 "Access denied for user '{}'@'{}' (using password: {})",
@@ -184,13 +181,20 @@ impl Connection {
         response: &HandshakeResponse,
         secure: bool,
     ) -> Result<Option<Proof>, Refused> {
-        if response.auth.is_empty() {
+        // No password: nothing, or (Oracle's libmysqlclient) a lone NUL.
+        if response.auth.is_empty() || response.auth == [0] {
             return Ok(Some(Proof::Password(Vec::new())));
         }
         let account = &self.shared.account;
         if account.fast_sha2(&response.user, &self.salt, &response.auth) {
             exchange.writer.packet(&sha2::FAST_AUTH_SUCCESS);
             return Ok(Some(Proof::FastAuthenticated));
+        }
+        if account.has_sha2_digest() {
+            // The scramble could have been checked and did not match: a wrong password (or
+            // user), denied now through the throttle, so guesses against the fast path are
+            // slowed like any others.
+            return Ok(None);
         }
         let mut answer = exchange.ask(&sha2::PERFORM_FULL_AUTHENTICATION).await?;
         if secure {
