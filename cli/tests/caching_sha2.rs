@@ -6,7 +6,7 @@
 mod common;
 
 use common::wire::{Wire, error_code};
-use common::{PASSWORD, Server, sieve, stderr, stdout};
+use common::{PASSWORD, Server, serve_refused, stderr, stdout};
 
 #[test]
 fn the_first_login_is_full_and_the_next_ones_fast() {
@@ -68,23 +68,9 @@ fn mysql_native_password_stays_available() {
     let out = server.mysql(&["--skip-ssl", "-e", "select 42"]);
     assert_eq!(stdout(&out).trim(), "42", "{}", stderr(&out));
     // An unknown plugin is refused at start, naming the ones there are.
-    let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("sieve.toml");
-    std::fs::write(
-        &config,
-        "default_authentication_plugin = \"sha256_password\"",
-    )
-    .unwrap();
-    let out = sieve()
-        .args(["--storage", dir.path().to_str().unwrap(), "--config"])
-        .arg(&config)
-        .args(["serve", "--port", "1"])
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
+    let said = serve_refused("default_authentication_plugin = \"sha256_password\"");
     assert!(
-        stderr(&out).contains("\"caching_sha2_password\" or \"mysql_native_password\""),
-        "{}",
-        stderr(&out)
+        said.contains("\"caching_sha2_password\" or \"mysql_native_password\""),
+        "{said}"
     );
 }

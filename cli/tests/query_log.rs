@@ -106,20 +106,9 @@ fn prepared_values_are_logged_when_asked() {
     assert_eq!(logged[3]["statement"], "select ? + 1");
     assert_eq!(logged[3]["parameters"], serde_json::json!(["987654321"]));
     // An unwritable log refuses to start, naming it.
-    let out = common::sieve()
-        .args(["--storage", dir.path().to_str().unwrap(), "--config"])
-        .arg({
-            let config = dir.path().join("bad.toml");
-            std::fs::write(&config, "query_log = \"/nonexistent/dir/q.jsonl\"").unwrap();
-            config
-        })
-        .args(["serve", "--port", "1"])
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
+    let said = common::serve_refused("query_log = \"/nonexistent/dir/q.jsonl\"");
     assert!(
-        stderr(&out).contains("cannot open the query log /nonexistent/dir/q.jsonl"),
-        "{}",
-        stderr(&out)
+        said.contains("cannot open the query log /nonexistent/dir/q.jsonl"),
+        "{said}"
     );
 }

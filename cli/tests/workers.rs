@@ -154,6 +154,26 @@ fn wait_until_no_worker_is_asked(server: &Server, query: &str, failure: &str) {
     }
 }
 
+/// Table t at `storage`: `inserts` commits of 10,000 rows (so as many locator groups, the unit
+/// placed on workers) in blocks of up to 4000, indexed on c1 and c2; c3 has NULLs and repeats.
+/// `options` adds to its WITH.
+fn make_table(storage: &str, inserts: u64, options: &str) {
+    let mut script = format!(
+        "create table t (c1 bigint, c2 varchar, c3 int) \
+         with (index_columns = 'c1,c2', block_rows = 4000{options});"
+    );
+    for part in 0..inserts {
+        script += &format!(
+            "insert into t select n, cast(n * 7919 % 100003 as varchar), \
+             case when n % 10 = 0 then null else cast(n % 97 as int) end \
+             from (select number + {} as n from numbers(10000));",
+            part * 10000
+        );
+    }
+    let out = sql(storage, &script);
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
 /// A coordinator over `urls`, with the workers' secret and `more` config lines.
 fn start_coordinator(storage: &str, urls: &[String], more: &str) -> Server {
     let list: Vec<String> = urls.iter().map(|u| format!("\"{u}\"")).collect();
@@ -185,19 +205,7 @@ fn three_workers_answer_as_one_process_and_survive_losing_one() {
     // fingerprints from the first group, so a lookup asks a second worker by chance about 1 in
     // 6,500 (with the default 0.01 the first groups get 8 to 10 bits, and one of this test's
     // lookups asked two workers).
-    let mut script = "create table t (c1 bigint, c2 varchar, c3 int) \
-         with (index_columns = 'c1,c2', block_rows = 4000, max_false_reads = 0.00001);"
-        .to_string();
-    for part in 0..10 {
-        script += &format!(
-            "insert into t select n, cast(n * 7919 % 100003 as varchar), \
-             case when n % 10 = 0 then null else cast(n % 97 as int) end \
-             from (select number + {} as n from numbers(10000));",
-            part * 10000
-        );
-    }
-    let out = sql(&storage, &script);
-    assert!(out.status.success(), "{}", stderr(&out));
+    make_table(&storage, 10, ", max_false_reads = 0.00001");
     let present = (54321u64 * 7919 % 100003).to_string();
 
     let mut workers: Vec<Worker> = (0..3)
@@ -394,19 +402,7 @@ fn three_workers_answer_as_one_process_and_survive_losing_one() {
 fn workers_over_mutual_tls_answer_as_one_process() {
     let dir = tempfile::tempdir().unwrap();
     let storage = dir.path().join("data").to_str().unwrap().to_string();
-    let mut script = "create table t (c1 bigint, c2 varchar, c3 int) \
-         with (index_columns = 'c1,c2', block_rows = 4000);"
-        .to_string();
-    for part in 0..3 {
-        script += &format!(
-            "insert into t select n, cast(n * 7919 % 100003 as varchar), \
-             case when n % 10 = 0 then null else cast(n % 97 as int) end \
-             from (select number + {} as n from numbers(10000));",
-            part * 10000
-        );
-    }
-    let out = sql(&storage, &script);
-    assert!(out.status.success(), "{}", stderr(&out));
+    make_table(&storage, 3, "");
     let present = (12345u64 * 7919 % 100003).to_string();
     // One CA signs the certificate workers and the coordinator present (to each other, and
     // workers to workers in a shuffle); another signs a stranger's.
@@ -471,15 +467,8 @@ fn workers_over_mutual_tls_answer_as_one_process() {
         (urls[0].as_str(), "https needs worker_tls_ca"),
         ("http://10.0.0.2:7100", "in clear"),
     ] {
-        let config = dir.path().join("refused.toml");
-        std::fs::write(&config, format!("workers = [\"{workers}\"]")).unwrap();
-        let out = sieve()
-            .args(["--storage", &storage, "--config", config.to_str().unwrap()])
-            .args(["serve", "--port", &free_port().to_string()])
-            .output()
-            .unwrap();
-        assert!(!out.status.success());
-        assert!(stderr(&out).contains(why), "{}", stderr(&out));
+        let said = common::serve_refused(&format!("workers = [\"{workers}\"]"));
+        assert!(said.contains(why), "{said}");
     }
 }
 

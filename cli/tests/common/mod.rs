@@ -44,6 +44,40 @@ pub fn free_port() -> u16 {
         .port()
 }
 
+/// What `sieve serve` with `config` as its configuration says when it refuses to start; fails
+/// the test if it starts instead (still running after 30 s) or exits well.
+pub fn serve_refused(config: &str) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sieve.toml");
+    std::fs::write(&path, config).unwrap();
+    let log = dir.path().join("stderr");
+    let mut child = sieve()
+        .args(["--storage", dir.path().join("data").to_str().unwrap()])
+        .args(["--config", path.to_str().unwrap()])
+        .args(["serve", "--port", &free_port().to_string()])
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("sieve serve started with {config:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let said = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        !status.success(),
+        "sieve serve exited well with {config:?}: {said}"
+    );
+    said
+}
+
 /// A `sieve serve` on a free loopback port over a fresh directory; killed on drop.
 pub struct Server {
     pub port: u16,
