@@ -1,5 +1,5 @@
 //! Damage on disk is noticed: a seeded fuzz flips bits in each kind of stored object (catalog
-//! entries, snapshots, the latest pointer, segments, Parquet blocks, sidecars) and checks that
+//! entries, snapshots, the pointers, segments, Parquet blocks, sidecars, locators) and checks that
 //! every query then either fails or returns exactly the undamaged answer. A sidecar's damage may
 //! only cost pruning (the block is read); every other object's must be caught by a checksum.
 
@@ -45,6 +45,7 @@ fn kind(path: &Path) -> &'static str {
     let name = path.to_string_lossy();
     match () {
         _ if name.ends_with("database.json") => "database marker",
+        _ if name.contains("/pointers/") => "named pointer",
         _ if name.contains("/catalog/") => "table definition",
         _ if name.ends_with("latest.json") => "latest pointer",
         _ if name.contains("/snapshots/") => "snapshot",
@@ -91,7 +92,7 @@ async fn flipped_bits_in_any_object_give_an_error_or_the_right_answer() {
     let mut snapshots = by_kind.remove("snapshot").unwrap();
     by_kind.insert("snapshot", vec![snapshots.pop().unwrap()]);
     by_kind.insert("older snapshot", snapshots);
-    assert_eq!(by_kind.len(), 9, "{:?}", by_kind.keys());
+    assert_eq!(by_kind.len(), 10, "{:?}", by_kind.keys());
 
     let mut rng = StdRng::seed_from_u64(0x51e7e);
     let mut caught: BTreeMap<&str, usize> = BTreeMap::new();
@@ -135,7 +136,8 @@ async fn flipped_bits_in_any_object_give_an_error_or_the_right_answer() {
     // The objects whose every byte matters are always caught; the marker's content and the
     // snapshots are never read (the pointer carries a copy of the newest, which a reader uses
     // when the listing finds nothing newer), a sidecar's damage only means reading its block, a
-    // locator's only means asking the sidecars.
+    // locator's only means asking the sidecars, the named pointer's only means not fetching
+    // segments early.
     for kind in ["table definition", "latest pointer", "segment"] {
         assert_eq!(caught.get(kind), Some(&24), "{kind}: {caught:?}");
     }
@@ -144,6 +146,7 @@ async fn flipped_bits_in_any_object_give_an_error_or_the_right_answer() {
     for kind in [
         "sidecar",
         "locator",
+        "named pointer",
         "database marker",
         "snapshot",
         "older snapshot",

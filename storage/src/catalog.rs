@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Result, StorageError};
 use crate::location::Storage;
 use crate::meta::checked_json;
+use crate::meta::snapshot::named_pointer_snapshot;
 use crate::meta::table_def::TableDef;
 use crate::read::table::Table;
 
@@ -43,6 +44,13 @@ fn tables_dir(db: &str) -> Path {
 
 fn table_path(db: &str, name: &str) -> Path {
     tables_dir(db).join(format!("{name}.json"))
+}
+
+/// The table's named pointer ([`crate::meta::snapshot::named_pointer_snapshot`]).
+pub(crate) fn pointer_path(db: &str, name: &str) -> Path {
+    database_dir(db)
+        .join("pointers")
+        .join(format!("{name}.json"))
 }
 
 fn file_stem(path: &Path) -> Option<String> {
@@ -169,22 +177,49 @@ impl Catalog {
 
     /// The definition of `db.name`, as a fetch sent after this call began finds it (so a CREATE
     /// or DROP made before is seen); concurrent callers share fetches ([`crate::read::freshness`]).
+    /// A process's first fetch of it also fetches the table's named pointer, in the same round
+    /// trip, and leaves the snapshot it carries to [`Table::snapshot`] as a hint.
     pub async fn table(&self, db: &str, name: &str) -> Result<TableDef> {
         let path = table_path(db, name);
-        let (key, store) = (path.to_string(), self.storage.store().clone());
+        let pointer = pointer_path(db, name);
+        let (key, storage) = (path.to_string(), self.storage.clone());
         let fetched = self
             .storage
             .definitions()
             .latest(&key, move || {
-                let (store, path) = (store.clone(), path.clone());
+                let (storage, path, pointer) = (storage.clone(), path.clone(), pointer.clone());
                 async move {
-                    match store.get(&path).await {
-                        Ok(found) => {
-                            checked_json::decode(path.as_ref(), &found.bytes().await?).map(Some)
-                        }
-                        Err(object_store::Error::NotFound { .. }) => Ok(None),
-                        Err(e) => Err(e.into()),
+                    let fetched = &storage.caches().definitions_fetched;
+                    let first = fetched.get(path.as_ref()).is_none();
+                    if first {
+                        fetched.insert(path.to_string(), ());
                     }
+                    let store = storage.store();
+                    let (def, hint) = futures::join!(store.get(&path), async {
+                        if first {
+                            Some(store.get(&pointer).await)
+                        } else {
+                            None
+                        }
+                    });
+                    let def: TableDef = match def {
+                        Ok(found) => checked_json::decode(path.as_ref(), &found.bytes().await?)?,
+                        Err(object_store::Error::NotFound { .. }) => return Ok(None),
+                        Err(e) => return Err(e.into()),
+                    };
+                    if let Some(Ok(found)) = hint {
+                        let hinted = async {
+                            let bytes = found.bytes().await?;
+                            named_pointer_snapshot(pointer.as_ref(), &bytes, &def.id)
+                        };
+                        match hinted.await {
+                            Ok(Some(snapshot)) => Table::new(storage.clone(), def.clone())
+                                .leave_pointer_hint(snapshot),
+                            Ok(None) => {}
+                            Err(e) => log::debug!("ignoring the pointer hint {pointer}: {e}"),
+                        }
+                    }
+                    Ok(Some(def))
                 }
             })
             .await?;
@@ -216,6 +251,10 @@ impl Catalog {
     pub async fn drop_table(&self, db: &str, name: &str) -> Result<()> {
         self.table(db, name).await?;
         self.storage.store().delete(&table_path(db, name)).await?;
+        // Only a hint, which names the dropped table's id: one left behind is ignored.
+        if let Err(e) = self.storage.store().delete(&pointer_path(db, name)).await {
+            log::debug!("the named pointer of {db}.{name} stays: {e}");
+        }
         Ok(())
     }
 }

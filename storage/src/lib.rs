@@ -23,6 +23,7 @@ pub use meta::block_checksums::BlockChecksums;
 pub use meta::block_list::{BlockList, IndexColumnStats, LocatorGroup};
 pub use meta::copied_files::{CopiedFile, CopiedFiles};
 pub use meta::deletes::{BlockDeletes, Deletes};
+pub use meta::page_table;
 pub use meta::snapshot::{CopiesChange, SegmentRef, Snapshot};
 pub use meta::table_def::{DEFAULT_BLOCK_ROWS, DEFAULT_MAX_FALSE_READS, TableDef, TableOptions};
 pub use meta::versions;

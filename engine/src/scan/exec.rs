@@ -12,6 +12,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::common::config::{ConfigOptions, TableParquetOptions};
 use datafusion::common::tree_node::TreeNodeRecursion;
@@ -44,7 +45,7 @@ use crate::error::to_df;
 use crate::scan::live_rows::live_ranges;
 use crate::scan::pruning::{PruneOutcome, prune_blocks, pruning_predicate};
 use crate::scan::routing::routing_of;
-use crate::scan::verified_reader::VerifiedReaderFactory;
+use crate::scan::verified_reader::{LocatedPages, VerifiedReaderFactory};
 use crate::session::options::SieveOptions;
 
 /// A filtered query that would read every block of a large table (seed 004: Cassandra's ALLOW
@@ -360,7 +361,8 @@ impl SieveScanExec {
 
 /// Block `i` as a file for the Parquet scan, asking for only its live rows of `slices` (all
 /// slices when None): with the page index the scan reads only the pages that hold them. None when
-/// no such row is left.
+/// no such row is left. Slices the locator named come with the block's page table, if its
+/// segment has one, so their pages are read without the footer ([`LocatedPages`]).
 pub fn block_file(
     table: &Table,
     blocks: &BlockList,
@@ -368,9 +370,16 @@ pub fn block_file(
     slices: Option<&BTreeSet<u32>>,
 ) -> Option<PartitionedFile> {
     let path = table.block_path(blocks.block_id(i));
-    let file = PartitionedFile::new(path.to_string(), blocks.data_bytes().value(i))
+    let mut file = PartitionedFile::new(path.to_string(), blocks.data_bytes().value(i))
         .with_extension(blocks.checksums(i));
     let rows = blocks.rows().value(i) as usize;
+    if let (Some(_), Some(table_bytes)) = (slices, blocks.page_table(i)) {
+        file = file.with_extension(LocatedPages {
+            table: Bytes::copy_from_slice(table_bytes),
+            schema: table.def().schema.clone(),
+            rows: rows as u64,
+        });
+    }
     let Some(ranges) = live_ranges(rows, slices, blocks.deleted(i)) else {
         return Some(file);
     };

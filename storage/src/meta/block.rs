@@ -20,6 +20,7 @@ use sieve_index::{ColumnHashes, ColumnIndex, SidecarHeader};
 use crate::error::Result;
 use crate::meta::block_checksums;
 use crate::meta::nan_bounds::widen_to_nans;
+use crate::meta::page_table;
 use crate::meta::table_def::TableDef;
 
 /// What the segment metadata records of one indexed column of one block.
@@ -52,6 +53,8 @@ pub struct BlockStats {
     /// The locator group the block is in (set by the writer once the group is built), and on
     /// the group's first block the group's header.
     pub locator: Option<(String, Option<Vec<u8>>)>,
+    /// See [`crate::meta::page_table`]; None when the block has none.
+    pub pages: Option<Vec<u8>>,
 }
 
 pub struct EncodedBlock {
@@ -223,6 +226,7 @@ pub fn encode_block(def: &TableDef, id: String, batches: &[RecordBatch]) -> Resu
         null_counts,
         index,
         locator: None,
+        pages: page_table::encode(&metadata),
     };
     let locator_keys = locator_keys
         .into_iter()

@@ -24,7 +24,8 @@ use crate::meta::deletes::BlockDeletes;
 use crate::meta::table_def::TableDef;
 
 use crate::meta::segment::{
-    Segment, index_name, ipc_file, max_name, min_name, nulls_name, segment_schema,
+    LOCATOR, LOCATOR_HEADER, PAGES, Segment, index_name, ipc_file, max_name, min_name, nulls_name,
+    segment_schema,
 };
 
 /// Every block of a snapshot, in commit order, with the rows deleted from each.
@@ -140,9 +141,10 @@ impl BlockList {
         range: Range<usize>,
         relabel: &HashMap<usize, (String, Option<Vec<u8>>)>,
     ) -> Result<Bytes> {
-        let columns = self.batch.num_columns();
-        let names = self.batch.column(columns - 2).as_string::<i32>();
-        let headers = self.batch.column(columns - 1).as_binary::<i32>();
+        let schema = self.batch.schema();
+        let (names_at, headers_at) = (schema.index_of(LOCATOR)?, schema.index_of(LOCATOR_HEADER)?);
+        let names = self.batch.column(names_at).as_string::<i32>();
+        let headers = self.batch.column(headers_at).as_binary::<i32>();
         let (mut new_names, mut new_headers) = (Vec::new(), Vec::new());
         for i in range.clone() {
             match relabel.get(&i) {
@@ -158,8 +160,8 @@ impl BlockList {
         }
         let blocks = self.batch.slice(range.start, range.len());
         let mut arrays = blocks.columns().to_vec();
-        arrays[columns - 2] = Arc::new(StringArray::from(new_names));
-        arrays[columns - 1] = Arc::new(BinaryArray::from(new_headers));
+        arrays[names_at] = Arc::new(StringArray::from(new_names));
+        arrays[headers_at] = Arc::new(BinaryArray::from(new_headers));
         ipc_file(&RecordBatch::try_new(blocks.schema(), arrays)?)
     }
 
@@ -231,6 +233,15 @@ impl BlockList {
         )
     }
 
+    /// Block `i`'s page table ([`crate::meta::page_table`]), if its segment recorded one.
+    pub fn page_table(&self, i: usize) -> Option<&[u8]> {
+        let tables = self
+            .column(PAGES)
+            .expect("segment schema column")
+            .as_binary::<i32>();
+        tables.is_valid(i).then(|| tables.value(i))
+    }
+
     pub fn sidecar_bytes(&self) -> &UInt64Array {
         self.u64_column("sidecar_bytes")
     }
@@ -292,14 +303,9 @@ impl BlockList {
     /// The locator groups of the listed blocks, in order.
     pub fn locator_groups(&self) -> &[LocatorGroup] {
         self.locator_groups.get_or_init(|| {
-            let names = self
-                .batch
-                .column(self.batch.num_columns() - 2)
-                .as_string::<i32>();
-            let headers = self
-                .batch
-                .column(self.batch.num_columns() - 1)
-                .as_binary::<i32>();
+            let column = |name| self.column(name).expect("segment schema column");
+            let names = column(LOCATOR).as_string::<i32>();
+            let headers = column(LOCATOR_HEADER).as_binary::<i32>();
             let mut groups: Vec<LocatorGroup> = Vec::new();
             for i in (0..self.len()).filter(|&i| names.is_valid(i)) {
                 let name = names.value(i);

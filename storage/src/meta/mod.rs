@@ -8,6 +8,7 @@ pub(crate) mod checked_json;
 pub(crate) mod copied_files;
 pub(crate) mod deletes;
 pub(crate) mod nan_bounds;
+pub mod page_table;
 pub(crate) mod segment;
 pub(crate) mod snapshot;
 pub(crate) mod table_def;

@@ -42,8 +42,11 @@ pub(super) fn index_name(what: &str, column: &str) -> String {
     format!("{what}:{column}")
 }
 
-const LOCATOR: &str = "locator";
-const LOCATOR_HEADER: &str = "locator_header";
+pub(super) const LOCATOR: &str = "locator";
+pub(super) const LOCATOR_HEADER: &str = "locator_header";
+/// The block's page table ([`crate::meta::page_table`]); null for blocks that have none (and in
+/// segments written before it).
+pub(super) const PAGES: &str = "pages";
 
 /// A decoded segment file: the blocks one commit added, or the rows one commit deleted.
 #[derive(Debug)]
@@ -87,6 +90,7 @@ pub fn segment_schema(def: &TableDef) -> SchemaRef {
     // without a locator (and in segments written before locators).
     fields.push(Field::new(LOCATOR, DataType::Utf8, true));
     fields.push(Field::new(LOCATOR_HEADER, DataType::Binary, true));
+    fields.push(Field::new(PAGES, DataType::Binary, true));
     let metadata = HashMap::from([(FORMAT_KEY.to_string(), BLOCKS_FORMAT.to_string())]);
     Arc::new(Schema::new_with_metadata(fields, metadata))
 }
@@ -186,6 +190,9 @@ pub fn encode_segment(def: &TableDef, blocks: &[BlockStats]) -> Result<Bytes> {
     columns.push(Arc::new(BinaryArray::from_iter(blocks.iter().map(|b| {
         b.locator.as_ref().and_then(|(_, header)| header.as_deref())
     }))));
+    columns.push(Arc::new(BinaryArray::from_iter(
+        blocks.iter().map(|b| b.pages.as_deref()),
+    )));
     ipc_file(&RecordBatch::try_new(schema, columns)?)
 }
 

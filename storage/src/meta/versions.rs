@@ -23,6 +23,10 @@ pub const BLOCKS_FORMAT: u32 = 1;
 /// the newest segment format this build reads.
 pub const DELETES_FORMAT: u32 = 2;
 
+/// The version byte of a block's page table, a segment column ([`super::page_table`]); a
+/// reader that finds another reads the block's footer instead.
+pub const PAGE_TABLE_FORMAT: u8 = 1;
+
 /// The schema metadata key holding a segment's format version.
 pub const FORMAT_KEY: &str = "sieve.segment.format";
 

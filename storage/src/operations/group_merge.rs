@@ -340,9 +340,14 @@ impl Table {
                 segments,
                 ..newest
             };
-            if snapshot::try_put(self.storage(), &self.dir(), next)
-                .await?
-                .is_some()
+            if snapshot::try_put(
+                self.storage(),
+                &self.dir(),
+                &self.named_pointer_path(),
+                next,
+            )
+            .await?
+            .is_some()
             {
                 return Ok(replaced);
             }

@@ -13,7 +13,7 @@ use sieve_index::SidecarColumn;
 
 use crate::meta::block_list::BlockList;
 use crate::meta::segment::Segment;
-use crate::meta::snapshot::KnownLatest;
+use crate::meta::snapshot::{KnownLatest, Snapshot};
 
 /// The sidecar cache's default budget. A point query on a column that min/max cannot prune probes
 /// every block's sidecar, so this budget decides whether such queries on a big table stay warm
@@ -68,6 +68,12 @@ impl Weighter<RangeKey, Bytes> for RangeBytes {
 pub struct Caches {
     /// By table directory.
     pub latest: Cache<String, KnownLatest>,
+    /// Snapshots named pointers carried, by table directory, until the table's first check
+    /// ([`crate::Table::snapshot`]).
+    pub pointer_hints: Cache<String, Snapshot>,
+    /// Definitions this process has fetched, by path: only a first fetch asks for the named
+    /// pointer too.
+    pub definitions_fetched: Cache<String, ()>,
     /// By segment path and checksum.
     pub segments: Cache<(String, u64), Arc<Segment>>,
     pub block_lists: Cache<(String, u64), Arc<BlockList>>,
@@ -83,6 +89,8 @@ impl Caches {
     pub fn new(sidecar_bytes: u64, data_bytes: u64) -> Self {
         Self {
             latest: Cache::new(TABLES),
+            pointer_hints: Cache::new(TABLES),
+            definitions_fetched: Cache::new(TABLES),
             segments: Cache::new(SEGMENTS),
             block_lists: Cache::new(BLOCK_LIST_VERSIONS),
             // Sized for entries of about a MiB each.

@@ -16,12 +16,13 @@ use sieve_index::{
     SidecarEntry, SidecarHeader,
 };
 
+use crate::catalog;
 use crate::error::{Result, StorageError};
 use crate::location::Storage;
 use crate::meta::block_list::{BlockList, LocatorGroup};
 use crate::meta::checked_json;
 use crate::meta::copied_files::{CopiedFiles, copies_path};
-use crate::meta::segment::decode_segment;
+use crate::meta::segment::{Segment, decode_segment};
 use crate::meta::snapshot::{self, SegmentRef, Snapshot};
 use crate::meta::table_def::TableDef;
 
@@ -81,6 +82,11 @@ impl Table {
         self.dir().join("blocks").join(format!("{block}.sidecar"))
     }
 
+    /// See [`crate::meta::snapshot::named_pointer_snapshot`].
+    pub fn named_pointer_path(&self) -> Path {
+        catalog::pointer_path(&self.def.database, &self.def.name)
+    }
+
     pub fn locator_path(&self, group: &str) -> Path {
         self.dir().join("locators").join(format!("{group}.loc"))
     }
@@ -129,13 +135,33 @@ impl Table {
     pub async fn snapshot(&self) -> Result<Snapshot> {
         let (storage, dir) = (self.storage.clone(), self.dir());
         let key = dir.to_string();
-        self.storage
-            .snapshots()
-            .latest(&key, move || {
-                let (storage, dir) = (storage.clone(), dir.clone());
-                async move { snapshot::latest(&storage, &dir).await }
-            })
-            .await
+        let checked = self.storage.snapshots().latest(&key, move || {
+            let (storage, dir) = (storage.clone(), dir.clone());
+            async move { snapshot::latest(&storage, &dir).await }
+        });
+        let caches = self.storage.caches();
+        let hint = caches.pointer_hints.remove(&key).map(|(_, hint)| hint);
+        match hint.filter(|_| caches.latest.get(&key).is_none()) {
+            Some(hinted) => {
+                // The segments the newest version most likely names, fetched while the check
+                // runs: its answer then finds them cached (or fetches what differs). Polled
+                // first, so they are sent before the check is.
+                let (prefetched, checked) = futures::join!(self.segments(&hinted), checked);
+                if let Err(e) = prefetched {
+                    log::debug!("prefetching the segments of {key}: {e}");
+                }
+                checked
+            }
+            None => checked.await,
+        }
+    }
+
+    /// Leaves the snapshot a named pointer carried for this table's first check.
+    pub(crate) fn leave_pointer_hint(&self, hinted: Snapshot) {
+        let key = self.dir().to_string();
+        if self.storage.caches().latest.get(&key).is_none() {
+            self.storage.caches().pointer_hints.insert(key, hinted);
+        }
     }
 
     /// The newest snapshot, or one a check sent at most `max_staleness` ago found, which costs
@@ -167,8 +193,16 @@ impl Table {
         if let Some(found) = caches.block_lists.get(&key) {
             return Ok(found);
         }
+        let segments = self.segments(snapshot).await?;
+        let list = Arc::new(BlockList::new(&self.def, &segments)?);
+        caches.block_lists.insert(key, list.clone());
+        Ok(list)
+    }
+
+    /// The decoded segments of a snapshot, each fetched unless cached.
+    async fn segments(&self, snapshot: &Snapshot) -> Result<Vec<Arc<Segment>>> {
         // Owned items and owned futures: a borrowed closure argument makes the future not Send.
-        let segments: Vec<_> = futures::stream::iter(snapshot.segments.clone())
+        futures::stream::iter(snapshot.segments.clone())
             .map(|segment| {
                 let (storage, def, path) = (
                     self.storage.clone(),
@@ -189,10 +223,7 @@ impl Table {
             })
             .buffered(SIDECAR_FETCH_CONCURRENCY)
             .try_collect()
-            .await?;
-        let list = Arc::new(BlockList::new(&self.def, &segments)?);
-        caches.block_lists.insert(key, list.clone());
-        Ok(list)
+            .await
     }
 
     /// Fetches (through the shared byte-bounded cache) `column`'s sidecar entry for the blocks

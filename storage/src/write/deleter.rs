@@ -61,8 +61,14 @@ impl Table {
                 deleted_rows,
                 ..Default::default()
             };
-            if let Some(committed) =
-                snapshot::try_commit(self.storage(), &self.dir(), &base, &delta).await?
+            if let Some(committed) = snapshot::try_commit(
+                self.storage(),
+                &self.dir(),
+                &self.named_pointer_path(),
+                &base,
+                &delta,
+            )
+            .await?
             {
                 return Ok(DeleteCommitted {
                     rows: deleted_rows,

@@ -182,7 +182,13 @@ impl TableWriter {
             copies,
             ..written.delta()
         };
-        let committed = snapshot::commit(table.storage(), &table.dir(), &delta).await?;
+        let committed = snapshot::commit(
+            table.storage(),
+            &table.dir(),
+            &table.named_pointer_path(),
+            &delta,
+        )
+        .await?;
         Ok(Committed {
             rows: delta.rows,
             blocks: delta.blocks,
