@@ -347,3 +347,54 @@ async fn a_second_process_sees_tables_and_rows() {
     let nulls = run(&first, "select count(*) from shared where n is null").await;
     assert_eq!(nulls.batches[0].column(0).null_count(), 0);
 }
+
+/// A text lookup is recognised once and its text kept for the engine's sessions: run again, it
+/// binds the table as it is now. A table dropped and created again with another column type,
+/// whose comparison the full path must coerce, is answered by the full path; another session
+/// with identifier normalisation off does not take the entry of a session with it on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_recognised_text_lookup_follows_the_table() {
+    let engine = Engine::open("memory://").await.unwrap();
+    let s = engine.session().unwrap();
+    run(
+        &s,
+        "create table t as select number as c1, cast(number * 7 as string) as c2 from numbers(100)",
+    )
+    .await;
+    let sql = "select c1 from t where c2 = '35'";
+    for _ in 0..2 {
+        let found = run(&s, sql).await;
+        assert!(found.short_path);
+        assert_eq!(value(&found, 0), "5");
+    }
+    let other = engine.session().unwrap();
+    let found = run(&other, sql).await;
+    assert!(found.short_path);
+    assert_eq!(value(&found, 0), "5");
+
+    run(&s, "drop table t").await;
+    run(
+        &s,
+        "create table t as select number as c1, number * 7 as c2 from numbers(100)",
+    )
+    .await;
+    for _ in 0..2 {
+        let found = run(&s, sql).await;
+        assert!(!found.short_path);
+        assert_eq!(value(&found, 0), "5");
+    }
+
+    run(&s, "create table \"Upper\" as select number as c1, cast(number as string) as c2 from numbers(3)").await;
+    let exact = engine.session().unwrap();
+    run(
+        &exact,
+        "set datafusion.sql_parser.enable_ident_normalization = false",
+    )
+    .await;
+    let upper = "select c1 from Upper where c2 = '2'";
+    let found = run(&exact, upper).await;
+    assert!(found.short_path);
+    assert_eq!(value(&found, 0), "2");
+    let error = s.execute(upper).await.unwrap_err().to_string();
+    assert!(error.contains("upper"), "{error}");
+}

@@ -23,11 +23,25 @@ use crate::maintenance::vacuum::{self};
 use crate::session::options::SieveOptions;
 use crate::session::prepared::allow_filtering;
 use crate::session::query_stream::QueryStream;
+use crate::session::recognized_texts::Recognized;
+use crate::session::short_path::PointLookup;
 
 impl Session {
-    pub(super) async fn parse_and_run(&self, sql: &str) -> Result<QueryStream> {
-        check_complexity(sql)?;
-        let (sql, allow_filtering) = allow_filtering(sql);
+    pub(super) async fn parse_and_run(&self, text: &str) -> Result<QueryStream> {
+        let normalize = self.normalizes_identifiers();
+        let keep_texts = self.options(|o| o.short_path && o.text_lookups);
+        if let Some(known) = self.texts.get(text, normalize).filter(|_| keep_texts) {
+            let short = self.allowing_full_scan(known.allow_filtering, async {
+                self.short_path(&known.lookup, &self.database(), &[]).await
+            });
+            // None when the table changed so that the full path must plan it: then as below.
+            match short.await? {
+                Some(rows) => return Ok(rows),
+                None => self.texts.remove(text),
+            }
+        }
+        check_complexity(text)?;
+        let (sql, allow_filtering) = allow_filtering(text);
         let sql = set_variable::without_names(sql);
         let sql = sql.as_ref();
         if let Some(rewritten) = show::rewrite(sql, &self.database()) {
@@ -47,22 +61,33 @@ impl Session {
         }
         let mut statement = Self::parse_one(sql)?;
         rewrites::rewrite(&mut statement);
+        let lookup = PointLookup::recognize(&statement, normalize);
         self.allowing_full_scan(allow_filtering, async {
-            match self.short_path_of(&statement).await? {
-                Some(rows) => Ok(rows),
-                None => self.execute_statement(statement).await,
+            if let Some(lookup) = lookup
+                && let Some(rows) = self.short_path(&lookup, &self.database(), &[]).await?
+            {
+                let known = Recognized {
+                    lookup,
+                    allow_filtering,
+                    normalize,
+                };
+                if keep_texts {
+                    self.texts.insert(text, known);
+                }
+                return Ok(rows);
             }
+            self.execute_statement(statement).await
         })
         .await
     }
 
     /// Runs `statement` (which plans its scans before it returns) with full scans allowed if
     /// `allow` says so, the session's setting as it was afterwards.
-    pub(super) async fn allowing_full_scan(
+    pub(super) async fn allowing_full_scan<T>(
         &self,
         allow: bool,
-        statement: impl Future<Output = Result<QueryStream>>,
-    ) -> Result<QueryStream> {
+        statement: impl Future<Output = Result<T>>,
+    ) -> Result<T> {
         // On the heap: a statement's future is large, and this one wraps every statement.
         let statement = Box::pin(statement);
         if !allow {

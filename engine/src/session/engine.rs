@@ -57,6 +57,7 @@ impl Engine {
                 spill,
                 external: Arc::default(),
                 query_log: Arc::default(),
+                texts: Arc::default(),
             },
         })
     }

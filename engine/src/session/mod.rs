@@ -15,6 +15,7 @@ pub(crate) mod options;
 pub(crate) mod prepared;
 pub(crate) mod processes;
 pub(crate) mod query_stream;
+mod recognized_texts;
 pub(crate) mod script;
 pub(crate) mod short_path;
 mod statement_end;
@@ -59,6 +60,7 @@ use crate::session::lookup_results::LookupResults;
 use crate::session::options::SieveOptions;
 use crate::session::processes::{Process, ProcessList, ServerProcesses};
 use crate::session::query_stream::{QueryOutput, QueryStream, ScanStats};
+use crate::session::recognized_texts::RecognizedTexts;
 use crate::session::script::statement_texts;
 use crate::session::statement_end::Finished;
 
@@ -82,6 +84,8 @@ pub struct Session {
     external: Arc<ExternalStores>,
     /// Where statements are recorded when they end.
     query_log: Arc<QueryLog>,
+    /// Text lookups recognised before.
+    texts: Arc<RecognizedTexts>,
 }
 
 /// What the sessions of an engine share besides its storage, reached by their tasks through the
@@ -103,6 +107,8 @@ pub(crate) struct Shared {
     pub external: Arc<ExternalStores>,
     /// Where statements are recorded when they end.
     pub query_log: Arc<QueryLog>,
+    /// Text lookups recognised before ([`recognized_texts`]).
+    pub texts: Arc<RecognizedTexts>,
 }
 
 fn object_parts(name: &ObjectName) -> Vec<String> {
@@ -126,6 +132,7 @@ impl Session {
         let (tasks, spill) = (shared.statements.clone(), shared.spill.clone());
         let external = shared.external.clone();
         let query_log = shared.query_log.clone();
+        let texts = shared.texts.clone();
         let mut config = SessionConfig::new()
             .with_extension(progress.clone())
             .with_extension(shared.routing)
@@ -197,6 +204,7 @@ impl Session {
             cluster,
             external,
             query_log,
+            texts,
         })
     }
 

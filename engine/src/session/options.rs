@@ -32,6 +32,9 @@ extensions_options! {
         /// Answer a short-path lookup from the results of the same lookup in the same table
         /// version when they are kept; off, every lookup reads the table.
         pub lookup_cache: bool, default = true
+        /// Keep what a text statement was recognised as by its text (a point lookup), so that
+        /// the same text runs again without being parsed; off, every text is parsed.
+        pub text_lookups: bool, default = true
         /// Read blocks' pages through the process's data cache (`data_cache_mib`); off, every
         /// read fetches them from storage (the cache's baseline).
         pub data_cache: bool, default = true

@@ -559,15 +559,4 @@ impl Session {
             None => answer,
         }))
     }
-
-    /// The short path of a text statement, recognised as it runs.
-    pub(super) async fn short_path_of(
-        &self,
-        statement: &DFStatement,
-    ) -> Result<Option<QueryStream>> {
-        match PointLookup::recognize(statement, self.normalizes_identifiers()) {
-            Some(lookup) => self.short_path(&lookup, &self.database(), &[]).await,
-            None => Ok(None),
-        }
-    }
 }

@@ -44,7 +44,6 @@ use parquet::file::page_index::offset_index::{OffsetIndexMetaData, PageLocation}
 use crate::error::{Result, StorageError};
 use crate::meta::versions::PAGE_TABLE_FORMAT;
 
-
 /// The page table of a one-row-group block `metadata` describes; None when it has none to give
 /// (no offset index, several row groups, a chunk not zstd, pages not contiguous).
 pub fn encode(metadata: &ParquetMetaData) -> Option<Vec<u8>> {
