@@ -9,6 +9,8 @@
 #   - uniform present: 20000 keys drawn uniformly over the table, with kept lookup results off
 #     (`set sieve.lookup_cache = false`), so each lookup reads its pages (from the data cache
 #     when an earlier lookup read them).
+#   - hot present text: the hot present keys as text queries; its baseline is the same server
+#     with `set sieve.text_lookups = false` (every text parsed), not the full path.
 # SIEVE_BENCH_KEYS (default "hot-present hot-absent uniform-present") chooses among them. Each
 # run is made with the short path and the caches on and, right after it in the same server, off
 # (`set sieve.short_path = false; set sieve.data_cache = false`: the full path, the baseline),
@@ -94,14 +96,19 @@ echo "| keys | connections | path | lookups/s | p95 ms | server CPU ms/lookup | 
 echo "|---|---|---|---|---|---|---|"
 declare -A rate cost
 for keys in $key_sets; do
+  file="$keys" text=""
+  if [ "$keys" = hot-present-text ]; then
+    file=hot-present text="select c1 from t10b where c2 = '%s'"
+  fi
   for threads in $threads_list; do
     for path in short full; do
       on=$([ $path = short ] && echo true || echo false)
       setting="set sieve.short_path = $on; set sieve.data_cache = $on"
       [ "$keys" = uniform-present ] && setting="$setting; set sieve.lookup_cache = false"
+      [ -n "$text" ] && setting="set sieve.text_lookups = $on"
       c0=$(cpu)
       r0=$(requests)
-      out=$(SIEVE_SET="$setting" SIEVE_KEYS="$work/$keys.keys" sysbench scripts/serving/lookup.lua \
+      out=$(SIEVE_SET="$setting" SIEVE_TEXT="$text" SIEVE_KEYS="$work/$file.keys" sysbench scripts/serving/lookup.lua \
         --db-driver=mysql --mysql-host=127.0.0.1 --mysql-port="$port" --mysql-user=root \
         --mysql-db=default --threads="$threads" --time="$seconds" --percentile=95 run 2>&1) || {
         echo "$out" >&2

@@ -5,6 +5,12 @@
 -- false; set sieve.data_cache = false` for the baseline).
 local sql = os.getenv("SIEVE_LOOKUP") or "select c1 from t10b where c2 = ?"
 local setting = os.getenv("SIEVE_SET")
+-- `SIEVE_TEXT`, if given, is a text statement with `%s` for the key, sent as a text query
+-- instead of executing the prepared statement.
+local text = os.getenv("SIEVE_TEXT")
+if text == "" then
+  text = nil
+end
 local keys_file = assert(os.getenv("SIEVE_KEYS"), "SIEVE_KEYS names the file of keys")
 
 function thread_init()
@@ -20,17 +26,27 @@ function thread_init()
       con:query(statement)
     end
   end
+  if text then
+    return
+  end
   stmt = con:prepare(sql)
   param = stmt:bind_create(sysbench.sql.type.VARCHAR, 64)
   stmt:bind_param(param)
 end
 
 function event()
-  param:set(keys[math.random(#keys)])
+  local key = keys[math.random(#keys)]
+  if text then
+    con:query(string.format(text, key))
+    return
+  end
+  param:set(key)
   stmt:execute()
 end
 
 function thread_done()
-  stmt:close()
+  if stmt then
+    stmt:close()
+  end
   con:disconnect()
 end
