@@ -19,6 +19,8 @@
 //! wait_timeout = 28800           # seconds a logged-in client may stay silent
 //! sidecar_cache_mib = 256        # opened sidecar entries kept in memory
 //! data_cache_mib = 256           # verified bytes of blocks kept in memory (0: none)
+//! disk_cache = "/var/cache/sieve" # and in files there, kept across restarts (default: none)
+//! disk_cache_gib = 10            # at most this much of them
 //! spill_dir = "/var/tmp/sieve"   # where sorts and joins over their memory spill
 //!                                 # (default: the system temp directory's sieve-spill)
 //! spill_limit_gib = 16           # disk all statements may spill to together
@@ -90,6 +92,8 @@ pub struct ConfigFile {
     pub wait_timeout: Option<u64>,
     pub sidecar_cache_mib: Option<u64>,
     pub data_cache_mib: Option<u64>,
+    pub disk_cache: Option<PathBuf>,
+    pub disk_cache_gib: Option<u64>,
     pub spill_dir: Option<PathBuf>,
     pub spill_limit_gib: Option<u64>,
     pub tls: Option<bool>,

@@ -1,8 +1,9 @@
 //! Where the command's tables live and how much of them a process caches: the `--storage`,
-//! `--sidecar-cache-mib` and `--data-cache-mib` settings (flag, environment or config file), passed down to the engine
+//! `--sidecar-cache-mib`, `--data-cache-mib` and `--disk-cache` settings (flag, environment or config file), passed down to the engine
 //! rather than read from the environment inside it.
 
 use std::fmt;
+use std::path::PathBuf;
 
 use sieve_engine::Engine;
 use sieve_storage::{ExternalLocation, ExternalStores, Storage};
@@ -12,15 +13,23 @@ pub struct Location {
     pub url: String,
     pub sidecar_cache_mib: u64,
     pub data_cache_mib: u64,
+    /// Where blocks' bytes are also kept on disk, and how many bytes at most.
+    pub disk_cache: Option<(PathBuf, u64)>,
     /// Where COPY INTO may read files from.
     pub external_locations: Vec<ExternalLocation>,
 }
 
 impl Location {
     pub fn storage(&self) -> Result<Storage, String> {
-        Ok(Storage::open(&self.url)
+        let storage = Storage::open(&self.url)
             .map_err(|e| e.to_string())?
-            .with_caches(self.sidecar_cache_mib << 20, self.data_cache_mib << 20))
+            .with_caches(self.sidecar_cache_mib << 20, self.data_cache_mib << 20);
+        match &self.disk_cache {
+            Some((dir, bytes)) => storage
+                .with_disk_cache(dir, *bytes)
+                .map_err(|e| e.to_string()),
+            None => Ok(storage),
+        }
     }
 
     pub async fn engine(&self) -> Result<Engine, String> {

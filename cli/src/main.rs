@@ -17,6 +17,9 @@ use sieve_engine::{
     Cluster, ClusterSecret, ClusterSettings, DEFAULT_ROUTING_BYTES, QUERY_THREAD_STACK, WorkerTls,
 };
 use sieve_storage::{DEFAULT_DATA_CACHE_BYTES, DEFAULT_SIDECAR_CACHE_BYTES};
+
+/// GiB a disk cache holds unless told otherwise.
+const DEFAULT_DISK_CACHE_GIB: u64 = 10;
 use tokio::runtime::Handle;
 
 use crate::config::ConfigFile;
@@ -42,6 +45,15 @@ struct Cli {
     /// pages hot lookups read come from memory
     #[arg(long, global = true, env = "SIEVE_DATA_CACHE_MIB")]
     data_cache_mib: Option<u64>,
+
+    /// Also keep verified blocks' bytes in files under this directory, which a restarted
+    /// process reads again (default: none)
+    #[arg(long, global = true, env = "SIEVE_DISK_CACHE")]
+    disk_cache: Option<std::path::PathBuf>,
+
+    /// GiB the disk cache may hold (default 10)
+    #[arg(long, global = true, env = "SIEVE_DISK_CACHE_GIB")]
+    disk_cache_gib: Option<u64>,
 
     /// A TOML file with storage, host, port, user and password; flags and environment win
     #[arg(long, global = true, env = "SIEVE_CONFIG")]
@@ -127,6 +139,13 @@ async fn run(cli: Cli, executor: Handle) -> Result<(), String> {
             .data_cache_mib
             .or(config.data_cache_mib)
             .unwrap_or(DEFAULT_DATA_CACHE_BYTES >> 20),
+        disk_cache: cli.disk_cache.or(config.disk_cache.clone()).map(|dir| {
+            let gib = cli
+                .disk_cache_gib
+                .or(config.disk_cache_gib)
+                .unwrap_or(DEFAULT_DISK_CACHE_GIB);
+            (dir, gib << 30)
+        }),
         external_locations: config.external_locations.clone().unwrap_or_default(),
     };
     match cli.command {

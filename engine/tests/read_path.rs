@@ -16,13 +16,14 @@ use sieve_storage::{DEFAULT_DATA_CACHE_BYTES, DEFAULT_SIDECAR_CACHE_BYTES, Stora
 /// only its statements' own requests: routing filters load whole locator files, and commits
 /// merge locator groups, in the background (tests/routing.rs counts what those do).
 async fn logged_session(location: &str) -> (Session, Arc<RequestLog>, Storage) {
-    logged_session_caching(location, DEFAULT_DATA_CACHE_BYTES).await
+    logged_session_caching(location, DEFAULT_DATA_CACHE_BYTES, None).await
 }
 
-/// The same, keeping up to `data_bytes` of blocks' bytes in memory.
+/// The same, keeping up to `data_bytes` of blocks' bytes in memory, and on disk in `disk`.
 async fn logged_session_caching(
     location: &str,
     data_bytes: u64,
+    disk: Option<&std::path::Path>,
 ) -> (Session, Arc<RequestLog>, Storage) {
     let mut log = None;
     let storage = Storage::open_wrapped(location, |store| {
@@ -32,6 +33,10 @@ async fn logged_session_caching(
     })
     .unwrap()
     .with_caches(DEFAULT_SIDECAR_CACHE_BYTES, data_bytes);
+    let storage = match disk {
+        Some(dir) => storage.with_disk_cache(dir, 1 << 30).unwrap(),
+        None => storage,
+    };
     let log = log.unwrap();
     let session = Engine::with_storage(storage.clone())
         .await
@@ -152,7 +157,8 @@ async fn repeated_lookups_read_pages_from_the_data_cache() {
     ];
     for (i, (data_bytes, session_cache, cached)) in cases.into_iter().enumerate() {
         let location = dir.path().join(format!("case-{i}"));
-        let (s, log, _) = logged_session_caching(location.to_str().unwrap(), data_bytes).await;
+        let (s, log, _) =
+            logged_session_caching(location.to_str().unwrap(), data_bytes, None).await;
         run(&s, &format!("set sieve.data_cache = {session_cache}")).await;
         // The lookup's result itself is not to be kept (see lookups_answer_from_kept_results).
         run(&s, "set sieve.lookup_cache = false").await;
@@ -404,4 +410,46 @@ async fn a_stale_or_damaged_named_pointer_changes_no_answer() {
         storage.store().head(&pointer).await,
         Err(object_store::Error::NotFound { .. })
     ));
+}
+
+/// Verified pages kept on disk outlive the process: the next process on the same disk cache
+/// reads a lookup's pages from its files, not from the store. A damaged file is caught by the
+/// block's checksums and the pages are read from the store again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_process_reads_pages_from_the_disk_cache() {
+    let dir = tempfile::tempdir().unwrap();
+    let (location, disk) = (dir.path().join("data"), dir.path().join("disk"));
+    let location = location.to_str().unwrap();
+    {
+        let (s, _, _) = logged_session(location).await;
+        run(&s, "create table t with (block_rows = 100000) as select number as c1, cast(number * 7 as string) as c2 from numbers(300000)").await;
+    }
+    let sql = "select c1 from t where c2 = '700007'";
+    for round in ["cold", "restarted", "damaged"] {
+        if round == "damaged" {
+            for file in std::fs::read_dir(&disk).unwrap() {
+                let path = file.unwrap().path();
+                if path.ends_with(".lock") {
+                    continue;
+                }
+                let mut bytes = std::fs::read(&path).unwrap();
+                let last = bytes.len() - 1;
+                bytes[last] ^= 1;
+                std::fs::write(&path, bytes).unwrap();
+            }
+        }
+        let (s, log, storage) =
+            logged_session_caching(location, DEFAULT_DATA_CACHE_BYTES, Some(&disk)).await;
+        run(&s, "set sieve.lookup_cache = false").await;
+        log.take();
+        let output = run(&s, sql).await;
+        assert_eq!(rows(&output), ["100001"], "{round}");
+        let reads = fetched(&log.take(), ".parquet").len();
+        match round {
+            "restarted" => assert_eq!(reads, 0, "{round}"),
+            _ => assert!(reads > 0, "{round}"),
+        }
+        drop(s);
+        drop(storage);
+    }
 }

@@ -31,6 +31,7 @@ pub use operations::group_merge::{MAX_GROUP_ROWS, MERGE_FAN_IN};
 pub use operations::optimize::{OptimizePlan, Optimized, Rewrite};
 pub use operations::vacuum::Vacuumed;
 pub use read::cache::{DEFAULT_DATA_CACHE_BYTES, DEFAULT_SIDECAR_CACHE_BYTES};
+pub use read::disk_cache::DiskCache;
 pub use read::request_trace::RequestTrace;
 pub use read::table::{SidecarFetch, Table};
 pub use roaring::RoaringBitmap;

@@ -17,6 +17,7 @@ use crate::error::{Result, StorageError};
 use crate::meta::snapshot::Snapshot;
 use crate::meta::table_def::TableDef;
 use crate::read::cache::{Caches, DEFAULT_DATA_CACHE_BYTES, DEFAULT_SIDECAR_CACHE_BYTES};
+use crate::read::disk_cache::DiskCache;
 use crate::read::freshness::Freshness;
 use crate::read::request_trace::TracedStore;
 
@@ -122,6 +123,17 @@ impl Storage {
             caches: Arc::new(Caches::new(sidecar_bytes, data_bytes)),
             ..self
         }
+    }
+
+    /// The same storage keeping up to `bytes` of blocks' bytes in files under `dir` as well
+    /// ([`crate::read::disk_cache`]): call it before the storage is used.
+    pub fn with_disk_cache(self, dir: &std::path::Path, bytes: u64) -> Result<Self> {
+        let disk = Arc::new(DiskCache::open(dir, bytes)?);
+        self.caches
+            .disk
+            .set(disk)
+            .map_err(|_| StorageError::Invalid("the storage has a disk cache already".into()))?;
+        Ok(self)
     }
 
     /// A fresh in-memory store (clones share it; each has its own URL).

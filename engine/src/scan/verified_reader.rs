@@ -39,7 +39,7 @@ use datafusion::parquet::file::metadata::{
 use datafusion::physical_plan::metrics::ExecutionPlanMetricsSet;
 use datafusion::physical_plan::metrics::{Count, MetricBuilder};
 use futures::FutureExt;
-use futures::future::BoxFuture;
+use futures::future::{BoxFuture, join_all};
 use object_store::ObjectMeta;
 use sieve_storage::{BlockChecksums, Storage};
 
@@ -88,6 +88,9 @@ impl ParquetFileReaderFactory for VerifiedReaderFactory {
             cache_hits: MetricBuilder::new(metrics).counter("data_cache_hits", partition_index),
             cache_hit_bytes: MetricBuilder::new(metrics)
                 .counter("data_cache_hit_bytes", partition_index),
+            disk_hits: MetricBuilder::new(metrics).counter("disk_cache_hits", partition_index),
+            disk_hit_bytes: MetricBuilder::new(metrics)
+                .counter("disk_cache_hit_bytes", partition_index),
             storage: self.storage.clone(),
             cached: self.cached,
             footers: self.footers.clone(),
@@ -110,6 +113,8 @@ struct VerifiedReader {
     metrics: ParquetFileMetrics,
     cache_hits: Count,
     cache_hit_bytes: Count,
+    disk_hits: Count,
+    disk_hit_bytes: Count,
     metadata_size_hint: Option<usize>,
 }
 
@@ -133,20 +138,45 @@ impl AsyncFileReader for VerifiedReader {
         async move {
             let location = &self.meta.location;
             let widened: Vec<Range<u64>> = ranges.iter().map(|r| self.checksums.widen(r)).collect();
-            let cache = self.storage.caches().data.as_ref().filter(|_| self.cached);
+            let caches = self.storage.caches();
+            let memory = caches.data.as_ref().filter(|_| self.cached);
+            let disk = caches.disk.get().filter(|_| self.cached);
             let key = |w: &Range<u64>| (location.to_string(), w.start, w.end);
             let mut found: Vec<Option<Bytes>> = widened
                 .iter()
-                .map(|w| cache.and_then(|c| c.get(&key(w))))
-                .collect();
-            let missing: Vec<Range<u64>> = (widened.iter().zip(&found))
-                .filter(|(_, hit)| hit.is_none())
-                .map(|(w, _)| w.clone())
+                .map(|w| memory.and_then(|c| c.get(&key(w))))
                 .collect();
             for hit in found.iter().flatten() {
                 self.cache_hits.add(1);
                 self.cache_hit_bytes.add(hit.len());
             }
+            if let Some(disk) = disk {
+                let wanted: Vec<usize> = (0..found.len()).filter(|&i| found[i].is_none()).collect();
+                let read = wanted.iter().map(|&i| disk.clone().get(key(&widened[i])));
+                let kept = join_all(read).await;
+                for (i, kept) in wanted.into_iter().zip(kept) {
+                    let Some(bytes) = kept else { continue };
+                    // Checked like bytes from the store: a damaged file is a miss.
+                    match self.checksums.check(location.as_ref(), &widened[i], bytes) {
+                        Ok(bytes) => {
+                            self.disk_hits.add(1);
+                            self.disk_hit_bytes.add(bytes.len());
+                            if let Some(memory) = memory {
+                                memory.insert(key(&widened[i]), bytes.clone());
+                            }
+                            found[i] = Some(bytes);
+                        }
+                        Err(e) => {
+                            log::warn!("disk cache: {e}; reading it from storage");
+                            disk.discard_key(&key(&widened[i]));
+                        }
+                    }
+                }
+            }
+            let missing: Vec<Range<u64>> = (widened.iter().zip(&found))
+                .filter(|(_, hit)| hit.is_none())
+                .map(|(w, _)| w.clone())
+                .collect();
             if !missing.is_empty() {
                 let total: u64 = missing.iter().map(|r| r.end - r.start).sum();
                 self.metrics.bytes_scanned.add(total as usize);
@@ -158,6 +188,7 @@ impl AsyncFileReader for VerifiedReader {
                     .await
                     .map_err(external)?
                     .into_iter();
+                let mut keep = Vec::new();
                 for (w, slot) in widened.iter().zip(&mut found) {
                     if slot.is_some() {
                         continue;
@@ -168,11 +199,15 @@ impl AsyncFileReader for VerifiedReader {
                         .checksums
                         .check(location.as_ref(), w, bytes)
                         .map_err(external)?;
-                    if let Some(cache) = cache {
-                        cache.insert(key(w), bytes.clone());
+                    if let Some(memory) = memory {
+                        memory.insert(key(w), bytes.clone());
+                    }
+                    if let Some(disk) = disk {
+                        keep.push(disk.clone().insert(key(w), bytes.clone()));
                     }
                     *slot = Some(bytes);
                 }
+                join_all(keep).await;
             }
             Ok(ranges
                 .iter()

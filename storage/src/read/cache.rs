@@ -4,7 +4,7 @@
 //! blocks, each bounded in bytes. A commit makes a query fetch its one new segment, not the
 //! table's every segment again; a lookup of a hot key reads its pages from memory.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
 use quick_cache::Weighter;
@@ -14,6 +14,7 @@ use sieve_index::SidecarColumn;
 use crate::meta::block_list::BlockList;
 use crate::meta::segment::Segment;
 use crate::meta::snapshot::{KnownLatest, Snapshot};
+use crate::read::disk_cache::DiskCache;
 
 /// The sidecar cache's default budget. A point query on a column that min/max cannot prune probes
 /// every block's sidecar, so this budget decides whether such queries on a big table stay warm
@@ -83,6 +84,8 @@ pub struct Caches {
     /// Byte ranges of blocks (widened to checksum strides) whose checksums held. Blocks are
     /// immutable, so an entry never goes stale; None when the budget is 0.
     pub data: Option<Cache<RangeKey, Bytes, RangeBytes>>,
+    /// The same, on local disk below the memory ([`crate::Storage::with_disk_cache`]).
+    pub disk: OnceLock<Arc<DiskCache>>,
 }
 
 impl Caches {
@@ -108,6 +111,7 @@ impl Caches {
             data: (data_bytes > 0).then(|| {
                 Cache::with_weighter((data_bytes >> 16).max(64) as usize, data_bytes, RangeBytes)
             }),
+            disk: OnceLock::new(),
         }
     }
 }
@@ -130,6 +134,7 @@ impl std::fmt::Debug for Caches {
             .field("sidecar_bytes", &self.sidecars.weight())
             .field("locator_page_bytes", &self.locator_pages.weight())
             .field("data_bytes", &self.data.as_ref().map_or(0, |d| d.weight()))
+            .field("disk", &self.disk.get())
             .finish()
     }
 }

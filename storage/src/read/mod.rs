@@ -2,6 +2,7 @@
 //! caches that keep what was read, and the freshness checks concurrent readers share.
 
 pub(crate) mod cache;
+pub(crate) mod disk_cache;
 pub(crate) mod freshness;
 pub(crate) mod request_trace;
 pub(crate) mod table;

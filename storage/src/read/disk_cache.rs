@@ -1,0 +1,312 @@
+//! Verified byte ranges of blocks kept on local disk (`--disk-cache DIR`, `--disk-cache-gib N`),
+//! below the in-memory data cache, as Databend's table data cache and ClickHouse's filesystem
+//! cache keep what they read from object storage: a process reads its hot pages from a local
+//! SSD instead of the store, and so does the next process on the same directory after a
+//! restart. Blocks are immutable, so an entry never goes stale; it is bounded in bytes, and the
+//! least recently used entries' files are removed to stay under the bound.
+//!
+//! One file per range, named by the XXH3-128 of its key (block path and range), holding (format
+//! version 1):
+//!
+//! ```text
+//! b"SIEVEDC1" | u32 LE key length | key (UTF-8, "<path> <start> <end>") | the range's bytes
+//! ```
+//!
+//! A read checks the magic, the key and the length, and the caller checks the bytes against the
+//! block's checksums before using them, as it does bytes from the store: a damaged, truncated
+//! or foreign file is removed and counts as a miss, never as data. A file is written under a
+//! temporary name and renamed, so a crash leaves no half-written entry (temporary files are
+//! removed at the next start). One process uses a directory at a time (an exclusive lock on
+//! `DIR/.lock`).
+//!
+//! Written here rather than taken from a crate: the caches made for this (foyer) bring a
+//! runtime and an on-disk engine of their own, and this one needs only files, a byte-bounded
+//! index (quick_cache, which the memory caches use) and the checksums every read already has.
+
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use quick_cache::sync::Cache;
+use quick_cache::{DefaultHashBuilder, Lifecycle, Weighter};
+
+use crate::error::{Result, StorageError};
+use crate::read::cache::RangeKey;
+
+const MAGIC: &[u8; 8] = b"SIEVEDC1";
+const LOCK: &str = ".lock";
+const TEMPORARY: &str = ".tmp";
+
+/// Weighs an entry by its file's size.
+#[derive(Clone)]
+struct FileBytes;
+
+impl Weighter<String, u64> for FileBytes {
+    fn weight(&self, _: &String, bytes: &u64) -> u64 {
+        (*bytes).max(1)
+    }
+}
+
+/// Collects the files of evicted entries, removed once the index is unlocked.
+#[derive(Clone)]
+struct Evicted;
+
+impl Lifecycle<String, u64> for Evicted {
+    type RequestState = Vec<String>;
+
+    fn begin_request(&self) -> Self::RequestState {
+        Vec::new()
+    }
+
+    fn on_evict(&self, state: &mut Self::RequestState, name: String, _: u64) {
+        state.push(name);
+    }
+}
+
+pub struct DiskCache {
+    dir: PathBuf,
+    /// File name to size: what the directory holds, within the budget.
+    index: Cache<String, u64, FileBytes, DefaultHashBuilder, Evicted>,
+    /// Held while the cache is open.
+    _lock: File,
+}
+
+impl std::fmt::Debug for DiskCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DiskCache")
+            .field("dir", &self.dir)
+            .field("files", &self.index.len())
+            .field("bytes", &self.index.weight())
+            .finish()
+    }
+}
+
+fn key_text((path, start, end): &RangeKey) -> String {
+    format!("{path} {start} {end}")
+}
+
+fn file_name(key: &str) -> String {
+    format!("{:032x}", xxhash_rust::xxh3::xxh3_128(key.as_bytes()))
+}
+
+impl DiskCache {
+    /// Opens (creating it if needed) the cache in `dir`, keeping at most `bytes`: the files
+    /// already there are kept, newest first, up to the budget.
+    pub fn open(dir: &Path, bytes: u64) -> Result<Self> {
+        let failed = |what: &str, e: std::io::Error| {
+            StorageError::Invalid(format!("disk cache {}: {what}: {e}", dir.display()))
+        };
+        std::fs::create_dir_all(dir).map_err(|e| failed("cannot create it", e))?;
+        let lock = File::create(dir.join(LOCK)).map_err(|e| failed("cannot lock it", e))?;
+        lock.try_lock().map_err(|_| {
+            StorageError::Invalid(format!(
+                "disk cache {} is in use by another Sieve process",
+                dir.display()
+            ))
+        })?;
+        let cache = Self {
+            dir: dir.to_path_buf(),
+            // Sized for ranges of about 64 KiB.
+            index: Cache::with(
+                (bytes >> 16).max(64) as usize,
+                bytes.max(1),
+                FileBytes,
+                DefaultHashBuilder::default(),
+                Evicted,
+            ),
+            _lock: lock,
+        };
+        let mut found = Vec::new();
+        for entry in std::fs::read_dir(dir).map_err(|e| failed("cannot list it", e))? {
+            let entry = entry.map_err(|e| failed("cannot list it", e))?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name == LOCK {
+                continue;
+            }
+            if name.ends_with(TEMPORARY) {
+                // A write a crash interrupted.
+                let _ = std::fs::remove_file(entry.path());
+                continue;
+            }
+            if let Ok(meta) = entry.metadata() {
+                found.push((meta.modified().ok(), name, meta.len()));
+            }
+        }
+        // Oldest first, so the newest are the most recently used.
+        found.sort();
+        for (_, name, len) in found {
+            cache.index_file(name, len);
+        }
+        Ok(cache)
+    }
+
+    /// Bytes of files held.
+    pub fn bytes(&self) -> u64 {
+        self.index.weight()
+    }
+
+    /// Records a file in the index and removes those it pushed out.
+    fn index_file(&self, name: String, len: u64) {
+        for evicted in self.index.insert_with_lifecycle(name, len) {
+            let _ = std::fs::remove_file(self.dir.join(evicted));
+        }
+    }
+
+    /// The bytes kept for `key`, if its file is there and holds them; the caller checks them
+    /// against the block's checksums.
+    /// A future that borrows nothing, so reads of several ranges run together.
+    pub async fn get(self: Arc<Self>, key: RangeKey) -> Option<Bytes> {
+        let text = key_text(&key);
+        let name = file_name(&text);
+        self.index.get(&name)?;
+        let cache = self;
+        let want = key.2 - key.1;
+        tokio::task::spawn_blocking(move || {
+            let path = cache.dir.join(&name);
+            let contents = std::fs::read(&path).ok()?;
+            match Self::payload(&contents, &text, want) {
+                Some(at) => Some(Bytes::from(contents).slice(at..)),
+                None => {
+                    cache.discard(&name);
+                    None
+                }
+            }
+        })
+        .await
+        .ok()
+        .flatten()
+    }
+
+    /// Where the range's bytes start in a file's `contents`, if it is an entry of `key` with
+    /// `want` bytes.
+    fn payload(contents: &[u8], key: &str, want: u64) -> Option<usize> {
+        let rest = contents.strip_prefix(MAGIC)?;
+        let (len, rest) = rest.split_first_chunk::<4>()?;
+        let len = u32::from_le_bytes(*len) as usize;
+        let stored = rest.get(..len)?;
+        let at = MAGIC.len() + 4 + len;
+        (stored == key.as_bytes() && (contents.len() - at) as u64 == want).then_some(at)
+    }
+
+    /// Forgets and removes an entry whose file is damaged (or whose bytes failed the block's
+    /// checksums).
+    fn discard(&self, name: &str) {
+        self.index.remove(name);
+        let _ = std::fs::remove_file(self.dir.join(name));
+    }
+
+    /// Forgets the entry of `key`: its bytes did not pass the block's checksums.
+    pub fn discard_key(&self, key: &RangeKey) {
+        self.discard(&file_name(&key_text(key)));
+    }
+
+    /// Keeps `bytes` (checked against the block's checksums) for `key`. A failed write (a full
+    /// disk) is logged and costs nothing but the entry.
+    pub async fn insert(self: Arc<Self>, key: RangeKey, bytes: Bytes) {
+        let text = key_text(&key);
+        let name = file_name(&text);
+        if self.index.get(&name).is_some() {
+            return;
+        }
+        let cache = self;
+        let written = tokio::task::spawn_blocking(move || {
+            let path = cache.dir.join(&name);
+            let temporary = cache
+                .dir
+                .join(format!("{name}.{}{TEMPORARY}", std::process::id()));
+            let write = || -> std::io::Result<u64> {
+                let mut file = File::create(&temporary)?;
+                file.write_all(MAGIC)?;
+                file.write_all(&(text.len() as u32).to_le_bytes())?;
+                file.write_all(text.as_bytes())?;
+                file.write_all(&bytes)?;
+                std::fs::rename(&temporary, &path)?;
+                Ok((MAGIC.len() + 4 + text.len() + bytes.len()) as u64)
+            };
+            match write() {
+                Ok(len) => cache.index_file(name, len),
+                Err(e) => {
+                    let _ = std::fs::remove_file(&temporary);
+                    log::warn!(
+                        "disk cache {}: cannot keep {text}: {e}",
+                        cache.dir.display()
+                    );
+                }
+            }
+        })
+        .await;
+        if let Err(e) = written {
+            log::warn!("disk cache write task failed: {e}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(i: u64) -> RangeKey {
+        ("tables/t/blocks/b.parquet".into(), i * 100, i * 100 + 100)
+    }
+
+    #[tokio::test]
+    async fn entries_survive_a_restart_and_damage_is_a_miss() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Arc::new(DiskCache::open(dir.path(), 1 << 20).unwrap());
+        assert!(DiskCache::open(dir.path(), 1 << 20).is_err(), "locked");
+        for i in 0..3 {
+            cache
+                .clone()
+                .insert(key(i), Bytes::from(vec![i as u8; 100]))
+                .await;
+        }
+        assert_eq!(cache.clone().get(key(1)).await.unwrap(), vec![1u8; 100]);
+        assert!(cache.clone().get(key(7)).await.is_none());
+        drop(cache);
+
+        let cache = Arc::new(DiskCache::open(dir.path(), 1 << 20).unwrap());
+        assert_eq!(cache.clone().get(key(2)).await.unwrap(), vec![2u8; 100]);
+        // A truncated file is a miss, and is removed.
+        let name = file_name(&key_text(&key(0)));
+        let path = dir.path().join(&name);
+        let contents = std::fs::read(&path).unwrap();
+        std::fs::write(&path, &contents[..contents.len() - 1]).unwrap();
+        assert!(cache.clone().get(key(0)).await.is_none());
+        assert!(!path.exists());
+        // A file holding another key's entry is a miss too.
+        let other = dir.path().join(file_name(&key_text(&key(1))));
+        std::fs::copy(&other, dir.path().join(file_name(&key_text(&key(2))))).unwrap();
+        assert!(cache.clone().get(key(2)).await.is_none());
+    }
+
+    #[tokio::test]
+    async fn the_budget_bounds_the_files_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let budget = 10_000;
+        let cache = Arc::new(DiskCache::open(dir.path(), budget).unwrap());
+        for i in 0..500 {
+            cache
+                .clone()
+                .insert(key(i), Bytes::from(vec![0u8; 100]))
+                .await;
+        }
+        let on_disk: u64 = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().metadata().unwrap().len())
+            .sum();
+        assert!(on_disk <= budget, "{on_disk} bytes on disk");
+        assert!(cache.bytes() <= budget);
+        assert!(cache.bytes() > budget / 2, "{}", cache.bytes());
+        drop(cache);
+        // Reopened with a smaller budget, it removes what no longer fits.
+        let cache = DiskCache::open(dir.path(), budget / 4).unwrap();
+        let on_disk: u64 = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().metadata().unwrap().len())
+            .sum();
+        assert!(on_disk <= budget / 4, "{on_disk} bytes on disk");
+        assert!(cache.bytes() <= budget / 4);
+    }
+}
