@@ -133,26 +133,35 @@ impl Table {
     /// The newest snapshot, as a check sent after this call began sees it: every commit made
     /// before is in it. Concurrent callers share checks ([`crate::read::freshness`]).
     pub async fn snapshot(&self) -> Result<Snapshot> {
-        let (storage, dir) = (self.storage.clone(), self.dir());
+        let key = self.dir().to_string();
+        let table = self.clone();
+        self.storage
+            .snapshots()
+            .latest(&key, move || {
+                let table = table.clone();
+                async move { table.check_newest().await }
+            })
+            .await
+    }
+
+    /// One check of the newest snapshot. The first in a process, with the snapshot the table's
+    /// named pointer carried, also fetches that snapshot's segments: its answer then finds them
+    /// cached (or fetches what differs). Both go out in one poll of one task, side by side.
+    async fn check_newest(&self) -> Result<Snapshot> {
+        let (storage, dir) = (&self.storage, self.dir());
+        let caches = storage.caches();
         let key = dir.to_string();
-        let checked = self.storage.snapshots().latest(&key, move || {
-            let (storage, dir) = (storage.clone(), dir.clone());
-            async move { snapshot::latest(&storage, &dir).await }
-        });
-        let caches = self.storage.caches();
         let hint = caches.pointer_hints.remove(&key).map(|(_, hint)| hint);
         match hint.filter(|_| caches.latest.get(&key).is_none()) {
             Some(hinted) => {
-                // The segments the newest version most likely names, fetched while the check
-                // runs: its answer then finds them cached (or fetches what differs). Polled
-                // first, so they are sent before the check is.
-                let (prefetched, checked) = futures::join!(self.segments(&hinted), checked);
+                let (checked, prefetched) =
+                    futures::join!(snapshot::latest(storage, &dir), self.segments(&hinted));
                 if let Err(e) = prefetched {
                     log::debug!("prefetching the segments of {key}: {e}");
                 }
                 checked
             }
-            None => checked.await,
+            None => snapshot::latest(storage, &dir).await,
         }
     }
 
