@@ -340,15 +340,7 @@ impl Table {
                 segments,
                 ..newest
             };
-            if snapshot::try_put(
-                self.storage(),
-                &self.dir(),
-                &self.named_pointer_path(),
-                next,
-            )
-            .await?
-            .is_some()
-            {
+            if self.try_put(next).await?.is_some() {
                 return Ok(replaced);
             }
         }

@@ -280,15 +280,7 @@ impl Table {
                     + added.sidecar_bytes,
                 copies: newest.copies.clone(),
             };
-            if snapshot::try_put(
-                self.storage(),
-                &self.dir(),
-                &self.named_pointer_path(),
-                next,
-            )
-            .await?
-            .is_some()
-            {
+            if self.try_put(next).await?.is_some() {
                 return Ok(Optimized {
                     blocks_removed: removed.len() as u64,
                     blocks_written: added.blocks,

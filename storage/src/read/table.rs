@@ -165,6 +165,11 @@ impl Table {
         }
     }
 
+    /// Commits `next` unless another commit took its version ([`snapshot::try_put`]).
+    pub(crate) async fn try_put(&self, next: Snapshot) -> Result<Option<Snapshot>> {
+        snapshot::try_put(&self.storage, &self.dir(), &self.named_pointer_path(), next).await
+    }
+
     /// Leaves the snapshot a named pointer carried for this table's first check.
     pub(crate) fn leave_pointer_hint(&self, hinted: Snapshot) {
         let key = self.dir().to_string();
