@@ -21,6 +21,7 @@
 //! data_cache_mib = 256           # verified bytes of blocks kept in memory (0: none)
 //! disk_cache = "/var/cache/sieve" # and in files there, kept across restarts (default: none)
 //! disk_cache_gib = 10            # at most this much of them
+//! merge_io_mib_per_s = 256       # locator group merges' reads and writes (0: unbounded)
 //! spill_dir = "/var/tmp/sieve"   # where sorts and joins over their memory spill
 //!                                 # (default: the system temp directory's sieve-spill)
 //! spill_limit_gib = 16           # disk all statements may spill to together
@@ -94,6 +95,7 @@ pub struct ConfigFile {
     pub data_cache_mib: Option<u64>,
     pub disk_cache: Option<PathBuf>,
     pub disk_cache_gib: Option<u64>,
+    pub merge_io_mib_per_s: Option<u64>,
     pub spill_dir: Option<PathBuf>,
     pub spill_limit_gib: Option<u64>,
     pub tls: Option<bool>,

@@ -15,6 +15,8 @@ pub struct Location {
     pub data_cache_mib: u64,
     /// Where blocks' bytes are also kept on disk, and how many bytes at most.
     pub disk_cache: Option<(PathBuf, u64)>,
+    /// What bounds locator group merges' I/O (MiB/s, 0: unbounded).
+    pub merge_io_mib_per_s: u64,
     /// Where COPY INTO may read files from.
     pub external_locations: Vec<ExternalLocation>,
 }
@@ -23,7 +25,8 @@ impl Location {
     pub fn storage(&self) -> Result<Storage, String> {
         let storage = Storage::open(&self.url)
             .map_err(|e| e.to_string())?
-            .with_caches(self.sidecar_cache_mib << 20, self.data_cache_mib << 20);
+            .with_caches(self.sidecar_cache_mib << 20, self.data_cache_mib << 20)
+            .with_merge_rate(self.merge_io_mib_per_s);
         match &self.disk_cache {
             Some((dir, bytes)) => storage
                 .with_disk_cache(dir, *bytes)

@@ -16,7 +16,9 @@ use clap::{Parser, Subcommand};
 use sieve_engine::{
     Cluster, ClusterSecret, ClusterSettings, DEFAULT_ROUTING_BYTES, QUERY_THREAD_STACK, WorkerTls,
 };
-use sieve_storage::{DEFAULT_DATA_CACHE_BYTES, DEFAULT_SIDECAR_CACHE_BYTES};
+use sieve_storage::{
+    DEFAULT_DATA_CACHE_BYTES, DEFAULT_MERGE_IO_MIB_PER_S, DEFAULT_SIDECAR_CACHE_BYTES,
+};
 
 /// GiB a disk cache holds unless told otherwise.
 const DEFAULT_DISK_CACHE_GIB: u64 = 10;
@@ -54,6 +56,11 @@ struct Cli {
     /// GiB the disk cache may hold (default 10)
     #[arg(long, global = true, env = "SIEVE_DISK_CACHE_GIB")]
     disk_cache_gib: Option<u64>,
+
+    /// MiB per second the background merges of locator groups may read and write together
+    /// (default 256; 0: unbounded)
+    #[arg(long, global = true, env = "SIEVE_MERGE_IO_MIB_PER_S")]
+    merge_io_mib_per_s: Option<u64>,
 
     /// A TOML file with storage, host, port, user and password; flags and environment win
     #[arg(long, global = true, env = "SIEVE_CONFIG")]
@@ -146,6 +153,10 @@ async fn run(cli: Cli, executor: Handle) -> Result<(), String> {
                 .unwrap_or(DEFAULT_DISK_CACHE_GIB);
             (dir, gib << 30)
         }),
+        merge_io_mib_per_s: cli
+            .merge_io_mib_per_s
+            .or(config.merge_io_mib_per_s)
+            .unwrap_or(DEFAULT_MERGE_IO_MIB_PER_S),
         external_locations: config.external_locations.clone().unwrap_or_default(),
     };
     match cli.command {

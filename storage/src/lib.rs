@@ -28,6 +28,7 @@ pub use meta::snapshot::{CopiesChange, SegmentRef, Snapshot};
 pub use meta::table_def::{DEFAULT_BLOCK_ROWS, DEFAULT_MAX_FALSE_READS, TableDef, TableOptions};
 pub use meta::versions;
 pub use operations::group_merge::{MAX_GROUP_ROWS, MERGE_FAN_IN};
+pub use operations::merge_rate::DEFAULT_MERGE_IO_MIB_PER_S;
 pub use operations::optimize::{OptimizePlan, Optimized, Rewrite};
 pub use operations::vacuum::Vacuumed;
 pub use read::cache::{DEFAULT_DATA_CACHE_BYTES, DEFAULT_SIDECAR_CACHE_BYTES};

@@ -16,6 +16,7 @@ use url::Url;
 use crate::error::{Result, StorageError};
 use crate::meta::snapshot::Snapshot;
 use crate::meta::table_def::TableDef;
+use crate::operations::merge_rate::MergeRate;
 use crate::read::cache::{Caches, DEFAULT_DATA_CACHE_BYTES, DEFAULT_SIDECAR_CACHE_BYTES};
 use crate::read::disk_cache::DiskCache;
 use crate::read::freshness::Freshness;
@@ -33,6 +34,8 @@ pub struct Storage {
     /// queries of every clone.
     snapshots: Arc<Freshness<Snapshot>>,
     definitions: Arc<Freshness<Option<TableDef>>>,
+    /// What paces locator group merges' I/O; None: unbounded.
+    merge_rate: Option<Arc<MergeRate>>,
 }
 
 /// object_store refuses a plain-HTTP endpoint unless told to, with only "builder error" on the
@@ -113,7 +116,21 @@ impl Storage {
             )),
             snapshots: Arc::default(),
             definitions: Arc::default(),
+            merge_rate: None,
         }
+    }
+
+    /// The same storage with its locator group merges reading and writing at most `mib_per_s`
+    /// MiB per second together ([`crate::operations::merge_rate`]); 0: unbounded.
+    pub fn with_merge_rate(self, mib_per_s: u64) -> Self {
+        Self {
+            merge_rate: MergeRate::new(mib_per_s).map(Arc::new),
+            ..self
+        }
+    }
+
+    pub(crate) fn merge_rate(&self) -> Option<&MergeRate> {
+        self.merge_rate.as_deref()
     }
 
     /// The same store with caches that keep up to `sidecar_bytes` of opened sidecar entries and

@@ -249,6 +249,9 @@ impl Table {
     ) -> Result<Vec<BlockKeys>> {
         let path = self.block_path(blocks.block_id(i));
         let checksums = blocks.checksums(i);
+        if let Some(rate) = self.storage().merge_rate() {
+            rate.spend(checksums.file_len()).await;
+        }
         let bytes = self.storage().store().get(&path).await?.bytes().await?;
         let whole = 0..checksums.file_len();
         let bytes = checksums.check(path.as_ref(), &whole, bytes)?;
@@ -268,6 +271,10 @@ impl Table {
             .put_multipart(&self.locator_path(name))
             .await?;
         let mut writer = WriteMultipart::new_with_chunk_size(upload, UPLOAD_PART);
+        let rate = self.storage().merge_rate();
+        if let Some(rate) = rate {
+            rate.spend(header.len() as u64).await;
+        }
         writer.write(header);
         let mut file = BufReader::new(File::open(pages)?);
         let mut chunk = vec![0u8; UPLOAD_PART];
@@ -275,6 +282,9 @@ impl Table {
             let n = file.read(&mut chunk)?;
             if n == 0 {
                 break;
+            }
+            if let Some(rate) = rate {
+                rate.spend(n as u64).await;
             }
             writer.wait_for_capacity(2).await?;
             writer.write(&chunk[..n]);

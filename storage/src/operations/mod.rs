@@ -2,5 +2,6 @@
 //! and VACUUM (unreferenced files).
 
 pub(crate) mod group_merge;
+pub(crate) mod merge_rate;
 pub(crate) mod optimize;
 pub(crate) mod vacuum;
