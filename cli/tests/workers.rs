@@ -103,32 +103,40 @@ fn queries(present: &str) -> Vec<String> {
     queries
 }
 
-fn answer(server: &Server, query: &str) -> String {
+/// The query's output, or its error.
+fn try_answer(server: &Server, query: &str) -> Result<String, String> {
     let out = server.mysql(&["-e", &format!("{query} allow filtering")]);
-    assert!(
-        out.status.success(),
-        "{query}: {}\nserver log:\n{}",
-        stderr(&out),
-        server.log()
-    );
-    stdout(&out)
+    match out.status.success() {
+        true => Ok(stdout(&out)),
+        false => Err(stderr(&out)),
+    }
 }
 
-/// The workers EXPLAIN ANALYZE says the query's scan asked.
-fn asked(server: &Server, query: &str) -> std::collections::BTreeSet<String> {
+fn answer(server: &Server, query: &str) -> String {
+    try_answer(server, query)
+        .unwrap_or_else(|e| panic!("{query}: {e}\nserver log:\n{}", server.log()))
+}
+
+/// The workers EXPLAIN ANALYZE says the query's scan asked, or the query's error.
+fn try_asked(server: &Server, query: &str) -> Result<std::collections::BTreeSet<String>, String> {
     // A leading `set …;` stays before the EXPLAIN.
     let (settings, query) = query.rsplit_once("; ").unwrap_or(("", query));
     let explain = format!("explain analyze {query}");
     let plan = match settings {
-        "" => answer(server, &explain),
-        _ => answer(server, &format!("{settings}; {explain}")),
+        "" => try_answer(server, &explain)?,
+        _ => try_answer(server, &format!("{settings}; {explain}"))?,
     };
     let mut workers = std::collections::BTreeSet::new();
     for part in plan.split("workers=[").skip(1) {
         let list = &part[..part.find(']').expect("closing bracket")];
         workers.extend(list.split_whitespace().map(str::to_string));
     }
-    workers
+    Ok(workers)
+}
+
+fn asked(server: &Server, query: &str) -> std::collections::BTreeSet<String> {
+    try_asked(server, query)
+        .unwrap_or_else(|e| panic!("{query}: {e}\nserver log:\n{}", server.log()))
 }
 
 /// A counter of the scan's in EXPLAIN ANALYZE (summed over its tasks).
@@ -262,15 +270,33 @@ fn three_workers_answer_as_one_process_and_survive_losing_one() {
     assert!(metric(&coordinator, &lookup, "index_cache_bytes") > 0);
     // Point lookups on c1, one per commit's group, land on different workers: the groups are
     // spread.
-    let group_owners = |coordinator: &Server| -> Vec<String> {
+    // The worker each group's lookup asked; an error while a worker's death or return is not
+    // noticed yet (a lookup sent to it fails).
+    let try_group_owners = |coordinator: &Server| -> Result<Vec<String>, String> {
         (0..10)
             .map(|part| {
                 let key = part * 10000 + 17;
-                let asked = asked(coordinator, &format!("select c2 from t where c1 = {key}"));
+                let asked = try_asked(coordinator, &format!("select c2 from t where c1 = {key}"))?;
                 assert_eq!(asked.len(), 1, "c1 = {key}: {asked:?}");
-                asked.into_iter().next().unwrap()
+                Ok(asked.into_iter().next().unwrap())
             })
             .collect()
+    };
+    let group_owners =
+        |coordinator: &Server| try_group_owners(coordinator).unwrap_or_else(|e| panic!("{e}"));
+    // Asks until the placement satisfies `settled`: the coordinator notices a worker's death
+    // or return when it next probes (every 0.5 s).
+    let placement_where = |coordinator: &Server, settled: &dyn Fn(&[String]) -> bool| {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            match try_group_owners(coordinator) {
+                Ok(owners) if settled(&owners) => return owners,
+                found => assert!(
+                    Instant::now() < deadline,
+                    "the placement never settled: {found:?}"
+                ),
+            }
+        }
     };
     let placed = group_owners(&coordinator);
     let owners: std::collections::BTreeSet<String> = placed.iter().cloned().collect();
@@ -297,10 +323,10 @@ fn three_workers_answer_as_one_process_and_survive_losing_one() {
     let port = workers[1].port;
     let lost = workers[1].url() + "/";
     workers[1].kill();
-    std::thread::sleep(Duration::from_secs(2));
+    let moved = placement_where(&coordinator, &|owners| !owners.contains(&lost));
     assert_answers_match(&coordinator, &local, &present);
     // Only its groups moved.
-    for (before, after) in placed.iter().zip(group_owners(&coordinator)) {
+    for (before, after) in placed.iter().zip(moved) {
         assert!(
             after != lost && (before == &lost || before == &after),
             "{before} → {after}"
@@ -309,9 +335,8 @@ fn three_workers_answer_as_one_process_and_survive_losing_one() {
 
     // It comes back on the same address and takes its share back.
     workers[1] = Worker::start(&storage, port);
-    std::thread::sleep(Duration::from_secs(2));
+    placement_where(&coordinator, &|owners| owners == placed.as_slice());
     assert_answers_match(&coordinator, &local, &present);
-    assert_eq!(group_owners(&coordinator), placed);
 
     // A worker killed while queries run: every answer is whole, or the query fails saying a
     // worker failed; none is short.

@@ -16,7 +16,10 @@ fn sorted(output: &QueryOutput) -> Vec<String> {
     rows
 }
 
-/// 200,000 rows in 60,000-row blocks (8 slices each), in two commits. `k`: unique, except that
+/// 200,000 rows in 60,000-row blocks (8 slices each), in two commits, in a fixed order (so
+/// every run writes the same blocks, where parallel partitions interleave by chance): runs of
+/// 8192 ascending rows, the even runs first, so that no column ascends through a commit's
+/// blocks (one that did would be left out of the locator). `k`: unique, except that
 /// rows 135,000.. repeat the keys of rows 0.. (another block, and another commit); NULL every
 /// 13th row. `g`: the same value for 3 consecutive rows (so sometimes across a slice boundary).
 /// `s`: every 27,000 rows again (several slices and blocks).
@@ -34,7 +37,8 @@ async fn load(session: &Session) {
                 "insert into t select \
                    case when number % 13 = 0 then null else (number * 7919) % 135000 end, \
                    number / 3, concat('v', cast(number % 27000 as varchar)), number \
-                 from numbers({to}) where number >= {from}"
+                 from numbers({to}) where number >= {from} \
+                 order by (number / 8192) % 2, number"
             ),
         )
         .await;
@@ -122,13 +126,12 @@ async fn locator_agrees(location: &str, seed: u64) {
         "{:?}",
         located.stats
     );
-    // At this size usually 8-20% less, and sometimes the same: reads are widened to the blocks'
-    // 64 KiB checksum strides, which can cover the whole column chunk at this block size
-    // whatever slice is asked (the rows are random, so it varies from run to run: a strict
-    // "less" failed 2 of 8 runs). At most two strides more per block: a located page is read
-    // with every column at once (one round trip), where pushdown reads `v` only for the
-    // matching row, whose page can sit in fewer strides than the slice's (one stride more per
-    // block failed 1 run in 10; a CI run of 2026-11-26 read 1.5 strides more per block).
+    // Not always less: reads are widened to the blocks' 64 KiB checksum strides, which can
+    // cover the whole column chunk at this block size whatever slice is asked. At most two
+    // strides more per block: a located page is read with every column at once (one round
+    // trip), where pushdown reads `v` only for the matching row, whose page can sit in fewer
+    // strides than the slice's (when the rows' order varied from run to run, one stride more
+    // per block failed 1 run in 10, and a CI run read 1.5 strides more per block).
     // Compared warm, so that the footers and page indexes, read either way, are not counted by
     // whichever query happened to read them first.
     let (located, by_sidecars) = (run(&s.located, sql).await, run(&s.sidecars, sql).await);
@@ -182,6 +185,22 @@ async fn a_damaged_or_missing_locator_falls_back_to_the_sidecars() {
     std::fs::write(&files[0], damaged).unwrap();
     std::fs::remove_file(&files[1]).unwrap();
     let s = sessions(location).await;
+    // The fallback ran: both groups' locators counted unreadable, the sidecars pruned blocks.
+    let sql = "select v from t where k = 25000";
+    let plan = rows(&run(&s.located, &format!("explain analyze {sql}")).await).join("\n");
+    let metric = |name: &str| -> u64 {
+        let at = plan
+            .find(&format!("{name}="))
+            .unwrap_or_else(|| panic!("{name}: {plan}"));
+        let digits: String = plan[at + name.len() + 1..]
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect();
+        digits.parse().unwrap()
+    };
+    assert_eq!(metric("locators_unreadable"), 2, "{plan}");
+    assert_eq!(metric("locator_groups_probed"), 0, "{plan}");
+    assert!(metric("blocks_pruned_by_filter") > 0, "{plan}");
     compare(&s, 4, 60).await;
     let found = run(&s.located, "select v from t where k = 25000").await;
     assert_eq!(sorted(&found), ["155000", "20000"]);
@@ -332,7 +351,8 @@ async fn optimize_merges_locator_groups_by_tiers() {
                 "insert into t select \
                    case when number % 13 = 0 then null else (number * 7919) % 135000 end, \
                    number / 3, concat('v', cast(number % 27000 as varchar)), number \
-                 from numbers({to}) where number >= {from} order by number"
+                 from numbers({to}) where number >= {from} \
+                 order by (number / 8192) % 2, number"
             ),
         )
         .await;
