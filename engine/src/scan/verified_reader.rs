@@ -168,7 +168,7 @@ impl AsyncFileReader for VerifiedReader {
                         }
                         Err(e) => {
                             log::warn!("disk cache: {e}; reading it from storage");
-                            disk.discard_key(&key(&widened[i]));
+                            disk.clone().discard_key(&key(&widened[i]));
                         }
                     }
                 }
@@ -202,12 +202,15 @@ impl AsyncFileReader for VerifiedReader {
                     if let Some(memory) = memory {
                         memory.insert(key(w), bytes.clone());
                     }
-                    if let Some(disk) = disk {
-                        keep.push(disk.clone().insert(key(w), bytes.clone()));
+                    // Two ranges in one stride widen to the same one: kept once.
+                    if let Some(disk) = disk
+                        && !keep.iter().any(|(kept, _)| kept == w)
+                    {
+                        keep.push((w.clone(), disk.clone().insert(key(w), bytes.clone())));
                     }
                     *slot = Some(bytes);
                 }
-                join_all(keep).await;
+                join_all(keep.into_iter().map(|(_, write)| write)).await;
             }
             Ok(ranges
                 .iter()

@@ -25,9 +25,12 @@
 //!
 //! Only blocks whose every chunk is zstd (as Sieve writes them) and whose pages are contiguous
 //! get one; a reader that finds none, another version, or one that does not fit the table's
-//! schema reads the footer as before. A wrong table cannot give a different answer: page headers
-//! are parsed from bytes checked against the block's checksums, and a decoded page that does not
-//! hold the rows the table claims is a Parquet error.
+//! schema or the block's rows reads the footer as before. The table is trusted as far as the
+//! segment's checksum vouches for it, like the rest of the segment: it was taken from the
+//! writer's own offset index, and the bytes it leads to are checked against the block's
+//! checksums. Per-page row counts that were wrong but summed right (a writer bug) would make a
+//! selection skip the wrong rows; the differential tests compare every located read with an
+//! unpruned read of the footer.
 
 use std::sync::Arc;
 

@@ -15,9 +15,14 @@ pub const DEFAULT_MERGE_IO_MIB_PER_S: u64 = 256;
 
 pub struct MergeRate {
     limiter: DefaultDirectRateLimiter,
-    /// KiB the bucket holds: a larger spend waits for it in parts.
+    /// KiB the bucket holds.
     burst: NonZeroU32,
 }
+
+/// Parts a spend is taken in, at most, per bucket: a part the size of the whole bucket would
+/// wait for it to be full, which smaller spends of other merges could put off indefinitely
+/// (governor serves no queue).
+const PARTS_PER_BURST: u32 = 16;
 
 impl std::fmt::Debug for MergeRate {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -41,11 +46,12 @@ impl MergeRate {
     /// Waits until `bytes` more of merge I/O fit the rate, then counts them.
     pub async fn spend(&self, bytes: u64) {
         let mut kib = bytes.div_ceil(1024);
-        while let Some(part) = NonZeroU32::new(kib.min(u64::from(self.burst.get())) as u32) {
+        let most = (self.burst.get() / PARTS_PER_BURST).max(1);
+        while let Some(part) = NonZeroU32::new(kib.min(u64::from(most)) as u32) {
             self.limiter
                 .until_n_ready(part)
                 .await
-                .expect("a part is at most the burst");
+                .expect("a part is less than the burst");
             kib -= u64::from(part.get());
         }
     }

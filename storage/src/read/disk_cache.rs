@@ -15,9 +15,12 @@
 //! A read checks the magic, the key and the length, and the caller checks the bytes against the
 //! block's checksums before using them, as it does bytes from the store: a damaged, truncated
 //! or foreign file is removed and counts as a miss, never as data. A file is written under a
-//! temporary name and renamed, so a crash leaves no half-written entry (temporary files are
-//! removed at the next start). One process uses a directory at a time (an exclusive lock on
-//! `DIR/.lock`).
+//! temporary name (`sievedc-<random>.tmp`) and renamed, so a crash leaves no half-written entry
+//! (temporary files are removed at the next start). The cache adopts and removes only files
+//! named as its entries or temporaries: a directory shared with other files keeps them. One
+//! process uses a directory at a time (an exclusive lock on `DIR/.lock`). A read that fetched
+//! from the store waits for its disk writes (a local write, after a remote read), so a process
+//! that answered has its pages on disk.
 //!
 //! Written here rather than taken from a crate: the caches made for this (foyer) bring a
 //! runtime and an on-disk engine of their own, and this one needs only files, a byte-bounded
@@ -37,7 +40,15 @@ use crate::read::cache::RangeKey;
 
 const MAGIC: &[u8; 8] = b"SIEVEDC1";
 const LOCK: &str = ".lock";
-const TEMPORARY: &str = ".tmp";
+/// Temporary files are `sievedc-<random>.tmp`.
+const TEMPORARY_PREFIX: &str = "sievedc-";
+const TEMPORARY_SUFFIX: &str = ".tmp";
+
+/// Whether `name` is an entry's file (32 hex digits): the cache adopts, and may remove, only
+/// those and its own temporary files, whatever else the directory holds.
+fn is_entry(name: &str) -> bool {
+    name.len() == 32 && name.bytes().all(|b| b.is_ascii_hexdigit())
+}
 
 /// Weighs an entry by its file's size.
 #[derive(Clone)]
@@ -122,12 +133,12 @@ impl DiskCache {
         for entry in std::fs::read_dir(dir).map_err(|e| failed("cannot list it", e))? {
             let entry = entry.map_err(|e| failed("cannot list it", e))?;
             let name = entry.file_name().to_string_lossy().into_owned();
-            if name == LOCK {
-                continue;
-            }
-            if name.ends_with(TEMPORARY) {
+            if name.starts_with(TEMPORARY_PREFIX) && name.ends_with(TEMPORARY_SUFFIX) {
                 // A write a crash interrupted.
                 let _ = std::fs::remove_file(entry.path());
+                continue;
+            }
+            if !is_entry(&name) {
                 continue;
             }
             if let Ok(meta) = entry.metadata() {
@@ -147,10 +158,13 @@ impl DiskCache {
         self.index.weight()
     }
 
-    /// Records a file in the index and removes those it pushed out.
+    /// Records a file in the index and removes those it pushed out. (quick_cache reports the
+    /// entry an insert replaces as evicted: the same name, whose file is the one just written.)
     fn index_file(&self, name: String, len: u64) {
-        for evicted in self.index.insert_with_lifecycle(name, len) {
-            let _ = std::fs::remove_file(self.dir.join(evicted));
+        for evicted in self.index.insert_with_lifecycle(name.clone(), len) {
+            if evicted != name {
+                let _ = std::fs::remove_file(self.dir.join(evicted));
+            }
         }
     }
 
@@ -165,10 +179,13 @@ impl DiskCache {
         let want = key.2 - key.1;
         tokio::task::spawn_blocking(move || {
             let path = cache.dir.join(&name);
-            let contents = std::fs::read(&path).ok()?;
-            match Self::payload(&contents, &text, want) {
-                Some(at) => Some(Bytes::from(contents).slice(at..)),
+            let found = std::fs::read(&path)
+                .ok()
+                .and_then(|contents| Some((Self::payload(&contents, &text, want)?, contents)));
+            match found {
+                Some((at, contents)) => Some(Bytes::from(contents).slice(at..)),
                 None => {
+                    // Gone, unreadable or not this entry: forgotten, so it is written again.
                     cache.discard(&name);
                     None
                 }
@@ -198,8 +215,9 @@ impl DiskCache {
     }
 
     /// Forgets the entry of `key`: its bytes did not pass the block's checksums.
-    pub fn discard_key(&self, key: &RangeKey) {
-        self.discard(&file_name(&key_text(key)));
+    pub fn discard_key(self: Arc<Self>, key: &RangeKey) {
+        let name = file_name(&key_text(key));
+        tokio::task::spawn_blocking(move || self.discard(&name));
     }
 
     /// Keeps `bytes` (checked against the block's checksums) for `key`. A failed write (a full
@@ -212,28 +230,25 @@ impl DiskCache {
         }
         let cache = self;
         let written = tokio::task::spawn_blocking(move || {
-            let path = cache.dir.join(&name);
-            let temporary = cache
-                .dir
-                .join(format!("{name}.{}{TEMPORARY}", std::process::id()));
             let write = || -> std::io::Result<u64> {
-                let mut file = File::create(&temporary)?;
+                // A name of its own per write: two writes of one range do not mix.
+                let mut file = tempfile::Builder::new()
+                    .prefix(TEMPORARY_PREFIX)
+                    .suffix(TEMPORARY_SUFFIX)
+                    .tempfile_in(&cache.dir)?;
                 file.write_all(MAGIC)?;
                 file.write_all(&(text.len() as u32).to_le_bytes())?;
                 file.write_all(text.as_bytes())?;
                 file.write_all(&bytes)?;
-                std::fs::rename(&temporary, &path)?;
+                file.persist(cache.dir.join(&name)).map_err(|e| e.error)?;
                 Ok((MAGIC.len() + 4 + text.len() + bytes.len()) as u64)
             };
             match write() {
                 Ok(len) => cache.index_file(name, len),
-                Err(e) => {
-                    let _ = std::fs::remove_file(&temporary);
-                    log::warn!(
-                        "disk cache {}: cannot keep {text}: {e}",
-                        cache.dir.display()
-                    );
-                }
+                Err(e) => log::warn!(
+                    "disk cache {}: cannot keep {text}: {e}",
+                    cache.dir.display()
+                ),
             }
         })
         .await;
@@ -285,6 +300,9 @@ mod tests {
     async fn the_budget_bounds_the_files_kept() {
         let dir = tempfile::tempdir().unwrap();
         let budget = 10_000;
+        // Not the cache's: never adopted, counted or removed.
+        let foreign = dir.path().join("notes.txt");
+        std::fs::write(&foreign, vec![b'x'; 50_000]).unwrap();
         let cache = Arc::new(DiskCache::open(dir.path(), budget).unwrap());
         for i in 0..500 {
             cache
@@ -292,21 +310,29 @@ mod tests {
                 .insert(key(i), Bytes::from(vec![0u8; 100]))
                 .await;
         }
-        let on_disk: u64 = std::fs::read_dir(dir.path())
-            .unwrap()
-            .map(|e| e.unwrap().metadata().unwrap().len())
-            .sum();
-        assert!(on_disk <= budget, "{on_disk} bytes on disk");
+        let on_disk = || -> u64 {
+            std::fs::read_dir(dir.path())
+                .unwrap()
+                .map(|e| e.unwrap())
+                .filter(|e| is_entry(&e.file_name().to_string_lossy()))
+                .map(|e| e.metadata().unwrap().len())
+                .sum()
+        };
+        assert!(on_disk() <= budget, "{} bytes on disk", on_disk());
+        // The same range twice at once (two readers of one page): its file stays.
+        let page = || Bytes::from(vec![7u8; 100]);
+        futures::join!(
+            cache.clone().insert(key(1000), page()),
+            cache.clone().insert(key(1000), page())
+        );
+        assert_eq!(cache.clone().get(key(1000)).await.unwrap(), page());
         assert!(cache.bytes() <= budget);
         assert!(cache.bytes() > budget / 2, "{}", cache.bytes());
         drop(cache);
         // Reopened with a smaller budget, it removes what no longer fits.
         let cache = DiskCache::open(dir.path(), budget / 4).unwrap();
-        let on_disk: u64 = std::fs::read_dir(dir.path())
-            .unwrap()
-            .map(|e| e.unwrap().metadata().unwrap().len())
-            .sum();
-        assert!(on_disk <= budget / 4, "{on_disk} bytes on disk");
+        assert!(on_disk() <= budget / 4, "{} bytes on disk", on_disk());
         assert!(cache.bytes() <= budget / 4);
+        assert!(foreign.exists());
     }
 }
