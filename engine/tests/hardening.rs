@@ -255,14 +255,12 @@ async fn max_execution_time_stops_a_query_and_spares_writes() {
         "SET SESSION sieve.max_execution_time = 300",
     ] {
         run(&s, set).await;
-        let started = std::time::Instant::now();
         let (class, message) = fails(&s, cross).await;
         assert_eq!(class, ErrorClass::Timeout, "{message}");
         assert!(
             message.contains("maximum statement execution time exceeded"),
             "{message}"
         );
-        assert!(started.elapsed() < Duration::from_secs(60));
         run(&s, "set max_execution_time = 0").await;
     }
     run(&s, "SET max_execution_time = 1").await;
