@@ -15,8 +15,8 @@
 # run is made with the short path and the caches on and, right after it in the same server, off
 # (`set sieve.short_path = false; set sieve.data_cache = false`: the full path, the baseline),
 # and reports lookups/s, p95 latency,
-# the server's CPU per lookup (user + system from /proc) and MinIO's requests and bytes sent per
-# lookup (its Prometheus counters, read 12 s after a run), then the ratios. The client runs on the same cores; keep the machine
+# the server's CPU per lookup (user + system from /proc) and MinIO's requests per lookup (its
+# Prometheus counters, read 12 s after a run), then the ratios. The client runs on the same cores; keep the machine
 # otherwise idle.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -88,18 +88,16 @@ PY
 grep -E "routing filters loaded" "$work/serve.log" | tail -1 || true
 
 cpu() { awk '{print $14 + $15}' "/proc/$server/stat"; }   # utime + stime, in 1/100 s
-# MinIO publishes its counters with a delay of a few seconds: read them after it. Prints
-# "requests bytes-sent".
+# MinIO publishes its request counters with a delay of a few seconds: read them after it.
 requests() {
   sleep 12
   curl -s "$AWS_ENDPOINT/minio/v2/metrics/cluster" \
-    | awk '/^minio_s3_requests_total\{/ {n += $NF} /^minio_s3_traffic_sent_bytes\{/ {b += $NF}
-           END {printf "%d %d\n", n, b}'
+    | awk '/^minio_s3_requests_total\{/ {sum += $NF} END {print sum + 0}'
 }
 
 echo
-echo "| keys | connections | path | lookups/s | p95 ms | server CPU ms/lookup | requests/lookup | KB fetched/lookup |"
-echo "|---|---|---|---|---|---|---|---|"
+echo "| keys | connections | path | lookups/s | p95 ms | server CPU ms/lookup | requests/lookup |"
+echo "|---|---|---|---|---|---|---|"
 declare -A rate cost
 for keys in $key_sets; do
   file="$keys" text=""
@@ -113,7 +111,7 @@ for keys in $key_sets; do
       [ "$keys" = uniform-present ] && setting="$setting; set sieve.lookup_cache = false"
       [ -n "$text" ] && setting="set sieve.text_lookups = $on"
       c0=$(cpu)
-      read -r r0 b0 < <(requests)
+      r0=$(requests)
       out=$(SIEVE_SET="$setting" SIEVE_TEXT="$text" SIEVE_KEYS="$work/$file.keys" sysbench scripts/serving/lookup.lua \
         --db-driver=mysql --mysql-host=127.0.0.1 --mysql-port="$port" --mysql-user=root \
         --mysql-db=default --threads="$threads" --time="$seconds" --percentile=95 run 2>&1) || {
@@ -121,17 +119,16 @@ for keys in $key_sets; do
         exit 1
       }
       c1=$(cpu)
-      read -r r1 b1 < <(requests)
+      r1=$(requests)
       n=$(echo "$out" | awk '/transactions:/ {print $2}')
       per_s=$(echo "$out" | awk '/transactions:/ {gsub(/\(/, "", $3); print $3}')
       p95=$(echo "$out" | awk '/95th percentile/ {print $3}')
       ms=$(python3 -c "print(f'{($c1 - $c0) * 10 / $n:.3f}')")
       req=$(python3 -c "print(f'{($r1 - $r0) / $n:.2f}')")
-      kb=$(python3 -c "print(f'{($b1 - $b0) / $n / 1000:.1f}')")
       rate[$path]=$per_s
       cost[$path]=$ms
-      echo "| $keys | $threads | $path | $per_s | $p95 | $ms | $req | $kb |"
+      echo "| $keys | $threads | $path | $per_s | $p95 | $ms | $req |"
     done
-    python3 -c "print(f'| $keys | $threads | short/full | {${rate[short]} / ${rate[full]}:.2f}x | | {${cost[short]} / ${cost[full]}:.2f}x | | |')"
+    python3 -c "print(f'| $keys | $threads | short/full | {${rate[short]} / ${rate[full]}:.2f}x | | {${cost[short]} / ${cost[full]}:.2f}x | |')"
   done
 done
