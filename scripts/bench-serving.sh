@@ -15,8 +15,10 @@
 # run is made with the short path and the caches on and, right after it in the same server, off
 # (`set sieve.short_path = false; set sieve.data_cache = false`: the full path, the baseline),
 # and reports lookups/s, p95 latency,
-# the server's CPU per lookup (user + system from /proc) and MinIO's requests per lookup (its
-# Prometheus counters, read 12 s after a run), then the ratios. The client runs on the same cores; keep the machine
+# the server's CPU per lookup (user + system from /proc), MinIO's requests per lookup (its
+# Prometheus counters, read 12 s after a run) and the bytes the server's GETs fetched per lookup
+# (its own `sieve_object_store_transferred_bytes_total{operation="get"}`, from --metrics-port),
+# then the ratios. The client runs on the same cores; keep the machine
 # otherwise idle.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -42,11 +44,12 @@ storage="s3://sieve-test/serving"
 "$sieve" --storage "$storage" load t10b --rows "$rows" 2>&1 | grep -E "loaded|locator groups|c2 locator"
 
 port=$(free_port)
+metrics_port=$(free_port)
 # sysbench opens all its connections at once from one address: more than the login throttle
 # lets wait by default (16 per address), with caching_sha2_password's first logins slow.
 printf 'max_pending_logins = 256\nmax_pending_logins_per_address = 256\n' >"$work/sieve.toml"
 RUST_LOG=info "$sieve" --storage "$storage" --config "$work/sieve.toml" serve --port "$port" \
-  >"$work/serve.log" 2>&1 &
+  --metrics-port "$metrics_port" >"$work/serve.log" 2>&1 &
 server=$!
 wait_for_port "$port"
 
@@ -95,9 +98,15 @@ requests() {
     | awk '/^minio_s3_requests_total\{/ {sum += $NF} END {print sum + 0}'
 }
 
+# Sieve counts the bytes its own GETs fetched (MinIO's sent-bytes counter stayed 0 here).
+fetched() {
+  curl -s "http://127.0.0.1:$metrics_port/metrics" \
+    | awk '/^sieve_object_store_transferred_bytes_total\{.*operation="get"/ {sum += $NF} END {print sum + 0}'
+}
+
 echo
-echo "| keys | connections | path | lookups/s | p95 ms | server CPU ms/lookup | requests/lookup |"
-echo "|---|---|---|---|---|---|---|"
+echo "| keys | connections | path | lookups/s | p95 ms | server CPU ms/lookup | requests/lookup | KB fetched/lookup |"
+echo "|---|---|---|---|---|---|---|---|"
 declare -A rate cost
 for keys in $key_sets; do
   file="$keys" text=""
@@ -112,6 +121,7 @@ for keys in $key_sets; do
       [ -n "$text" ] && setting="set sieve.text_lookups = $on"
       c0=$(cpu)
       r0=$(requests)
+      b0=$(fetched)
       out=$(SIEVE_SET="$setting" SIEVE_TEXT="$text" SIEVE_KEYS="$work/$file.keys" sysbench scripts/serving/lookup.lua \
         --db-driver=mysql --mysql-host=127.0.0.1 --mysql-port="$port" --mysql-user=root \
         --mysql-db=default --threads="$threads" --time="$seconds" --percentile=95 run 2>&1) || {
@@ -119,16 +129,18 @@ for keys in $key_sets; do
         exit 1
       }
       c1=$(cpu)
+      b1=$(fetched)
       r1=$(requests)
       n=$(echo "$out" | awk '/transactions:/ {print $2}')
       per_s=$(echo "$out" | awk '/transactions:/ {gsub(/\(/, "", $3); print $3}')
       p95=$(echo "$out" | awk '/95th percentile/ {print $3}')
       ms=$(python3 -c "print(f'{($c1 - $c0) * 10 / $n:.3f}')")
       req=$(python3 -c "print(f'{($r1 - $r0) / $n:.2f}')")
+      kb=$(python3 -c "print(f'{($b1 - $b0) / $n / 1000:.1f}')")
       rate[$path]=$per_s
       cost[$path]=$ms
-      echo "| $keys | $threads | $path | $per_s | $p95 | $ms | $req |"
+      echo "| $keys | $threads | $path | $per_s | $p95 | $ms | $req | $kb |"
     done
-    python3 -c "print(f'| $keys | $threads | short/full | {${rate[short]} / ${rate[full]}:.2f}x | | {${cost[short]} / ${cost[full]}:.2f}x | |')"
+    python3 -c "print(f'| $keys | $threads | short/full | {${rate[short]} / ${rate[full]}:.2f}x | | {${cost[short]} / ${cost[full]}:.2f}x | | |')"
   done
 done
