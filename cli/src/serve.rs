@@ -15,9 +15,10 @@ use tokio::sync::Semaphore;
 use crate::config::ConfigFile;
 use crate::metrics_http;
 use prometheus_client::registry::Registry;
+use sieve_engine::AuthPlugin;
 use sieve_mysql::{
-    Account, AuthPlugin, Connection, Connections, LoginThrottle, PendingLogins, RsaKey,
-    ServerStatus, Shared, TlsAcceptor, TlsFiles, self_signed, tls_acceptor,
+    Connection, Connections, LoginThrottle, PendingLogins, RsaKey, ServerStatus, Shared,
+    TlsAcceptor, TlsFiles, self_signed, tls_acceptor,
 };
 
 /// How long accepting waits after an error (out of file descriptors, say) before trying again;
@@ -156,6 +157,7 @@ pub async fn serve(engine: Engine, args: ServeArgs, config: ConfigFile) -> Resul
             "refusing to listen on {host} without a password: set --password, SIEVE_PASSWORD or password in --config"
         ));
     }
+    engine.access().set_root(user, plugin, &password);
     let address = SocketAddr::new(host, port);
     let listener = TcpListener::bind(address)
         .await
@@ -164,8 +166,6 @@ pub async fn serve(engine: Engine, args: ServeArgs, config: ConfigFile) -> Resul
         Some(flight_port) => {
             let settings = FlightSettings {
                 address: SocketAddr::new(host, flight_port),
-                user: user.clone(),
-                password: password.clone(),
             };
             Some(tokio::spawn(sieve_flight::serve(engine.clone(), settings)?))
         }
@@ -173,7 +173,7 @@ pub async fn serve(engine: Engine, args: ServeArgs, config: ConfigFile) -> Resul
     };
     let connections = Arc::new(Connections::default());
     let shared = Arc::new(Shared {
-        account: Arc::new(Account::new(user, password, plugin)),
+        access: engine.access(),
         rsa_key: Arc::new(RsaKey::in_dir(rsa_dir)),
         throttle: Arc::new(LoginThrottle::default()),
         pending: Arc::new(PendingLogins::new(limits.pending)),

@@ -23,5 +23,5 @@ fn adbc_flight_sql() {
         ])
         .env("SIEVE_FLIGHT_PORT", flight_port.to_string());
     let out = server.run_client(pytest);
-    assert!(out.contains("4 passed"), "{out}");
+    assert!(out.contains("5 passed"), "{out}");
 }

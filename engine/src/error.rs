@@ -4,10 +4,12 @@
 use datafusion::error::DataFusionError;
 use sieve_storage::StorageError;
 
+use crate::access::principal::{AccessDenied, Denied};
 use crate::dialect::checked_arithmetic::OutOfRange;
 use crate::dialect::set_variable::UnknownVariable;
 use crate::guard::deadline::QueryTimeout;
 use crate::scan::exec::FullScanRefused;
+use crate::session::accounts::{AccountError, AccountErrorKind};
 
 pub fn to_df(e: StorageError) -> DataFusionError {
     DataFusionError::External(Box::new(e))
@@ -29,6 +31,17 @@ pub enum ErrorClass {
     Timeout,
     /// Over a memory limit.
     OutOfMemory,
+    /// The account lacks a privilege on a table (MySQL's 1142), a database (1044), or the
+    /// server (1227).
+    TableAccessDenied,
+    DatabaseAccessDenied,
+    GlobalAccessDenied,
+    /// CREATE USER of an account that exists, DROP or ALTER of one that does not (1396).
+    CannotUser,
+    /// SHOW GRANTS for, or REVOKE from, an account that does not exist (1141).
+    NoSuchGrant,
+    /// GRANT to an account that does not exist (1410).
+    GrantCreates,
     Other,
 }
 
@@ -57,6 +70,20 @@ pub fn classify(error: &DataFusionError) -> ErrorClass {
         }
         if e.is::<FullScanRefused>() {
             return ErrorClass::NotSupported;
+        }
+        if let Some(denied) = e.downcast_ref::<AccessDenied>() {
+            return match denied.kind {
+                Denied::Table => ErrorClass::TableAccessDenied,
+                Denied::Database => ErrorClass::DatabaseAccessDenied,
+                Denied::Global => ErrorClass::GlobalAccessDenied,
+            };
+        }
+        if let Some(account) = e.downcast_ref::<AccountError>() {
+            return match account.kind {
+                AccountErrorKind::CannotUser => ErrorClass::CannotUser,
+                AccountErrorKind::NoSuchGrant => ErrorClass::NoSuchGrant,
+                AccountErrorKind::GrantCreates => ErrorClass::GrantCreates,
+            };
         }
     }
     match root {

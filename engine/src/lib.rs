@@ -7,6 +7,7 @@
 //! and VACUUM; `cluster/` ships scans to workers; `ingest/` brings users' files in; `guard/` keeps a statement from hurting the
 //! server. `sink.rs` is INSERT's path into the table writer, `numbers.rs` the `numbers(N)` source.
 
+pub mod access;
 mod catalog;
 mod cluster;
 mod dialect;
@@ -22,6 +23,10 @@ mod scan;
 mod session;
 mod sink;
 
+pub use access::accounts::{Access, Account};
+pub use access::password::{AuthPlugin, Credential};
+pub use access::principal::Principal;
+pub use access::redact::redacted;
 pub use cluster::coordinator::{Cluster, ClusterSettings};
 pub use cluster::secret::ClusterSecret;
 pub use cluster::worker::worker;

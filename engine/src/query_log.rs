@@ -24,6 +24,8 @@ use datafusion::error::Result;
 use datafusion::logical_expr::Expr;
 use serde::Serialize;
 
+use crate::access::principal::CurrentPrincipal;
+
 /// Entries `sieve_query_log()` can list.
 pub const RECENT: usize = 1000;
 /// Bytes of a statement's text kept in memory (the file has it whole): a dump's multi-MB
@@ -136,16 +138,28 @@ impl QueryLog {
     }
 }
 
-/// `sieve_query_log()`: the recent entries, oldest first.
+/// `sieve_query_log()`: the recent entries, oldest first; a user's own unless it holds ALL on
+/// every database.
 #[derive(Debug)]
-pub(crate) struct QueryLogFunction(pub Arc<QueryLog>);
+pub(crate) struct QueryLogFunction {
+    pub log: Arc<QueryLog>,
+    pub viewer: CurrentPrincipal,
+}
 
 impl TableFunctionImpl for QueryLogFunction {
     fn call(&self, args: &[Expr]) -> Result<Arc<dyn TableProvider>> {
         if !args.is_empty() {
             return plan_err!("sieve_query_log() takes no arguments");
         }
-        let entries = self.0.recent();
+        let mut entries = self.log.recent();
+        // Entries name `user@host`.
+        entries.retain(|e| {
+            let user = e
+                .user
+                .rsplit_once('@')
+                .map_or(e.user.as_str(), |(user, _)| user);
+            self.viewer.sees(user)
+        });
         let text = |f: fn(&Entry) -> Option<String>| -> ArrayRef {
             Arc::new(StringArray::from(
                 entries.iter().map(|e| f(e)).collect::<Vec<_>>(),

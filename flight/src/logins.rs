@@ -1,14 +1,15 @@
-//! Logins: a Flight handshake with HTTP basic credentials (the MySQL port's user and password)
-//! gets a bearer token, and each token a session of its own, so `USE db` and `SET` last for the
+//! Logins: a Flight handshake with HTTP basic credentials (the MySQL port's accounts: root and
+//! the users made with CREATE USER, with the same privileges) gets a bearer token, and each token a session of its own, so `USE db` and `SET` last for the
 //! client's later calls as on a MySQL connection. The newest [`MAX_LOGINS`] are kept; an older
 //! token is refused and its client logs in again.
 
 use std::collections::VecDeque;
+use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD_NO_PAD;
-use sieve_engine::{Engine, Session};
+use sieve_engine::{Engine, Principal, Session};
 use subtle::ConstantTimeEq;
 use tonic::Status;
 use tonic::metadata::MetadataMap;
@@ -17,23 +18,19 @@ pub const MAX_LOGINS: usize = 1024;
 
 pub struct Logins {
     engine: Engine,
-    user: String,
-    password: String,
     sessions: Mutex<VecDeque<(String, Arc<Session>)>>,
 }
 
 impl Logins {
-    pub fn new(engine: Engine, user: String, password: String) -> Self {
+    pub fn new(engine: Engine) -> Self {
         Self {
             engine,
-            user,
-            password,
             sessions: Mutex::default(),
         }
     }
 
-    /// Checks `Basic base64(user:password)`; a new token.
-    pub fn login(&self, metadata: &MetadataMap) -> Result<String, Status> {
+    /// Checks `Basic base64(user:password)` from a client at `peer`; a new token.
+    pub async fn login(&self, metadata: &MetadataMap, peer: IpAddr) -> Result<String, Status> {
         let header = authorization(metadata)?;
         let Some(encoded) = header.strip_prefix("Basic ") else {
             return Err(Status::unauthenticated(
@@ -47,17 +44,17 @@ impl Logins {
         let text = String::from_utf8(decoded)
             .map_err(|_| Status::unauthenticated("malformed basic authentication"))?;
         let (user, password) = text.split_once(':').unwrap_or((&text, ""));
-        let user_ok = user.as_bytes().ct_eq(self.user.as_bytes());
-        let password_ok = password.as_bytes().ct_eq(self.password.as_bytes());
-        if !bool::from(user_ok & password_ok) {
-            return Err(Status::unauthenticated(format!(
-                "Access denied for user '{user}'"
-            )));
-        }
+        let access = self.engine.access();
+        let account = access
+            .account(user, peer)
+            .await
+            .filter(|account| account.credential.matches(password.as_bytes()))
+            .ok_or_else(|| Status::unauthenticated(format!("Access denied for user '{user}'")))?;
         let session = self
             .engine
             .session()
             .map_err(|e| Status::internal(e.to_string()))?;
+        session.set_principal(Principal::logged_in(access, account, peer));
         let token = format!("{:032x}", rand::random::<u128>());
         let mut sessions = self.sessions.lock().expect("logins lock");
         if sessions.len() == MAX_LOGINS {

@@ -39,11 +39,9 @@ use tonic::{Request, Response, Status, Streaming};
 use crate::logins::Logins;
 use crate::pending::Pending;
 
-/// Where the service listens and whom it lets in.
+/// Where the service listens (it lets in the engine's accounts).
 pub struct FlightSettings {
     pub address: SocketAddr,
-    pub user: String,
-    pub password: String,
 }
 
 /// Binds `settings.address` (an error if it cannot) and serves Flight SQL there until the
@@ -56,7 +54,7 @@ pub fn serve(
         .map_err(|e| format!("cannot listen on {} for Flight SQL: {e}", settings.address))?
         .with_nodelay(Some(true));
     let service = SieveFlight {
-        logins: Logins::new(engine, settings.user, settings.password),
+        logins: Logins::new(engine),
         results: Pending::default(),
         prepared: Pending::default(),
         info: sql_info(),
@@ -109,6 +107,12 @@ fn status(e: DataFusionError) -> Status {
         ErrorClass::NotSupported => Status::unimplemented(message),
         ErrorClass::Timeout => Status::deadline_exceeded(message),
         ErrorClass::OutOfMemory => Status::resource_exhausted(message),
+        ErrorClass::TableAccessDenied
+        | ErrorClass::DatabaseAccessDenied
+        | ErrorClass::GlobalAccessDenied => Status::permission_denied(message),
+        ErrorClass::CannotUser | ErrorClass::NoSuchGrant | ErrorClass::GrantCreates => {
+            Status::failed_precondition(message)
+        }
         ErrorClass::Other => Status::internal(message),
     }
 }
@@ -260,7 +264,11 @@ impl FlightSqlService for SieveFlight {
         Response<Pin<Box<dyn Stream<Item = Result<HandshakeResponse, Status>> + Send>>>,
         Status,
     > {
-        let token = self.logins.login(request.metadata())?;
+        // Unknown only for transports without addresses; then no host pattern but `%` matches.
+        let peer = request
+            .remote_addr()
+            .map_or(std::net::IpAddr::from([0, 0, 0, 0]), |a| a.ip());
+        let token = self.logins.login(request.metadata(), peer).await?;
         let reply = HandshakeResponse {
             protocol_version: 0,
             payload: token.clone().into(),

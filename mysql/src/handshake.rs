@@ -2,8 +2,8 @@
 //! (HandshakeResponse41), the switch to the account's login plugin for clients that answered for
 //! another, and `caching_sha2_password`'s further messages.
 
-use super::auth::AuthPlugin;
 use super::wire::{Malformed, Read, Reader};
+use sieve_engine::AuthPlugin;
 
 /// Capability flags, as `CLIENT_*` in MySQL's `mysql_com.h`.
 pub mod capability {

@@ -100,6 +100,13 @@ impl Connections {
         self.map().len()
     }
 
+    /// The account connection `id` logged in as; None if there is no such connection.
+    pub fn user_of(&self, id: u32) -> Option<String> {
+        let target = self.map().get(&id).cloned()?;
+        let user = target.doing().user.clone();
+        Some(user)
+    }
+
     /// Interrupts connection `id`'s statement, and closes the connection unless `query_only`;
     /// false if there is no such connection.
     pub fn kill(&self, id: u32, query_only: bool) -> bool {

@@ -26,7 +26,6 @@ mod tls;
 mod transaction_statements;
 mod wire;
 
-pub use auth::{Account, AuthPlugin};
 pub use connection::{Connection, Shared};
 pub use kill::Connections;
 pub use login_throttle::LoginThrottle;

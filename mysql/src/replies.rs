@@ -13,6 +13,12 @@ pub mod status {
 /// MySQL error codes the server answers with.
 pub mod error {
     pub const CON_COUNT: u16 = 1040;
+    pub const DB_ACCESS_DENIED: u16 = 1044;
+    pub const TABLE_ACCESS_DENIED: u16 = 1142;
+    pub const NONEXISTING_GRANT: u16 = 1141;
+    pub const SPECIFIC_ACCESS_DENIED: u16 = 1227;
+    pub const CANNOT_USER: u16 = 1396;
+    pub const CANT_CREATE_USER_WITH_GRANT: u16 = 1410;
     pub const ACCESS_DENIED: u16 = 1045;
     pub const UNKNOWN_COM: u16 = 1047;
     pub const BAD_DB: u16 = 1049;
@@ -21,6 +27,7 @@ pub mod error {
     pub const PARSE: u16 = 1064;
     pub const EMPTY_QUERY: u16 = 1065;
     pub const NO_SUCH_THREAD: u16 = 1094;
+    pub const KILL_DENIED: u16 = 1095;
     pub const NO_SUCH_TABLE: u16 = 1146;
     pub const NET_PACKET_TOO_LARGE: u16 = 1153;
     pub const OUT_OF_RESOURCES: u16 = 1041;
@@ -47,7 +54,12 @@ fn sql_state(code: u16) -> &'static str {
         | error::PARSE
         | error::EMPTY_QUERY
         | error::NOT_SUPPORTED_YET
-        | error::LOCAL_INFILE_DISABLED => "42000",
+        | error::LOCAL_INFILE_DISABLED
+        | error::DB_ACCESS_DENIED
+        | error::TABLE_ACCESS_DENIED
+        | error::NONEXISTING_GRANT
+        | error::SPECIFIC_ACCESS_DENIED
+        | error::CANT_CREATE_USER_WITH_GRANT => "42000",
         error::TABLE_EXISTS => "42S01",
         error::NO_SUCH_TABLE => "42S02",
         error::QUERY_INTERRUPTED => "70100",

@@ -12,6 +12,7 @@ mod meta;
 pub mod metrics;
 mod operations;
 mod read;
+mod users;
 mod write;
 
 pub use catalog::{Catalog, DEFAULT_DATABASE};
@@ -36,6 +37,7 @@ pub use read::disk_cache::DiskCache;
 pub use read::request_trace::RequestTrace;
 pub use read::table::{SidecarFetch, Table};
 pub use roaring::RoaringBitmap;
+pub use users::{StoredGrant, StoredUser, UserList, Users};
 pub use write::deleter::DeleteCommitted;
 pub use write::locator_builder::LOCATOR_GROUP_ROWS;
 pub use write::writer::{Committed, TableWriter, Written};

@@ -176,6 +176,11 @@ impl Server {
     }
 
     /// The CA the server's own TLS certificate is signed by (made at its start).
+    /// The directory the server's storage is in (a server started without a storage URL).
+    pub fn storage_dir(&self) -> std::path::PathBuf {
+        std::path::PathBuf::from(&self.storage)
+    }
+
     pub fn tls_ca(&self) -> std::path::PathBuf {
         self.dir.path().join("tls").join("ca.pem")
     }

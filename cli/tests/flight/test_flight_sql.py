@@ -10,9 +10,9 @@ PORT = int(os.environ["SIEVE_FLIGHT_PORT"])
 PASSWORD = os.environ["SIEVE_PASSWORD"]
 
 
-def connect(password=PASSWORD):
+def connect(password=PASSWORD, user="root"):
     return flight_sql.connect(f"grpc://127.0.0.1:{PORT}",
-                              db_kwargs={"username": "root", "password": password},
+                              db_kwargs={"username": user, "password": password},
                               autocommit=True)
 
 
@@ -70,3 +70,22 @@ def test_errors_and_a_wrong_password(conn):
         with connect("wrong") as bad:
             with bad.cursor() as cur:
                 cur.execute("select 1")
+
+
+def test_users_log_in_with_their_privileges(conn):
+    with conn.cursor() as cur:
+        cur.execute("create user 'fl_reader'@'%' identified by 'fl-pw'")
+        cur.execute("grant select on `default`.fl_t to 'fl_reader'@'%'")
+    with connect("fl-pw", user="fl_reader") as reader:
+        with reader.cursor() as cur:
+            cur.execute("select count(*) from fl_t")
+            assert cur.fetchall() == [(5000,)]
+            with pytest.raises(Exception, match="INSERT command denied to user 'fl_reader'"):
+                cur.execute("insert into fl_t values (1, 'x')")
+    with pytest.raises(Exception, match="Access denied"):
+        with connect("wrong", user="fl_reader") as bad:
+            with bad.cursor() as cur:
+                cur.execute("select 1")
+    with conn.cursor() as cur:
+        cur.execute("select count(*) from fl_t")
+        assert cur.fetchall() == [(5000,)]

@@ -20,6 +20,8 @@ use datafusion::physical_plan::ExecutionPlan;
 use datafusion::physical_plan::projection::ProjectionExec;
 use sieve_storage::{Catalog, Table};
 
+use crate::access::principal::require;
+use crate::access::privileges::{Object, Privilege};
 use crate::cluster::coordinator::Cluster;
 use crate::cluster::node_filters::workers_to_ask;
 use crate::error::to_df;
@@ -68,6 +70,17 @@ impl SieveTable {
     pub fn new(catalog: Catalog, table: Table) -> Self {
         Self { catalog, table }
     }
+
+    /// Refuses the statement unless the session's account holds `wanted` on this table:
+    /// checked here, where a plan touches the table, whatever the statement's shape.
+    fn require(&self, state: &dyn Session, wanted: Privilege) -> Result<()> {
+        let def = self.table.def();
+        require(
+            state.config(),
+            wanted,
+            &Object::table(&def.database, &def.name),
+        )
+    }
 }
 
 #[async_trait]
@@ -96,6 +109,7 @@ impl TableProvider for SieveTable {
         filters: &[Expr],
         limit: Option<usize>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
+        self.require(state, Privilege::Select)?;
         let options = state.config_options();
         let sieve = options.extensions.get::<SieveOptions>();
         let df_schema = DFSchema::try_from(self.schema().as_ref().clone())?;
@@ -159,6 +173,7 @@ impl TableProvider for SieveTable {
         input: Arc<dyn ExecutionPlan>,
         insert_op: InsertOp,
     ) -> Result<Arc<dyn ExecutionPlan>> {
+        self.require(state, Privilege::Insert)?;
         if insert_op != InsertOp::Append {
             return not_impl_err!("{insert_op} is not supported; Sieve tables only append");
         }
@@ -177,6 +192,11 @@ impl TableProvider for SieveTable {
         state: &dyn Session,
         filters: Vec<Expr>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
+        self.require(state, Privilege::Delete)?;
+        // As in MySQL: the WHERE clause reads the rows, and the count it answers tells of them.
+        if !filters.is_empty() {
+            self.require(state, Privilege::Select)?;
+        }
         let sieve = state.config_options().extensions.get::<SieveOptions>();
         let schema = self.schema();
         let where_clause = conjunction(filters);

@@ -13,6 +13,7 @@ use datafusion::error::Result;
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 
 use super::Session;
+use crate::access::privileges::{Object, Privilege};
 use crate::error::to_df;
 use crate::ingest::copy_files::{self, FileReport};
 use crate::ingest::copy_into::CopyInto;
@@ -26,6 +27,12 @@ impl Session {
         self.progress.reset();
         let (store, bucket, path) = self.external.resolve(&copy.from).map_err(to_df)?;
         let name = &copy.table;
+        self.require(
+            Privilege::Insert,
+            &Object::table(&name.database, &name.table),
+        )?;
+        // It reads files the server may read, as MySQL's FILE privilege guards LOAD DATA INFILE.
+        self.require_all_for("COPY INTO", &Object::global())?;
         let table = self
             .catalog
             .open_table(&name.database, &name.table)

@@ -12,6 +12,7 @@ use datafusion::sql::sqlparser::ast::{CreateTable, ObjectName, ShowStatementFilt
 use sieve_storage::{StorageError, Table, TableDef, TableOptions};
 
 use super::{Session, object_parts};
+use crate::access::privileges::Object;
 use crate::catalog::table_name::TableName;
 use crate::catalog::table_options::{table_options, take_key_constraints, take_table_options};
 use crate::dialect::describe::columns_of;
@@ -45,6 +46,7 @@ impl Session {
         if name.eq_ignore_ascii_case(information_schema::NAME) {
             return plan_err!("{name} is MySQL's catalog of the server; it cannot be created");
         }
+        self.require_all_for("CREATE", &Object::database(name))?;
         match self.catalog.create_database(name).await {
             Ok(()) => Ok(self.affected(1)),
             Err(StorageError::DatabaseExists(_)) if if_not_exists => Ok(self.affected(0)),
@@ -61,6 +63,7 @@ impl Session {
             let [db] = object_parts(name)
                 .try_into()
                 .map_err(|_| DataFusionError::Plan(format!("bad database name {name}")))?;
+            self.require_all_for("DROP", &Object::database(&db))?;
             match self.catalog.drop_database(&db).await {
                 Ok(()) => {}
                 Err(StorageError::UnknownDatabase(_)) if if_exists => {}
@@ -82,6 +85,7 @@ impl Session {
     ) -> Result<QueryStream> {
         for name in names {
             let (db, table) = self.resolve(name)?;
+            self.require_all_for("DROP", &Object::table(&db, &table))?;
             match self.catalog.drop_table(&db, &table).await {
                 Ok(()) => {}
                 Err(StorageError::UnknownTable(..)) if if_exists => {}
@@ -97,6 +101,7 @@ impl Session {
         let mut pairs = take_table_options(&mut create.table_options)?;
         take_key_constraints(&mut create.constraints, &mut pairs)?;
         let (db, name) = self.resolve(&create.name)?;
+        self.require_all_for("CREATE", &Object::table(&db, &name))?;
         let if_not_exists = create.if_not_exists;
         if create.or_replace {
             return plan_err!("CREATE OR REPLACE TABLE is not supported; DROP TABLE first");

@@ -9,6 +9,7 @@ use datafusion::sql::sqlparser::dialect::MySqlDialect;
 use sieve_storage::StorageError;
 
 use super::{Session, object_parts};
+use crate::access::user_statements::{self, UserStatement};
 use crate::dialect::information_schema;
 use crate::dialect::rewrites;
 use crate::dialect::set_variable;
@@ -17,14 +18,47 @@ use crate::dialect::show_create::create_table_sql;
 use crate::dialect::show_filter::{filter_of, filtered_list};
 use crate::error::to_df;
 use crate::guard::statement::check_complexity;
-use crate::ingest::copy_into;
-use crate::maintenance::optimize::{self};
-use crate::maintenance::vacuum::{self};
+use crate::ingest::copy_into::{self, CopyInto};
+use crate::maintenance::optimize::{self, Optimize};
+use crate::maintenance::vacuum::{self, Vacuum};
 use crate::session::options::SieveOptions;
 use crate::session::prepared::allow_filtering;
 use crate::session::query_stream::QueryStream;
 use crate::session::recognized_texts::Recognized;
 use crate::session::short_path::PointLookup;
+
+/// A statement Sieve recognises before SQL parsing: DataFusion's parser knows none of these in
+/// the form MySQL users write them.
+pub(super) enum Recognised {
+    Account(UserStatement),
+    /// SHOW statements, rewritten as queries of `information_schema`.
+    Show(String),
+    Vacuum(Vacuum),
+    Optimize(Optimize),
+    Copy(CopyInto),
+}
+
+/// The statement `sql` holds if it is one Sieve recognises before parsing (or the error that
+/// says why it is a malformed one); None for the others. A LOAD DATA is an error here: only a
+/// client that sends the file can run it.
+pub(super) fn recognise(sql: &str, database: &str) -> Option<Result<Recognised>> {
+    if let Some(statement) = user_statements::parse(sql) {
+        return Some(statement.map(Recognised::Account));
+    }
+    if let Some(rewritten) = show::rewrite(sql, database) {
+        return Some(rewritten.map(Recognised::Show));
+    }
+    if let Some(vacuum) = vacuum::parse(sql) {
+        return Some(vacuum.map(Recognised::Vacuum));
+    }
+    if let Some(optimize) = optimize::parse(sql) {
+        return Some(optimize.map(Recognised::Optimize));
+    }
+    if let Some(copy) = copy_into::parse(sql, database) {
+        return Some(copy.map(Recognised::Copy));
+    }
+    Session::refuse_load_data(sql).map(Err)
+}
 
 impl Session {
     pub(super) async fn parse_and_run(&self, text: &str) -> Result<QueryStream> {
@@ -44,20 +78,8 @@ impl Session {
         let (sql, allow_filtering) = allow_filtering(text);
         let sql = set_variable::without_names(sql);
         let sql = sql.as_ref();
-        if let Some(rewritten) = show::rewrite(sql, &self.database()) {
-            return self.run_sql(&rewritten?).await;
-        }
-        if let Some(vacuum) = vacuum::parse(sql) {
-            return self.vacuum(vacuum?).await;
-        }
-        if let Some(optimize) = optimize::parse(sql) {
-            return self.optimize(optimize?).await;
-        }
-        if let Some(copy) = copy_into::parse(sql, &self.database()) {
-            return self.copy_into(copy?).await;
-        }
-        if let Some(refused) = Self::refuse_load_data(sql) {
-            return Err(refused);
+        if let Some(recognised) = recognise(sql, &self.database()) {
+            return self.run_recognised(recognised?).await;
         }
         let mut statement = Self::parse_one(sql)?;
         rewrites::rewrite(&mut statement);
@@ -79,6 +101,16 @@ impl Session {
             self.execute_statement(statement).await
         })
         .await
+    }
+
+    async fn run_recognised(&self, recognised: Recognised) -> Result<QueryStream> {
+        match recognised {
+            Recognised::Account(statement) => self.run_user_statement(statement).await,
+            Recognised::Show(sql) => self.run_sql(&sql).await,
+            Recognised::Vacuum(vacuum) => self.vacuum(vacuum).await,
+            Recognised::Optimize(optimize) => self.optimize(optimize).await,
+            Recognised::Copy(copy) => self.copy_into(copy).await,
+        }
     }
 
     /// Runs `statement` (which plans its scans before it returns) with full scans allowed if

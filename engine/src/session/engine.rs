@@ -8,6 +8,7 @@ use sieve_storage::{Catalog, ExternalStores, Storage, Table};
 use tokio::runtime::Handle;
 
 use super::{Session, Shared};
+use crate::access::accounts::Access;
 use crate::cluster::coordinator::Cluster;
 use crate::error::to_df;
 use crate::guard::memory::{MemoryLimits, QueryPool};
@@ -42,8 +43,9 @@ impl Engine {
     pub async fn with_storage(storage: Storage) -> Result<Self> {
         let limits = MemoryLimits::default();
         let spill = spill_place(&SpillSettings::default())?;
+        let catalog = Catalog::open(storage).await.map_err(to_df)?;
         Ok(Self {
-            catalog: Catalog::open(storage).await.map_err(to_df)?,
+            catalog: catalog.clone(),
             runtime: runtime(limits, &spill)?,
             limits,
             session_defaults: SieveOptions::default(),
@@ -58,8 +60,14 @@ impl Engine {
                 external: Arc::default(),
                 query_log: Arc::default(),
                 texts: Arc::default(),
+                access: Arc::new(Access::new(catalog)),
             },
         })
+    }
+
+    /// The accounts clients log in as, and their privileges.
+    pub fn access(&self) -> Arc<Access> {
+        self.shared.access.clone()
     }
 
     /// The same storage with other settings for new sessions (e.g. `max_execution_time`).

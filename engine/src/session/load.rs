@@ -5,6 +5,7 @@
 use datafusion::error::{DataFusionError, Result};
 
 use super::Session;
+use crate::access::privileges::{Object, Privilege};
 use crate::error::to_df;
 use crate::ingest::load_data;
 use crate::ingest::local_load::LocalLoad;
@@ -21,6 +22,10 @@ impl Session {
     async fn open_load(&self, statement: Result<load_data::LoadData>) -> Result<LocalLoad> {
         let statement = statement?;
         let name = &statement.table;
+        self.require(
+            Privilege::Insert,
+            &Object::table(&name.database, &name.table),
+        )?;
         let table = self
             .catalog
             .open_table(&name.database, &name.table)

@@ -6,6 +6,7 @@ use datafusion::error::Result;
 use sieve_storage::Table;
 
 use super::Session;
+use crate::access::privileges::Object;
 use crate::catalog::table_name::TableName;
 use crate::error::to_df;
 use crate::maintenance::optimize::{self, Optimize};
@@ -31,7 +32,7 @@ impl Session {
                 vacuum::MIN_RETAIN.as_secs() / 3600
             );
         }
-        let table = self.open_named(&vacuum.table).await?;
+        let table = self.open_named(&vacuum.table, "VACUUM").await?;
         let done = table.vacuum(vacuum.retain).await.map_err(to_df)?;
         self.run_sql(&format!(
             "select {} as files_removed, {} as bytes_removed, {} as versions_kept",
@@ -42,7 +43,7 @@ impl Session {
 
     /// OPTIMIZE: answers with what it rewrote.
     pub(super) async fn optimize(&self, optimize: Optimize) -> Result<QueryStream> {
-        let table = self.open_named(&optimize.table).await?;
+        let table = self.open_named(&optimize.table, "OPTIMIZE").await?;
         self.progress.reset();
         let done = optimize::optimize(&table, &self.ctx.task_ctx(), &self.progress).await?;
         self.run_sql(&format!(
@@ -58,9 +59,11 @@ impl Session {
         .await
     }
 
-    /// The table a statement recognised before parsing names (`table` or `database.table`).
-    pub(super) async fn open_named(&self, parts: &[String]) -> Result<Table> {
+    /// The table `command` (OPTIMIZE, VACUUM) names (`table` or `database.table`), if the
+    /// session's account holds ALL on it.
+    pub(super) async fn open_named(&self, parts: &[String], command: &str) -> Result<Table> {
         let name = TableName::from_parts(parts, &self.database())?;
+        self.require_all_for(command, &Object::table(&name.database, &name.table))?;
         self.catalog
             .open_table(&name.database, &name.table)
             .await

@@ -3,6 +3,7 @@
 //! handled here. Every statement sees the storage as it is now: a second process's tables and
 //! commits are visible at once.
 
+pub(crate) mod accounts;
 mod copy;
 mod ddl;
 mod dispatch;
@@ -36,6 +37,9 @@ use datafusion::sql::sqlparser::ast::ObjectName;
 use sieve_storage::{Catalog, DEFAULT_DATABASE, ExternalStores, RequestTrace, StorageError};
 use tokio::runtime::Handle;
 
+use crate::access::accounts::Access;
+use crate::access::principal::{CurrentPrincipal, Principal};
+use crate::access::redact::redacted;
 use crate::catalog::schemas::{CATALOG_NAME, SieveCatalog};
 use crate::catalog::storage_url::object_store_url;
 use crate::cluster::coordinator::Cluster;
@@ -58,7 +62,7 @@ use crate::query_log::{QueryLog, QueryLogFunction};
 use crate::scan::routing::RoutingFilters;
 use crate::session::lookup_results::LookupResults;
 use crate::session::options::SieveOptions;
-use crate::session::processes::{Process, ProcessList, ServerProcesses};
+use crate::session::processes::{Process, ProcessList, ServerProcesses, Visible};
 use crate::session::query_stream::{QueryOutput, QueryStream, ScanStats};
 use crate::session::recognized_texts::RecognizedTexts;
 use crate::session::script::statement_texts;
@@ -86,6 +90,8 @@ pub struct Session {
     query_log: Arc<QueryLog>,
     /// Text lookups recognised before.
     texts: Arc<RecognizedTexts>,
+    /// Whom its statements act for.
+    principal: CurrentPrincipal,
 }
 
 /// What the sessions of an engine share besides its storage, reached by their tasks through the
@@ -109,6 +115,8 @@ pub(crate) struct Shared {
     pub query_log: Arc<QueryLog>,
     /// Text lookups recognised before ([`recognized_texts`]).
     pub texts: Arc<RecognizedTexts>,
+    /// The accounts and their privileges.
+    pub access: Arc<Access>,
 }
 
 fn object_parts(name: &ObjectName) -> Vec<String> {
@@ -133,11 +141,13 @@ impl Session {
         let external = shared.external.clone();
         let query_log = shared.query_log.clone();
         let texts = shared.texts.clone();
+        let principal = CurrentPrincipal::new(Principal::root(shared.access.clone()));
         let mut config = SessionConfig::new()
             .with_extension(progress.clone())
             .with_extension(shared.routing)
             .with_extension(shared.merges)
             .with_extension(shared.lookups)
+            .with_extension(Arc::new(principal.clone()))
             .with_default_catalog_and_schema(CATALOG_NAME, DEFAULT_DATABASE)
             .with_create_default_catalog_and_schema(false)
             .with_option_extension(options)
@@ -168,7 +178,10 @@ impl Session {
         ctx.register_udtf("numbers", Arc::new(NumbersFunction));
         ctx.register_udtf(
             "sieve_query_log",
-            Arc::new(QueryLogFunction(shared.query_log.clone())),
+            Arc::new(QueryLogFunction {
+                log: shared.query_log.clone(),
+                viewer: principal.clone(),
+            }),
         );
         ctx.register_udtf(
             "sieve_index_stats",
@@ -205,6 +218,7 @@ impl Session {
             external,
             query_log,
             texts,
+            principal,
         })
     }
 
@@ -226,7 +240,11 @@ impl Session {
 
     /// Where SHOW PROCESSLIST finds the server's connections (set once, by the server).
     pub fn set_process_list(&self, list: Arc<dyn ProcessList>) {
-        let _ = self.process_list.set(list);
+        let visible = Visible {
+            all: list,
+            viewer: self.principal.clone(),
+        };
+        let _ = self.process_list.set(Arc::new(visible));
     }
 
     /// SHOW PROCESSLIST's rows: the server's connections, or this session alone.
@@ -246,6 +264,11 @@ impl Session {
             state: "executing".into(),
             info: Some("SHOW PROCESSLIST".into()),
         }]
+    }
+
+    /// Makes the session act for `principal` (a client that logged in) from its next statement.
+    pub fn set_principal(&self, principal: Principal) {
+        self.principal.set(principal);
     }
 
     /// Says whom the session serves, for `user()` and `connection_id()`.
@@ -320,7 +343,9 @@ impl Session {
 
     /// Runs one statement; a query's rows stream as the caller reads them.
     pub async fn query(&self, sql: &str) -> Result<QueryStream> {
-        let finished = self.starting(statement_kind(sql), sql.to_string(), None);
+        // Logs and SHOW PROCESSLIST never show a password typed in CREATE or ALTER USER.
+        let text = redacted(sql).into_owned();
+        let finished = self.starting(statement_kind(sql), text, None);
         let planning = RequestTrace::new();
         let output = panic::catch(planning.scope(self.parse_and_run(sql))).await;
         self.counted(output, planning, finished)

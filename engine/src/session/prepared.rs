@@ -21,6 +21,8 @@ use datafusion::sql::sqlparser::tokenizer::Location;
 use sieve_storage::RequestTrace;
 
 use super::Session;
+use super::dispatch::recognise;
+use crate::access::redact::redacted;
 use crate::dialect::rewrites;
 use crate::guard::panic;
 use crate::guard::statement::check_complexity;
@@ -32,7 +34,7 @@ use crate::session::short_path::PointLookup;
 /// A parsed statement whose `?` are numbered, and what its parameters are.
 #[derive(Debug, Clone)]
 pub struct Prepared {
-    pub(crate) statement: DFStatement,
+    pub(crate) body: Body,
     /// Per parameter, in order, the type DataFusion infers for it from the plan, if it can.
     pub param_types: Vec<Option<DataType>>,
     /// The columns a query returns, when planning it to type the parameters told them; empty
@@ -48,6 +50,15 @@ pub struct Prepared {
     /// What /metrics counts its executions as, and the query log shows (its text, with `?`).
     pub(crate) kind: &'static str,
     pub(crate) text: String,
+}
+
+/// What runs when a prepared statement executes.
+#[derive(Debug, Clone)]
+pub(crate) enum Body {
+    Parsed(DFStatement),
+    /// A statement Sieve recognises before parsing (OPTIMIZE, GRANT, SHOW …): it takes no
+    /// parameters and runs as its text does.
+    Recognised(String),
 }
 
 /// A statement without Cassandra's trailing `ALLOW FILTERING` (which Sieve takes to mean "this
@@ -183,6 +194,18 @@ impl Session {
     pub async fn prepare(&self, sql: &str) -> Result<Prepared> {
         check_complexity(sql)?;
         let (sql, allow_full_scan) = allow_filtering(sql);
+        if recognise(sql, &self.database()).is_some() {
+            return Ok(Prepared {
+                body: Body::Recognised(sql.to_string()),
+                param_types: Vec::new(),
+                result_fields: Vec::new(),
+                allow_full_scan,
+                database: self.database(),
+                lookup: None,
+                kind: statement_kind(sql),
+                text: redacted(sql).into_owned(),
+            });
+        }
         let mut statement = Self::parse_one(sql)?;
         rewrites::rewrite(&mut statement);
         let placeholders = number_placeholders(&mut statement)?;
@@ -190,14 +213,14 @@ impl Session {
         let lookup = PointLookup::recognize(&statement, self.normalizes_identifiers());
         if params == 0 {
             return Ok(Prepared {
-                statement,
+                body: Body::Parsed(statement),
                 param_types: Vec::new(),
                 result_fields: Vec::new(),
                 allow_full_scan,
                 database: self.database(),
                 lookup,
                 kind: statement_kind(sql),
-                text: sql.to_string(),
+                text: redacted(sql).into_owned(),
             });
         }
         let plan = self
@@ -217,14 +240,14 @@ impl Session {
             query => query.schema().fields().to_vec(),
         };
         Ok(Prepared {
-            statement,
+            body: Body::Parsed(statement),
             param_types,
             result_fields,
             allow_full_scan,
             database: self.database(),
             lookup,
             kind: statement_kind(sql),
-            text: sql.to_string(),
+            text: redacted(sql).into_owned(),
         })
     }
 
@@ -251,7 +274,10 @@ impl Session {
             {
                 return Ok(rows);
             }
-            let statement = prepared.statement.clone();
+            let statement = match &prepared.body {
+                Body::Parsed(statement) => statement.clone(),
+                Body::Recognised(text) => return self.parse_and_run(text).await,
+            };
             if params.is_empty() {
                 return self.execute_statement(statement).await;
             }

@@ -1,10 +1,13 @@
-//! What SHOW PROCESSLIST and `information_schema.PROCESSLIST` list: every connection of the
+//! What SHOW PROCESSLIST and `information_schema.PROCESSLIST` list: the connections of the
 //! server, from the front end that holds them (the MySQL server registers its connections,
-//! [`ProcessList`]); a session no server serves (`sieve sql`, an embedded one) lists itself in
-//! SHOW PROCESSLIST and nothing in the table.
+//! [`ProcessList`]), those of the session's own user unless it holds ALL on every database
+//! (MySQL's PROCESS privilege); a session no server serves (`sieve sql`, an embedded one) lists
+//! itself in SHOW PROCESSLIST and nothing in the table.
 
 use std::fmt::Debug;
 use std::sync::{Arc, OnceLock};
+
+use crate::access::principal::CurrentPrincipal;
 
 /// One connection as SHOW PROCESSLIST shows it (MySQL's columns).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,3 +33,18 @@ pub trait ProcessList: Send + Sync + Debug {
 /// Where a session finds the server's connections: set once, by the server, and shared with
 /// the session's `information_schema`.
 pub(crate) type ServerProcesses = Arc<OnceLock<Arc<dyn ProcessList>>>;
+
+/// The server's connections a session may see ([`CurrentPrincipal::sees`]).
+#[derive(Debug)]
+pub(crate) struct Visible {
+    pub all: Arc<dyn ProcessList>,
+    pub viewer: CurrentPrincipal,
+}
+
+impl ProcessList for Visible {
+    fn processes(&self) -> Vec<Process> {
+        let mut processes = self.all.processes();
+        processes.retain(|p| self.viewer.sees(&p.user));
+        processes
+    }
+}

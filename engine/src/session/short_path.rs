@@ -41,6 +41,7 @@ use std::time::Duration;
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 
 use super::Session;
+use crate::access::privileges::{Object, Privilege};
 use crate::error::to_df;
 use crate::scan::exec::{ScanRequest, SieveScanExec};
 use crate::scan::lossless_cast::lossless_cast;
@@ -522,6 +523,8 @@ impl Session {
         let Ok(table) = self.catalog.open_table(db, name).await else {
             return Ok(None);
         };
+        // Where the full path's scan would check it; a kept result is no exception.
+        self.require(Privilege::Select, &Object::table(db, name))?;
         let (staleness, cache) = self.options(|o| (o.max_staleness_ms, o.lookup_cache));
         let snapshot = table
             .snapshot_within(Duration::from_millis(staleness))

@@ -35,7 +35,7 @@ impl Connection {
                 &self.salt,
                 UTF8MB4 as u8,
                 offered,
-                self.shared.account.plugin,
+                self.shared.access.root().plugin,
             ));
             writer.flush().await?;
             let first = match reader.next(PRE_AUTH_MAX_PACKET, deadline, waiting).await {
@@ -100,7 +100,13 @@ impl Connection {
             return Ok(None);
         };
         self.capabilities = response.capabilities & offered & !capability::SSL;
-        let plugin = self.shared.account.plugin;
+        let user = String::from_utf8_lossy(&response.user).into_owned();
+        let account = self.shared.access.account(&user, self.peer).await;
+        // An unknown user goes through the server's default login, then is denied.
+        let plugin = match &account {
+            Some(account) => account.plugin,
+            None => self.shared.access.root().plugin,
+        };
         let answered = match response.plugin.as_deref() {
             Some(name) if response.capabilities & capability::PLUGIN_AUTH != 0 => name,
             _ => AuthPlugin::Native.name(),
@@ -125,7 +131,10 @@ impl Connection {
                     writer: &mut writer,
                     deadline,
                 };
-                match self.caching_sha2(&mut exchange, &response, secure).await {
+                match self
+                    .caching_sha2(&mut exchange, &response, secure, account.as_deref())
+                    .await
+                {
                     Ok(proof) => proof,
                     Err(Refused::Gone) => return Ok(None),
                     Err(Refused::Read(e)) => return refuse(&mut writer, e).await.map(|()| None),
@@ -134,7 +143,7 @@ impl Connection {
             }
         };
         let tried_password = !(response.auth.is_empty() || response.auth == [0]);
-        if !self.authenticate(&response.user, proof).await {
+        if !self.authenticate(&user, account, proof).await {
             let message = format!(
                 "Access denied for user '{}'@'{}' (using password: {})",
                 String::from_utf8_lossy(&response.user),
@@ -180,17 +189,17 @@ impl Connection {
         exchange: &mut Exchange<'_>,
         response: &HandshakeResponse,
         secure: bool,
+        account: Option<&Account>,
     ) -> Result<Option<Proof>, Refused> {
         // No password: nothing, or (Oracle's libmysqlclient) a lone NUL.
         if response.auth.is_empty() || response.auth == [0] {
             return Ok(Some(Proof::Password(Vec::new())));
         }
-        let account = &self.shared.account;
-        if account.fast_sha2(&response.user, &self.salt, &response.auth) {
+        if account.is_some_and(|a| fast_sha2(a, &self.salt, &response.auth)) {
             exchange.writer.packet(&sha2::FAST_AUTH_SUCCESS);
             return Ok(Some(Proof::FastAuthenticated));
         }
-        if account.has_sha2_digest() {
+        if account.is_some_and(|a| a.sha2_digest().is_some()) {
             // The scramble could have been checked and did not match: a wrong password (or
             // user), denied now through the throttle, so guesses against the fast path are
             // slowed like any others.
@@ -220,19 +229,27 @@ impl Connection {
             .map(Proof::Password))
     }
 
-    pub(super) async fn authenticate(&self, user: &[u8], proof: Option<Proof>) -> bool {
-        let account = &self.shared.account;
+    pub(super) async fn authenticate(
+        &self,
+        user: &str,
+        account: Option<Arc<Account>>,
+        proof: Option<Proof>,
+    ) -> bool {
         let ok = self
             .shared
             .throttle
             .check(self.peer, || {
-                proof.is_some_and(|proof| account.verify(user, &self.salt, &proof))
+                account.as_ref().is_some_and(|account| {
+                    proof.is_some_and(|proof| verify(account, &self.salt, &proof))
+                })
             })
             .await;
         crate::metrics::login(ok);
-        let user = String::from_utf8_lossy(user);
-        if ok {
-            self.killable.logged_in(&user);
+        if let (true, Some(account)) = (ok, account) {
+            let access = self.shared.access.clone();
+            self.session
+                .set_principal(Principal::logged_in(access, account, self.peer));
+            self.killable.logged_in(user);
             self.session.set_client(&Client {
                 user: format!("{user}@{}", self.peer),
                 connection_id: u64::from(self.id),

@@ -10,7 +10,10 @@ use std::time::{Duration, Instant};
 
 use datafusion::arrow::datatypes::{DataType, Field};
 use datafusion::error::DataFusionError;
-use sieve_engine::{Client, ErrorClass, MYSQL_VERSION, Prepared, QueryStream, Session, classify};
+use sieve_engine::{
+    Access, Account, AuthPlugin, Client, ErrorClass, MYSQL_VERSION, Prepared, Principal,
+    QueryStream, Session, classify, redacted,
+};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -31,12 +34,13 @@ use super::replies::{
 };
 use super::server_status::ServerStatus;
 use super::tls;
-use crate::auth::{Account, AuthPlugin, Proof};
+use crate::auth::{Proof, fast_sha2, verify};
 use crate::kill::{Connections, Killable, kill_statement};
 use crate::login_throttle::LoginThrottle;
 use crate::pending_logins::PendingLogins;
 use crate::rsa_key::RsaKey;
 use crate::transaction_statements::{Transaction, transaction_statement};
+use sieve_engine::access::privileges::{Object, Privilege};
 use sieve_engine::rate;
 
 mod local_infile;
@@ -67,11 +71,11 @@ mod command {
     pub const RESET_CONNECTION: u8 = 0x1f;
 }
 
-/// What a connection shares with the server: the account, the login throttle, the places of
+/// What a connection shares with the server: the accounts, the login throttle, the places of
 /// connections logging in and logged in, the other connections (for KILL) and the server's
 /// counters.
 pub struct Shared {
-    pub account: Arc<Account>,
+    pub access: Arc<Access>,
     /// What a client without TLS encrypts its password to for `caching_sha2_password`.
     pub rsa_key: Arc<RsaKey>,
     pub throttle: Arc<LoginThrottle>,
@@ -327,7 +331,17 @@ impl Connection {
         }
     }
 
+    /// KILL: a user's own connections, or any with ALL on every database.
     fn kill<W: AsyncWrite + Unpin>(&self, id: u32, query_only: bool, w: &mut Writer<W>) {
+        let principal = self.session.principal();
+        if let Some(user) = self.shared.connections.user_of(id)
+            && user != principal.user()
+            && !principal.holds(Privilege::All, &Object::global())
+        {
+            let message = format!("You are not owner of thread {id}");
+            w.packet(&error_payload(error::KILL_DENIED, &message));
+            return;
+        }
         if self.shared.connections.kill(id, query_only) {
             w.packet(&ok_packet(0, self.status()));
         } else {

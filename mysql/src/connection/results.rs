@@ -85,7 +85,26 @@ pub(super) fn mysql_error(e: &DataFusionError) -> (u16, String) {
         ErrorClass::OutOfMemory => error::OUT_OF_RESOURCES,
         ErrorClass::UnknownVariable => error::UNKNOWN_SYSTEM_VARIABLE,
         ErrorClass::OutOfRange => error::DATA_OUT_OF_RANGE,
+        ErrorClass::TableAccessDenied => error::TABLE_ACCESS_DENIED,
+        ErrorClass::DatabaseAccessDenied => error::DB_ACCESS_DENIED,
+        ErrorClass::GlobalAccessDenied => error::SPECIFIC_ACCESS_DENIED,
+        ErrorClass::CannotUser => error::CANNOT_USER,
+        ErrorClass::NoSuchGrant => error::NONEXISTING_GRANT,
+        ErrorClass::GrantCreates => error::CANT_CREATE_USER_WITH_GRANT,
         ErrorClass::Other => error::UNKNOWN,
     };
-    (code, e.to_string())
+    let message = match code {
+        // MySQL's own words, without DataFusion's "External error: ".
+        error::TABLE_ACCESS_DENIED
+        | error::DB_ACCESS_DENIED
+        | error::SPECIFIC_ACCESS_DENIED
+        | error::CANNOT_USER
+        | error::NONEXISTING_GRANT
+        | error::CANT_CREATE_USER_WITH_GRANT => match e.find_root() {
+            DataFusionError::External(inner) => inner.to_string(),
+            root => root.to_string(),
+        },
+        _ => e.to_string(),
+    };
+    (code, message)
 }

@@ -191,8 +191,10 @@ impl Connection {
         w: &mut Writer<W>,
     ) -> io::Result<Outcome> {
         let started = Instant::now();
-        let _running = self.killable.running(sql, self.session.database());
-        let head: String = sql.chars().take(80).collect();
+        // What the processlist and the log show: never a password typed in the statement.
+        let shown = redacted(sql);
+        let _running = self.killable.running(&shown, self.session.database());
+        let head: String = shown.chars().take(80).collect();
         let session = &self.session;
         let status = self.status() | more;
         let capabilities = self.capabilities;

@@ -27,6 +27,10 @@ pub const DELETES_FORMAT: u32 = 2;
 /// reader that finds another reads the block's footer instead.
 pub const PAGE_TABLE_FORMAT: u8 = 1;
 
+/// The body of a list of users (`catalog/users/<n>.json`, [`crate::users`]): the version this
+/// build writes and the newest it reads.
+pub const USERS_FORMAT: u32 = 1;
+
 /// The schema metadata key holding a segment's format version.
 pub const FORMAT_KEY: &str = "sieve.segment.format";
 
