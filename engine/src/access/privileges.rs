@@ -115,15 +115,15 @@ impl fmt::Display for Object {
     }
 }
 
+/// The privileges a stored grant names.
+fn held(grant: &StoredGrant) -> impl Iterator<Item = Privilege> + '_ {
+    grant.privileges.iter().filter_map(|p| Privilege::named(p))
+}
+
 /// Whether `grants` give `wanted` on `object`.
 pub fn allows(grants: &[StoredGrant], wanted: Privilege, object: &Object) -> bool {
     grants.iter().any(|grant| {
-        Object::granted(grant).contains(object)
-            && grant
-                .privileges
-                .iter()
-                .filter_map(|p| Privilege::named(p))
-                .any(|p| p.covers(wanted))
+        Object::granted(grant).contains(object) && held(grant).any(|p| p.covers(wanted))
     })
 }
 
@@ -141,12 +141,7 @@ pub fn grant(grants: &mut Vec<StoredGrant>, privileges: &[Privilege], object: &O
             grants.last_mut().expect("just pushed")
         }
     };
-    let mut held: Vec<Privilege> = entry
-        .privileges
-        .iter()
-        .filter_map(|p| Privilege::named(p))
-        .chain(privileges.iter().copied())
-        .collect();
+    let mut held: Vec<Privilege> = held(entry).chain(privileges.iter().copied()).collect();
     held.sort();
     held.dedup();
     if held.contains(&Privilege::All) {
@@ -160,11 +155,7 @@ pub fn grant(grants: &mut Vec<StoredGrant>, privileges: &[Privilege], object: &O
 pub fn revoke(grants: &mut Vec<StoredGrant>, privileges: &[Privilege], object: &Object) {
     let (db, table) = object.stored();
     for entry in grants.iter_mut().filter(|g| g.db == db && g.table == table) {
-        let held: Vec<Privilege> = entry
-            .privileges
-            .iter()
-            .filter_map(|p| Privilege::named(p))
-            .collect();
+        let held: Vec<Privilege> = held(entry).collect();
         let kept: Vec<Privilege> = if privileges.contains(&Privilege::All) {
             Vec::new()
         } else if held.contains(&Privilege::All) {
