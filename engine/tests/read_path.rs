@@ -319,7 +319,7 @@ async fn a_cold_lookup_waits_for_few_round_trips() {
         ("select c1 from t where c2 = '3501'", vec![], 3),
     ] {
         // A new process: nothing cached.
-        let (s, log, _) = logged_session(location).await;
+        let (s, log, storage) = logged_session(location).await;
         log.take();
         let output = run(&s, sql).await;
         assert_eq!(rows(&output), found, "{sql}");
@@ -343,13 +343,46 @@ async fn a_cold_lookup_waits_for_few_round_trips() {
             1,
             "{requests:#?}"
         );
-        let block_reads = fetched(&requests, ".parquet").len();
+        let block_reads = fetched(&requests, ".parquet");
         assert_eq!(
-            block_reads,
+            block_reads.len(),
             if found.is_empty() { 0 } else { 2 },
             "{requests:#?}"
         );
+        if let Some(read) = block_reads.first() {
+            // Exactly the two pages holding row 500, checked by their own sums, not the
+            // 64 KiB strides around them.
+            let block = read.trim_start_matches("GET ");
+            let pages = pages_holding_row(&storage, block, 500).await;
+            assert_eq!(output.stats.bytes_read, pages, "{sql}");
+        }
     }
+}
+
+/// The bytes of the pages holding `row` in every column of `block`, from its footer.
+async fn pages_holding_row(storage: &Storage, block: &str, row: i64) -> u64 {
+    use datafusion::parquet::file::metadata::{PageIndexPolicy, ParquetMetaDataReader};
+    use object_store::ObjectStoreExt;
+    let path = object_store::path::Path::from(block);
+    let file = storage
+        .store()
+        .get(&path)
+        .await
+        .unwrap()
+        .bytes()
+        .await
+        .unwrap();
+    let metadata = ParquetMetaDataReader::new()
+        .with_page_index_policy(PageIndexPolicy::Required)
+        .parse_and_finish(&file)
+        .unwrap();
+    let columns = &metadata.offset_index().unwrap()[0];
+    let page =
+        |locations: &[datafusion::parquet::file::page_index::offset_index::PageLocation]| {
+            let k = locations.partition_point(|p| p.first_row_index <= row) - 1;
+            locations[k].compressed_page_size as u64
+        };
+    columns.iter().map(|c| page(c.page_locations())).sum()
 }
 
 /// The named pointer is a hint: one naming an older version, or damaged, or left by a dropped

@@ -17,19 +17,25 @@
 //! ([`LocatedPages`]): the reader rebuilds from it the offset index the row selection needs,
 //! and the pages are the first bytes of the block it fetches (a cold lookup waits for one round
 //! trip less). That metadata is kept apart from footers (under `<block>/pages`), since it holds
-//! no statistics to prune pages with.
+//! no statistics to prune pages with. The table also holds each page's checksum, so a page is
+//! fetched exactly and checked whole instead of widened to 64 KiB strides: a lookup's few KB
+//! of pages cost few KB.
+
+use std::any::Any;
 
 use std::ops::Range;
 use std::sync::Arc;
 
 use bytes::Bytes;
 use datafusion::arrow::datatypes::SchemaRef;
-use datafusion::common::internal_datafusion_err;
+use datafusion::common::{HashMap, internal_datafusion_err};
 use datafusion::datasource::listing::PartitionedFile;
 use datafusion::datasource::physical_plan::ParquetFileReaderFactory;
 use datafusion::datasource::physical_plan::parquet::{CachedParquetMetaData, ParquetFileMetrics};
 use datafusion::error::Result;
-use datafusion::execution::cache::cache_manager::{CachedFileMetadataEntry, FileMetadataCache};
+use datafusion::execution::cache::cache_manager::{
+    CachedFileMetadataEntry, FileMetadata, FileMetadataCache,
+};
 use datafusion::parquet::arrow::arrow_reader::ArrowReaderOptions;
 use datafusion::parquet::arrow::async_reader::AsyncFileReader;
 use datafusion::parquet::errors::ParquetError;
@@ -41,6 +47,7 @@ use datafusion::physical_plan::metrics::{Count, MetricBuilder};
 use futures::FutureExt;
 use futures::future::{BoxFuture, join_all};
 use object_store::ObjectMeta;
+use sieve_storage::page_table::PageSums;
 use sieve_storage::{BlockChecksums, Storage};
 
 /// A located block's page table ([`sieve_storage::page_table`]), with what rebuilding metadata
@@ -95,6 +102,7 @@ impl ParquetFileReaderFactory for VerifiedReaderFactory {
             cached: self.cached,
             footers: self.footers.clone(),
             pages: file.extension::<LocatedPages>().cloned(),
+            sums: None,
             meta: file.object_meta,
             checksums,
             metadata_size_hint,
@@ -110,6 +118,8 @@ struct VerifiedReader {
     meta: ObjectMeta,
     checksums: BlockChecksums,
     pages: Option<LocatedPages>,
+    /// The located block's page sums, once its metadata is read from the page table.
+    sums: Option<Arc<PageSums>>,
     metrics: ParquetFileMetrics,
     cache_hits: Count,
     cache_hit_bytes: Count,
@@ -136,8 +146,13 @@ impl AsyncFileReader for VerifiedReader {
         ranges: Vec<Range<u64>>,
     ) -> BoxFuture<'_, Result<Vec<Bytes>, ParquetError>> {
         async move {
+            if self.pages.is_some() && self.sums.is_none() {
+                // DataFusion reads the metadata through one reader and, when it probes Parquet
+                // bloom filters, the pages through a fresh one.
+                self.rebuilt_from_page_table();
+            }
             let location = &self.meta.location;
-            let widened: Vec<Range<u64>> = ranges.iter().map(|r| self.checksums.widen(r)).collect();
+            let widened: Vec<Range<u64>> = ranges.iter().map(|r| self.fetched_range(r)).collect();
             let caches = self.storage.caches();
             let memory = caches.data.as_ref().filter(|_| self.cached);
             let disk = caches.disk.get().filter(|_| self.cached);
@@ -157,7 +172,7 @@ impl AsyncFileReader for VerifiedReader {
                 for (i, kept) in wanted.into_iter().zip(kept) {
                     let Some(bytes) = kept else { continue };
                     // Checked like bytes from the store: a damaged file is a miss.
-                    match self.checksums.check(location.as_ref(), &widened[i], bytes) {
+                    match self.check(&widened[i], bytes) {
                         Ok(bytes) => {
                             self.disk_hits.add(1);
                             self.disk_hit_bytes.add(bytes.len());
@@ -195,10 +210,7 @@ impl AsyncFileReader for VerifiedReader {
                     }
                     let bytes = fetched.next().expect("one range fetched per range asked");
                     // Checked whole, so only verified bytes are kept.
-                    let bytes = self
-                        .checksums
-                        .check(location.as_ref(), w, bytes)
-                        .map_err(external)?;
+                    let bytes = self.check(w, bytes).map_err(external)?;
                     if let Some(memory) = memory {
                         memory.insert(key(w), bytes.clone());
                     }
@@ -249,7 +261,8 @@ impl AsyncFileReader for VerifiedReader {
                 .with_page_index_policy(PageIndexPolicy::Optional)
                 .with_prefetch_hint(self.metadata_size_hint);
             let metadata = Arc::new(reader.load_and_finish(&mut *self, file_len).await?);
-            self.keep(self.meta.clone(), metadata.clone());
+            let entry = Arc::new(CachedParquetMetaData::new(metadata.clone()));
+            self.keep(self.meta.clone(), entry);
             Ok(metadata)
         }
         .boxed()
@@ -257,48 +270,107 @@ impl AsyncFileReader for VerifiedReader {
 }
 
 impl VerifiedReader {
-    /// The metadata kept for `meta` (the block, or its page table's key), if any.
-    fn cached(&self, meta: &ObjectMeta) -> Option<Arc<ParquetMetaData>> {
-        let entry = self
-            .footers
+    /// The range fetched for `range`: the range itself when it is a page the page table sums,
+    /// else `range` widened to checksum strides.
+    fn fetched_range(&self, range: &Range<u64>) -> Range<u64> {
+        match &self.sums {
+            Some(sums) if sums.covers(range) => range.clone(),
+            _ => self.checksums.widen(range),
+        }
+    }
+
+    /// `bytes`, fetched for `fetched` (a [`Self::fetched_range`]), checked.
+    fn check(&self, fetched: &Range<u64>, bytes: Bytes) -> sieve_storage::Result<Bytes> {
+        let location = self.meta.location.as_ref();
+        let by_page = self.sums.as_ref();
+        match by_page.and_then(|sums| sums.check(location, fetched, bytes.clone())) {
+            Some(checked) => checked,
+            None => self.checksums.check(location, fetched, bytes),
+        }
+    }
+
+    /// The entry kept for `meta` (the block, or its page table's key), if any.
+    fn cached_entry(&self, meta: &ObjectMeta) -> Option<Arc<dyn FileMetadata>> {
+        self.footers
             .get(&meta.location)
-            .filter(|entry| entry.is_valid_for(meta))?;
-        let found = entry
-            .file_metadata
-            .as_any()
-            .downcast_ref::<CachedParquetMetaData>()?;
+            .filter(|entry| entry.is_valid_for(meta))
+            .map(|entry| entry.file_metadata)
+    }
+
+    /// The footer kept for the block, if any.
+    fn cached(&self, meta: &ObjectMeta) -> Option<Arc<ParquetMetaData>> {
+        let entry = self.cached_entry(meta)?;
+        let found = entry.as_any().downcast_ref::<CachedParquetMetaData>()?;
         Some(found.parquet_metadata().clone())
     }
 
-    fn keep(&self, meta: ObjectMeta, metadata: Arc<ParquetMetaData>) {
+    fn keep(&self, meta: ObjectMeta, metadata: Arc<dyn FileMetadata>) {
         let location = meta.location.clone();
-        let entry =
-            CachedFileMetadataEntry::new(meta, Arc::new(CachedParquetMetaData::new(metadata)));
-        self.footers.put(&location, entry);
+        self.footers
+            .put(&location, CachedFileMetadataEntry::new(meta, metadata));
     }
 
-    /// The metadata rebuilt from a located block's page table, kept per block; None without
-    /// one, or if it does not fit (then the footer is read, as for any block).
-    fn rebuilt_from_page_table(&self) -> Option<Arc<ParquetMetaData>> {
+    /// The metadata rebuilt from a located block's page table, kept per block, and its page
+    /// sums taken for this reader; None without one, or if it does not fit (then the footer is
+    /// read, as for any block).
+    fn rebuilt_from_page_table(&mut self) -> Option<Arc<ParquetMetaData>> {
         let pages = self.pages.as_ref()?;
         let meta = ObjectMeta {
             location: self.meta.location.clone().join("pages"),
             ..self.meta.clone()
         };
-        if let Some(metadata) = self.cached(&meta) {
-            return Some(metadata);
-        }
-        let block = self.meta.location.as_ref();
-        match sieve_storage::page_table::metadata(block, &pages.table, &pages.schema, pages.rows) {
-            Ok(metadata) => {
-                let metadata = Arc::new(metadata);
-                self.keep(meta, metadata.clone());
-                Some(metadata)
+        let kept = self.cached_entry(&meta);
+        let located = match kept
+            .as_ref()
+            .and_then(|e| e.as_any().downcast_ref::<Located>())
+        {
+            Some(located) => located.clone(),
+            None => {
+                let block = self.meta.location.as_ref();
+                let table = sieve_storage::page_table::metadata(
+                    block,
+                    &pages.table,
+                    &pages.schema,
+                    pages.rows,
+                );
+                match table {
+                    Ok(table) => {
+                        let located = Located {
+                            metadata: Arc::new(table.metadata),
+                            sums: Arc::new(table.sums),
+                        };
+                        self.keep(meta, Arc::new(located.clone()));
+                        located
+                    }
+                    Err(e) => {
+                        log::warn!("reading the footer of {block}: {e}");
+                        return None;
+                    }
+                }
             }
-            Err(e) => {
-                log::warn!("reading the footer of {block}: {e}");
-                None
-            }
-        }
+        };
+        self.sums = Some(located.sums);
+        Some(located.metadata)
+    }
+}
+
+/// A located block's metadata and page sums, as the metadata cache keeps them.
+#[derive(Clone)]
+struct Located {
+    metadata: Arc<ParquetMetaData>,
+    sums: Arc<PageSums>,
+}
+
+impl FileMetadata for Located {
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn memory_size(&self) -> usize {
+        self.metadata.memory_size() + self.sums.memory_size()
+    }
+
+    fn extra_info(&self) -> HashMap<String, String> {
+        HashMap::from([("page_table".to_string(), "true".to_string())])
     }
 }

@@ -183,8 +183,18 @@ pub fn encode_block(def: &TableDef, id: String, batches: &[RecordBatch]) -> Resu
         schema.clone(),
         Some(writer_properties(def, &plain_columns)?),
     )?;
+    // Cut where slices end: the writer ends a page at the first write after it holds a slice's
+    // rows, so a batch across a slice's end would shift every later page off its slice (and a
+    // lookup of one slice would read two pages per column).
+    let mut written = 0;
     for batch in batches {
-        writer.write(batch)?;
+        let mut offset = 0;
+        while offset < batch.num_rows() {
+            let to_slice_end = SLICE_ROWS as usize - written % SLICE_ROWS as usize;
+            let length = to_slice_end.min(batch.num_rows() - offset);
+            writer.write(&batch.slice(offset, length))?;
+            (offset, written) = (offset + length, written + length);
+        }
     }
     let metadata = writer.close()?;
     let parquet = Bytes::from(buffer);
@@ -226,7 +236,7 @@ pub fn encode_block(def: &TableDef, id: String, batches: &[RecordBatch]) -> Resu
         null_counts,
         index,
         locator: None,
-        pages: page_table::encode(&metadata),
+        pages: page_table::encode(&metadata, &parquet),
     };
     let locator_keys = locator_keys
         .into_iter()

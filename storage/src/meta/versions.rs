@@ -23,9 +23,10 @@ pub const BLOCKS_FORMAT: u32 = 1;
 /// the newest segment format this build reads.
 pub const DELETES_FORMAT: u32 = 2;
 
-/// The version byte of a block's page table, a segment column ([`super::page_table`]); a
+/// The version byte of a block's page table, a segment column ([`super::page_table`]): 2 adds
+/// page checksums, and 1 is still read; a
 /// reader that finds another reads the block's footer instead.
-pub const PAGE_TABLE_FORMAT: u8 = 1;
+pub const PAGE_TABLE_FORMAT: u8 = 2;
 
 /// The body of a list of users (`catalog/users/<n>.json`, [`crate::users`]): the version this
 /// build writes and the newest it reads.
