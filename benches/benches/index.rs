@@ -115,14 +115,16 @@ fn locator(c: &mut Criterion) {
     let keys = || -> Vec<_> {
         blocks
             .iter()
-            .map(|h| locator::block_keys(h, &rows))
+            .map(|h| locator::block_keys(h, &rows, SLICE_ROWS))
             .collect()
     };
     group.bench_function("block_keys", |b| b.iter(|| black_box(keys())));
     let per_block = [("c2", keys())];
     let slices = (BLOCK_KEYS as u32).div_ceil(SLICE_ROWS);
     group.bench_function("build", |b| {
-        b.iter(|| locator::build(black_box(&per_block), slices, 1, 0.01).expect("builds"))
+        b.iter(|| {
+            locator::build(black_box(&per_block), SLICE_ROWS, slices, 1, 0.01).expect("builds")
+        })
     });
     group.finish();
 }

@@ -179,11 +179,12 @@ mod tests {
             .collect();
         // Two blocks sharing some keys, two columns.
         let rows: Vec<u32> = (0..10_000).collect();
-        let b0 = block_keys(&hashes[..10_000], &rows);
-        let b1 = block_keys(&hashes[5_000..15_000], &rows);
-        let other = block_keys(&hashes[..10_000], &rows);
+        let b0 = block_keys(&hashes[..10_000], &rows, SLICE_ROWS);
+        let b1 = block_keys(&hashes[5_000..15_000], &rows, SLICE_ROWS);
+        let other = block_keys(&hashes[..10_000], &rows, SLICE_ROWS);
         let file = build(
             &[("a", vec![b0, b1]), ("b", vec![other, vec![]])],
+            SLICE_ROWS,
             10_000u32.div_ceil(SLICE_ROWS),
             // A late group: the locator's fingerprints are wider than a key filter keeps.
             1000,
@@ -225,7 +226,14 @@ mod tests {
             .map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15))
             .collect();
         let rows: Vec<u32> = (0..3000).collect();
-        let mut file = build(&[("a", vec![block_keys(&hashes, &rows)])], 1, 1, 0.01).unwrap();
+        let mut file = build(
+            &[("a", vec![block_keys(&hashes, &rows, SLICE_ROWS)])],
+            SLICE_ROWS,
+            1,
+            1,
+            0.01,
+        )
+        .unwrap();
         let header = LocatorHeader::parse(&file).unwrap();
         let last = file.len() - 20;
         file[last] ^= 1;

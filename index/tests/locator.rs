@@ -33,10 +33,10 @@ proptest! {
             .map(|pairs| {
                 let hashes: Vec<u64> = pairs.iter().map(|p| hash(p.0)).collect();
                 let rows: Vec<u32> = pairs.iter().map(|p| p.1).collect();
-                locator::block_keys(&hashes, &rows)
+                locator::block_keys(&hashes, &rows, SLICE_ROWS)
             })
             .collect();
-        let file = locator::build(&[("c", per_block)], slices, ordinal, 0.01).unwrap();
+        let file = locator::build(&[("c", per_block)], SLICE_ROWS, slices, ordinal, 0.01).unwrap();
         let header = LocatorHeader::parse(&file).unwrap();
         let column = header.column("c").unwrap();
         let mut places: BTreeMap<u64, BTreeSet<(u32, u32)>> = BTreeMap::new();
@@ -67,7 +67,8 @@ fn absent_keys_rarely_match() {
     let keys: Vec<u64> = (0..200_000u64).map(hash).collect();
     let rows: Vec<u32> = (0..200_000u32).map(|r| r % (4 * SLICE_ROWS)).collect();
     let file = locator::build(
-        &[("c", vec![locator::block_keys(&keys, &rows)])],
+        &[("c", vec![locator::block_keys(&keys, &rows, SLICE_ROWS)])],
+        SLICE_ROWS,
         4,
         1,
         0.01,
@@ -103,10 +104,10 @@ fn keys_across_shards_are_found() {
     let rows: Vec<u32> = (0..n as u32).map(|r| r % (3 * SLICE_ROWS)).collect();
     let (first, second) = hashes.split_at(hashes.len() / 2);
     let blocks = vec![
-        locator::block_keys(first, &rows[..first.len()]),
-        locator::block_keys(second, &rows[first.len()..]),
+        locator::block_keys(first, &rows[..first.len()], SLICE_ROWS),
+        locator::block_keys(second, &rows[first.len()..], SLICE_ROWS),
     ];
-    let file = locator::build(&[("c", blocks)], 3, 7, 0.01).unwrap();
+    let file = locator::build(&[("c", blocks)], SLICE_ROWS, 3, 7, 0.01).unwrap();
     let header = LocatorHeader::parse(&file).unwrap();
     let column = header.column("c").unwrap();
     assert_eq!(column.shards.len(), 2);

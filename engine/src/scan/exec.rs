@@ -35,7 +35,6 @@ use datafusion::physical_plan::{
     PlanProperties, ReplaceChildrenOptions,
 };
 use futures::{StreamExt, TryStreamExt};
-use sieve_index::locator::SLICE_ROWS;
 use sieve_storage::{BlockList, RequestTrace, Table};
 use tokio::sync::OnceCell;
 
@@ -45,7 +44,7 @@ use crate::error::to_df;
 use crate::scan::live_rows::live_ranges;
 use crate::scan::pruning::{PruneOutcome, prune_blocks, pruning_predicate};
 use crate::scan::routing::routing_of;
-use crate::scan::verified_reader::{LocatedPages, VerifiedReaderFactory};
+use crate::scan::verified_reader::{BlockPages, VerifiedReaderFactory};
 use crate::session::options::SieveOptions;
 
 /// A filtered query that would read every block of a large table (seed 004: Cassandra's ALLOW
@@ -286,13 +285,16 @@ impl SieveScanExec {
         timer("prune_time", resolved, Instant::now());
         let survivors = &outcome.survivors;
         let rows_in_blocks_read = survivors.iter().map(|&i| blocks.rows().value(i)).sum();
-        // Slices (8192-row pages) the scan is asked to read.
+        // Slices (a page of each column) the scan is asked to read.
         let pages_read = survivors
             .iter()
             .zip(&outcome.slices)
             .map(|(&i, slices)| match slices {
                 Some(s) => s.len() as u64,
-                None => blocks.rows().value(i).div_ceil(u64::from(SLICE_ROWS)),
+                None => blocks
+                    .rows()
+                    .value(i)
+                    .div_ceil(u64::from(blocks.slice_rows(i))),
             })
             .sum();
         let bytes_in_blocks_read = survivors
@@ -361,8 +363,9 @@ impl SieveScanExec {
 
 /// Block `i` as a file for the Parquet scan, asking for only its live rows of `slices` (all
 /// slices when None): with the page index the scan reads only the pages that hold them. None when
-/// no such row is left. Slices the locator named come with the block's page table, if its
-/// segment has one, so their pages are read without the footer ([`LocatedPages`]).
+/// no such row is left. The block comes with its page table, if its segment has one
+/// ([`BlockPages`]): slices the locator named are read without the footer, and any page read
+/// whole is fetched exactly.
 pub fn block_file(
     table: &Table,
     blocks: &BlockList,
@@ -373,14 +376,15 @@ pub fn block_file(
     let mut file = PartitionedFile::new(path.to_string(), blocks.data_bytes().value(i))
         .with_extension(blocks.checksums(i));
     let rows = blocks.rows().value(i) as usize;
-    if let (Some(_), Some(table_bytes)) = (slices, blocks.page_table(i)) {
-        file = file.with_extension(LocatedPages {
+    if let Some(table_bytes) = blocks.page_table(i) {
+        file = file.with_extension(BlockPages {
             table: Bytes::copy_from_slice(table_bytes),
             schema: table.def().schema.clone(),
             rows: rows as u64,
+            located: slices.is_some(),
         });
     }
-    let Some(ranges) = live_ranges(rows, slices, blocks.deleted(i)) else {
+    let Some(ranges) = live_ranges(blocks, i, slices) else {
         return Some(file);
     };
     (!ranges.is_empty()).then(|| {

@@ -6,24 +6,34 @@
 use std::collections::BTreeSet;
 use std::ops::Range;
 
-use sieve_index::locator::SLICE_ROWS;
-use sieve_storage::RoaringBitmap;
+use sieve_storage::{BlockList, RoaringBitmap};
 
-/// The live row ranges of a block of `rows` rows within `slices`, in order; None when that is the
-/// whole block (no slices chosen and nothing deleted).
+/// The live row ranges of block `i` within `slices` (as its locator group cuts it), in order;
+/// None when that is the whole block (no slices chosen and nothing deleted).
 pub fn live_ranges(
-    rows: usize,
+    blocks: &BlockList,
+    i: usize,
     slices: Option<&BTreeSet<u32>>,
+) -> Option<Vec<Range<usize>>> {
+    let rows = blocks.rows().value(i) as usize;
+    let sliced = slices.map(|s| (s, blocks.slice_rows(i)));
+    ranges(rows, sliced, blocks.deleted(i))
+}
+
+/// The live row ranges of `rows` rows within `slices` of the given rows each, less `deleted`.
+fn ranges(
+    rows: usize,
+    slices: Option<(&BTreeSet<u32>, u32)>,
     deleted: Option<&RoaringBitmap>,
 ) -> Option<Vec<Range<usize>>> {
     if slices.is_none() && deleted.is_none_or(RoaringBitmap::is_empty) {
         return None;
     }
-    let slice = SLICE_ROWS as usize;
     let wanted: Vec<Range<usize>> = match slices {
-        Some(slices) => slices
+        Some((slices, slice_rows)) => slices
             .iter()
             .map(|&s| {
+                let slice = slice_rows as usize;
                 let start = (s as usize * slice).min(rows);
                 start..(start + slice).min(rows)
             })
@@ -85,19 +95,21 @@ mod tests {
     #[test]
     fn deleted_rows_are_cut_out_of_the_slices() {
         let deleted = RoaringBitmap::from_iter([0u32, 5, 6, 8191, 8192, 9000, 20_000]);
-        assert_eq!(
-            live_ranges(10, None, Some(&deleted)),
-            Some(vec![1..5, 7..10])
-        );
+        assert_eq!(ranges(10, None, Some(&deleted)), Some(vec![1..5, 7..10]));
         let slices = BTreeSet::from([0u32, 1]);
         assert_eq!(
-            live_ranges(10_000, Some(&slices), Some(&deleted)),
+            ranges(10_000, Some((&slices, 8192)), Some(&deleted)),
             Some(vec![1..5, 7..8191, 8193..9000, 9001..10_000])
         );
-        assert_eq!(live_ranges(10, None, None), None);
-        assert_eq!(live_ranges(10, None, Some(&RoaringBitmap::new())), None);
+        let slices = BTreeSet::from([1u32, 4]);
+        assert_eq!(
+            ranges(20_000, Some((&slices, 4096)), Some(&deleted)),
+            Some(vec![4096..8191, 16_384..20_000])
+        );
+        assert_eq!(ranges(10, None, None), None);
+        assert_eq!(ranges(10, None, Some(&RoaringBitmap::new())), None);
         let all = RoaringBitmap::from_iter(0u32..10);
-        assert_eq!(live_ranges(10, None, Some(&all)), Some(vec![]));
+        assert_eq!(ranges(10, None, Some(&all)), Some(vec![]));
         let positions: Vec<usize> = Positions::new(vec![1..3, 7..9]).collect();
         assert_eq!(positions, [1, 2, 7, 8]);
     }

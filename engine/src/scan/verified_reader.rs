@@ -13,13 +13,13 @@
 //! hot key reads its pages from memory, and EXPLAIN ANALYZE counts `data_cache_hits` and
 //! `data_cache_hit_bytes` beside `bytes_scanned` (the bytes fetched from storage).
 //!
-//! A block whose rows the locator named comes with its page table from the segment
-//! ([`LocatedPages`]): the reader rebuilds from it the offset index the row selection needs,
-//! and the pages are the first bytes of the block it fetches (a cold lookup waits for one round
-//! trip less). That metadata is kept apart from footers (under `<block>/pages`), since it holds
-//! no statistics to prune pages with. The table also holds each page's checksum, so a page is
-//! fetched exactly and checked whole instead of widened to 64 KiB strides: a lookup's few KB
-//! of pages cost few KB.
+//! A block comes with its page table from the segment, if it has one ([`BlockPages`]). When the
+//! locator named its rows, the reader rebuilds from it the offset index the row selection
+//! needs, and the pages are the first bytes of the block it fetches (a cold lookup waits for one
+//! round trip less). That metadata is kept apart from footers (under `<block>/pages`), since it
+//! holds no statistics to prune pages with. The table also holds each page's checksum, so a page
+//! read whole (located, or chosen by the footer's page index) is fetched exactly and checked
+//! against it instead of widened to 64 KiB strides: a lookup's few KB of pages cost few KB.
 
 use std::any::Any;
 
@@ -50,14 +50,17 @@ use object_store::ObjectMeta;
 use sieve_storage::page_table::PageSums;
 use sieve_storage::{BlockChecksums, Storage};
 
-/// A located block's page table ([`sieve_storage::page_table`]), with what rebuilding metadata
-/// from it needs: the table's schema, which every block of the table was written with, and the
-/// block's rows.
+/// A block's page table ([`sieve_storage::page_table`]), with what rebuilding metadata from it
+/// needs: the table's schema, which every block of the table was written with, and the block's
+/// rows.
 #[derive(Debug, Clone)]
-pub struct LocatedPages {
+pub struct BlockPages {
     pub table: Bytes,
     pub schema: SchemaRef,
     pub rows: u64,
+    /// The locator named the rows read: the metadata is rebuilt from the table, not read from
+    /// the footer.
+    pub located: bool,
 }
 
 #[derive(Debug)]
@@ -101,7 +104,7 @@ impl ParquetFileReaderFactory for VerifiedReaderFactory {
             storage: self.storage.clone(),
             cached: self.cached,
             footers: self.footers.clone(),
-            pages: file.extension::<LocatedPages>().cloned(),
+            pages: file.extension::<BlockPages>().cloned(),
             sums: None,
             meta: file.object_meta,
             checksums,
@@ -117,8 +120,8 @@ struct VerifiedReader {
     /// The block's location and size, as the footer cache checks entries against.
     meta: ObjectMeta,
     checksums: BlockChecksums,
-    pages: Option<LocatedPages>,
-    /// The located block's page sums, once its metadata is read from the page table.
+    pages: Option<BlockPages>,
+    /// The block's page sums, once its page table is read.
     sums: Option<Arc<PageSums>>,
     metrics: ParquetFileMetrics,
     cache_hits: Count,
@@ -147,9 +150,10 @@ impl AsyncFileReader for VerifiedReader {
     ) -> BoxFuture<'_, Result<Vec<Bytes>, ParquetError>> {
         async move {
             if self.pages.is_some() && self.sums.is_none() {
-                // DataFusion reads the metadata through one reader and, when it probes Parquet
-                // bloom filters, the pages through a fresh one.
-                self.rebuilt_from_page_table();
+                // Not read yet: the footer is read first when the locator did not name the rows,
+                // and DataFusion reads the metadata through one reader and, when it probes
+                // Parquet bloom filters, the pages through a fresh one.
+                self.from_page_table();
             }
             let location = &self.meta.location;
             let widened: Vec<Range<u64>> = ranges.iter().map(|r| self.fetched_range(r)).collect();
@@ -245,7 +249,9 @@ impl AsyncFileReader for VerifiedReader {
             // A located read takes the page table even when the footer is cached, so that its
             // path does not depend on what ran before (the differential tests compare it with
             // unpruned reads, which take the footer).
-            if let Some(metadata) = self.rebuilt_from_page_table() {
+            if self.pages.as_ref().is_some_and(|p| p.located)
+                && let Some(metadata) = self.from_page_table()
+            {
                 return Ok(metadata);
             }
             if let Some(metadata) = self.cached(&self.meta) {
@@ -310,10 +316,10 @@ impl VerifiedReader {
             .put(&location, CachedFileMetadataEntry::new(meta, metadata));
     }
 
-    /// The metadata rebuilt from a located block's page table, kept per block, and its page
-    /// sums taken for this reader; None without one, or if it does not fit (then the footer is
-    /// read, as for any block).
-    fn rebuilt_from_page_table(&mut self) -> Option<Arc<ParquetMetaData>> {
+    /// The metadata rebuilt from the block's page table, kept per block, and its page sums
+    /// taken for this reader; None without one, or if it does not fit (then the footer is read,
+    /// as for any block, and every range checked against the strides).
+    fn from_page_table(&mut self) -> Option<Arc<ParquetMetaData>> {
         let pages = self.pages.as_ref()?;
         let meta = ObjectMeta {
             location: self.meta.location.clone().join("pages"),

@@ -4,10 +4,12 @@ use super::*;
 use crate::retrieval::{Retrieval, Scratch};
 
 /// Builds a group's locator file from its blocks' [`block_keys`], per column (in the table's
-/// index column order), for the group that is the table's `ordinal`-th. Returns the file; its
-/// header is the first [`LocatorHeader::len`] bytes.
+/// index column order), for the group that is the table's `ordinal`-th, whose blocks are cut
+/// into `slices_per_block` slices of `slice_rows`. Returns the file; its header is the first
+/// [`LocatorHeader::len`] bytes.
 pub fn build(
     columns: &[(&str, Vec<BlockKeys>)],
+    slice_rows: u32,
     slices_per_block: u32,
     ordinal: u64,
     max_false_reads: f64,
@@ -50,7 +52,7 @@ pub fn build(
         locators.push(builder.finish()?);
     }
     let (pages, page_count) = pages.finish()?;
-    let mut out = encode_header(blocks, slices_per_block, page_count, &locators)?;
+    let mut out = encode_header(blocks, slice_rows, slices_per_block, page_count, &locators)?;
     out.extend_from_slice(&pages);
     Ok(out)
 }
@@ -249,6 +251,7 @@ impl ColumnBuilder {
 /// A locator's header, for pages already written by a [`PageWriter`].
 pub fn encode_header(
     blocks: u32,
+    slice_rows: u32,
     slices_per_block: u32,
     pages: u64,
     columns: &[ColumnLocator],
@@ -257,7 +260,7 @@ pub fn encode_header(
     out.extend_from_slice(&MAGIC);
     out.extend_from_slice(&LOCATOR_FORMAT.to_le_bytes());
     out.extend_from_slice(&blocks.to_le_bytes());
-    out.extend_from_slice(&SLICE_ROWS.to_le_bytes());
+    out.extend_from_slice(&slice_rows.to_le_bytes());
     out.extend_from_slice(&slices_per_block.to_le_bytes());
     out.extend_from_slice(&pages.to_le_bytes());
     let count = u16::try_from(columns.len()).map_err(|_| corrupt("too many columns"))?;

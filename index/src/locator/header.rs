@@ -50,8 +50,9 @@ impl LocatorHeader {
             )));
         }
         let blocks = f.u32()?;
-        if f.u32()? != SLICE_ROWS {
-            return Err(corrupt("unexpected slice size"));
+        let slice_rows = f.u32()?;
+        if !(slice_rows.is_power_of_two() && SLICE_ROWS_RANGE.contains(&slice_rows)) {
+            return Err(corrupt(format!("unexpected slice size {slice_rows}")));
         }
         let slices_per_block = f.u32()?;
         let pages = f.u64()?;
@@ -105,6 +106,7 @@ impl LocatorHeader {
         }
         Ok(Self {
             blocks,
+            slice_rows,
             slices_per_block,
             pages,
             columns,

@@ -1,5 +1,5 @@
 //! The locator: for a group of blocks, one file that says where in the group a key may be (which
-//! block, and which 8192-row slice of it) with one small ranged read, however many blocks the
+//! block, and which slice of it: 4096 rows as this build writes them) with one small ranged read, however many blocks the
 //! group holds. Seed 003's "which of many sets holds this key", answered by a static function
 //! instead of a filter per set: each distinct key of an indexed column maps to a fingerprint of
 //! its hash and a slot ([`Location`]), stored in [`crate::retrieval`] shards of at most
@@ -14,7 +14,7 @@
 //!   8     magic "SIEVELOC"
 //!   2     format version (2)
 //!   4     blocks in the group, G
-//!   4     rows per slice (8192)
+//!   4     rows per slice R (a power of two, 1024 to 65536; 8192 before 4096 was chosen)
 //!   4     slices per block, P
 //!   8     pages after the header
 //!   2     column count
@@ -57,8 +57,14 @@ pub use build::{ColumnBuilder, PageWriter, build, encode_header};
 pub const MAGIC: [u8; 8] = *b"SIEVELOC";
 /// The locator format this build writes and the newest it reads.
 pub const LOCATOR_FORMAT: u16 = 2;
-/// Rows per slice: the unit a locator names inside a block, and the Parquet page size.
-pub const SLICE_ROWS: u32 = 8192;
+/// Rows per slice this build writes: the unit a locator names inside a block, and the Parquet
+/// page size. A lookup reads a slice of every projected column, so a slice of t10b's c2 (random
+/// doubles as text, ~8 bytes a value compressed) is most of its bytes: 4096 rows keep a lookup
+/// of two columns near 40 KB (8192 cost ~80 KB), for one more slot bit per key. Readers take a
+/// group's slice size from its header, so groups written with 8192 are read as written.
+pub const SLICE_ROWS: u32 = 4096;
+/// The slice sizes a header may name.
+pub const SLICE_ROWS_RANGE: std::ops::RangeInclusive<u32> = 1024..=65536;
 /// Keys per retrieval shard at most. At 2^20 keys the 8% first attempt usually failed (8 key
 /// sets, release: 1.0 retries on average, 1.04 s per shard), at 2^18 it usually holds (0.4
 /// retries, 0.12 s per shard: half the time per key), and the working memory is ~8 MB. Readers
@@ -77,12 +83,12 @@ pub(crate) fn corrupt(why: impl Into<String>) -> IndexError {
 /// than one), sorted by hash: what the writer keeps of a block until its group is built.
 pub type BlockKeys = Vec<(u64, u32)>;
 
-/// A block's [`BlockKeys`] from its key hashes and the row of each.
-pub fn block_keys(hashes: &[u64], rows: &[u32]) -> BlockKeys {
+/// A block's [`BlockKeys`] from its key hashes and the row of each, in slices of `slice_rows`.
+pub fn block_keys(hashes: &[u64], rows: &[u32], slice_rows: u32) -> BlockKeys {
     let mut keys: Vec<(u64, u32)> = hashes
         .iter()
         .zip(rows)
-        .map(|(&h, &row)| (h, row / SLICE_ROWS))
+        .map(|(&h, &row)| (h, row / slice_rows))
         .collect();
     sort_by_hash(&mut keys, |k| k.0);
     keys.dedup_by(|next, kept| {
@@ -152,6 +158,8 @@ impl ColumnLocator {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LocatorHeader {
     pub blocks: u32,
+    /// Rows per slice: how the slices this locator names map to rows.
+    pub slice_rows: u32,
     pub slices_per_block: u32,
     pub pages: u64,
     pub columns: Vec<ColumnLocator>,
@@ -179,6 +187,9 @@ pub(crate) fn in_shard(hash: u64, shards: usize) -> u64 {
 mod tests {
     use super::*;
 
+    /// The slice size locators were first written with: still read.
+    const SLICE: u32 = 8192;
+
     fn lookup(file: &[u8], column: &str, hash: u64) -> Location {
         let header = LocatorHeader::parse(file).unwrap();
         let c = header.column(column).unwrap();
@@ -191,9 +202,9 @@ mod tests {
     #[test]
     fn keys_are_found_where_they_are() {
         // Block 0: key 1 in slice 0, key 2 in slices 0 and 3. Block 1: key 3 in slice 1, key 1.
-        let b0 = block_keys(&[1, 2, 2], &[5, 6, 3 * SLICE_ROWS + 1]);
-        let b1 = block_keys(&[3, 1], &[SLICE_ROWS, 0]);
-        let file = build(&[("c", vec![b0, b1])], 4, 1, 0.01).unwrap();
+        let b0 = block_keys(&[1, 2, 2], &[5, 6, 3 * SLICE + 1], SLICE);
+        let b1 = block_keys(&[3, 1], &[SLICE, 0], SLICE);
+        let file = build(&[("c", vec![b0, b1])], SLICE, 4, 1, 0.01).unwrap();
         assert_eq!(lookup(&file, "c", 1), Location::Blocks);
         assert_eq!(lookup(&file, "c", 2), Location::Block(0));
         assert_eq!(
@@ -210,11 +221,11 @@ mod tests {
             .collect();
         let rows: Vec<u32> = (0..10_000).map(|r| r * 3).collect();
         let blocks = [
-            block_keys(&hashes[..10_000], &rows),
-            block_keys(&hashes[10_000..20_000], &rows),
-            block_keys(&hashes[15_000..25_000], &rows),
+            block_keys(&hashes[..10_000], &rows, SLICE),
+            block_keys(&hashes[10_000..20_000], &rows, SLICE),
+            block_keys(&hashes[15_000..25_000], &rows, SLICE),
         ];
-        let whole = build(&[("c", blocks.to_vec())], 4, 3, 0.01).unwrap();
+        let whole = build(&[("c", blocks.to_vec())], SLICE, 4, 3, 0.01).unwrap();
         let (parts, shard_count) = (3, 6);
         let mut pages = PageWriter::new(Vec::new());
         let mut column = ColumnBuilder::new("c", 3, 4, fingerprint_bits(3, 0.01), shard_count);
@@ -229,7 +240,7 @@ mod tests {
             column.add_part(entries, part, parts, &mut pages).unwrap();
         }
         let (bytes, count) = pages.finish().unwrap();
-        let mut parted = encode_header(3, 4, count, &[column.finish().unwrap()]).unwrap();
+        let mut parted = encode_header(3, SLICE, 4, count, &[column.finish().unwrap()]).unwrap();
         parted.extend_from_slice(&bytes);
         for &h in &hashes[..25_000] {
             assert_eq!(lookup(&parted, "c", h), lookup(&whole, "c", h));
@@ -259,8 +270,8 @@ mod tests {
         let hashes: Vec<u64> = (0..5000u64)
             .map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15))
             .collect();
-        let b0 = block_keys(&hashes, &(0..5000).collect::<Vec<_>>());
-        let mut file = build(&[("c", vec![b0])], 1, 1, 0.01).unwrap();
+        let b0 = block_keys(&hashes, &(0..5000).collect::<Vec<_>>(), SLICE);
+        let mut file = build(&[("c", vec![b0])], SLICE, 1, 1, 0.01).unwrap();
         let header = LocatorHeader::parse(&file).unwrap();
         assert_eq!(header.file_len(), file.len() as u64);
         let c = header.column("c").unwrap().clone();

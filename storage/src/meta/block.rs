@@ -155,7 +155,7 @@ pub fn encode_block(def: &TableDef, id: String, batches: &[RecordBatch]) -> Resu
             // The locator's keys are the column's distinct hashes, sorted: the sidecar's
             // filter is built from them instead of sorting the hashes a second time, and their
             // count is exact where an estimate would be.
-            let keys = locator::block_keys(&hashes.hashes, &key_rows);
+            let keys = locator::block_keys(&hashes.hashes, &key_rows, SLICE_ROWS);
             let distinct: Vec<u64> = keys.iter().map(|&(hash, _)| hash).collect();
             let ndv = distinct.len() as u64;
             let (filter, has_null) = (def.options.filter, hashes.has_null);

@@ -16,6 +16,7 @@ use arrow_select::take::take_record_batch;
 use bytes::Bytes;
 
 use roaring::RoaringBitmap;
+use sieve_index::locator::SLICE_ROWS;
 use sieve_index::{LocatorHeader, SidecarEntry};
 
 use crate::error::{Result, StorageError};
@@ -300,6 +301,21 @@ impl BlockList {
 }
 
 impl BlockList {
+    /// Rows per slice of block `i` as its locator group names them ([`SLICE_ROWS`] for a block
+    /// in no usable group, which no locator names slices of).
+    pub fn slice_rows(&self, i: usize) -> u32 {
+        let groups = self.locator_groups();
+        let k = groups.partition_point(|g| g.blocks.end <= i);
+        match groups.get(k) {
+            Some(LocatorGroup {
+                blocks,
+                header: Ok(header),
+                ..
+            }) if blocks.contains(&i) => header.slice_rows,
+            _ => SLICE_ROWS,
+        }
+    }
+
     /// The locator groups of the listed blocks, in order.
     pub fn locator_groups(&self) -> &[LocatorGroup] {
         self.locator_groups.get_or_init(|| {

@@ -27,7 +27,8 @@ use object_store::{ObjectStoreExt, WriteMultipart};
 use parquet::arrow::ProjectionMask;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use sieve_index::locator::{
-    self, BlockKeys, ColumnBuilder, ColumnLocator, PageWriter, SHARD_KEYS, fingerprint_bits,
+    self, BlockKeys, ColumnBuilder, ColumnLocator, PageWriter, SHARD_KEYS, SLICE_ROWS,
+    fingerprint_bits,
 };
 use sieve_index::{ColumnHashes, LocatorHeader};
 
@@ -179,9 +180,16 @@ impl Table {
             .filter(|c| headers.iter().all(|h| h.column(c).is_some()))
             .collect();
         let block_range = groups[0].blocks.start..groups[groups.len() - 1].blocks.end;
+        // Groups written before slices were 4096 rows merge into the smallest slices of their
+        // inputs: a smaller slice of an older block reads its larger page, whole and right.
+        let slice_rows = headers
+            .iter()
+            .map(|h| h.slice_rows)
+            .min()
+            .unwrap_or(SLICE_ROWS);
         let slices = headers
             .iter()
-            .map(|h| h.slices_per_block)
+            .map(|h| h.slices_per_block * (h.slice_rows / slice_rows))
             .max()
             .unwrap_or(1);
         let dir = tempfile::tempdir()?;
@@ -198,7 +206,7 @@ impl Table {
             .collect::<Result<Vec<_>>>()?;
         // A few blocks read and hashed at once, spilled in order.
         let mut read = futures::stream::iter(block_range.clone())
-            .map(|i| self.block_keys(blocks, i, &columns))
+            .map(|i| self.block_keys(blocks, i, &columns, slice_rows))
             .buffered(crate::write::writer::parallelism());
         let mut n = 0u32;
         while let Some(keys) = read.next().await {
@@ -226,7 +234,8 @@ impl Table {
             }
         })
         .await??;
-        let header = locator::encode_header(block_count, slices, page_count, &locators)?;
+        let header =
+            locator::encode_header(block_count, slice_rows, slices, page_count, &locators)?;
         let name = uuid::Uuid::new_v4().simple().to_string();
         self.upload_locator(&name, &header, &pages_path).await?;
         Ok(MergedGroup {
@@ -239,13 +248,15 @@ impl Table {
         })
     }
 
-    /// Block `i`'s keys per column of `columns`, by physical row (deleted rows too, as when it
-    /// was written: a locator may name keys a DELETE removed, never miss one).
+    /// Block `i`'s keys per column of `columns`, in slices of `slice_rows`, by physical row
+    /// (deleted rows too, as when it was written: a locator may name keys a DELETE removed,
+    /// never miss one).
     async fn block_keys(
         &self,
         blocks: &BlockList,
         i: usize,
         columns: &[String],
+        slice_rows: u32,
     ) -> Result<Vec<BlockKeys>> {
         let path = self.block_path(blocks.block_id(i));
         let checksums = blocks.checksums(i);
@@ -256,7 +267,7 @@ impl Table {
         let whole = 0..checksums.file_len();
         let bytes = checksums.check(path.as_ref(), &whole, bytes)?;
         let columns = columns.to_vec();
-        tokio::task::spawn_blocking(move || keys_of(bytes, &columns)).await?
+        tokio::task::spawn_blocking(move || keys_of(bytes, &columns, slice_rows)).await?
     }
 
     async fn upload_locator(
@@ -382,8 +393,8 @@ fn still_there(
     (adjacent && same).then_some(first)
 }
 
-/// The keys of `columns` in a block's Parquet file, per column.
-fn keys_of(file: Bytes, columns: &[String]) -> Result<Vec<BlockKeys>> {
+/// The keys of `columns` in a block's Parquet file, per column, in slices of `slice_rows`.
+fn keys_of(file: Bytes, columns: &[String], slice_rows: u32) -> Result<Vec<BlockKeys>> {
     let builder = ParquetRecordBatchReaderBuilder::try_new(file)?;
     let schema = builder.schema().clone();
     let indices = columns
@@ -411,7 +422,7 @@ fn keys_of(file: Bytes, columns: &[String]) -> Result<Vec<BlockKeys>> {
     }
     Ok(hashes
         .iter()
-        .map(|(hashes, rows)| locator::block_keys(&hashes.hashes, rows))
+        .map(|(hashes, rows)| locator::block_keys(&hashes.hashes, rows, slice_rows))
         .collect())
 }
 

@@ -143,7 +143,8 @@ impl LocatorBuilder {
                 if per_column.is_empty() {
                     return (Ok(None), started.elapsed());
                 }
-                let built = locator::build(&per_column, slices, ordinal, budget).map(Some);
+                let built =
+                    locator::build(&per_column, SLICE_ROWS, slices, ordinal, budget).map(Some);
                 (built, started.elapsed())
             })
             .await?;
