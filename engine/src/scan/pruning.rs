@@ -12,7 +12,8 @@
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
-use datafusion::arrow::array::{ArrayRef, BooleanArray};
+use datafusion::arrow::array::{ArrayRef, BooleanArray, UInt32Array};
+use datafusion::arrow::compute::take;
 use datafusion::common::{Column, ScalarValue};
 use datafusion::error::Result;
 use datafusion::physical_expr::PhysicalExpr;
@@ -54,30 +55,41 @@ pub struct PruneOutcome {
     pub sidecars_unreadable: u64,
 }
 
-/// Min/max, null counts and row counts of every block, for DataFusion's pruning predicate.
-struct BlockStatistics<'a>(&'a BlockList);
+/// Min/max, null counts and row counts of every block, or of the blocks `subset` lists (in its
+/// order), for DataFusion's pruning predicate.
+struct BlockStatistics<'a> {
+    blocks: &'a BlockList,
+    subset: Option<UInt32Array>,
+}
+
+impl BlockStatistics<'_> {
+    fn of(&self, array: ArrayRef) -> Option<ArrayRef> {
+        match &self.subset {
+            Some(indices) => take(array.as_ref(), indices, None).ok(),
+            None => Some(array),
+        }
+    }
+}
 
 impl PruningStatistics for BlockStatistics<'_> {
     fn min_values(&self, column: &Column) -> Option<ArrayRef> {
-        self.0.mins(&column.name).cloned()
+        self.of(self.blocks.mins(&column.name)?.clone())
     }
 
     fn max_values(&self, column: &Column) -> Option<ArrayRef> {
-        self.0.maxes(&column.name).cloned()
+        self.of(self.blocks.maxes(&column.name)?.clone())
     }
 
     fn num_containers(&self) -> usize {
-        self.0.len()
+        self.subset.as_ref().map_or(self.blocks.len(), |s| s.len())
     }
 
     fn null_counts(&self, column: &Column) -> Option<ArrayRef> {
-        self.0
-            .null_counts(&column.name)
-            .map(|a| Arc::new(a.clone()) as ArrayRef)
+        self.of(Arc::new(self.blocks.null_counts(&column.name)?.clone()))
     }
 
     fn row_counts(&self) -> Option<ArrayRef> {
-        Some(Arc::new(self.0.rows().clone()))
+        self.of(Arc::new(self.blocks.rows().clone()))
     }
 
     fn contained(&self, _column: &Column, _values: &HashSet<ScalarValue>) -> Option<BooleanArray> {
@@ -123,11 +135,24 @@ fn intersect(current: Slices, other: Slices) -> Slices {
 }
 
 /// What the locators said about one column's probe, for the blocks they answered for.
-#[derive(Default)]
 struct LocatorAnswer {
-    /// Blocks whose group answered: only those in `found` may hold the keys.
-    answered: HashSet<usize>,
+    /// Per block of the list, whether its group answered: only those in `found` may hold the
+    /// keys. A flag per block, not a set: a lookup over 10,000 blocks sets them all.
+    answered: Vec<bool>,
     found: HashMap<usize, Slices>,
+}
+
+impl LocatorAnswer {
+    fn none(blocks: &BlockList) -> Self {
+        Self {
+            answered: vec![false; blocks.len()],
+            found: HashMap::new(),
+        }
+    }
+
+    fn answer_for(&mut self, blocks: std::ops::Range<usize>) {
+        self.answered[blocks].fill(true);
+    }
 }
 
 /// Asks every locator group holding a block of `kept` where `hashes` may be, but those whose
@@ -143,12 +168,15 @@ async fn ask_locators(
     routing: Option<&Arc<RoutingFilters>>,
     outcome: &mut PruneOutcome,
 ) -> LocatorAnswer {
-    let wanted: HashSet<usize> = kept.iter().copied().collect();
-    let mut answer = LocatorAnswer::default();
+    let mut wanted = vec![false; blocks.len()];
+    for &b in kept {
+        wanted[b] = true;
+    }
+    let mut answer = LocatorAnswer::none(blocks);
     // Owned items: a stream over borrowed ones makes the scan's future not Send.
     let mut groups = Vec::new();
     for group in blocks.locator_groups() {
-        if !group.blocks.clone().any(|b| wanted.contains(&b)) {
+        if !wanted[group.blocks.clone()].contains(&true) {
             continue;
         }
         match &group.header {
@@ -160,7 +188,7 @@ async fn ask_locators(
                     routing.and_then(|r| r.may_hold(table, &group.name, header, column, hashes));
                 if routed == Some(false) {
                     outcome.locator_groups_routed_out += 1;
-                    answer.answered.extend(group.blocks.clone());
+                    answer.answer_for(group.blocks.clone());
                 } else {
                     groups.push((group.clone(), header.clone(), locator.clone()));
                 }
@@ -202,7 +230,7 @@ async fn ask_locators(
         if locations.contains(&Location::Blocks) {
             continue;
         }
-        answer.answered.extend(group.blocks.clone());
+        answer.answer_for(group.blocks.clone());
         for location in locations {
             let (block, slice) = match location {
                 Location::Absent | Location::Blocks => continue,
@@ -251,7 +279,62 @@ pub fn probes(table: &Table, predicate: &PruningPredicate) -> Vec<(String, Vec<u
 
 /// Per block, whether its min/max, null and row counts allow a row matching `predicate`.
 pub fn minmax_keep(blocks: &BlockList, predicate: &PruningPredicate) -> Result<Vec<bool>> {
-    Ok(predicate.prune(&BlockStatistics(blocks))?)
+    let all = BlockStatistics {
+        blocks,
+        subset: None,
+    };
+    Ok(predicate.prune(&all)?)
+}
+
+/// The blocks of `which` whose min/max, null and row counts allow a row matching `predicate`.
+fn minmax_survivors(
+    blocks: &BlockList,
+    which: Vec<usize>,
+    predicate: &PruningPredicate,
+) -> Result<Vec<usize>> {
+    // Most blocks: their statistics as they are, rather than copies of most of them.
+    if which.len() * 2 >= blocks.len() {
+        let keep = minmax_keep(blocks, predicate)?;
+        return Ok(which.into_iter().filter(|&i| keep[i]).collect());
+    }
+    if which.is_empty() {
+        return Ok(which);
+    }
+    let subset = BlockStatistics {
+        blocks,
+        subset: Some(which.iter().map(|&i| i as u32).collect()),
+    };
+    let keep = predicate.prune(&subset)?;
+    Ok(which
+        .into_iter()
+        .zip(keep)
+        .filter(|(_, k)| *k)
+        .map(|(i, _)| i)
+        .collect())
+}
+
+/// Per block, whether a loaded routing filter rules out its group for one of `probes` (every
+/// probe must hold for a row to match): such blocks need neither min/max nor a locator read.
+fn routed_out(
+    table: &Table,
+    blocks: &BlockList,
+    probes: &[(String, Vec<u64>)],
+    routing: &Arc<RoutingFilters>,
+    outcome: &mut PruneOutcome,
+) -> Vec<bool> {
+    let mut out = vec![false; blocks.len()];
+    for group in blocks.locator_groups() {
+        let Ok(header) = &group.header else { continue };
+        let ruled_out = probes.iter().any(|(column, hashes)| {
+            header.column(column).is_some()
+                && routing.may_hold(table, &group.name, header, column, hashes) == Some(false)
+        });
+        if ruled_out {
+            outcome.locator_groups_routed_out += 1;
+            out[group.blocks.clone()].fill(true);
+        }
+    }
+    out
 }
 
 /// Chooses the blocks to read among `owned` (all when None: a distributed scan's task reads only
@@ -282,12 +365,21 @@ pub async fn prune_blocks(
         outcome.survivors = mine;
         return Ok(outcome);
     };
-    let keep = minmax_keep(blocks, predicate)?;
-    let survivors: Vec<usize> = mine.iter().copied().filter(|&i| keep[i]).collect();
-    outcome.pruned_by_minmax = mine.len() - survivors.len();
-
     let probes = probes(table, predicate);
     outcome.point_lookup = !probes.is_empty();
+    // Routing first: it is in memory, and at 10,000 blocks min/max over every block's string
+    // bounds would cost a lookup more than the rest of its pruning.
+    let candidates: Vec<usize> = match routing.filter(|_| use_locator && !probes.is_empty()) {
+        Some(routing) => {
+            let out = routed_out(table, blocks, &probes, routing, &mut outcome);
+            mine.iter().copied().filter(|&i| !out[i]).collect()
+        }
+        None => mine.clone(),
+    };
+    outcome.pruned_by_locator = mine.len() - candidates.len();
+    let survivors = minmax_survivors(blocks, candidates, predicate)?;
+    outcome.pruned_by_minmax = mine.len() - outcome.pruned_by_locator - survivors.len();
+
     // One column at a time, each probing only the blocks the columns before it kept.
     let mut kept: Vec<(usize, Slices)> = survivors.into_iter().map(|b| (b, None)).collect();
     for (column, hashes) in &probes {
@@ -299,12 +391,12 @@ pub async fn prune_blocks(
         let answer = if use_locator {
             ask_locators(table, blocks, &which, column, hashes, routing, &mut outcome).await
         } else {
-            LocatorAnswer::default()
+            LocatorAnswer::none(blocks)
         };
         let mut narrowed = Vec::with_capacity(kept.len());
         let mut unanswered = Vec::new();
         for (block, slices) in kept {
-            if !answer.answered.contains(&block) {
+            if !answer.answered[block] {
                 unanswered.push((block, slices));
             } else if let Some(found) = answer.found.get(&block) {
                 let slices = intersect(slices, found.clone());
