@@ -172,12 +172,13 @@ impl Table {
             .iter()
             .map(|g| g.header.as_ref().expect("merges have usable headers"))
             .collect();
-        // The columns every input indexes (one they leave out ascends: see locator_builder).
-        let columns: Vec<String> = headers[0]
-            .columns
-            .iter()
-            .map(|c| c.column.clone())
-            .filter(|c| headers.iter().all(|h| h.column(c).is_some()))
+        // Every column some input locates. An input that left one out (its blocks ascended, see
+        // locator_builder) has that column's keys read like the others': were the column left
+        // out of the merged group, lookups of it in the other inputs' blocks would go back to
+        // their sidecars.
+        let columns: Vec<String> = (self.def().options.index_columns.iter())
+            .filter(|c| headers.iter().any(|h| h.column(c).is_some()))
+            .cloned()
             .collect();
         let block_range = groups[0].blocks.start..groups[groups.len() - 1].blocks.end;
         // Groups written before slices were 4096 rows merge into the smallest slices of their
@@ -197,9 +198,9 @@ impl Table {
             .iter()
             .enumerate()
             .map(|(k, c)| {
-                let upper: u64 = headers
-                    .iter()
-                    .map(|h| h.column(c).map_or(0, |l| l.keys))
+                // An input without the column holds at most a key per row of it.
+                let upper: u64 = (groups.iter().zip(&headers))
+                    .map(|(g, h)| h.column(c).map_or_else(|| blocks.group_rows(g), |l| l.keys))
                     .sum();
                 Spill::new(dir.path(), k, upper as usize)
             })
