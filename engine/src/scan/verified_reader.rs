@@ -153,7 +153,7 @@ impl AsyncFileReader for VerifiedReader {
                 // Not read yet: the footer is read first when the locator did not name the rows,
                 // and DataFusion reads the metadata through one reader and, when it probes
                 // Parquet bloom filters, the pages through a fresh one.
-                self.from_page_table();
+                self.read_page_table();
             }
             let location = &self.meta.location;
             let widened: Vec<Range<u64>> = ranges.iter().map(|r| self.fetched_range(r)).collect();
@@ -250,7 +250,7 @@ impl AsyncFileReader for VerifiedReader {
             // path does not depend on what ran before (the differential tests compare it with
             // unpruned reads, which take the footer).
             if self.pages.as_ref().is_some_and(|p| p.located)
-                && let Some(metadata) = self.from_page_table()
+                && let Some(metadata) = self.read_page_table()
             {
                 return Ok(metadata);
             }
@@ -319,7 +319,7 @@ impl VerifiedReader {
     /// The metadata rebuilt from the block's page table, kept per block, and its page sums
     /// taken for this reader; None without one, or if it does not fit (then the footer is read,
     /// as for any block, and every range checked against the strides).
-    fn from_page_table(&mut self) -> Option<Arc<ParquetMetaData>> {
+    fn read_page_table(&mut self) -> Option<Arc<ParquetMetaData>> {
         let pages = self.pages.as_ref()?;
         let meta = ObjectMeta {
             location: self.meta.location.clone().join("pages"),
