@@ -155,10 +155,10 @@ impl LocatorAnswer {
     }
 }
 
-/// Asks every locator group holding a block of `kept` where `hashes` may be, but those whose
-/// routing filter rules every hash out, which answer "none" for their blocks without a read.
-/// Groups without a usable locator, or that say "in several blocks", answer for none of their
-/// blocks, which then go to their sidecars.
+/// Asks every locator group holding a block of `kept` where `hashes` may be (groups a routing
+/// filter ruled out hold none of `kept`: [`routed_out`] took their blocks first). Groups without
+/// a usable locator, or that say "in several blocks", answer for none of their blocks, which
+/// then go to their sidecars.
 async fn ask_locators(
     table: &Table,
     blocks: &BlockList,
@@ -184,14 +184,7 @@ async fn ask_locators(
                 let Some(locator) = header.column(column) else {
                     continue;
                 };
-                let routed =
-                    routing.and_then(|r| r.may_hold(table, &group.name, header, column, hashes));
-                if routed == Some(false) {
-                    outcome.locator_groups_routed_out += 1;
-                    answer.answer_for(group.blocks.clone());
-                } else {
-                    groups.push((group.clone(), header.clone(), locator.clone()));
-                }
+                groups.push((group.clone(), header.clone(), locator.clone()));
             }
             Err(why) => {
                 log::warn!(

@@ -350,6 +350,8 @@ impl VerifiedReader {
                     }
                     Err(e) => {
                         log::warn!("reading the footer of {block}: {e}");
+                        // Not parsed again by this reader's later reads.
+                        self.pages = None;
                         return None;
                     }
                 }
