@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The filter comparison against a fresh MinIO: `sieve bench filters --rows $SIEVE_BENCH_ROWS`
+# The filter comparison against a fresh MinIO: `sieve-bench filters --rows $SIEVE_BENCH_ROWS`
 # (default 100M) loads t10b once per filter kind and writes filters.md/.csv/.json/.svg to
 # bench-filters/. The sidecar cache is raised to 2 GiB (SIEVE_SIDECAR_CACHE_MIB) so that warm
 # means warm for every kind: 100 blocks of binary_fuse16 on two columns are ~460 MB of sidecars.
@@ -7,10 +7,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/sieve-target}"
-cargo build --release -q -p sieve-cli
+cargo build --release -q -p sieve-workload --bin sieve-bench
 source scripts/minio.sh
 trap minio_stop EXIT
 minio_start
 export SIEVE_SIDECAR_CACHE_MIB="${SIEVE_SIDECAR_CACHE_MIB:-2048}"
-"$CARGO_TARGET_DIR/release/sieve" --storage "$SIEVE_TEST_S3_URL/bench" \
-  bench filters --rows "${SIEVE_BENCH_ROWS:-100M}" --out bench-filters "$@"
+"$CARGO_TARGET_DIR/release/sieve-bench" --storage "$SIEVE_TEST_S3_URL/bench" \
+  filters --rows "${SIEVE_BENCH_ROWS:-100M}" --out bench-filters "$@"

@@ -50,6 +50,7 @@ while read -r path sum; do
 done <<'JARS'
 com/mysql/mysql-connector-j/9.1.0/mysql-connector-j-9.1.0.jar 8776e2ebc46072c9a47ea59d98298c4273bd9f16a7b26b5dfa4744535aa26c62
 org/mariadb/jdbc/mariadb-java-client/3.5.1/mariadb-java-client-3.5.1.jar 50a50c4a3c13c30dfbd40587f7ad9a496197d285ede0948641d9eee68fdf2106
+org/apache/arrow/flight-sql-jdbc-driver/18.3.0/flight-sql-jdbc-driver-18.3.0.jar 3f418b46c880e263558c5de669bdbede2c5d4375527ced116fb29f795b03704c
 JARS
 export SIEVE_JDBC_JARS
 

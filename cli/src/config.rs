@@ -36,6 +36,8 @@
 //! local_infile = true            # serve LOAD DATA LOCAL INFILE (default: only when listening
 //!                                 # on loopback)
 //! flight_port = 3308             # also serve Arrow Flight SQL there (default: not at all)
+//! flight_tls = true              # Flight SQL over TLS with the MySQL port's certificate
+//!                                # (default: true unless the server listens on loopback)
 //! metrics_port = 9104            # Prometheus metrics at http://host:9104/metrics (default: none)
 //! query_log = "sieve-queries.jsonl"  # every statement as a JSON line when it ends (default: none;
 //!                                 # sieve_query_log() lists the last 1000 either way)
@@ -106,6 +108,7 @@ pub struct ConfigFile {
     pub default_authentication_plugin: Option<String>,
     pub local_infile: Option<bool>,
     pub flight_port: Option<u16>,
+    pub flight_tls: Option<bool>,
     pub metrics_port: Option<u16>,
     pub query_log: Option<PathBuf>,
     pub long_query_time: Option<f64>,

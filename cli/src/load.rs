@@ -2,18 +2,13 @@
 //! and a summary; run again after any interruption to finish the load (see `sieve_workload::load_synthetic`).
 
 use crate::location::Location;
-use std::io::IsTerminal;
-use std::time::Duration;
 
 use clap::Args;
-use datafusion::arrow::util::display::array_value_to_string;
-use indicatif::{HumanBytes, HumanCount, ProgressBar, ProgressDrawTarget, ProgressStyle};
-use sieve_engine::Engine;
-use sieve_workload::{
-    DEFAULT_COMMIT_BLOCKS, LoadProgress, LoadRequest, LoadSummary, load_synthetic,
-};
-
+use indicatif::{HumanBytes, HumanCount};
 use sieve_engine::rate;
+use sieve_workload::{
+    DEFAULT_COMMIT_BLOCKS, LoadRequest, cores, load_with_progress, parse_count, text_rows,
+};
 
 #[derive(Args)]
 pub struct LoadArgs {
@@ -44,22 +39,6 @@ pub struct LoadArgs {
     verify: bool,
 }
 
-/// Accepts 10000000, 10_000_000, 10M, 1B (and k, m, g / b suffixes), as row counts are large.
-pub fn parse_count(text: &str) -> Result<u64, String> {
-    let cleaned = text.replace('_', "");
-    let (digits, scale) = match cleaned.chars().last().map(|c| c.to_ascii_lowercase()) {
-        Some('k') => (&cleaned[..cleaned.len() - 1], 1_000),
-        Some('m') => (&cleaned[..cleaned.len() - 1], 1_000_000),
-        Some('b' | 'g') => (&cleaned[..cleaned.len() - 1], 1_000_000_000),
-        _ => (cleaned.as_str(), 1),
-    };
-    digits
-        .parse::<u64>()
-        .ok()
-        .and_then(|n| n.checked_mul(scale))
-        .ok_or_else(|| format!("expected a row count like 1000000, 10M or 1B, got {text:?}"))
-}
-
 impl LoadArgs {
     pub fn request(&self) -> LoadRequest {
         let mut options = Vec::new();
@@ -82,93 +61,6 @@ impl LoadArgs {
             commit_blocks: self.commit_blocks,
         }
     }
-}
-
-pub fn cores() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
-}
-
-/// Runs a load while drawing its progress: a bar on a terminal, a log line every 10 s otherwise.
-pub async fn load_with_progress(
-    engine: &Engine,
-    request: &LoadRequest,
-) -> Result<LoadSummary, String> {
-    let progress = LoadProgress::default();
-    let bar = ProgressBar::hidden();
-    let terminal = std::io::stderr().is_terminal();
-    if terminal {
-        bar.set_draw_target(ProgressDrawTarget::stderr());
-    }
-    bar.set_style(
-        ProgressStyle::with_template(
-            "{bar:30} {human_pos}/{human_len} rows · {per_sec} · ETA {eta} · committed {msg}",
-        )
-        .expect("valid template"),
-    );
-    let load = load_synthetic(engine, request, &progress);
-    tokio::pin!(load);
-    let mut ticks = tokio::time::interval(Duration::from_millis(200));
-    let mut started = false;
-    let mut last_log = tokio::time::Instant::now();
-    let result = loop {
-        tokio::select! {
-            result = &mut load => break result,
-            _ = ticks.tick() => {
-                if progress.total() == 0 {
-                    continue;
-                }
-                let done = progress.before() + progress.written();
-                if !started {
-                    // Resumed rows count toward the bar but not toward the rate and ETA.
-                    bar.set_length(progress.total());
-                    bar.set_position(done);
-                    bar.reset_eta();
-                    started = true;
-                }
-                bar.set_position(done);
-                bar.set_message(HumanCount(progress.committed()).to_string());
-                if !terminal && last_log.elapsed() >= Duration::from_secs(10) {
-                    last_log = tokio::time::Instant::now();
-                    log::info!(
-                        "{} of {} rows written, {} committed",
-                        progress.written(),
-                        progress.total(),
-                        progress.committed()
-                    );
-                }
-            }
-            _ = tokio::signal::ctrl_c() => {
-                bar.abandon();
-                return Err(format!(
-                    "interrupted: {} rows of {} are committed; run the same command again to continue",
-                    progress.committed(),
-                    progress.total()
-                ));
-            }
-        }
-    };
-    bar.finish_and_clear();
-    result.map_err(|e| e.to_string())
-}
-
-/// Runs one query and returns its rows as text.
-pub async fn text_rows(engine: &Engine, sql: &str) -> Result<Vec<Vec<String>>, String> {
-    let output = engine
-        .session()
-        .map_err(|e| e.to_string())?
-        .execute(sql)
-        .await
-        .map_err(|e| format!("{sql}: {e}"))?;
-    let mut rows = Vec::new();
-    for batch in &output.batches {
-        for r in 0..batch.num_rows() {
-            let row = (0..batch.num_columns())
-                .map(|c| array_value_to_string(batch.column(c), r).map_err(|e| e.to_string()))
-                .collect::<Result<_, _>>()?;
-            rows.push(row);
-        }
-    }
-    Ok(rows)
 }
 
 pub async fn run(storage: &Location, args: LoadArgs) -> Result<(), String> {

@@ -43,10 +43,6 @@ impl Location {
             .map_err(|e| e.to_string())?
             .with_external_locations(external))
     }
-
-    pub fn is_memory(&self) -> bool {
-        self.url.starts_with("memory:")
-    }
 }
 
 impl fmt::Display for Location {

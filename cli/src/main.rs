@@ -1,6 +1,5 @@
 //! `sieve`: point queries over huge tables on object storage, from a MySQL client or a shell.
 
-mod bench;
 mod config;
 mod load;
 mod location;
@@ -79,8 +78,6 @@ enum Command {
     /// Load (or finish loading) Databend's synthetic table t10b: c1 = 0..N, c2 = a random double
     /// as text. Resumable: after an interruption, the same command continues from the last commit
     Load(load::LoadArgs),
-    /// Benchmarks: `sieve bench filters --rows 10M` compares filter kinds
-    Bench(bench::BenchArgs),
     /// A stateless worker: runs the scans `sieve serve --workers …` sends it, over the same
     /// --storage
     Worker(worker::WorkerArgs),
@@ -198,7 +195,6 @@ async fn run(cli: Cli, executor: Handle) -> Result<(), String> {
         }
         Command::Sql(args) => shell::run(&storage, args, executor).await,
         Command::Load(args) => load::run(&storage, args).await,
-        Command::Bench(args) => bench::run(&storage, args).await,
         Command::Worker(args) => worker::run(&storage, args, &config).await,
         Command::TlsCerts(args) => tls_certs::run(args),
     }

@@ -11,14 +11,15 @@ use sieve_engine::{Engine, ServerLimits};
 use sieve_flight::FlightSettings;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
+use tonic::transport::{Identity, ServerTlsConfig};
 
 use crate::config::ConfigFile;
 use crate::metrics_http;
 use prometheus_client::registry::Registry;
 use sieve_engine::AuthPlugin;
 use sieve_mysql::{
-    Connection, Connections, LoginThrottle, PendingLogins, RsaKey, ServerStatus, Shared,
-    TlsAcceptor, TlsFiles, self_signed, tls_acceptor,
+    Connection, Connections, PendingLogins, RsaKey, ServerStatus, Shared, TlsFiles, self_signed,
+    tls_acceptor,
 };
 
 /// How long accepting waits after an error (out of file descriptors, say) before trying again;
@@ -74,9 +75,10 @@ pub struct ServeArgs {
     metrics_port: Option<u16>,
 }
 
-/// The TLS the MySQL port offers: the configured certificate, or the one this server made
-/// (for `localhost`, loopback and the listening address); none if the config says `tls = false`.
-fn tls(args: &ServeArgs, config: &ConfigFile, host: IpAddr) -> Result<Option<TlsAcceptor>, String> {
+/// The certificate the MySQL port offers (and the Flight SQL port, with `flight_tls`): the
+/// configured one, or the one this server made (for `localhost`, loopback and the listening
+/// address); none if the config says `tls = false`.
+fn tls(args: &ServeArgs, config: &ConfigFile, host: IpAddr) -> Result<Option<TlsFiles>, String> {
     if config.tls == Some(false) {
         return Ok(None);
     }
@@ -94,7 +96,37 @@ fn tls(args: &ServeArgs, config: &ConfigFile, host: IpAddr) -> Result<Option<Tls
         }
         _ => return Err("--tls-cert and --tls-key go together".into()),
     };
-    tls_acceptor(&files).map(Some)
+    Ok(Some(files))
+}
+
+/// The Flight SQL port's TLS: gRPC cannot switch to TLS on a connection as MySQL's handshake
+/// does, so the port is either TLS or plain. TLS (the MySQL port's certificate) unless the
+/// server listens on loopback only, or `flight_tls = false` says otherwise.
+fn flight_tls(
+    config: &ConfigFile,
+    files: Option<&TlsFiles>,
+    host: IpAddr,
+) -> Result<Option<ServerTlsConfig>, String> {
+    let wanted = config.flight_tls.unwrap_or(!host.is_loopback());
+    if !wanted {
+        if !host.is_loopback() && config.require_secure_transport == Some(true) {
+            return Err(
+                "flight_tls = false beyond loopback: require_secure_transport refuses plain logins"
+                    .into(),
+            );
+        }
+        return Ok(None);
+    }
+    let Some(files) = files else {
+        return Err(
+            "flight_tls needs the server's certificate, and tls = false turns it off".into(),
+        );
+    };
+    let read = |path: &PathBuf| {
+        std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))
+    };
+    let identity = Identity::from_pem(read(&files.cert)?, read(&files.key)?);
+    Ok(Some(ServerTlsConfig::new().identity(identity)))
 }
 
 fn tls_dir(args: &ServeArgs, config: &ConfigFile) -> PathBuf {
@@ -138,7 +170,13 @@ pub async fn serve(engine: Engine, args: ServeArgs, config: ConfigFile) -> Resul
         .or(config.host)
         .unwrap_or(IpAddr::from([127, 0, 0, 1]));
     let port = args.port.or(config.port).unwrap_or(3307);
-    let tls = tls(&args, &config, host)?;
+    let tls_files = tls(&args, &config, host)?;
+    let tls = tls_files.as_ref().map(tls_acceptor).transpose()?;
+    let flight_port = args.flight_port.or(config.flight_port);
+    let flight_tls = match flight_port {
+        Some(_) => flight_tls(&config, tls_files.as_ref(), host)?,
+        None => None,
+    };
     let rsa_dir = tls_dir(&args, &config);
     let plugin = match config.default_authentication_plugin.as_deref() {
         None => AuthPlugin::CachingSha2,
@@ -162,10 +200,11 @@ pub async fn serve(engine: Engine, args: ServeArgs, config: ConfigFile) -> Resul
     let listener = TcpListener::bind(address)
         .await
         .map_err(|e| format!("cannot listen on {address}: {e}"))?;
-    let flight = match args.flight_port.or(config.flight_port) {
+    let flight = match flight_port {
         Some(flight_port) => {
             let settings = FlightSettings {
                 address: SocketAddr::new(host, flight_port),
+                tls: flight_tls,
             };
             Some(tokio::spawn(sieve_flight::serve(engine.clone(), settings)?))
         }
@@ -175,7 +214,6 @@ pub async fn serve(engine: Engine, args: ServeArgs, config: ConfigFile) -> Resul
     let shared = Arc::new(Shared {
         access: engine.access(),
         rsa_key: Arc::new(RsaKey::in_dir(rsa_dir)),
-        throttle: Arc::new(LoginThrottle::default()),
         pending: Arc::new(PendingLogins::new(limits.pending)),
         slots: Arc::new(Semaphore::new(limits.max_connections)),
         tls,

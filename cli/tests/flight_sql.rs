@@ -1,5 +1,5 @@
 //! Arrow Flight SQL (`sieve serve --flight-port`) through ADBC's Flight SQL driver and pandas,
-//! in pytest (scripts/test.sh installs adbc-driver-flightsql and pyarrow).
+//! in pytest (scripts/test.sh installs adbc-driver-flightsql and pyarrow), plain and over TLS.
 
 mod common;
 
@@ -7,21 +7,33 @@ use std::process::Command;
 
 use common::{Server, free_port};
 
-#[test]
-fn adbc_flight_sql() {
-    let flight_port = free_port();
-    let server = Server::start_with(&format!("flight_port = {flight_port}"), None);
+/// Runs the pytest files of `tests/<folder>` against a server whose Flight SQL port is
+/// `flight_port` (with `config` besides), with `env` set; pytest's summary.
+fn pytest(folder: &str, flight_port: u16, config: &str, env: &[(&str, String)]) -> String {
+    let server = Server::start_with(&format!("flight_port = {flight_port}\n{config}"), None);
     let mut pytest = Command::new("python3");
     pytest
-        .args([
-            "-m",
-            "pytest",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            concat!(env!("CARGO_MANIFEST_DIR"), "/tests/flight"),
-        ])
-        .env("SIEVE_FLIGHT_PORT", flight_port.to_string());
-    let out = server.run_client(pytest);
-    assert!(out.contains("5 passed"), "{out}");
+        .args(["-m", "pytest", "-q", "-p", "no:cacheprovider"])
+        .arg(format!("{}/tests/{folder}", env!("CARGO_MANIFEST_DIR")))
+        .env("SIEVE_FLIGHT_PORT", flight_port.to_string())
+        .envs(env.iter().map(|(k, v)| (k, v)));
+    server.run_client(pytest)
+}
+
+#[test]
+fn adbc_flight_sql() {
+    let metrics_port = free_port();
+    let out = pytest(
+        "flight",
+        free_port(),
+        &format!("metrics_port = {metrics_port}"),
+        &[("SIEVE_METRICS_PORT", metrics_port.to_string())],
+    );
+    assert!(out.contains("6 passed"), "{out}");
+}
+
+#[test]
+fn adbc_flight_sql_over_tls() {
+    let out = pytest("flight_tls", free_port(), "flight_tls = true", &[]);
+    assert!(out.contains("3 passed"), "{out}");
 }

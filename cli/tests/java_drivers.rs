@@ -1,18 +1,23 @@
 //! MySQL Connector/J and MariaDB Connector/J against `sieve serve` (`tests/java/DriverTest.java`,
 //! run by the machine's Java as a single-file program): default options and server-side
 //! prepared statements, typed results and their metadata, DatabaseMetaData, Statement.cancel().
-//! `scripts/test.sh` fetches the drivers' jars (pinned, checked) and names them in
-//! `SIEVE_JDBC_JARS`.
+//! And Apache Arrow's Flight SQL JDBC driver against its Flight SQL port
+//! (`tests/java/FlightSqlTest.java`). `scripts/test.sh` fetches the drivers' jars (pinned,
+//! checked) and names them in `SIEVE_JDBC_JARS`.
 
 mod common;
 
 use std::process::Command;
 
-use common::Server;
+use common::{Server, free_port};
+
+fn jars() -> String {
+    std::env::var("SIEVE_JDBC_JARS")
+        .expect("SIEVE_JDBC_JARS names the JDBC drivers' jars (scripts/test.sh fetches them)")
+}
 
 fn run(driver: &str) {
-    let jars = std::env::var("SIEVE_JDBC_JARS")
-        .expect("SIEVE_JDBC_JARS names the JDBC drivers' jars (scripts/test.sh fetches them)");
+    let jars = jars();
     let server = Server::start();
     let mut java = Command::new("java");
     java.args([
@@ -32,4 +37,20 @@ fn mysql_connector_j() {
 #[test]
 fn mariadb_connector_j() {
     run("mariadb");
+}
+
+#[test]
+fn arrow_flight_sql_jdbc() {
+    let flight_port = free_port();
+    let server = Server::start_with(&format!("flight_port = {flight_port}"), None);
+    let mut java = Command::new("java");
+    java.args([
+        // Arrow's memory needs java.nio opened to it on Java 17.
+        "--add-opens=java.base/java.nio=ALL-UNNAMED",
+        "-cp",
+        &jars(),
+        concat!(env!("CARGO_MANIFEST_DIR"), "/tests/java/FlightSqlTest.java"),
+    ])
+    .env("SIEVE_FLIGHT_PORT", flight_port.to_string());
+    assert_eq!(server.run_client(java).trim(), "ok");
 }

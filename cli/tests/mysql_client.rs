@@ -163,7 +163,7 @@ fn a_slow_statement_blocks_no_one_and_is_cancelled_when_its_client_leaves() {
     // The slow statement does not hold up other connections: another is answered while it is
     // still running (it runs for hours).
     let out = server.mysql(&["-e", "select 6"]);
-    assert_eq!(stdout(&out).trim(), "6");
+    assert_eq!(stdout(&out).trim(), "6", "{}", stderr(&out));
     assert!(
         listed(),
         "the slow statement ended before `select 6` was answered"

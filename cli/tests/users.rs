@@ -280,3 +280,60 @@ fn only_all_privileges_kill_another_users_statement() {
     assert!(!out.status.success());
     assert!(stderr(&out).contains("1317"), "{}", stderr(&out));
 }
+
+#[test]
+fn a_user_sees_only_the_tables_it_holds_a_privilege_on() {
+    let server = Server::start();
+    root(
+        &server,
+        "create database app; create database hidden; \
+         create table app.t (c1 bigint, c2 varchar) with (index_columns = 'c2'); \
+         insert into app.t values (1, 'a'); \
+         create table app.secret (pin varchar); create table hidden.h (x int); \
+         create user 'viewer'@'%' identified by 'v-pw'; grant select on app.t to 'viewer'@'%'",
+    );
+    let viewer = |sql: &str| as_user(&server, "viewer", "v-pw", sql);
+    assert_eq!(ok(viewer("show databases")), "app\ninformation_schema\n");
+    assert_eq!(ok(viewer("show tables from app")), "t\n");
+    refused(viewer("show tables from hidden"), 1044);
+    refused(viewer("show tables from nowhere"), 1044);
+    assert_eq!(
+        ok(viewer(
+            "select table_schema, table_name from information_schema.tables \
+             order by table_schema, table_name"
+        )),
+        "app\tt\n"
+    );
+    assert_eq!(
+        ok(viewer(
+            "select distinct table_name from information_schema.columns \
+             where table_schema <> 'information_schema'"
+        )),
+        "t\n"
+    );
+    assert_eq!(
+        ok(viewer(
+            "select schema_name from information_schema.schemata order by 1"
+        )),
+        "app\ninformation_schema\n"
+    );
+    assert!(ok(viewer("describe app.t")).contains("c2"));
+    assert!(ok(viewer("show create table app.t")).contains("CREATE TABLE"));
+    let kinds = ok(viewer("select count(*) from sieve_index_stats('app.t')"));
+    assert!(kinds.trim().parse::<u64>().is_ok_and(|n| n > 0), "{kinds}");
+    // A table it holds nothing on, existing or not, is refused alike: 1142 says nothing of
+    // whether it exists.
+    for table in ["app.secret", "hidden.h", "app.nope"] {
+        for statement in [
+            format!("describe {table}"),
+            format!("show columns from {table}"),
+            format!("show create table {table}"),
+            format!("select * from sieve_index_stats('{table}')"),
+        ] {
+            let out = viewer(&statement);
+            refused(out, 1142);
+        }
+    }
+    // Root still sees everything.
+    assert_eq!(root(&server, "show tables from app"), "secret\nt\n");
+}

@@ -3,9 +3,11 @@
 //! blocks, pages and bytes their scans read, recorded once per statement when its result is
 //! done with (`session::statement_end`), whichever front end ran it (MySQL, Flight SQL,
 //! `sieve sql`); and,
-//! read when scraped, the memory pool's use and the routing filters held.
+//! read when scraped, the memory pool's use and the routing filters held. Also the seconds the
+//! login throttle held failed logins back, on any port.
 
 use std::sync::LazyLock;
+use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
 use prometheus_client::collector::Collector;
@@ -58,6 +60,13 @@ static STATEMENTS: LazyLock<StatementCounters> = LazyLock::new(|| StatementCount
     index_bytes_read: Counter::default(),
     locator_groups_probed: Counter::default(),
 });
+
+static LOGIN_DELAY: LazyLock<Counter<f64, AtomicU64>> = LazyLock::new(Counter::default);
+
+/// Counts the time the login throttle held a failed login's answer back.
+pub(crate) fn login_delayed(delay: Duration) {
+    LOGIN_DELAY.inc_by(delay.as_secs_f64());
+}
 
 /// How a statement ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -147,6 +156,12 @@ pub fn statement_kind(sql: &str) -> &'static str {
 /// Registers the statement counters, and `engine`'s memory pool and routing filters (with its
 /// storage's object-store counters and caches).
 pub fn register(registry: &mut Registry, engine: &Engine) {
+    registry.register_with_unit(
+        "login_delay",
+        "Time the login throttle held failed logins' answers back (it doubles with an address's failures)",
+        Unit::Seconds,
+        LOGIN_DELAY.clone(),
+    );
     let counters = &*STATEMENTS;
     registry.register(
         "statements",

@@ -158,7 +158,7 @@ impl TableFunctionImpl for QueryLogFunction {
                 .user
                 .rsplit_once('@')
                 .map_or(e.user.as_str(), |(user, _)| user);
-            self.viewer.sees(user)
+            self.viewer.sees_statements_of(user)
         });
         let text = |f: fn(&Entry) -> Option<String>| -> ArrayRef {
             Arc::new(StringArray::from(

@@ -45,10 +45,18 @@ impl Logins {
             .map_err(|_| Status::unauthenticated("malformed basic authentication"))?;
         let (user, password) = text.split_once(':').unwrap_or((&text, ""));
         let access = self.engine.access();
-        let account = access
-            .account(user, peer)
-            .await
-            .filter(|account| account.credential.matches(password.as_bytes()))
+        let found = access.account(user, peer).await;
+        let (checked, password) = (found.clone(), password.as_bytes().to_vec());
+        // Through the MySQL port's throttle: a failure is answered late, and an address's
+        // failures one at a time, whichever port they come in on.
+        let ok = access
+            .throttle()
+            .check(peer, move || {
+                checked.is_some_and(|account| account.credential.matches(&password))
+            })
+            .await;
+        let account = found
+            .filter(|_| ok)
             .ok_or_else(|| Status::unauthenticated(format!("Access denied for user '{user}'")))?;
         let session = self
             .engine

@@ -14,9 +14,9 @@ use arrow_flight::sql::server::{FlightSqlService, PeekableFlightDataStream};
 use arrow_flight::sql::{
     ActionClosePreparedStatementRequest, ActionCreatePreparedStatementRequest,
     ActionCreatePreparedStatementResult, Any, CommandGetCatalogs, CommandGetDbSchemas,
-    CommandGetSqlInfo, CommandGetTables, CommandPreparedStatementQuery, CommandStatementQuery,
-    CommandStatementUpdate, DoPutPreparedStatementResult, ProstMessageExt, SqlInfo,
-    TicketStatementQuery,
+    CommandGetSqlInfo, CommandGetTables, CommandPreparedStatementQuery,
+    CommandPreparedStatementUpdate, CommandStatementQuery, CommandStatementUpdate,
+    DoPutPreparedStatementResult, ProstMessageExt, SqlInfo, TicketStatementQuery,
 };
 use arrow_flight::{
     Action, FlightDescriptor, FlightEndpoint, FlightInfo, HandshakeRequest, HandshakeResponse,
@@ -33,6 +33,7 @@ use sieve_engine::{
     Engine, ErrorClass, MYSQL_VERSION, Prepared, QueryStream, Session, classify, quoted,
 };
 use tonic::metadata::MetadataValue;
+use tonic::transport::ServerTlsConfig;
 use tonic::transport::server::TcpIncoming;
 use tonic::{Request, Response, Status, Streaming};
 
@@ -42,6 +43,8 @@ use crate::pending::Pending;
 /// Where the service listens (it lets in the engine's accounts).
 pub struct FlightSettings {
     pub address: SocketAddr,
+    /// TLS for every connection (gRPC has no upgrade from plain), or none.
+    pub tls: Option<ServerTlsConfig>,
 }
 
 /// Binds `settings.address` (an error if it cannot) and serves Flight SQL there until the
@@ -59,9 +62,20 @@ pub fn serve(
         prepared: Pending::default(),
         info: sql_info(),
     };
-    log::info!("serving Arrow Flight SQL on {}", settings.address);
+    let mut server = tonic::transport::Server::builder();
+    let server_has_tls = settings.tls.is_some();
+    if let Some(tls) = settings.tls {
+        server = server
+            .tls_config(tls)
+            .map_err(|e| format!("Flight SQL's TLS: {e}"))?;
+    }
+    log::info!(
+        "serving Arrow Flight SQL on {} ({})",
+        settings.address,
+        if server_has_tls { "TLS" } else { "plain" }
+    );
     Ok(async move {
-        tonic::transport::Server::builder()
+        server
             .add_service(FlightServiceServer::new(service))
             .serve_with_incoming(incoming)
             .await
@@ -78,10 +92,11 @@ fn sql_info() -> SqlInfoData {
     builder.build().expect("static SQL info")
 }
 
-/// A prepared statement and the parameters bound to it so far.
+/// A prepared statement and the parameters bound to it so far. The statement is shared, not
+/// copied, by each execution.
 #[derive(Clone)]
 struct Bound {
-    prepared: Prepared,
+    prepared: Arc<Prepared>,
     values: Vec<ScalarValue>,
 }
 
@@ -127,8 +142,37 @@ fn handle_of(bytes: &[u8]) -> Result<u64, Status> {
 fn result_schema(output: &QueryStream) -> SchemaRef {
     match output.affected_rows() {
         Some(_) => affected_schema(),
-        None => output.schema().clone(),
+        None => without_views(output.schema()),
     }
+}
+
+/// `schema` with Arrow's view types as their plain forms. Scans produce string and binary
+/// views, which Arrow Java 18 (the Flight SQL JDBC driver) cannot read, and every client reads
+/// the plain types; results are sent as those.
+fn without_views(schema: &Schema) -> SchemaRef {
+    let fields = schema.fields().iter().map(|field| match field.data_type() {
+        DataType::Utf8View => Arc::new(field.as_ref().clone().with_data_type(DataType::Utf8)),
+        DataType::BinaryView => Arc::new(field.as_ref().clone().with_data_type(DataType::Binary)),
+        _ => field.clone(),
+    });
+    Arc::new(Schema::new_with_metadata(
+        fields.collect::<Vec<_>>(),
+        schema.metadata().clone(),
+    ))
+}
+
+/// `batch` as `schema` ([`without_views`] of its own) says.
+fn as_sent(batch: RecordBatch, schema: &SchemaRef) -> Result<RecordBatch, FlightError> {
+    if batch.schema_ref() == schema {
+        return Ok(batch);
+    }
+    let columns = batch
+        .columns()
+        .iter()
+        .zip(schema.fields())
+        .map(|(column, field)| datafusion::arrow::compute::cast(column, field.data_type()))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(RecordBatch::try_new(schema.clone(), columns)?)
 }
 
 fn affected_schema() -> SchemaRef {
@@ -152,14 +196,18 @@ fn flight_data(output: QueryStream) -> DoGetStream {
                 .map_err(FlightError::from);
                 futures::stream::once(async move { batch }).boxed()
             }
-            None => futures::stream::unfold(output, |mut output| async move {
-                let next = output.next().await?;
-                Some((
-                    next.map_err(|e| FlightError::ExternalError(Box::new(e))),
-                    output,
-                ))
-            })
-            .boxed(),
+            None => {
+                let sent = schema.clone();
+                futures::stream::unfold(output, |mut output| async move {
+                    let next = output.next().await?;
+                    Some((
+                        next.map_err(|e| FlightError::ExternalError(Box::new(e))),
+                        output,
+                    ))
+                })
+                .map(move |batch| as_sent(batch?, &sent))
+                .boxed()
+            }
         };
     FlightDataEncoderBuilder::new()
         .with_schema(schema)
@@ -180,6 +228,18 @@ fn one_batch<E: Into<FlightError> + Send + 'static>(
         ))
         .map_err(Status::from)
         .boxed()
+}
+
+/// What a statement run for its count (DoPut) reports: the rows it wrote, or those it returned.
+async fn affected(mut output: QueryStream) -> Result<i64, Status> {
+    if let Some(rows) = output.affected_rows() {
+        return Ok(rows as i64);
+    }
+    let mut rows = 0;
+    while let Some(batch) = output.next().await {
+        rows += batch.map_err(status)?.num_rows() as i64;
+    }
+    Ok(rows)
 }
 
 impl SieveFlight {
@@ -218,6 +278,42 @@ impl SieveFlight {
             .with_endpoint(FlightEndpoint::new().with_ticket(ticket))
             .with_descriptor(descriptor);
         Ok(Response::new(info))
+    }
+
+    /// The prepared statement `handle` of `token`'s login with the parameters `data` carries
+    /// bound (a statement binds one row of them; the first row sent is it), or as bound before
+    /// when it carries none.
+    async fn bind(
+        &self,
+        token: &str,
+        handle: u64,
+        data: PeekableFlightDataStream,
+    ) -> Result<Bound, Status> {
+        let mut bound = self
+            .prepared
+            .get(token, handle)
+            .ok_or_else(|| Status::not_found("no such prepared statement"))?;
+        let data = data.map_err(FlightError::from);
+        let batches: Vec<RecordBatch> = FlightRecordBatchStream::new_from_flight_data(data)
+            .try_collect()
+            .await
+            .map_err(Status::from)?;
+        if let Some(batch) = batches.iter().find(|b| b.num_rows() > 0) {
+            if batch.num_columns() != bound.values.len() {
+                return Err(Status::invalid_argument(format!(
+                    "the statement takes {} parameters, {} were sent",
+                    bound.values.len(),
+                    batch.num_columns()
+                )));
+            }
+            bound.values = batch
+                .columns()
+                .iter()
+                .map(|c| ScalarValue::try_from_array(c, 0))
+                .collect::<Result<_, _>>()
+                .map_err(status)?;
+        }
+        Ok(bound)
     }
 
     /// The first column of a statement's rows, as text.
@@ -311,15 +407,8 @@ impl FlightSqlService for SieveFlight {
         request: Request<PeekableFlightDataStream>,
     ) -> Result<i64, Status> {
         let (_, session) = self.logins.session(request.metadata())?;
-        let mut output = session.query(&command.query).await.map_err(status)?;
-        if let Some(rows) = output.affected_rows() {
-            return Ok(rows as i64);
-        }
-        let mut rows = 0;
-        while let Some(batch) = output.next().await {
-            rows += batch.map_err(status)?.num_rows() as i64;
-        }
-        Ok(rows)
+        let output = session.query(&command.query).await.map_err(status)?;
+        affected(output).await
     }
 
     async fn do_action_create_prepared_statement(
@@ -337,8 +426,8 @@ impl FlightSqlService for SieveFlight {
                 })?;
             Ok(bytes)
         };
-        let dataset = Schema::new(prepared.result_fields.clone());
-        let parameters = Schema::new(
+        let dataset = without_views(&Schema::new(prepared.result_fields.clone()));
+        let parameters = without_views(&Schema::new(
             prepared
                 .param_types
                 .iter()
@@ -351,9 +440,10 @@ impl FlightSqlService for SieveFlight {
                     )
                 })
                 .collect::<Vec<_>>(),
-        );
+        ));
         let (dataset_schema, parameter_schema) = (encode(&dataset)?, encode(&parameters)?);
         let values = vec![ScalarValue::Null; prepared.param_types.len()];
+        let prepared = Arc::new(prepared);
         let handle = self.prepared.put(&token, Bound { prepared, values });
         Ok(ActionCreatePreparedStatementResult {
             prepared_statement_handle: handle.to_le_bytes().to_vec().into(),
@@ -369,35 +459,29 @@ impl FlightSqlService for SieveFlight {
     ) -> Result<DoPutPreparedStatementResult, Status> {
         let (token, _) = self.logins.session(request.metadata())?;
         let handle = handle_of(&query.prepared_statement_handle)?;
-        let mut bound = self
-            .prepared
-            .get(&token, handle)
-            .ok_or_else(|| Status::not_found("no such prepared statement"))?;
-        let data = request.into_inner().map_err(FlightError::from);
-        let batches: Vec<RecordBatch> = FlightRecordBatchStream::new_from_flight_data(data)
-            .try_collect()
-            .await
-            .map_err(Status::from)?;
-        // A statement binds one row of parameters; the first row sent is it.
-        if let Some(batch) = batches.iter().find(|b| b.num_rows() > 0) {
-            if batch.num_columns() != bound.values.len() {
-                return Err(Status::invalid_argument(format!(
-                    "the statement takes {} parameters, {} were sent",
-                    bound.values.len(),
-                    batch.num_columns()
-                )));
-            }
-            bound.values = batch
-                .columns()
-                .iter()
-                .map(|c| ScalarValue::try_from_array(c, 0))
-                .collect::<Result<_, _>>()
-                .map_err(status)?;
-        }
+        let bound = self.bind(&token, handle, request.into_inner()).await?;
         self.prepared.replace(&token, handle, bound);
         Ok(DoPutPreparedStatementResult {
             prepared_statement_handle: Some(query.prepared_statement_handle),
         })
+    }
+
+    /// A prepared statement that writes (or any other a client runs this way: the Flight SQL
+    /// JDBC driver sends every `execute` and `executeUpdate` here), with the parameters the
+    /// client sends along: its count of rows.
+    async fn do_put_prepared_statement_update(
+        &self,
+        query: CommandPreparedStatementUpdate,
+        request: Request<PeekableFlightDataStream>,
+    ) -> Result<i64, Status> {
+        let (token, session) = self.logins.session(request.metadata())?;
+        let handle = handle_of(&query.prepared_statement_handle)?;
+        let bound = self.bind(&token, handle, request.into_inner()).await?;
+        let output = session
+            .execute_prepared(&bound.prepared, bound.values)
+            .await
+            .map_err(status)?;
+        affected(output).await
     }
 
     async fn get_flight_info_prepared_statement(

@@ -14,7 +14,6 @@ mod columns;
 mod connection;
 mod handshake;
 mod kill;
-mod login_throttle;
 pub mod metrics;
 mod packets;
 mod params;
@@ -28,7 +27,6 @@ mod wire;
 
 pub use connection::{Connection, Shared};
 pub use kill::Connections;
-pub use login_throttle::LoginThrottle;
 pub use packets::GuardLimits;
 pub use pending_logins::{PendingLimits, PendingLogins};
 pub use replies::{error, error_packet};

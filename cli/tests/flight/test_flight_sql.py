@@ -1,6 +1,7 @@
 """ADBC's Flight SQL driver (and pandas through it) against `sieve serve --flight-port`
 (started by tests/flight_sql.rs)."""
 import os
+import urllib.request
 
 import adbc_driver_flightsql.dbapi as flight_sql
 import pyarrow as pa
@@ -8,6 +9,7 @@ import pytest
 
 PORT = int(os.environ["SIEVE_FLIGHT_PORT"])
 PASSWORD = os.environ["SIEVE_PASSWORD"]
+METRICS_PORT = int(os.environ["SIEVE_METRICS_PORT"])
 
 
 def connect(password=PASSWORD, user="root"):
@@ -89,3 +91,27 @@ def test_users_log_in_with_their_privileges(conn):
     with conn.cursor() as cur:
         cur.execute("select count(*) from fl_t")
         assert cur.fetchall() == [(5000,)]
+
+
+def login_delay_seconds():
+    """The seconds the server's login throttle has held failed logins back (its /metrics)."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{METRICS_PORT}/metrics") as response:
+        for line in response.read().decode().splitlines():
+            if line.startswith("sieve_login_delay_seconds_total "):
+                return float(line.split()[1])
+    raise AssertionError("no sieve_login_delay_seconds_total in /metrics")
+
+
+def test_failed_logins_are_throttled_as_on_the_mysql_port():
+    # A success clears this address's record; then each failure is held back twice as long as
+    # the one before it: 0.2 s, then 0.4 s.
+    with connect() as ok:
+        with ok.cursor() as cur:
+            cur.execute("select 1")
+    before = login_delay_seconds()
+    for _ in range(2):
+        with pytest.raises(Exception, match="Access denied"):
+            with connect("wrong") as bad:
+                with bad.cursor() as cur:
+                    cur.execute("select 1")
+    assert login_delay_seconds() - before == pytest.approx(0.6)

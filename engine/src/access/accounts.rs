@@ -13,10 +13,11 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use datafusion::common::DataFusionError;
-use sieve_storage::{Catalog, StorageError, StoredUser, UserList, Users};
+use sieve_storage::{Catalog, StorageError, StoredGrant, StoredUser, UserList, Users};
 
 use super::password::{AuthPlugin, Credential};
-use super::privileges::{Object, Privilege, allows};
+use super::privileges::{Object, Privilege, allows, reaches_any};
+use crate::access::login_throttle::LoginThrottle;
 use crate::error::to_df;
 
 /// How long a process trusts the users it read before a login reads them again.
@@ -117,6 +118,7 @@ pub struct Access {
     root: RwLock<Arc<Account>>,
     known: RwLock<Arc<Known>>,
     read_at: tokio::sync::Mutex<Option<Instant>>,
+    throttle: LoginThrottle,
 }
 
 impl Access {
@@ -131,7 +133,13 @@ impl Access {
             ))),
             known: RwLock::default(),
             read_at: tokio::sync::Mutex::new(None),
+            throttle: LoginThrottle::default(),
         }
+    }
+
+    /// What every login's password check goes through, whichever port it came in on.
+    pub fn throttle(&self) -> &LoginThrottle {
+        &self.throttle
     }
 
     /// The configured root account.
@@ -226,6 +234,16 @@ impl Access {
 
     /// Whether `account` holds `wanted` on `object` now.
     pub fn allows(&self, account: &Account, wanted: Privilege, object: &Object) -> bool {
+        self.granted(account, |grants| allows(grants, wanted, object))
+    }
+
+    /// Whether `account` holds any privilege reaching `object` now: whether it may see it.
+    pub fn reaches(&self, account: &Account, object: &Object) -> bool {
+        self.granted(account, |grants| reaches_any(grants, object))
+    }
+
+    /// `test` of the account's grants; root passes every test.
+    fn granted(&self, account: &Account, test: impl FnOnce(&[StoredGrant]) -> bool) -> bool {
         if account.root {
             return true;
         }
@@ -236,7 +254,7 @@ impl Access {
             .users
             .iter()
             .find(|u| u.user == account.user && u.host == account.host)
-            .is_some_and(|u| allows(&u.grants, wanted, object))
+            .is_some_and(|u| test(&u.grants))
     }
 
     /// The stored users as this process knows them, read again first.

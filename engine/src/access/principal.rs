@@ -56,6 +56,24 @@ impl Principal {
         self.access.allows(&self.account, wanted, object)
     }
 
+    /// Whether the account may see `object` (a table, a database) in listings, DESCRIBE and
+    /// SHOW CREATE: whether it holds any privilege reaching it, as in MySQL.
+    pub fn sees(&self, object: &Object) -> bool {
+        if !self.account.root {
+            self.access.refresh_soon();
+        }
+        self.access.reaches(&self.account, object)
+    }
+
+    /// Ok if the account may see `table` ([`Principal::sees`]); else MySQL's 1142 for SELECT,
+    /// which is what MySQL answers a DESCRIBE of a table the user holds nothing on.
+    pub fn require_visible(&self, table: &Object) -> Result<()> {
+        match self.sees(table) {
+            true => Ok(()),
+            false => self.require(Privilege::Select, table),
+        }
+    }
+
     /// Ok if the account holds `wanted` on `object`; else MySQL's error for it.
     pub fn require(&self, wanted: Privilege, object: &Object) -> Result<()> {
         self.require_for(command(wanted), wanted, object)
@@ -138,23 +156,33 @@ impl CurrentPrincipal {
 
     /// Whether statements of `user` are shown to this session: its own, or every user's with
     /// ALL on every database (MySQL's PROCESS privilege).
-    pub fn sees(&self, user: &str) -> bool {
+    pub fn sees_statements_of(&self, user: &str) -> bool {
         let principal = self.get();
         principal.user() == user || principal.holds(Privilege::All, &Object::global())
     }
 }
 
-/// Checks `wanted` on `object` for the session whose config is `config` (a session without a
-/// principal is refused: every session is given one when it is made).
+/// The principal of the session whose config is `config` (a session without one is refused:
+/// every session is given one when it is made).
+fn principal_of(config: &datafusion::prelude::SessionConfig) -> Result<Arc<Principal>> {
+    match config.get_extension::<CurrentPrincipal>() {
+        Some(current) => Ok(current.get()),
+        None => Err(DataFusionError::Internal(
+            "a session without a principal".into(),
+        )),
+    }
+}
+
+/// Checks `wanted` on `object` for the session whose config is `config`.
 pub fn require(
     config: &datafusion::prelude::SessionConfig,
     wanted: Privilege,
     object: &Object,
 ) -> Result<()> {
-    match config.get_extension::<CurrentPrincipal>() {
-        Some(current) => current.get().require(wanted, object),
-        None => Err(DataFusionError::Internal(
-            "a session without a principal".into(),
-        )),
-    }
+    principal_of(config)?.require(wanted, object)
+}
+
+/// Checks that the session whose config is `config` may see `table` ([`Principal::sees`]).
+pub fn require_visible(config: &datafusion::prelude::SessionConfig, table: &Object) -> Result<()> {
+    principal_of(config)?.require_visible(table)
 }

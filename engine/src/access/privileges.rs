@@ -127,6 +127,17 @@ pub fn allows(grants: &[StoredGrant], wanted: Privilege, object: &Object) -> boo
     })
 }
 
+/// Whether `grants` give any privilege reaching `object`, MySQL's test for showing it: a table
+/// is seen with a grant on it, its database or every database; a database also with a grant on
+/// any table in it.
+pub fn reaches_any(grants: &[StoredGrant], object: &Object) -> bool {
+    grants.iter().any(|grant| {
+        let on = Object::granted(grant);
+        let within = object.table.is_none() && on.db.is_some() && on.db == object.db;
+        held(grant).next().is_some() && (on.contains(object) || within)
+    })
+}
+
 /// Adds `privileges` on `object` to `grants` (one entry per object, as MySQL keeps one row).
 pub fn grant(grants: &mut Vec<StoredGrant>, privileges: &[Privilege], object: &Object) {
     let (db, table) = object.stored();

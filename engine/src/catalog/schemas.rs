@@ -11,6 +11,7 @@ use datafusion::catalog::{CatalogProvider, SchemaProvider, TableProvider};
 use datafusion::error::Result;
 use sieve_storage::{Catalog, StorageError};
 
+use crate::access::principal::CurrentPrincipal;
 use crate::dialect::information_schema::{self, InformationSchema};
 use crate::error::to_df;
 use crate::scan::provider::SieveTable;
@@ -22,11 +23,17 @@ pub const CATALOG_NAME: &str = "sieve";
 pub struct SieveCatalog {
     catalog: Catalog,
     processes: ServerProcesses,
+    /// The session's principal: `information_schema` lists what it sees.
+    viewer: CurrentPrincipal,
 }
 
 impl SieveCatalog {
-    pub fn new(catalog: Catalog, processes: ServerProcesses) -> Self {
-        Self { catalog, processes }
+    pub fn new(catalog: Catalog, processes: ServerProcesses, viewer: CurrentPrincipal) -> Self {
+        Self {
+            catalog,
+            processes,
+            viewer,
+        }
     }
 }
 
@@ -41,6 +48,7 @@ impl CatalogProvider for SieveCatalog {
             return Some(Arc::new(InformationSchema::new(
                 self.catalog.clone(),
                 processes,
+                self.viewer.get(),
             )));
         }
         Some(Arc::new(SieveSchema {

@@ -4,6 +4,8 @@
 //! GUI tools read to list databases, tables, columns and indexes. Types are MySQL's
 //! ([`crate::dialect::types`]); each indexed column is an index named after it, of its filter kind.
 //!
+//! A user sees the databases and tables it holds a privilege on, as in MySQL (root, all).
+//!
 //! Column names are lower case: DataFusion folds unquoted names to lower case, so that is what
 //! `SELECT TABLE_NAME FROM information_schema.TABLES` finds.
 
@@ -16,6 +18,8 @@ use datafusion::catalog::{MemTable, SchemaProvider, TableProvider};
 use datafusion::error::Result;
 use sieve_storage::{Catalog, StorageError, TableDef};
 
+use crate::access::principal::Principal;
+use crate::access::privileges::Object;
 use crate::dialect::types::mysql_type;
 use crate::error::to_df;
 use crate::session::processes::{Process, ProcessList};
@@ -39,18 +43,39 @@ pub struct InformationSchema {
     catalog: Catalog,
     /// The server's connections, for PROCESSLIST; None in a session no server serves.
     processes: Option<Arc<dyn ProcessList>>,
+    /// Whose listings these are.
+    viewer: Arc<Principal>,
 }
 
 impl InformationSchema {
-    pub fn new(catalog: Catalog, processes: Option<Arc<dyn ProcessList>>) -> Self {
-        Self { catalog, processes }
+    pub fn new(
+        catalog: Catalog,
+        processes: Option<Arc<dyn ProcessList>>,
+        viewer: Arc<Principal>,
+    ) -> Self {
+        Self {
+            catalog,
+            processes,
+            viewer,
+        }
     }
 
-    /// Every table's definition, by database; tables dropped while listing are skipped.
+    /// The databases the viewer sees.
+    async fn databases(&self) -> Result<Vec<String>> {
+        let mut names = self.catalog.list_databases().await.map_err(to_df)?;
+        names.retain(|db| self.viewer.sees(&Object::database(db)));
+        Ok(names)
+    }
+
+    /// Every table's definition the viewer sees, by database; tables dropped while listing are
+    /// skipped.
     async fn definitions(&self) -> Result<Vec<TableDef>> {
         let mut defs = Vec::new();
-        for db in self.catalog.list_databases().await.map_err(to_df)? {
+        for db in self.databases().await? {
             for name in self.catalog.list_tables(&db).await.map_err(to_df)? {
+                if !self.viewer.sees(&Object::table(&db, &name)) {
+                    continue;
+                }
                 match self.catalog.table(&db, &name).await {
                     Ok(def) => defs.push(def),
                     Err(StorageError::UnknownTable(..)) => {}
@@ -154,7 +179,7 @@ fn texts<'a>(values: impl IntoIterator<Item = &'a str>) -> Vec<Option<String>> {
 
 impl InformationSchema {
     async fn schemata(&self) -> Result<Arc<dyn TableProvider>> {
-        let mut names = self.catalog.list_databases().await.map_err(to_df)?;
+        let mut names = self.databases().await?;
         names.push(NAME.to_string());
         let n = names.len();
         Columns::default()

@@ -19,6 +19,8 @@ use datafusion::logical_expr::Expr;
 use datafusion::physical_plan::ExecutionPlan;
 use sieve_storage::Catalog;
 
+use crate::access::principal::require_visible;
+use crate::access::privileges::Object;
 use crate::catalog::table_name::TableName;
 use crate::error::to_df;
 
@@ -48,6 +50,7 @@ impl TableFunctionImpl for IndexStatsFunction {
         let options = args.session().config_options();
         let TableName { database, table } =
             TableName::parse(&name, &options.catalog.default_schema)?;
+        require_visible(args.session().config(), &Object::table(&database, &table))?;
         Ok(Arc::new(IndexStatsTable {
             catalog: self.catalog.clone(),
             database,

@@ -30,6 +30,9 @@ impl Session {
         filter: Option<ShowStatementFilter>,
     ) -> Result<QueryStream> {
         let (db, table) = self.resolve(name)?;
+        // Refused before looking, as MySQL does: a refusal says nothing of existence.
+        self.principal()
+            .require_visible(&Object::table(&db, &table))?;
         self.catalog.table(&db, &table).await.map_err(to_df)?;
         let frame = columns_of(&self.ctx, &db, &table, full, filter).await?;
         self.run_plan(frame.into_unoptimized_plan()).await

@@ -9,6 +9,7 @@ use datafusion::sql::sqlparser::dialect::MySqlDialect;
 use sieve_storage::StorageError;
 
 use super::{Session, object_parts};
+use crate::access::privileges::{Object, Privilege};
 use crate::access::user_statements::{self, UserStatement};
 use crate::dialect::information_schema;
 use crate::dialect::rewrites;
@@ -174,6 +175,8 @@ impl Session {
             Statement::ShowDatabases { show_options, .. }
             | Statement::ShowSchemas { show_options, .. } => {
                 let mut databases = self.catalog.list_databases().await.map_err(to_df)?;
+                let principal = self.principal();
+                databases.retain(|db| principal.sees(&Object::database(db)));
                 databases.push(information_schema::NAME.to_string());
                 let filter = filter_of(show_options.filter_position);
                 let list = filtered_list(&self.ctx, "Database", databases, filter)?;
@@ -192,6 +195,13 @@ impl Session {
                     Some(name) => object_parts(&name).join("."),
                     None => self.database(),
                 };
+                // MySQL's 1044 for a database the user holds nothing in, existing or not.
+                let database = Object::database(&db);
+                if !db.eq_ignore_ascii_case(information_schema::NAME)
+                    && !self.principal().sees(&database)
+                {
+                    self.require(Privilege::Select, &database)?;
+                }
                 if !self.catalog.database_exists(&db).await.map_err(to_df)?
                     && !db.eq_ignore_ascii_case(information_schema::NAME)
                 {
@@ -216,6 +226,9 @@ impl Session {
                 obj_name,
             } => {
                 let (db, table) = self.resolve(&obj_name)?;
+                // Refused before looking, as MySQL does: a refusal says nothing of existence.
+                self.principal()
+                    .require_visible(&Object::table(&db, &table))?;
                 let def = self.catalog.table(&db, &table).await.map_err(to_df)?;
                 QueryStream::table(
                     &["Table", "Create Table"],

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll, ready};
 
 use datafusion::arrow::array::{ArrayRef, AsArray, RecordBatch};
-use datafusion::arrow::datatypes::DataType;
+use datafusion::arrow::datatypes::{DataType, SchemaRef};
 use datafusion::error::Result;
 use datafusion::execution::SendableRecordBatchStream;
 use datafusion::logical_expr::Expr;
@@ -41,19 +41,31 @@ pub(crate) struct LookupKey {
     pub pruning: (bool, bool, bool),
 }
 
+/// A lookup's result: its schema too, so that a hit answers without planning the lookup (an
+/// absent key's result has no batch to take it from).
+#[derive(Clone)]
+pub(crate) struct Kept {
+    pub schema: SchemaRef,
+    pub batches: Arc<[RecordBatch]>,
+}
+
 #[derive(Clone)]
 struct ResultBytes;
 
-impl Weighter<LookupKey, Arc<[RecordBatch]>> for ResultBytes {
-    fn weight(&self, key: &LookupKey, batches: &Arc<[RecordBatch]>) -> u64 {
-        let rows: usize = batches.iter().map(RecordBatch::get_array_memory_size).sum();
+impl Weighter<LookupKey, Kept> for ResultBytes {
+    fn weight(&self, key: &LookupKey, kept: &Kept) -> u64 {
+        let rows: usize = kept
+            .batches
+            .iter()
+            .map(RecordBatch::get_array_memory_size)
+            .sum();
         (rows + key.table.len() + 128) as u64
     }
 }
 
 /// Shared by the sessions of an engine.
 pub struct LookupResults {
-    cache: Cache<LookupKey, Arc<[RecordBatch]>, ResultBytes>,
+    cache: Cache<LookupKey, Kept, ResultBytes>,
 }
 
 impl std::fmt::Debug for LookupResults {
@@ -78,12 +90,13 @@ impl Default for LookupResults {
 }
 
 impl LookupResults {
-    pub(crate) fn get(&self, key: &LookupKey) -> Option<Arc<[RecordBatch]>> {
+    pub(crate) fn get(&self, key: &LookupKey) -> Option<Kept> {
         self.cache.get(key)
     }
 
-    pub(crate) fn insert(&self, key: LookupKey, batches: Vec<RecordBatch>) {
-        self.cache.insert(key, batches.into());
+    fn insert(&self, key: LookupKey, schema: SchemaRef, batches: Vec<RecordBatch>) {
+        let batches = batches.into();
+        self.cache.insert(key, Kept { schema, batches });
     }
 }
 
@@ -151,7 +164,7 @@ impl Stream for Keeping {
             Some(Err(_)) => this.kept = None,
             None => {
                 if let (Some(kept), Some(key)) = (this.kept.take(), this.key.take()) {
-                    this.results.insert(key, kept);
+                    this.results.insert(key, this.rows.schema(), kept);
                 }
             }
         }

@@ -173,7 +173,7 @@ impl Session {
         .build();
         let ctx = SessionContext::new_with_state(state);
         let process_list = ServerProcesses::default();
-        let schemas = SieveCatalog::new(catalog.clone(), process_list.clone());
+        let schemas = SieveCatalog::new(catalog.clone(), process_list.clone(), principal.clone());
         ctx.register_catalog(CATALOG_NAME, Arc::new(schemas));
         ctx.register_udtf("numbers", Arc::new(NumbersFunction));
         ctx.register_udtf(

@@ -211,7 +211,10 @@ impl Session {
         let placeholders = number_placeholders(&mut statement)?;
         let params = placeholders.count;
         let lookup = PointLookup::recognize(&statement, self.normalizes_identifiers());
-        if params == 0 {
+        // A query is planned even without parameters, for the columns it returns: Flight SQL
+        // clients (its JDBC driver) tell a query from an update by them.
+        let query = matches!(&statement, DFStatement::Statement(inner) if matches!(**inner, Statement::Query(_)));
+        if params == 0 && !query {
             return Ok(Prepared {
                 body: Body::Parsed(statement),
                 param_types: Vec::new(),

@@ -44,7 +44,7 @@ pub(crate) struct Visible {
 impl ProcessList for Visible {
     fn processes(&self) -> Vec<Process> {
         let mut processes = self.all.processes();
-        processes.retain(|p| self.viewer.sees(&p.user));
+        processes.retain(|p| self.viewer.sees_statements_of(&p.user));
         processes
     }
 }

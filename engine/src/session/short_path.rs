@@ -45,7 +45,7 @@ use crate::access::privileges::{Object, Privilege};
 use crate::error::to_df;
 use crate::scan::exec::{ScanRequest, SieveScanExec};
 use crate::scan::lossless_cast::lossless_cast;
-use crate::session::lookup_results::{LookupKey, LookupResults, keeping};
+use crate::session::lookup_results::{Kept, LookupKey, LookupResults, keeping};
 use crate::session::options::SieveOptions;
 use crate::session::query_stream::{ColumnOrigin, QueryStream};
 
@@ -77,9 +77,8 @@ pub(crate) struct PointLookup {
     limit: Option<Operand>,
 }
 
-/// A planned lookup, ready to run.
-pub(crate) struct Planned {
-    pub plan: Arc<dyn ExecutionPlan>,
+/// A lookup with its values bound.
+pub(crate) struct Bound {
     pub origins: Vec<Option<ColumnOrigin>>,
     /// What its result depends on.
     pub key: LookupKey,
@@ -181,86 +180,37 @@ impl PointLookup {
         }
     }
 
-    /// The lookup's plan over version `version` of `table` with `params` bound; None when the
-    /// full path must plan it.
-    pub fn plan(
+    /// The lookup over version `version` of `table` with `params` bound: what its result depends
+    /// on and where its columns come from; None when the full path must plan it. Cheap: a kept
+    /// result answers from this alone, and only a miss plans ([`Self::physical`]).
+    pub fn bind(
         &self,
         table: &Table,
         version: u64,
         database: &str,
         params: &[ScalarValue],
         options: &ConfigOptions,
-    ) -> Result<Option<Planned>> {
-        let schema = table.def().schema.clone();
-        let Some(condition) = bind(&self.condition, &schema, params) else {
-            return Ok(None);
-        };
+    ) -> Option<Bound> {
+        let schema = &table.def().schema;
+        let condition = bind(&self.condition, schema, params)?;
         let limit = match &self.limit {
             None => None,
-            Some(operand) => match row_count(operand, params) {
-                Some(limit) => Some(limit),
-                None => return Ok(None),
-            },
+            Some(operand) => Some(row_count(operand, params)?),
         };
         let outputs: Vec<(usize, String)> = match &self.columns {
             None => (0..schema.fields().len())
                 .map(|i| (i, schema.field(i).name().clone()))
                 .collect(),
-            Some(columns) => {
-                let mut outputs = Vec::with_capacity(columns.len());
-                for (column, name) in columns {
-                    let Ok(i) = schema.index_of(column) else {
-                        return Ok(None);
-                    };
-                    outputs.push((i, name.clone()));
-                }
-                outputs
-            }
+            Some(columns) => columns
+                .iter()
+                .map(|(column, name)| Some((schema.index_of(column).ok()?, name.clone())))
+                .collect::<Option<_>>()?,
         };
-        let mut read: Vec<usize> = outputs.iter().map(|(i, _)| *i).collect();
-        for name in condition.column_refs() {
-            read.push(schema.index_of(&name.name)?);
-        }
-        read.sort_unstable();
-        read.dedup();
-        let props = ExecutionProps::new();
-        let context = PhysicalPlanningContext::default();
-        let physical =
-            |schema: &DFSchema| create_physical_expr(&condition, schema, &props, &context);
-        let whole = DFSchema::try_from(schema.as_ref().clone())?;
-        let scanned = DFSchema::try_from(schema.project(&read)?)?;
-        let mut request = ScanRequest::new(table.clone(), options);
-        request.projection = Some(read.clone());
-        request.predicate = Some(physical(&whole)?);
-        // A key's rows are in a block or two: a lookup of n keys reads about n blocks, so more
-        // partitions than keys would only start tasks that read nothing.
-        request.partitions = request.partitions.min(self.condition.keys()).max(1);
-        request.snapshot = Some(version);
-        let partitions = request.partitions;
-        let scan: Arc<dyn ExecutionPlan> = Arc::new(SieveScanExec::new(request)?);
-        let filter = FilterExecBuilder::new(physical(&scanned)?, scan)
-            .with_batch_size(options.execution.batch_size.get())
-            .with_fetch(limit)
-            .build()?;
-        let exprs = outputs
-            .iter()
-            .map(|(i, name)| {
-                let at = read.binary_search(i).expect("read holds every output");
-                let column = Arc::new(Column::new(schema.field(*i).name(), at));
-                (column as _, name.clone())
-            })
-            .collect::<Vec<_>>();
-        let mut plan: Arc<dyn ExecutionPlan> =
-            Arc::new(ProjectionExec::try_new(exprs, Arc::new(filter))?);
-        if partitions > 1 {
-            plan = Arc::new(CoalescePartitionsExec::new(plan).with_fetch(limit));
-        }
         let origin = ColumnOrigin {
             database: self.qualifier.0.as_deref().unwrap_or(database).to_string(),
             table: self.qualifier.1.clone(),
         };
-        Ok(Some(Planned {
-            plan,
+        Some(Bound {
             origins: vec![Some(origin); outputs.len()],
             key: LookupKey {
                 table: table.def().id.clone(),
@@ -273,7 +223,59 @@ impl PointLookup {
                     .get::<SieveOptions>()
                     .map_or((true, true, true), |o| (o.pruning, o.locator, o.routing)),
             },
-        }))
+        })
+    }
+
+    /// The plan of a bound lookup: a scan of the columns it reads at the key's version, the
+    /// condition, the outputs.
+    pub fn physical(
+        &self,
+        table: &Table,
+        key: &LookupKey,
+        options: &ConfigOptions,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        let schema = table.def().schema.clone();
+        let (condition, limit) = (&key.condition, key.limit);
+        let mut read: Vec<usize> = key.outputs.iter().map(|(i, _)| *i).collect();
+        for name in condition.column_refs() {
+            read.push(schema.index_of(&name.name)?);
+        }
+        read.sort_unstable();
+        read.dedup();
+        let props = ExecutionProps::new();
+        let context = PhysicalPlanningContext::default();
+        let physical =
+            |schema: &DFSchema| create_physical_expr(condition, schema, &props, &context);
+        let whole = DFSchema::try_from(schema.as_ref().clone())?;
+        let scanned = DFSchema::try_from(schema.project(&read)?)?;
+        let mut request = ScanRequest::new(table.clone(), options);
+        request.projection = Some(read.clone());
+        request.predicate = Some(physical(&whole)?);
+        // A key's rows are in a block or two: a lookup of n keys reads about n blocks, so more
+        // partitions than keys would only start tasks that read nothing.
+        request.partitions = request.partitions.min(self.condition.keys()).max(1);
+        request.snapshot = Some(key.version);
+        let partitions = request.partitions;
+        let scan: Arc<dyn ExecutionPlan> = Arc::new(SieveScanExec::new(request)?);
+        let filter = FilterExecBuilder::new(physical(&scanned)?, scan)
+            .with_batch_size(options.execution.batch_size.get())
+            .with_fetch(limit)
+            .build()?;
+        let exprs = key
+            .outputs
+            .iter()
+            .map(|(i, name)| {
+                let at = read.binary_search(i).expect("read holds every output");
+                let column = Arc::new(Column::new(schema.field(*i).name(), at));
+                (column as _, name.clone())
+            })
+            .collect::<Vec<_>>();
+        let mut plan: Arc<dyn ExecutionPlan> =
+            Arc::new(ProjectionExec::try_new(exprs, Arc::new(filter))?);
+        if partitions > 1 {
+            plan = Arc::new(CoalescePartitionsExec::new(plan).with_fetch(limit));
+        }
+        Ok(plan)
     }
 }
 
@@ -530,30 +532,38 @@ impl Session {
             .snapshot_within(Duration::from_millis(staleness))
             .await
             .map_err(to_df)?;
-        let (planned, results) = {
+        let (bound, results) = {
             let state = self.ctx.state_ref();
             let state = state.read();
-            let planned = lookup.plan(
+            let bound = lookup.bind(
                 &table,
                 snapshot.version,
                 database,
                 params,
                 state.config_options(),
-            )?;
+            );
             let results = state.config().get_extension::<LookupResults>();
-            (planned, results.filter(|_| cache))
+            (bound, results.filter(|_| cache))
         };
-        let Some(Planned { plan, origins, key }) = planned else {
+        let Some(Bound { origins, key }) = bound else {
             return Ok(None);
         };
         self.progress.reset();
-        if let Some(batches) = results.as_ref().and_then(|r| r.get(&key)) {
+        if let Some(kept) = results.as_ref().and_then(|r| r.get(&key)) {
+            let Kept { schema, batches } = kept;
             let rows = (0..batches.len()).map(move |i| Ok(batches[i].clone()));
-            let rows = futures::stream::iter(rows);
-            let rows = Box::pin(RecordBatchStreamAdapter::new(plan.schema(), rows));
-            let answer = QueryStream::rows(plan.schema(), rows, None, self.pool());
+            let rows = Box::pin(RecordBatchStreamAdapter::new(
+                schema.clone(),
+                futures::stream::iter(rows),
+            ));
+            let answer = QueryStream::rows(schema, rows, None, self.pool());
             return Ok(Some(answer.with_origins(origins).by_short_path()));
         }
+        let plan = {
+            let state = self.ctx.state_ref();
+            let state = state.read();
+            lookup.physical(&table, &key, state.config_options())?
+        };
         // The scan reads the version the key names; its blocks are listed (and cached) here.
         table.blocks(&snapshot).await.map_err(to_df)?;
         let answer = self.run_physical(plan, origins)?;

@@ -235,12 +235,14 @@ impl Connection {
         account: Option<Arc<Account>>,
         proof: Option<Proof>,
     ) -> bool {
+        let (checked, salt) = (account.clone(), self.salt);
         let ok = self
             .shared
-            .throttle
-            .check(self.peer, || {
-                account.as_ref().is_some_and(|account| {
-                    proof.is_some_and(|proof| verify(account, &self.salt, &proof))
+            .access
+            .throttle()
+            .check(self.peer, move || {
+                checked.is_some_and(|account| {
+                    proof.is_some_and(|proof| verify(&account, &salt, &proof))
                 })
             })
             .await;

@@ -36,7 +36,6 @@ use super::server_status::ServerStatus;
 use super::tls;
 use crate::auth::{Proof, fast_sha2, verify};
 use crate::kill::{Connections, Killable, kill_statement};
-use crate::login_throttle::LoginThrottle;
 use crate::pending_logins::PendingLogins;
 use crate::rsa_key::RsaKey;
 use crate::transaction_statements::{Transaction, transaction_statement};
@@ -71,14 +70,13 @@ mod command {
     pub const RESET_CONNECTION: u8 = 0x1f;
 }
 
-/// What a connection shares with the server: the accounts, the login throttle, the places of
+/// What a connection shares with the server: the accounts (with the login throttle), the places of
 /// connections logging in and logged in, the other connections (for KILL) and the server's
 /// counters.
 pub struct Shared {
     pub access: Arc<Access>,
     /// What a client without TLS encrypts its password to for `caching_sha2_password`.
     pub rsa_key: Arc<RsaKey>,
-    pub throttle: Arc<LoginThrottle>,
     pub pending: Arc<PendingLogins>,
     /// `max_connections`: a permit per logged-in connection.
     pub slots: Arc<Semaphore>,
@@ -121,8 +119,10 @@ impl Drop for Connection {
 /// A prepared statement: its text, and its numbered parameters if it has any. Without
 /// parameters it runs as its text does.
 struct Statement {
-    sql: String,
-    prepared: Option<Prepared>,
+    /// Shared with each execution rather than copied: an execution of a point lookup costs
+    /// about as much as copying its parsed statement would.
+    sql: Arc<str>,
+    prepared: Option<Arc<Prepared>>,
     bindings: Bindings,
 }
 

@@ -138,9 +138,9 @@ impl Connection {
         self.statements.insert(
             id,
             Statement {
-                sql: sql.to_string(),
+                sql: sql.into(),
                 bindings: Bindings::new(params.len()),
-                prepared,
+                prepared: prepared.map(Arc::new),
             },
         );
         Ok(())
@@ -185,7 +185,7 @@ impl Connection {
     pub(super) async fn stream<W: AsyncWrite + Unpin>(
         &mut self,
         sql: &str,
-        bound: Option<(Prepared, Vec<datafusion::common::ScalarValue>)>,
+        bound: Option<(Arc<Prepared>, Vec<datafusion::common::ScalarValue>)>,
         format: RowFormat,
         more: u16,
         w: &mut Writer<W>,

@@ -1,12 +1,29 @@
-//! `sieve bench filters` at 10M rows (against MinIO when SIEVE_TEST_S3_URL is set, as in
+//! `sieve-bench filters` at 10M rows (against MinIO when SIEVE_TEST_S3_URL is set, as in
 //! scripts/test.sh): the report has every system and case, and its figures agree with each other
 //! and with what each filter kind promises. Timings are reported, never asserted.
 
-mod common;
+use std::process::Command;
 
 use serde_json::Value;
+use sieve_engine::Engine;
+use sieve_storage::Storage;
+use sieve_workload::text_rows;
 
-use common::{sieve, sql, stderr};
+/// Runs `sql` in a fresh engine on `storage` (nothing cached, as in a new process): its rows'
+/// cells, joined.
+fn fresh(storage: &str, sql: &str) -> String {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let engine = Engine::with_storage(Storage::open(storage).unwrap())
+            .await
+            .unwrap();
+        let rows = text_rows(&engine, sql).await.unwrap();
+        rows.iter()
+            .map(|row| row.join("\t"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    })
+}
 
 const ROWS: u64 = 10_000_000;
 const BLOCKS: u64 = 10;
@@ -65,20 +82,16 @@ fn the_filter_comparison_at_10m_rows_is_complete_and_consistent() {
         Err(_) => dir.path().join("data").to_str().unwrap().to_string(),
     };
     let out_dir = dir.path().join("report");
-    let out = sieve()
-        .args([
-            "--storage",
-            &storage,
-            "bench",
-            "filters",
-            "--rows",
-            "10M",
-            "--out",
-        ])
+    let out = Command::new(env!("CARGO_BIN_EXE_sieve-bench"))
+        .args(["--storage", &storage, "filters", "--rows", "10M", "--out"])
         .arg(&out_dir)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let stdout = String::from_utf8_lossy(&out.stdout).to_string();
     println!("{stdout}");
 
@@ -197,19 +210,14 @@ fn the_filter_comparison_at_10m_rows_is_complete_and_consistent() {
     // The locator's reads at 10M rows, counted by the scan (a fresh process: nothing cached): a
     // present key's one slice, ≤ 512 KB of data; a few pages of index.
     let table = "bench_filters.t_binary_fuse8";
-    let found = common::stdout(&sql(
+    let key = fresh(
         &storage,
         &format!("select c2 from {table} where c1 = 4242424"),
-    ));
-    let key = found
-        .lines()
-        .nth(3)
-        .unwrap()
-        .trim_matches(|c| c == '|' || c == ' ');
-    let plan = common::stdout(&sql(
+    );
+    let plan = fresh(
         &storage,
         &format!("explain analyze select c1 from {table} where c2 = '{key}'"),
-    ));
+    );
     assert_eq!(metric(&plan, "blocks_read"), 1.0, "{plan}");
     assert_eq!(metric(&plan, "pages_read"), 1.0, "{plan}");
     assert!(metric(&plan, "bytes_scanned") <= 512e3, "{plan}");

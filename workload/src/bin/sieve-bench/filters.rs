@@ -1,47 +1,31 @@
-//! `sieve bench filters --rows N`: loads the same t10b once per filter kind (identical data: the
+//! `sieve-bench filters --rows N`: loads the same t10b once per filter kind (identical data: the
 //! loader seeds c2 by block), then measures, per kind, what the index costs (bytes, bits per key,
 //! false-positive rate probed directly) and what it buys (blocks read and latency of point queries
 //! on c2 for present and absent keys, warm and cold cache), against plain DataFusion over the same
 //! Parquet files (ListingTable, with and without Parquet's own bloom filters) in the same run.
 
-mod chart;
-mod report;
-mod timing;
-
-use crate::location::Location;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
-use clap::{Args, Subcommand};
+use clap::Args;
 use datafusion::arrow::datatypes::Schema;
 use datafusion::execution::context::SessionContext;
 use datafusion::physical_expr_common::metrics::MetricValue;
 use datafusion::physical_plan::{ExecutionPlan, collect};
 use sieve_engine::Engine;
 use sieve_workload::{
-    DEFAULT_COMMIT_BLOCKS, LoadRequest, false_positives, listing_baseline, locator_false_reads,
+    DEFAULT_COMMIT_BLOCKS, LoadRequest, cores, false_positives, listing_baseline,
+    load_with_progress, locator_false_reads, parse_count, text_rows,
 };
 
-use crate::load::{cores, load_with_progress, parse_count, text_rows};
-use report::{Report, SystemRow};
-use timing::{Sample, Summary};
+use crate::Location;
+use crate::chart;
+use crate::report::{Report, SystemRow};
+use crate::timing::{Sample, Summary};
 
 #[derive(Args)]
-pub struct BenchArgs {
-    #[command(subcommand)]
-    command: BenchCommand,
-}
-
-#[derive(Subcommand)]
-enum BenchCommand {
-    /// Compare filter kinds on t10b: index size, false-positive rate, blocks read and point-query
-    /// latency, against plain DataFusion over the same Parquet files
-    Filters(FiltersArgs),
-}
-
-#[derive(Args)]
-struct FiltersArgs {
+pub struct FiltersArgs {
     /// Rows of t10b to load per filter kind (10M, 100M, 1B, …)
     #[arg(long, value_parser = parse_count, default_value = "10M")]
     rows: u64,
@@ -67,12 +51,6 @@ struct FiltersArgs {
     /// Directory for filters.md, filters.csv, filters.json and filters.svg
     #[arg(long, default_value = "bench-filters")]
     out: PathBuf,
-}
-
-pub async fn run(storage: &Location, args: BenchArgs) -> Result<(), String> {
-    match args.command {
-        BenchCommand::Filters(args) => filters(storage, args).await,
-    }
 }
 
 /// The Parquet-bloom baseline's table: no Sieve filter matters to it, only the Parquet files.
@@ -367,7 +345,7 @@ async fn measure_listing(
     })
 }
 
-async fn filters(storage: &Location, args: FiltersArgs) -> Result<(), String> {
+pub async fn filters(storage: &Location, args: FiltersArgs) -> Result<(), String> {
     if storage.is_memory() {
         return Err("bench filters needs storage that outlives one engine (a directory or s3://…): cold-cache queries open it afresh".into());
     }

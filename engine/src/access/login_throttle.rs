@@ -1,7 +1,8 @@
 //! Failed logins from one address slow down: each failure answers after a delay that doubles
 //! with the address's recent failures (up to [`MAX_DELAY`]), and one address's failed attempts
 //! are answered one at a time, so opening many connections in parallel does not multiply the
-//! guesses. A successful login clears the address's record.
+//! guesses. A successful login clears the address's record. One throttle serves every port
+//! (MySQL and Flight SQL), so guesses cannot be spread over both.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -15,13 +16,13 @@ const MAX_DELAY: Duration = Duration::from_secs(5);
 /// An address with no failure for this long starts afresh.
 const FORGET_AFTER: Duration = Duration::from_secs(600);
 
-#[derive(Default)]
+#[derive(Debug, Default)]
 struct Record {
     failures: u32,
     last: Option<Instant>,
 }
 
-#[derive(Default)]
+#[derive(Debug, Default)]
 pub struct LoginThrottle {
     addresses: Mutex<HashMap<IpAddr, Arc<tokio::sync::Mutex<Record>>>>,
 }
@@ -32,11 +33,17 @@ impl LoginThrottle {
         addresses.entry(address).or_default().clone()
     }
 
-    /// Runs `check` (a password check) for `address`, delaying the answer if it fails.
-    pub async fn check(&self, address: IpAddr, check: impl FnOnce() -> bool) -> bool {
+    /// Runs `check` (a password check) for `address`, delaying the answer if it fails. The check
+    /// runs on a blocking thread: SHA-256-crypt's 5000 rounds take milliseconds, which would
+    /// hold up the other connections served by the same runtime thread.
+    pub async fn check(
+        &self,
+        address: IpAddr,
+        check: impl FnOnce() -> bool + Send + 'static,
+    ) -> bool {
         let record = self.record(address);
         let mut record = record.lock().await;
-        if check() {
+        if tokio::task::spawn_blocking(check).await.unwrap_or(false) {
             drop(record);
             self.addresses
                 .lock()
@@ -52,6 +59,7 @@ impl LoginThrottle {
             .saturating_mul(1 << record.failures.min(8))
             .min(MAX_DELAY);
         record.failures += 1;
+        crate::metrics::login_delayed(delay);
         // Held across the delay: the address's next attempt waits for this one to be answered.
         tokio::time::sleep(delay).await;
         record.last = Some(Instant::now());

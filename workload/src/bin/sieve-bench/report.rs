@@ -6,7 +6,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use super::timing::Summary;
+use crate::timing::Summary;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct SystemRow {

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use plotters::prelude::*;
 
-use super::report::Report;
+use crate::report::Report;
 
 struct Point {
     label: String,
