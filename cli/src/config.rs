@@ -37,7 +37,8 @@
 //!                                 # on loopback)
 //! flight_port = 3308             # also serve Arrow Flight SQL there (default: not at all)
 //! flight_tls = true              # Flight SQL over TLS with the MySQL port's certificate
-//!                                # (default: true unless the server listens on loopback)
+//!                                # (default: true unless the server listens on loopback
+//!                                # or tls = false)
 //! metrics_port = 9104            # Prometheus metrics at http://host:9104/metrics (default: none)
 //! query_log = "sieve-queries.jsonl"  # every statement as a JSON line when it ends (default: none;
 //!                                 # sieve_query_log() lists the last 1000 either way)

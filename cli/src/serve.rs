@@ -101,13 +101,16 @@ fn tls(args: &ServeArgs, config: &ConfigFile, host: IpAddr) -> Result<Option<Tls
 
 /// The Flight SQL port's TLS: gRPC cannot switch to TLS on a connection as MySQL's handshake
 /// does, so the port is either TLS or plain. TLS (the MySQL port's certificate) unless the
-/// server listens on loopback only, or `flight_tls = false` says otherwise.
+/// server listens on loopback only, the config turns TLS off (`tls = false`), or
+/// `flight_tls = false` says otherwise.
 fn flight_tls(
     config: &ConfigFile,
     files: Option<&TlsFiles>,
     host: IpAddr,
 ) -> Result<Option<ServerTlsConfig>, String> {
-    let wanted = config.flight_tls.unwrap_or(!host.is_loopback());
+    let wanted = config
+        .flight_tls
+        .unwrap_or(!host.is_loopback() && files.is_some());
     if !wanted {
         if !host.is_loopback() && config.require_secure_transport == Some(true) {
             return Err(

@@ -334,6 +334,13 @@ fn a_user_sees_only_the_tables_it_holds_a_privilege_on() {
             refused(out, 1142);
         }
     }
+    // Nor does a plan that never reads it show its columns (`LIMIT 0` is optimized to no
+    // scan), nor USE of a database it holds nothing in.
+    refused(viewer("select * from app.secret limit 0"), 1142);
+    refused(viewer("select * from hidden.h where 1 = 0"), 1142);
+    refused(viewer("use hidden"), 1044);
+    refused(viewer("use nowhere"), 1044);
+    assert_eq!(ok(viewer("use app; select count(*) from t")), "1\n");
     // Root still sees everything.
     assert_eq!(root(&server, "show tables from app"), "secret\nt\n");
 }

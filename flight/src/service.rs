@@ -280,25 +280,25 @@ impl SieveFlight {
         Ok(Response::new(info))
     }
 
-    /// The prepared statement `handle` of `token`'s login with the parameters `data` carries
-    /// bound (a statement binds one row of them; the first row sent is it), or as bound before
-    /// when it carries none.
-    async fn bind(
-        &self,
-        token: &str,
-        handle: u64,
-        data: PeekableFlightDataStream,
-    ) -> Result<Bound, Status> {
-        let mut bound = self
-            .prepared
+    /// The prepared statement `handle` of `token`'s login.
+    fn prepared(&self, token: &str, handle: u64) -> Result<Bound, Status> {
+        self.prepared
             .get(token, handle)
-            .ok_or_else(|| Status::not_found("no such prepared statement"))?;
+            .ok_or_else(|| Status::not_found("no such prepared statement"))
+    }
+
+    /// The rows of parameters `data` carries for `bound`, in order: one per execution.
+    async fn parameter_rows(
+        bound: &Bound,
+        data: PeekableFlightDataStream,
+    ) -> Result<Vec<Vec<ScalarValue>>, Status> {
         let data = data.map_err(FlightError::from);
         let batches: Vec<RecordBatch> = FlightRecordBatchStream::new_from_flight_data(data)
             .try_collect()
             .await
             .map_err(Status::from)?;
-        if let Some(batch) = batches.iter().find(|b| b.num_rows() > 0) {
+        let mut rows = Vec::new();
+        for batch in batches.iter().filter(|b| b.num_rows() > 0) {
             if batch.num_columns() != bound.values.len() {
                 return Err(Status::invalid_argument(format!(
                     "the statement takes {} parameters, {} were sent",
@@ -306,14 +306,17 @@ impl SieveFlight {
                     batch.num_columns()
                 )));
             }
-            bound.values = batch
-                .columns()
-                .iter()
-                .map(|c| ScalarValue::try_from_array(c, 0))
-                .collect::<Result<_, _>>()
-                .map_err(status)?;
+            for row in 0..batch.num_rows() {
+                let values = batch
+                    .columns()
+                    .iter()
+                    .map(|c| ScalarValue::try_from_array(c, row))
+                    .collect::<Result<_, _>>()
+                    .map_err(status)?;
+                rows.push(values);
+            }
         }
-        Ok(bound)
+        Ok(rows)
     }
 
     /// The first column of a statement's rows, as text.
@@ -459,7 +462,12 @@ impl FlightSqlService for SieveFlight {
     ) -> Result<DoPutPreparedStatementResult, Status> {
         let (token, _) = self.logins.session(request.metadata())?;
         let handle = handle_of(&query.prepared_statement_handle)?;
-        let bound = self.bind(&token, handle, request.into_inner()).await?;
+        let mut bound = self.prepared(&token, handle)?;
+        // A query binds one row of parameters: the first sent.
+        let rows = Self::parameter_rows(&bound, request.into_inner()).await?;
+        if let Some(values) = rows.into_iter().next() {
+            bound.values = values;
+        }
         self.prepared.replace(&token, handle, bound);
         Ok(DoPutPreparedStatementResult {
             prepared_statement_handle: Some(query.prepared_statement_handle),
@@ -467,8 +475,8 @@ impl FlightSqlService for SieveFlight {
     }
 
     /// A prepared statement that writes (or any other a client runs this way: the Flight SQL
-    /// JDBC driver sends every `execute` and `executeUpdate` here), with the parameters the
-    /// client sends along: its count of rows.
+    /// JDBC driver sends every `execute` and `executeUpdate` here), run once per row of
+    /// parameters the client sends along: the count of rows of all the runs.
     async fn do_put_prepared_statement_update(
         &self,
         query: CommandPreparedStatementUpdate,
@@ -476,12 +484,21 @@ impl FlightSqlService for SieveFlight {
     ) -> Result<i64, Status> {
         let (token, session) = self.logins.session(request.metadata())?;
         let handle = handle_of(&query.prepared_statement_handle)?;
-        let bound = self.bind(&token, handle, request.into_inner()).await?;
-        let output = session
-            .execute_prepared(&bound.prepared, bound.values)
-            .await
-            .map_err(status)?;
-        affected(output).await
+        let bound = self.prepared(&token, handle)?;
+        // A batch (JDBC's executeBatch) sends a row of parameters per execution.
+        let mut rows = Self::parameter_rows(&bound, request.into_inner()).await?;
+        if rows.is_empty() {
+            rows.push(bound.values.clone());
+        }
+        let mut count = 0;
+        for values in rows {
+            let output = session
+                .execute_prepared(&bound.prepared, values)
+                .await
+                .map_err(status)?;
+            count += affected(output).await?;
+        }
+        Ok(count)
     }
 
     async fn get_flight_info_prepared_statement(

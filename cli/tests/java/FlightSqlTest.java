@@ -58,12 +58,30 @@ public class FlightSqlTest {
                     }
                 }
             }
+            // A batch sends a row of parameters per execution: every row is inserted.
+            try (Statement s = c.createStatement()) {
+                s.execute("create table fj_b (k bigint, v varchar)");
+            }
+            try (PreparedStatement p = c.prepareStatement("insert into fj_b values (?, ?)")) {
+                for (int n = 1; n <= 3; n++) {
+                    p.setLong(1, n);
+                    p.setString(2, "b" + n);
+                    p.addBatch();
+                }
+                p.executeBatch();
+            }
+            try (Statement s = c.createStatement();
+                 ResultSet r = s.executeQuery("select count(*), sum(k) from fj_b")) {
+                check(r.next(), "a row");
+                equal(r.getLong(1), 3L, "rows inserted by the batch");
+                equal(r.getLong(2), 6L, "their keys");
+            }
             DatabaseMetaData meta = c.getMetaData();
             List<String> tables = new ArrayList<>();
             try (ResultSet r = meta.getTables(null, "default", "fj_%", null)) {
                 while (r.next()) tables.add(r.getString("TABLE_NAME"));
             }
-            equal(tables, List.of("fj_t"), "tables of default");
+            equal(tables, List.of("fj_b", "fj_t"), "tables of default");
             List<String> schemas = new ArrayList<>();
             try (ResultSet r = meta.getSchemas()) {
                 while (r.next()) schemas.add(r.getString("TABLE_SCHEM"));

@@ -35,35 +35,42 @@ impl LoginThrottle {
 
     /// Runs `check` (a password check) for `address`, delaying the answer if it fails. The check
     /// runs on a blocking thread: SHA-256-crypt's 5000 rounds take milliseconds, which would
-    /// hold up the other connections served by the same runtime thread.
+    /// hold up the other connections served by the same runtime thread. The check and its delay
+    /// run in a task of their own, so a caller that gives up (a gRPC client cancelling its
+    /// handshake) neither ends the delay nor hands the address's turn to its next attempt early.
     pub async fn check(
         &self,
         address: IpAddr,
         check: impl FnOnce() -> bool + Send + 'static,
     ) -> bool {
         let record = self.record(address);
-        let mut record = record.lock().await;
-        if tokio::task::spawn_blocking(check).await.unwrap_or(false) {
-            drop(record);
+        let attempt = tokio::spawn(async move {
+            let mut record = record.lock().await;
+            if tokio::task::spawn_blocking(check).await.unwrap_or(false) {
+                return true;
+            }
+            let now = Instant::now();
+            if record.last.is_some_and(|last| now - last > FORGET_AFTER) {
+                record.failures = 0;
+            }
+            let delay = FIRST_DELAY
+                .saturating_mul(1 << record.failures.min(8))
+                .min(MAX_DELAY);
+            record.failures += 1;
+            crate::metrics::login_delayed(delay);
+            // Held across the delay: the address's next attempt waits for this one's answer.
+            tokio::time::sleep(delay).await;
+            record.last = Some(Instant::now());
+            false
+        });
+        let ok = attempt.await.unwrap_or(false);
+        if ok {
             self.addresses
                 .lock()
                 .expect("throttle lock")
                 .remove(&address);
-            return true;
         }
-        let now = Instant::now();
-        if record.last.is_some_and(|last| now - last > FORGET_AFTER) {
-            record.failures = 0;
-        }
-        let delay = FIRST_DELAY
-            .saturating_mul(1 << record.failures.min(8))
-            .min(MAX_DELAY);
-        record.failures += 1;
-        crate::metrics::login_delayed(delay);
-        // Held across the delay: the address's next attempt waits for this one to be answered.
-        tokio::time::sleep(delay).await;
-        record.last = Some(Instant::now());
-        false
+        ok
     }
 }
 
@@ -93,5 +100,22 @@ mod tests {
         assert_eq!(other.elapsed(), Duration::ZERO);
         assert!(!throttle.check(address, || false).await);
         assert_eq!(other.elapsed(), FIRST_DELAY);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_caller_that_gives_up_does_not_shorten_the_delay() {
+        let throttle = LoginThrottle::default();
+        let address = IpAddr::from([10, 0, 0, 3]);
+        let started = Instant::now();
+        let first = throttle.check(address, || false);
+        assert!(
+            tokio::time::timeout(Duration::from_millis(1), first)
+                .await
+                .is_err(),
+            "the first failure is still being held back"
+        );
+        // The next attempt waits for the first one's 0.2 s, then its own 0.4 s.
+        assert!(!throttle.check(address, || false).await);
+        assert_eq!(started.elapsed(), Duration::from_millis(600));
     }
 }

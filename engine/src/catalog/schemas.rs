@@ -4,6 +4,7 @@
 //! the session from storage directly, and the listing methods below return nothing; MySQL's
 //! `information_schema` is a schema of its own ([`crate::dialect::information_schema`]), listed when read.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -12,6 +13,7 @@ use datafusion::error::Result;
 use sieve_storage::{Catalog, StorageError};
 
 use crate::access::principal::CurrentPrincipal;
+use crate::access::privileges::Object;
 use crate::dialect::information_schema::{self, InformationSchema};
 use crate::error::to_df;
 use crate::scan::provider::SieveTable;
@@ -25,14 +27,23 @@ pub struct SieveCatalog {
     processes: ServerProcesses,
     /// The session's principal: `information_schema` lists what it sees.
     viewer: CurrentPrincipal,
+    /// The session's table functions (`numbers`, `sieve_index_stats`, DataFusion's
+    /// `generate_series` …).
+    functions: Arc<HashSet<String>>,
 }
 
 impl SieveCatalog {
-    pub fn new(catalog: Catalog, processes: ServerProcesses, viewer: CurrentPrincipal) -> Self {
+    pub fn new(
+        catalog: Catalog,
+        processes: ServerProcesses,
+        viewer: CurrentPrincipal,
+        functions: Arc<HashSet<String>>,
+    ) -> Self {
         Self {
             catalog,
             processes,
             viewer,
+            functions,
         }
     }
 }
@@ -54,6 +65,8 @@ impl CatalogProvider for SieveCatalog {
         Some(Arc::new(SieveSchema {
             catalog: self.catalog.clone(),
             database: name.to_string(),
+            viewer: self.viewer.clone(),
+            functions: self.functions.clone(),
         }))
     }
 }
@@ -62,6 +75,13 @@ impl CatalogProvider for SieveCatalog {
 pub struct SieveSchema {
     catalog: Catalog,
     database: String,
+    /// Whose plans resolve names here: a table it may not see is refused when named, before
+    /// anything is looked up, so no plan (`LIMIT 0`, a prepared statement's columns) shows
+    /// its columns or whether it exists.
+    viewer: CurrentPrincipal,
+    /// DataFusion asks for a table by a table function's name too, before it calls the
+    /// function: such a name is not a table the viewer is refused.
+    functions: Arc<HashSet<String>>,
 }
 
 #[async_trait]
@@ -71,6 +91,14 @@ impl SchemaProvider for SieveSchema {
     }
 
     async fn table(&self, name: &str) -> Result<Option<Arc<dyn TableProvider>>> {
+        let principal = self.viewer.get();
+        let table = Object::table(&self.database, name);
+        if !principal.sees(&table) {
+            if self.functions.contains(name) {
+                return Ok(None);
+            }
+            principal.require_visible(&table)?;
+        }
         match self.catalog.open_table(&self.database, name).await {
             Ok(table) => Ok(Some(Arc::new(SieveTable::new(self.catalog.clone(), table)))),
             Err(StorageError::UnknownTable(..)) => Ok(None),

@@ -14,6 +14,7 @@ use crate::access::password::{AuthPlugin, Credential};
 use crate::access::principal::Principal;
 use crate::access::privileges::{self, Object, Privilege};
 use crate::access::user_statements::{UserName, UserStatement};
+use crate::dialect::information_schema;
 use crate::dialect::show_create::quoted;
 use crate::error::to_df;
 
@@ -81,6 +82,16 @@ impl Session {
     /// Refuses the statement unless the session's account holds `wanted` on `object`.
     pub(super) fn require(&self, wanted: Privilege, object: &Object) -> Result<()> {
         self.principal().require(wanted, object)
+    }
+
+    /// MySQL's 1044 for a database the account holds nothing in, whether it exists or not
+    /// (`information_schema` is everyone's).
+    pub(super) fn require_visible_database(&self, db: &str) -> Result<()> {
+        let database = Object::database(db);
+        if db.eq_ignore_ascii_case(information_schema::NAME) || self.principal().sees(&database) {
+            return Ok(());
+        }
+        self.require(Privilege::Select, &database)
     }
 
     /// Refuses `command` (CREATE, DROP, OPTIMIZE, VACUUM) unless the session's account holds

@@ -9,7 +9,7 @@ use datafusion::sql::sqlparser::dialect::MySqlDialect;
 use sieve_storage::StorageError;
 
 use super::{Session, object_parts};
-use crate::access::privileges::{Object, Privilege};
+use crate::access::privileges::Object;
 use crate::access::user_statements::{self, UserStatement};
 use crate::dialect::information_schema;
 use crate::dialect::rewrites;
@@ -195,13 +195,7 @@ impl Session {
                     Some(name) => object_parts(&name).join("."),
                     None => self.database(),
                 };
-                // MySQL's 1044 for a database the user holds nothing in, existing or not.
-                let database = Object::database(&db);
-                if !db.eq_ignore_ascii_case(information_schema::NAME)
-                    && !self.principal().sees(&database)
-                {
-                    self.require(Privilege::Select, &database)?;
-                }
+                self.require_visible_database(&db)?;
                 if !self.catalog.database_exists(&db).await.map_err(to_df)?
                     && !db.eq_ignore_ascii_case(information_schema::NAME)
                 {

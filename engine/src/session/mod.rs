@@ -173,8 +173,6 @@ impl Session {
         .build();
         let ctx = SessionContext::new_with_state(state);
         let process_list = ServerProcesses::default();
-        let schemas = SieveCatalog::new(catalog.clone(), process_list.clone(), principal.clone());
-        ctx.register_catalog(CATALOG_NAME, Arc::new(schemas));
         ctx.register_udtf("numbers", Arc::new(NumbersFunction));
         ctx.register_udtf(
             "sieve_query_log",
@@ -187,6 +185,15 @@ impl Session {
             "sieve_index_stats",
             Arc::new(IndexStatsFunction::new(catalog.clone())),
         );
+        // Registered after the table functions, whose names it needs.
+        let functions = ctx.state().table_functions().keys().cloned().collect();
+        let schemas = SieveCatalog::new(
+            catalog.clone(),
+            process_list.clone(),
+            principal.clone(),
+            Arc::new(functions),
+        );
+        ctx.register_catalog(CATALOG_NAME, Arc::new(schemas));
         let rand = datafusion::functions::math::random()
             .as_ref()
             .clone()
@@ -314,6 +321,7 @@ impl Session {
     }
 
     pub async fn use_database(&self, name: &str) -> Result<()> {
+        self.require_visible_database(name)?;
         if !self.catalog.database_exists(name).await.map_err(to_df)? {
             return Err(to_df(StorageError::UnknownDatabase(name.to_string())));
         }

@@ -170,7 +170,8 @@ impl Connection {
         if let Some(database) = response.database.filter(|d| !d.is_empty()) {
             let database = String::from_utf8_lossy(&database);
             if let Err(e) = self.session.use_database(&database).await {
-                writer.packet(&error_payload(error::BAD_DB, &e.to_string()));
+                let (code, message) = super::results::mysql_error(&e);
+                writer.packet(&error_payload(code, &message));
                 writer.flush().await?;
                 return Ok(None);
             }

@@ -245,7 +245,10 @@ impl Connection {
                 };
                 match self.session.use_database(database.trim()).await {
                     Ok(()) => w.packet(&ok_packet(0, self.status())),
-                    Err(e) => w.packet(&error_payload(error::BAD_DB, &e.to_string())),
+                    Err(e) => {
+                        let (code, message) = results::mysql_error(&e);
+                        w.packet(&error_payload(code, &message))
+                    }
                 }
             }
             command::QUERY => {
