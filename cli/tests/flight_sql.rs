@@ -29,7 +29,7 @@ fn adbc_flight_sql() {
         &format!("metrics_port = {metrics_port}"),
         &[("SIEVE_METRICS_PORT", metrics_port.to_string())],
     );
-    assert!(out.contains("6 passed"), "{out}");
+    assert!(out.contains("7 passed"), "{out}");
 }
 
 #[test]

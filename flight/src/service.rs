@@ -23,7 +23,7 @@ use arrow_flight::{
     IpcMessage, SchemaAsIpc, Ticket, decode::FlightRecordBatchStream,
 };
 use datafusion::arrow::array::{RecordBatch, StringArray, UInt64Array};
-use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use datafusion::arrow::datatypes::{DataType, Field, FieldRef, Schema, SchemaRef};
 use datafusion::arrow::ipc::writer::IpcWriteOptions;
 use datafusion::common::ScalarValue;
 use datafusion::error::DataFusionError;
@@ -146,19 +146,41 @@ fn result_schema(output: &QueryStream) -> SchemaRef {
     }
 }
 
-/// `schema` with Arrow's view types as their plain forms. Scans produce string and binary
-/// views, which Arrow Java 18 (the Flight SQL JDBC driver) cannot read, and every client reads
-/// the plain types; results are sent as those.
+/// `schema` with Arrow's view types as their plain forms, at any depth (a list of strings
+/// from `array_agg`, a struct's fields). Scans produce string and binary views, which Arrow
+/// Java 18 (the Flight SQL JDBC driver) cannot read, and every client reads the plain types;
+/// results are sent as those.
 fn without_views(schema: &Schema) -> SchemaRef {
-    let fields = schema.fields().iter().map(|field| match field.data_type() {
-        DataType::Utf8View => Arc::new(field.as_ref().clone().with_data_type(DataType::Utf8)),
-        DataType::BinaryView => Arc::new(field.as_ref().clone().with_data_type(DataType::Binary)),
-        _ => field.clone(),
-    });
-    Arc::new(Schema::new_with_metadata(
-        fields.collect::<Vec<_>>(),
-        schema.metadata().clone(),
-    ))
+    let fields: Vec<FieldRef> = schema.fields().iter().map(plain_field).collect();
+    Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone()))
+}
+
+fn plain_field(field: &FieldRef) -> FieldRef {
+    match plain(field.data_type()) {
+        Some(data_type) => Arc::new(field.as_ref().clone().with_data_type(data_type)),
+        None => field.clone(),
+    }
+}
+
+/// `data_type` without views, if it holds any.
+fn plain(data_type: &DataType) -> Option<DataType> {
+    match data_type {
+        DataType::Utf8View => Some(DataType::Utf8),
+        DataType::BinaryView => Some(DataType::Binary),
+        DataType::List(f) => plain(f.data_type()).map(|_| DataType::List(plain_field(f))),
+        DataType::LargeList(f) => plain(f.data_type()).map(|_| DataType::LargeList(plain_field(f))),
+        DataType::FixedSizeList(f, n) => {
+            plain(f.data_type()).map(|_| DataType::FixedSizeList(plain_field(f), *n))
+        }
+        DataType::Map(f, sorted) => {
+            plain(f.data_type()).map(|_| DataType::Map(plain_field(f), *sorted))
+        }
+        DataType::Struct(fields) => fields
+            .iter()
+            .any(|f| plain(f.data_type()).is_some())
+            .then(|| DataType::Struct(fields.iter().map(plain_field).collect())),
+        _ => None,
+    }
 }
 
 /// `batch` as `schema` ([`without_views`] of its own) says.

@@ -115,3 +115,13 @@ def test_failed_logins_are_throttled_as_on_the_mysql_port():
                 with bad.cursor() as cur:
                     cur.execute("select 1")
     assert login_delay_seconds() - before == pytest.approx(0.6)
+
+
+def test_views_are_sent_as_plain_types_at_any_depth(conn):
+    # Scans read strings as views; a Flight client gets plain strings, inside lists too.
+    with conn.cursor() as cur:
+        cur.execute("select c2, array_agg(c2) as all_c2 from fl_t where c1 < 3 group by c2 order by c2")
+        table = cur.fetch_arrow_table()
+    assert table.schema.field("c2").type == pa.string()
+    assert table.schema.field("all_c2").type == pa.list_(pa.field("item", pa.string()))
+    assert table.column("all_c2").to_pylist() == [["0"], ["2"], ["4"]]
