@@ -530,10 +530,7 @@ impl FlightSqlService for SieveFlight {
     ) -> Result<Response<FlightInfo>, Status> {
         let (token, session) = self.logins.session(request.metadata())?;
         let handle = handle_of(&query.prepared_statement_handle)?;
-        let bound = self
-            .prepared
-            .get(&token, handle)
-            .ok_or_else(|| Status::not_found("no such prepared statement"))?;
+        let bound = self.prepared(&token, handle)?;
         let output = session
             .execute_prepared(&bound.prepared, bound.values)
             .await
