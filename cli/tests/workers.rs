@@ -343,12 +343,19 @@ fn three_workers_answer_as_one_process_and_survive_losing_one() {
     let heavy = "select c3, count(*), sum(c1) from t group by c3 order by c3";
     let expected = answer(&local, heavy);
     let outcomes = std::thread::scope(|scope| {
-        let queries = scope.spawn(|| {
+        let (answered, first_answer) = std::sync::mpsc::channel();
+        let asker = &coordinator;
+        let queries = scope.spawn(move || {
             (0..20)
-                .map(|_| coordinator.mysql(&["-e", heavy]))
+                .map(|_| {
+                    let out = asker.mysql(&["-e", heavy]);
+                    let _ = answered.send(());
+                    out
+                })
                 .collect::<Vec<_>>()
         });
-        std::thread::sleep(Duration::from_millis(300));
+        // Killed once the first query has its answer: the next one is on its way.
+        first_answer.recv().unwrap();
         workers[2].kill();
         queries.join().unwrap()
     });

@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::common::exec_err;
 use datafusion::datasource::sink::DataSink;
-use datafusion::error::Result;
+use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::physical_plan::{DisplayAs, DisplayFormatType};
 use futures::StreamExt;
@@ -59,13 +59,21 @@ pub async fn write_stream(
     copies: Option<CopiesChange>,
 ) -> Result<u64> {
     let mut writer = TableWriter::new(table.clone()).recording_copies(copies);
-    while let Some(batch) = data.next().await {
-        let batch = batch?;
-        let rows = batch.num_rows() as u64;
-        writer.write(batch).await.map_err(to_df)?;
-        if let Some(progress) = progress {
-            progress.add(rows);
+    let written = async {
+        while let Some(batch) = data.next().await {
+            let batch = batch?;
+            let rows = batch.num_rows() as u64;
+            writer.write(batch).await.map_err(to_df)?;
+            if let Some(progress) = progress {
+                progress.add(rows);
+            }
         }
+        Ok::<_, DataFusionError>(())
+    }
+    .await;
+    if let Err(e) = written {
+        writer.abandon().await;
+        return Err(e);
     }
     let rows = writer.finish().await.map_err(to_df)?.rows;
     BackgroundMerges::after_commit(context, table);

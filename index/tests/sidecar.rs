@@ -112,9 +112,10 @@ fn a_boolean_or_two_value_column_costs_at_most_64_bytes() {
 fn every_truncation_is_an_error() {
     let bytes = sample();
     for len in 0..bytes.len() {
+        let error = Sidecar::open(Bytes::copy_from_slice(&bytes[..len])).unwrap_err();
         assert!(
-            Sidecar::open(Bytes::copy_from_slice(&bytes[..len])).is_err(),
-            "truncated to {len}"
+            matches!(error, IndexError::Truncated(_) | IndexError::BadMagic),
+            "truncated to {len}: {error}"
         );
     }
 }
@@ -249,7 +250,11 @@ fn one_entry_opens_from_the_header_and_its_own_bytes() {
     assert_eq!(header.file_len(), bytes.len());
     // Any prefix holding the header parses alike; a shorter one is truncated, never wrong.
     for len in 0..header.byte_len() {
-        assert!(SidecarHeader::parse(&bytes[..len]).is_err(), "prefix {len}");
+        let error = SidecarHeader::parse(&bytes[..len]).unwrap_err();
+        assert!(
+            matches!(error, IndexError::Truncated(_) | IndexError::BadMagic),
+            "prefix {len}: {error}"
+        );
     }
     let prefix = SidecarHeader::parse(&bytes[..header.byte_len()]).unwrap();
     let keys: Vec<u64> = ColumnHashes::from_array(&Int64Array::from_iter_values(-50..350))
@@ -273,9 +278,19 @@ fn one_entry_opens_from_the_header_and_its_own_bytes() {
         if !range.is_empty() {
             let mut damaged = bytes[range.clone()].to_vec();
             damaged[0] ^= 1;
-            assert!(entry.open(damaged.into()).is_err(), "{}", within.column);
+            let error = entry.open(damaged.into()).unwrap_err();
+            assert!(
+                matches!(error, IndexError::Corrupt(_)),
+                "{}: {error}",
+                within.column
+            );
             let short = Bytes::copy_from_slice(&bytes[range.start..range.end - 1]);
-            assert!(entry.open(short).is_err(), "{}", within.column);
+            let error = entry.open(short).unwrap_err();
+            assert!(
+                matches!(error, IndexError::Truncated(_)),
+                "{}: {error}",
+                within.column
+            );
         }
     }
     assert!(prefix.entry("missing").is_none());
@@ -367,5 +382,6 @@ fn forgetting_keys_removes_them_from_cuckoo_entries_only() {
     let mut damaged = bytes.to_vec();
     let last = damaged.len() - 9;
     damaged[last] ^= 1;
-    assert!(sidecar::rewrite(Bytes::from(damaged), &none, 0.1).is_err());
+    let error = sidecar::rewrite(Bytes::from(damaged), &none, 0.1).unwrap_err();
+    assert!(matches!(error, IndexError::Corrupt(_)), "{error}");
 }

@@ -1,89 +1,65 @@
-//! Runs Sieve's sqllogictest files (`sql-tests/slt/*.slt`) against an embedded engine; the same
-//! files run over the MySQL protocol once the server exists.
+//! Sieve's sqllogictest files (`sql-tests/slt/*.slt`) and the two ways they run: against an
+//! embedded engine (`tests/slt.rs`) and over the MySQL protocol through `sieve serve`
+//! (`cli/tests/slt_wire.rs`), with the same expected results, so the protocol layer's types and
+//! formatting are covered by every SQL test.
 
-use async_trait::async_trait;
-use datafusion::arrow::array::Array;
-use datafusion::arrow::datatypes::DataType;
-use datafusion::arrow::util::display::array_value_to_string;
-use datafusion::error::DataFusionError;
-use sieve_engine::{QueryOutput, Session};
-use sqllogictest::{AsyncDB, DBOutput, DefaultColumnType};
+mod embedded;
+mod wire;
 
-pub struct EmbeddedDb {
-    session: Session,
-}
+use std::path::PathBuf;
 
-impl EmbeddedDb {
-    pub fn new(session: Session) -> Self {
-        Self { session }
-    }
-}
+pub use embedded::EmbeddedDb;
+pub use wire::WireDb;
 
-fn column_type(data_type: &DataType) -> DefaultColumnType {
-    if data_type.is_integer() {
-        DefaultColumnType::Integer
-    } else if data_type.is_floating()
-        || matches!(
-            data_type,
-            DataType::Decimal128(..) | DataType::Decimal256(..)
-        )
-    {
-        DefaultColumnType::FloatingPoint
-    } else {
-        DefaultColumnType::Text
-    }
-}
-
-/// sqllogictest conventions: NULL for nulls, (empty) for empty strings.
-fn cell(column: &dyn Array, row: usize) -> Result<String, DataFusionError> {
-    if column.is_null(row) {
-        return Ok("NULL".into());
-    }
-    let text = array_value_to_string(column, row)?;
-    Ok(if text.is_empty() {
-        "(empty)".into()
-    } else {
-        text
-    })
-}
-
-fn to_output(output: QueryOutput) -> Result<DBOutput<DefaultColumnType>, DataFusionError> {
-    if let Some(rows) = output.affected_rows {
-        return Ok(DBOutput::StatementComplete(rows));
-    }
-    let types = output
-        .schema
-        .fields()
-        .iter()
-        .map(|f| column_type(f.data_type()))
-        .collect();
-    let mut rows = Vec::new();
-    for batch in &output.batches {
-        for r in 0..batch.num_rows() {
-            rows.push(
-                batch
-                    .columns()
-                    .iter()
-                    .map(|c| cell(c.as_ref(), r))
-                    .collect::<Result<_, _>>()?,
-            );
+/// Runs every file through `run` (a fresh database each), printing a line per file and libtest's
+/// summary line, which scripts/test.sh counts; exits 1 if any file failed. `path` names the way
+/// they ran in each line.
+pub async fn run_every_file<F, Fut>(path: &str, mut run: F)
+where
+    F: FnMut(PathBuf) -> Fut,
+    Fut: Future<Output = Result<(), String>>,
+{
+    let (mut passed, mut failed) = (0, 0);
+    for file in slt_files() {
+        let shown = format!("test {} {path}", file.display());
+        match run(file).await {
+            Ok(()) => {
+                passed += 1;
+                println!("{shown} ... ok");
+            }
+            Err(e) => {
+                failed += 1;
+                println!("{shown} ... FAILED\n{e}");
+            }
         }
     }
-    Ok(DBOutput::Rows { types, rows })
+    println!(
+        "\ntest result: {}. {passed} passed; {failed} failed; 0 ignored; 0 measured; 0 filtered out",
+        if failed == 0 { "ok" } else { "FAILED" }
+    );
+    if failed > 0 {
+        std::process::exit(1);
+    }
 }
 
-#[async_trait]
-impl AsyncDB for EmbeddedDb {
-    type Error = DataFusionError;
-    type ColumnType = DefaultColumnType;
+/// Every `.slt` file, in name order.
+fn slt_files() -> Vec<PathBuf> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("slt");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("sql-tests/slt exists")
+        .map(|e| e.expect("readable entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "slt"))
+        .collect();
+    files.sort();
+    assert!(!files.is_empty(), "no .slt files in {}", dir.display());
+    files
+}
 
-    async fn run(&mut self, sql: &str) -> Result<DBOutput<DefaultColumnType>, DataFusionError> {
-        to_output(self.session.execute(sql).await?)
-    }
-
-    async fn shutdown(&mut self) {}
-
-    fn engine_name(&self) -> &str {
-        "sieve-embedded"
+/// A cell as the files spell it: NULL for nulls, (empty) for empty strings.
+fn spelled(text: Option<String>) -> String {
+    match text {
+        None => "NULL".into(),
+        Some(t) if t.is_empty() => "(empty)".into(),
+        Some(t) => t,
     }
 }

@@ -101,7 +101,8 @@ fn table_definitions_are_checked() {
     );
     let mut bad = defaults;
     bad.block_rows = 0;
-    assert!(TableDef::new("default", "t", schema, bad).is_err());
+    let error = TableDef::new("default", "t", schema, bad).unwrap_err();
+    assert!(error.to_string().contains("block_rows"), "{error}");
 }
 
 #[test]

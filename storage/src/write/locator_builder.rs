@@ -84,14 +84,33 @@ impl LocatorBuilder {
 
     /// Builds the last, partial group of a write of `blocks` blocks and waits for every group.
     pub async fn finish(mut self, blocks: usize) -> Result<Vec<BuiltGroup>> {
+        match self.build_rest(blocks).await {
+            Ok(()) => {
+                self.built.sort_by_key(|g| g.first_block);
+                Ok(self.built)
+            }
+            Err(e) => {
+                self.abandon().await;
+                Err(e)
+            }
+        }
+    }
+
+    async fn build_rest(&mut self, blocks: usize) -> Result<()> {
         if self.next_block < blocks {
             self.start(blocks - self.next_block).await?;
         }
         while let Some(group) = self.tasks.join_next().await {
             self.built.extend(group??);
         }
-        self.built.sort_by_key(|g| g.first_block);
-        Ok(self.built)
+        Ok(())
+    }
+
+    /// Waits for the groups still building, keeping none (see [`TableWriter::abandon`]).
+    ///
+    /// [`TableWriter::abandon`]: crate::write::writer::TableWriter::abandon
+    pub async fn abandon(mut self) {
+        while self.tasks.join_next().await.is_some() {}
     }
 
     async fn start(&mut self, blocks: usize) -> Result<()> {

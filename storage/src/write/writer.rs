@@ -197,15 +197,35 @@ impl TableWriter {
         })
     }
 
-    /// Writes the last partial block, waits for every block and writes their segment, without
-    /// committing it (an OPTIMIZE commits it in place of the blocks it rewrote). None when no
-    /// row was written; with the time spent building locator groups.
-    pub async fn upload(mut self) -> Result<(Option<Written>, std::time::Duration)> {
+    /// Dispatches the last partial block and waits for every block.
+    async fn upload_blocks(&mut self) -> Result<()> {
         if self.pending_rows > 0 {
             self.dispatch().await?;
         }
         while let Some(finished) = self.tasks.join_next().await {
             self.finished(finished??).await?;
+        }
+        Ok(())
+    }
+
+    /// Waits for the blocks and locator groups still uploading, keeping none: a write that
+    /// failed returns once nothing more of it can land (a dropped task stops awaiting its upload,
+    /// but a local file's write runs on to its end on a blocking thread), so what it left behind
+    /// is complete when the caller hears of the failure, for VACUUM to find.
+    pub async fn abandon(mut self) {
+        while self.tasks.join_next().await.is_some() {}
+        if let Some(locators) = self.locators.take() {
+            locators.abandon().await;
+        }
+    }
+
+    /// Writes the last partial block, waits for every block and writes their segment, without
+    /// committing it (an OPTIMIZE commits it in place of the blocks it rewrote). None when no
+    /// row was written; with the time spent building locator groups.
+    pub async fn upload(mut self) -> Result<(Option<Written>, std::time::Duration)> {
+        if let Err(e) = self.upload_blocks().await {
+            self.abandon().await;
+            return Err(e);
         }
         let mut blocks = std::mem::take(&mut self.done);
         blocks.sort_by_key(|(sequence, _)| *sequence);
