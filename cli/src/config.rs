@@ -56,7 +56,7 @@
 //! node_filter_mib = 2048         # routing filters, which route lookups to locator groups and
 //!                                 # a coordinator's to workers (about 2.1 GB per 1e9 keys)
 //!
-//! # Where COPY INTO may read files (nowhere else; never the host's files). Settings left out
+//! # Where COPY INTO and read_parquet() may read files (nowhere else; never the host's files). Settings left out
 //! # come from the environment (AWS_ENDPOINT, AWS_ACCESS_KEY_ID, …).
 //! [[external_locations]]
 //! url = "s3://landing/exports"

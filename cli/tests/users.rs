@@ -86,6 +86,17 @@ fn a_read_only_user_reads_and_changes_nothing() {
         ),
         1227,
     );
+    // Files beside Sieve's storage are read for accounts holding everything (MySQL's FILE),
+    // refused before the location is looked at.
+    refused(
+        as_user(
+            &server,
+            "reader",
+            "r-pw",
+            "select * from read_parquet('s3://anywhere/x.parquet')",
+        ),
+        1227,
+    );
     assert_eq!(root(&server, "select count(*) from app.t").trim(), "2");
     assert_eq!(root(&server, "show tables from app").trim(), "t");
 

@@ -224,6 +224,21 @@ fn three_workers_answer_as_one_process_and_survive_losing_one() {
     let local = Server::start_on(&storage, "");
     assert_answers_match(&coordinator, &local, &present);
 
+    // Files at a configured location (here the table's own blocks) are read by the coordinator,
+    // which holds the location's credentials; workers are not asked to.
+    let reader = start_coordinator(
+        &storage,
+        &urls,
+        &format!("[[external_locations]]\nurl = \"{storage}/tables\""),
+    );
+    let blocks = format!(
+        "select count(*), sum(c1) from read_parquet('{storage}/tables/', '.*/blocks/.*[.]parquet')"
+    );
+    assert_eq!(
+        answer(&reader, &blocks),
+        answer(&local, "select count(*), sum(c1) from t")
+    );
+
     // A coordinator without the workers' secret is refused, saying why, and is not taken for
     // a worker failure to route around.
     let stranger = Server::start_on(&storage, &format!("workers = [\"{}\"]", urls[0]));

@@ -65,6 +65,15 @@ fn parquet(columns: Vec<(&str, Arc<dyn datafusion::arrow::array::Array>)>) -> Ve
     out
 }
 
+/// The first half of a Parquet file: its footer is missing.
+fn truncated_parquet() -> Vec<u8> {
+    let whole = parquet(vec![(
+        "id",
+        Arc::new(Int64Array::from((0..5000).collect::<Vec<i64>>())),
+    )]);
+    whole[..whole.len() / 2].to_vec()
+}
+
 async fn table(session: &Session) -> Vec<String> {
     rows(&run(session, "select id, name, day from t order by id").await)
 }
@@ -170,17 +179,7 @@ async fn a_bad_file_aborts_the_copy_and_leaves_the_table_as_it_was() {
         "{e}"
     );
 
-    let whole = parquet(vec![(
-        "id",
-        Arc::new(Int64Array::from((0..5000).collect::<Vec<i64>>())),
-    )]);
-    put(
-        &store,
-        &prefix,
-        "truncated.parquet",
-        whole[..whole.len() / 2].to_vec(),
-    )
-    .await;
+    put(&store, &prefix, "truncated.parquet", truncated_parquet()).await;
     let e = fails(
         &session,
         &format!("copy into t from '{landing}/truncated.parquet' file_format = (type = parquet)"),
@@ -367,4 +366,97 @@ async fn a_second_copy_of_the_same_files_loads_nothing_unless_forced_or_changed(
         rows(&run(&session, &bad).await),
         vec![format!("{landing}/s/1.csv|1|0|")]
     );
+}
+
+/// `read_parquet()`: the same locations as COPY INTO, as a table to select from, insert from and
+/// create a table from (its columns inferred from the files); a bad file fails the statement
+/// naming it, and the table it was writing is as it was.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn read_parquet_selects_inserts_and_creates_tables_from_allowed_files() {
+    let (session, landing, store, prefix) = setup().await;
+    for (name, ids) in [("pq/a.parquet", 0..3000i64), ("pq/b.parquet", 3000..5000)] {
+        let names: Vec<String> = ids.clone().map(|i| format!("n{i}")).collect();
+        let file = parquet(vec![
+            ("id", Arc::new(Int64Array::from_iter_values(ids))),
+            ("name", Arc::new(StringArray::from(names))),
+        ]);
+        put(&store, &prefix, name, file).await;
+    }
+    put(&store, &prefix, "pq/readme.txt", b"not parquet".to_vec()).await;
+    let files = format!("read_parquet('{landing}/pq/', '.*[.]parquet')");
+
+    let counted = run(
+        &session,
+        &format!("select count(*), sum(id), max(name) from {files}"),
+    )
+    .await;
+    assert_eq!(rows(&counted), ["5000|12497500|n999"]);
+    let one = run(
+        &session,
+        &format!("select name from read_parquet('{landing}/pq/b.parquet') where id = 4321"),
+    )
+    .await;
+    assert_eq!(rows(&one), ["n4321"]);
+
+    let created = run(
+        &session,
+        &format!("create table copied with (block_rows = 1000) as select * from {files}"),
+    )
+    .await;
+    assert_eq!(created.affected_rows, Some(5000));
+    let columns = run(&session, "describe copied").await;
+    let columns: Vec<String> = rows(&columns)
+        .iter()
+        .map(|r| r.split('|').take(2).collect::<Vec<_>>().join(" "))
+        .collect();
+    assert_eq!(columns, ["id bigint", "name varchar(65535)"]);
+    let found = run(&session, "select id from copied where name = 'n4321'").await;
+    assert_eq!(rows(&found), ["4321"]);
+    assert_eq!(found.stats.blocks_read, 1, "the new table's filters prune");
+
+    let inserted = run(
+        &session,
+        &format!("insert into t (id, name) select id, name from {files} where id < 10"),
+    )
+    .await;
+    assert_eq!(inserted.affected_rows, Some(10));
+    assert_eq!(table(&session).await.len(), 10);
+
+    // A bad file fails the insert, naming it; nothing of it is committed.
+    put(&store, &prefix, "bad/cut.parquet", truncated_parquet()).await;
+    let e = fails(
+        &session,
+        &format!("insert into t (id) select id from read_parquet('{landing}/bad/')"),
+    )
+    .await;
+    assert!(e.contains(&format!("{landing}/bad/")), "{e}");
+    assert_eq!(table(&session).await.len(), 10);
+
+    let base = s3_base();
+    for (call, why) in [
+        (
+            "read_parquet('file:///etc/')".to_string(),
+            "never from the server's host",
+        ),
+        (
+            "read_parquet('/etc/passwd')".to_string(),
+            "never from the server's host",
+        ),
+        (
+            format!("read_parquet('{base}/elsewhere/')"),
+            "not under any of the server's external_locations",
+        ),
+        (format!("read_parquet('{landing}/nothing/')"), "no files at"),
+        (
+            format!("read_parquet('{landing}/pq/', '(')"),
+            "not a regular expression",
+        ),
+        (
+            format!("read_parquet(concat('{landing}', '/pq/'))"),
+            "read_parquet takes the files' location",
+        ),
+    ] {
+        let e = fails(&session, &format!("select * from {call}")).await;
+        assert!(e.contains(why), "{call}: {e}");
+    }
 }

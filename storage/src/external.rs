@@ -97,12 +97,12 @@ impl ExternalStores {
 
     /// The store holding `url`, its bucket and its path there, if a configured location
     /// contains it.
-    pub fn resolve(&self, url: &str) -> Result<(Arc<dyn ObjectStore>, String, Path)> {
+    pub fn resolve(&self, url: &str) -> Result<ExternalPath> {
         let (bucket, path) = bucket_and_path(url)?;
         let location = self
             .locations
             .iter()
-            .find(|l| l.bucket == bucket && path.starts_with(&l.prefix))
+            .position(|l| l.bucket == bucket && path.starts_with(&l.prefix))
             .ok_or_else(|| {
                 invalid(
                     url,
@@ -110,8 +110,31 @@ impl ExternalStores {
                      the locations files may be loaded from)",
                 )
             })?;
-        Ok((location.store.clone(), bucket, Path::from_iter(path)))
+        Ok(ExternalPath {
+            location,
+            store: self.locations[location].store.clone(),
+            bucket,
+            path: Path::from_iter(path),
+        })
     }
+
+    /// Each location's place in the configuration, bucket and store.
+    pub fn stores(&self) -> impl Iterator<Item = (usize, &str, &Arc<dyn ObjectStore>)> {
+        self.locations
+            .iter()
+            .enumerate()
+            .map(|(i, l)| (i, l.bucket.as_str(), &l.store))
+    }
+}
+
+/// Where a URL under a configured location is.
+#[derive(Debug, Clone)]
+pub struct ExternalPath {
+    /// The location's place in the configuration.
+    pub location: usize,
+    pub store: Arc<dyn ObjectStore>,
+    pub bucket: String,
+    pub path: Path,
 }
 
 #[cfg(test)]
@@ -130,9 +153,9 @@ mod tests {
     #[test]
     fn only_urls_under_a_configured_location_resolve() {
         let stores = stores();
-        let (_, bucket, path) = stores.resolve("s3://landing/team/in/2026/a.csv").unwrap();
-        assert_eq!(bucket, "landing");
-        assert_eq!(path.as_ref(), "team/in/2026/a.csv");
+        let resolved = stores.resolve("s3://landing/team/in/2026/a.csv").unwrap();
+        assert_eq!(resolved.bucket, "landing");
+        assert_eq!(resolved.path.as_ref(), "team/in/2026/a.csv");
         assert!(stores.resolve("s3://landing/team/in/").is_ok());
         for refused in [
             "s3://landing/team/inbox/a.csv",

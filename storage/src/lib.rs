@@ -17,7 +17,7 @@ mod write;
 
 pub use catalog::{Catalog, DEFAULT_DATABASE};
 pub use error::{Result, StorageError};
-pub use external::{ExternalLocation, ExternalStores};
+pub use external::{ExternalLocation, ExternalPath, ExternalStores};
 pub use location::Storage;
 pub use meta::block::{BlockStats, IndexStats};
 pub use meta::block_checksums::BlockChecksums;

@@ -101,7 +101,8 @@ pub fn check_confined(plan: &LogicalPlan) -> Result<()> {
             )),
             LogicalPlan::Ddl(DdlStatement::CreateExternalTable(create)) => Some(format!(
                 "CREATE EXTERNAL TABLE is not available: Sieve does not read files outside its \
-                 storage ({}); load data with INSERT or CREATE TABLE … AS SELECT",
+                 storage ({}); load files with COPY INTO, or select from read_parquet(), from the \
+                 locations the server's external_locations names",
                 create.locations.join(", ")
             )),
             LogicalPlan::Statement(PlanStatement::SetVariable(set))

@@ -20,12 +20,17 @@ use crate::ingest::copy_into::CopyInto;
 use crate::session::query_stream::QueryStream;
 use crate::session::statement_task::run_on;
 use crate::sink::SieveSink;
-use sieve_storage::CopiesChange;
+use sieve_storage::{CopiesChange, ExternalPath};
 
 impl Session {
     pub(super) async fn copy_into(&self, copy: CopyInto) -> Result<QueryStream> {
         self.progress.reset();
-        let (store, bucket, path) = self.external.resolve(&copy.from).map_err(to_df)?;
+        let ExternalPath {
+            store,
+            bucket,
+            path,
+            ..
+        } = self.external.resolve(&copy.from).map_err(to_df)?;
         let name = &copy.table;
         self.require(
             Privilege::Insert,

@@ -9,6 +9,7 @@ mod ddl;
 mod dispatch;
 mod engine;
 mod execute;
+mod external_files;
 mod load;
 pub(crate) mod lookup_results;
 mod maintenance;
@@ -53,6 +54,7 @@ use crate::guard::interrupt::StatementTasks;
 use crate::guard::panic;
 use crate::guard::spill::SpillPlace;
 use crate::guard::statement::check_complexity;
+use crate::ingest::read_parquet::{self, ReadParquet};
 use crate::maintenance::index_stats::IndexStatsFunction;
 use crate::maintenance::merges::BackgroundMerges;
 use crate::metrics::{Outcome, statement_kind};
@@ -84,8 +86,10 @@ pub struct Session {
     row_count: Arc<RowCount>,
     /// The workers scans run on, whose failures a query's error explains.
     cluster: Option<Arc<Cluster>>,
-    /// The locations COPY INTO may read files from.
+    /// The locations COPY INTO and read_parquet may read files from.
     external: Arc<ExternalStores>,
+    /// The files of the running statement's read_parquet calls.
+    read_parquet: Arc<ReadParquet>,
     /// Where statements are recorded when they end.
     query_log: Arc<QueryLog>,
     /// Text lookups recognised before.
@@ -109,7 +113,7 @@ pub(crate) struct Shared {
     pub statements: Arc<StatementTasks>,
     /// Where statements spill.
     pub spill: Arc<SpillPlace>,
-    /// The locations COPY INTO may read files from.
+    /// The locations COPY INTO and read_parquet may read files from.
     pub external: Arc<ExternalStores>,
     /// Where statements are recorded when they end.
     pub query_log: Arc<QueryLog>,
@@ -185,6 +189,12 @@ impl Session {
             "sieve_index_stats",
             Arc::new(IndexStatsFunction::new(catalog.clone())),
         );
+        let read_parquet = Arc::new(ReadParquet::default());
+        ctx.register_udtf(read_parquet::NAME, read_parquet.clone());
+        for (location, bucket, store) in external.stores() {
+            let url = read_parquet::store_url(location, bucket)?;
+            ctx.register_object_store(url.as_ref(), store.clone());
+        }
         // Registered after the table functions, whose names it needs.
         let functions = ctx.state().table_functions().keys().cloned().collect();
         let schemas = SieveCatalog::new(
@@ -223,6 +233,7 @@ impl Session {
             row_count,
             cluster,
             external,
+            read_parquet,
             query_log,
             texts,
             principal,

@@ -226,6 +226,7 @@ impl Session {
                 text: redacted(sql).into_owned(),
             });
         }
+        self.resolve_files(&statement).await?;
         let plan = self
             .ctx
             .state()
@@ -285,6 +286,7 @@ impl Session {
                 return self.execute_statement(statement).await;
             }
             self.progress.reset();
+            self.resolve_files(&statement).await?;
             let mut state = self.ctx.state();
             state.config_mut().options_mut().catalog.default_schema = prepared.database.clone();
             let plan = state.statement_to_plan(statement).await?;
