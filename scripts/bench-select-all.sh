@@ -2,8 +2,9 @@
 # Memory of a whole-table read through the MySQL protocol, as the table grows:
 # `bash scripts/bench-select-all.sh SIEVE [ROWS…]` (a release build; default sizes 10M 100M).
 # For each size: loads t10b into a fresh local directory, starts `sieve serve`, runs
-# `mysql -e "select * from t10b" > /dev/null` and prints the wall time, rows/s, the server's peak
-# RSS (VmHWM, a fresh server per size) and the mysql client's (it buffers the whole result); then
+# `mysql -e "select * from t10b" > /dev/null` and prints the wall time, rows/s, the server's CPU
+# seconds for it (and rows per server CPU second), the server's peak RSS (VmHWM, a fresh server
+# per size) and the mysql client's (it buffers the whole result); then
 # the same query through Arrow Flight SQL (ADBC's driver, reading the record batches as they
 # come, and the whole result into pandas), in the same server.
 set -euo pipefail
@@ -29,7 +30,9 @@ for size in "${sizes[@]}"; do
     sleep 0.1
   done
   rows=$(mysql -h127.0.0.1 -P"$port" -uroot -N -B -e "select count(*) from t10b")
+  cpu_before=$(awk '{print $14 + $15}' "/proc/$server/stat")
   /usr/bin/time -o "$root/time" -f "%e %M" mysql -h127.0.0.1 -P"$port" -uroot -e "select * from t10b" > /dev/null
+  cpu=$(awk -v b="$cpu_before" -v t="$(getconf CLK_TCK)" '{print ($14 + $15 - b) / t}' "/proc/$server/stat")
   read -r secs client_kib < "$root/time"
   hwm=$(awk '/VmHWM/ {print $2}' "/proc/$server/status")
   python3 - "$flight_port" <<'PY'
@@ -51,5 +54,5 @@ PY
   echo "  server peak RSS after the Flight SQL reads: $((hwm_after / 1024)) MiB"
   kill "$server"; wait "$server" 2>/dev/null || true; server=
   rm -rf "$dir"
-  python3 -c "print(f'$size: {$rows:,} rows in {$secs} s ({$rows / $secs:,.0f} rows/s); server peak RSS {$hwm / 1024:,.0f} MiB; mysql client peak RSS {$client_kib / 1024:,.0f} MiB')"
+  python3 -c "print(f'$size: {$rows:,} rows in {$secs} s ({$rows / $secs:,.0f} rows/s); server CPU {$cpu} s ({$rows / $cpu:,.0f} rows per server CPU second, {$cpu / $secs / 2:.0%} of 2 cores); server peak RSS {$hwm / 1024:,.0f} MiB; mysql client peak RSS {$client_kib / 1024:,.0f} MiB')"
 done

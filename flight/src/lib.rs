@@ -6,6 +6,7 @@
 
 mod logins;
 mod pending;
+mod running;
 mod service;
 
 pub use service::{FlightSettings, serve};

@@ -19,8 +19,9 @@ use arrow_flight::sql::{
     DoPutPreparedStatementResult, ProstMessageExt, SqlInfo, TicketStatementQuery,
 };
 use arrow_flight::{
-    Action, FlightDescriptor, FlightEndpoint, FlightInfo, HandshakeRequest, HandshakeResponse,
-    IpcMessage, SchemaAsIpc, Ticket, decode::FlightRecordBatchStream,
+    Action, ActionType, CancelFlightInfoRequest, CancelFlightInfoResult, CancelStatus,
+    FlightDescriptor, FlightEndpoint, FlightInfo, HandshakeRequest, HandshakeResponse, IpcMessage,
+    SchemaAsIpc, Ticket, decode::FlightRecordBatchStream,
 };
 use datafusion::arrow::array::{RecordBatch, StringArray, UInt64Array};
 use datafusion::arrow::datatypes::{DataType, Field, FieldRef, Schema, SchemaRef};
@@ -39,6 +40,10 @@ use tonic::{Request, Response, Status, Streaming};
 
 use crate::logins::Logins;
 use crate::pending::Pending;
+use crate::running::Running;
+
+/// The Flight RPC action that cancels a FlightInfo's query (Arrow Flight's, not Flight SQL's).
+const CANCEL_FLIGHT_INFO: &str = "CancelFlightInfo";
 
 /// Where the service listens (it lets in the engine's accounts).
 pub struct FlightSettings {
@@ -59,6 +64,7 @@ pub fn serve(
     let service = SieveFlight {
         logins: Logins::new(engine),
         results: Pending::default(),
+        running: Running::default(),
         prepared: Pending::default(),
         info: sql_info(),
     };
@@ -103,6 +109,8 @@ struct Bound {
 struct SieveFlight {
     logins: Logins,
     results: Pending<QueryStream>,
+    /// Results being streamed, which CancelFlightInfo can stop.
+    running: Running,
     prepared: Pending<Bound>,
     info: SqlInfoData,
 }
@@ -265,6 +273,29 @@ async fn affected(mut output: QueryStream) -> Result<i64, Status> {
 }
 
 impl SieveFlight {
+    /// CancelFlightInfo: a result not fetched yet is dropped, one being streamed is stopped
+    /// (either way its statement is cancelled); a query this token is not running is not found.
+    fn cancel(&self, token: &str, info: &FlightInfo) -> Result<CancelStatus, Status> {
+        let mut cancelled = false;
+        for ticket in info.endpoint.iter().filter_map(|e| e.ticket.as_ref()) {
+            let Some(handle) = Any::decode(ticket.ticket.clone())
+                .ok()
+                .and_then(|any| any.unpack::<TicketStatementQuery>().ok().flatten())
+                .and_then(|t| handle_of(&t.statement_handle).ok())
+            else {
+                continue;
+            };
+            cancelled |=
+                self.results.take(token, handle).is_some() || self.running.cancel(token, handle);
+        }
+        match cancelled {
+            true => Ok(CancelStatus::Cancelled),
+            false => Err(Status::not_found(
+                "no such query running: it ended, or was never this login's",
+            )),
+        }
+    }
+
     /// Keeps `output` for the DoGet that fetches it; the FlightInfo that names it.
     fn pending(
         &self,
@@ -423,7 +454,8 @@ impl FlightSqlService for SieveFlight {
             .results
             .take(&token, handle)
             .ok_or_else(|| Status::not_found("no such result: fetched already, or dropped"))?;
-        Ok(Response::new(flight_data(output)))
+        let data = self.running.track(&token, handle, flight_data(output));
+        Ok(Response::new(data))
     }
 
     async fn do_put_statement_update(
@@ -536,6 +568,34 @@ impl FlightSqlService for SieveFlight {
             .await
             .map_err(status)?;
         self.pending(&token, output, request.into_inner())
+    }
+
+    async fn list_custom_actions(&self) -> Option<Vec<Result<ActionType, Status>>> {
+        Some(vec![Ok(ActionType {
+            r#type: CANCEL_FLIGHT_INFO.into(),
+            description: "Cancel a query: CancelFlightInfoRequest in, CancelFlightInfoResult out"
+                .into(),
+        })])
+    }
+
+    async fn do_action_fallback(
+        &self,
+        request: Request<Action>,
+    ) -> Result<Response<<Self as FlightService>::DoActionStream>, Status> {
+        if request.get_ref().r#type != CANCEL_FLIGHT_INFO {
+            return Err(Status::invalid_argument(format!(
+                "unknown action {:?}",
+                request.get_ref().r#type
+            )));
+        }
+        let (token, _) = self.logins.session(request.metadata())?;
+        let info = CancelFlightInfoRequest::decode(request.get_ref().body.clone())
+            .ok()
+            .and_then(|r| r.info)
+            .ok_or_else(|| Status::invalid_argument("not a CancelFlightInfoRequest"))?;
+        let result = CancelFlightInfoResult::new(self.cancel(&token, &info)?);
+        let body = arrow_flight::Result::new(result.encode_to_vec());
+        Ok(Response::new(futures::stream::iter([Ok(body)]).boxed()))
     }
 
     async fn do_action_close_prepared_statement(
