@@ -36,7 +36,7 @@ impl TableFunctionImpl for NumbersFunction {
             DataType::UInt64,
             false,
         )]));
-        let partitions = std::thread::available_parallelism().map_or(2, |n| n.get()) as u64;
+        let partitions = sieve_storage::parallelism() as u64;
         let streams: Vec<Arc<dyn PartitionStream>> = (0..partitions)
             .map(|p| {
                 Arc::new(NumbersPartition {

@@ -40,4 +40,4 @@ pub use roaring::RoaringBitmap;
 pub use users::{StoredGrant, StoredUser, UserList, Users};
 pub use write::deleter::DeleteCommitted;
 pub use write::locator_builder::LOCATOR_GROUP_ROWS;
-pub use write::writer::{Committed, TableWriter, Written};
+pub use write::writer::{Committed, TableWriter, Written, parallelism};

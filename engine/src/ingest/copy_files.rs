@@ -17,7 +17,8 @@ use futures::stream::{self, BoxStream};
 use futures::{StreamExt, TryStreamExt};
 use object_store::path::Path;
 use object_store::{ObjectMeta, ObjectStore, ObjectStoreExt};
-use sieve_storage::CopiedFile;
+use sieve_storage::{CopiedFile, parallelism};
+use tokio::task::JoinSet;
 
 use crate::ingest::copy_into::FileFormat;
 use crate::ingest::fitted_batch::fit_batch;
@@ -98,7 +99,8 @@ pub async fn list(
 
 /// Every file's rows as batches of `schema`, in order. With `go_on`, rows that do not fit are
 /// skipped and a file that fails ends there (the rows before its failure stay); without, the
-/// first failure is the stream's, naming its file.
+/// first failure is the stream's, naming its file. As many files as there are cores are read at
+/// once ([`read_ahead`]), their batches handed on in file order.
 pub fn rows(
     files: Vec<SourceFile>,
     store: Arc<dyn ObjectStore>,
@@ -125,7 +127,7 @@ pub fn rows(
             };
             let url = file.url.clone();
             let opened = open(file, store.clone(), format.clone(), schema.clone(), go_on);
-            stream::once(opened)
+            let batches = stream::once(opened)
                 .try_flatten()
                 .map(move |batch| match batch {
                     Ok((batch, skipped)) => {
@@ -143,9 +145,42 @@ pub fn rows(
                 })
                 .take_while(|b| futures::future::ready(b.is_some()))
                 .filter_map(futures::future::ready)
+                .boxed();
+            async move { read_ahead(batches) }
         })
+        .buffered(parallelism())
         .flatten()
         .boxed()
+}
+
+/// `batches` read in a task of its own, at most [`AHEAD`] batches ahead of whoever reads the
+/// returned stream: decoding (Parquet pages, CSV fields, JSON) runs on its own core while memory
+/// holds a few batches per file. Dropping the stream stops the task; a task that panics ends
+/// the stream with an error, never early and clean.
+fn read_ahead(
+    mut batches: BoxStream<'static, Result<RecordBatch>>,
+) -> BoxStream<'static, Result<RecordBatch>> {
+    const AHEAD: usize = 2;
+    let (sender, receiver) = tokio::sync::mpsc::channel(AHEAD);
+    // A JoinSet, so that the task is aborted when the stream is dropped.
+    let mut task = JoinSet::new();
+    task.spawn(async move {
+        while let Some(batch) = batches.next().await {
+            if sender.send(batch).await.is_err() {
+                break; // the reader is gone
+            }
+        }
+    });
+    stream::unfold((receiver, task), |(mut receiver, mut task)| async move {
+        if let Some(batch) = receiver.recv().await {
+            return Some((batch, (receiver, task)));
+        }
+        match task.join_next().await? {
+            Ok(()) => None,
+            Err(e) => Some((exec_err!("reading a file failed: {e}"), (receiver, task))),
+        }
+    })
+    .boxed()
 }
 
 type Batches = BoxStream<'static, Result<(RecordBatch, u64)>>;

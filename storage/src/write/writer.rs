@@ -47,7 +47,9 @@ pub struct Committed {
     pub locator_build: std::time::Duration,
 }
 
-pub(crate) fn parallelism() -> usize {
+/// The cores there are (2 if unknown): how many blocks a write encodes at once, and how many
+/// files a COPY reads at once.
+pub fn parallelism() -> usize {
     std::thread::available_parallelism().map_or(2, |n| n.get())
 }
 
