@@ -238,6 +238,16 @@ fn three_workers_answer_as_one_process_and_survive_losing_one() {
         answer(&reader, &blocks),
         answer(&local, "select count(*), sum(c1) from t")
     );
+    // Beside a scan of the table, which workers would otherwise run in part.
+    let both = format!(
+        "select count(*) from (select c1 from read_parquet('{storage}/tables/', '.*/blocks/.*[.]parquet') \
+         union all select c1 from t where c1 >= 0) u"
+    );
+    let rows: u64 = answer(&local, "select count(*) from t")
+        .trim()
+        .parse()
+        .unwrap();
+    assert_eq!(answer(&reader, &both).trim(), (2 * rows).to_string());
 
     // A coordinator without the workers' secret is refused, saying why, and is not taken for
     // a worker failure to route around.

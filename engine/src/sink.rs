@@ -72,6 +72,7 @@ pub async fn write_stream(
     }
     .await;
     if let Err(e) = written {
+        drop(data); // what feeds the write stops before the wait
         writer.abandon().await;
         return Err(e);
     }

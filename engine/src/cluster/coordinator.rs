@@ -38,7 +38,6 @@ use crate::cluster::placement::Placement;
 use crate::cluster::scan_codec::ScanCodec;
 use crate::cluster::secret::{ClusterSecret, REFUSED};
 use crate::cluster::worker_tls::{WorkerTls, is_loopback};
-use crate::ingest::read_parquet::reads_external_files;
 use crate::scan::exec::{ScanRequest, Shares, SieveScanExec};
 
 /// How often each worker's port is tried.
@@ -276,11 +275,7 @@ fn sharing(plan: &Arc<dyn ExecutionPlan>) -> Option<(&SieveScanExec, &Shares)> {
 /// One task per worker the scan asks, and never fewer than two (see the module's doc).
 /// A scan no worker can answer (node filters ruled every one out) is left alone: one task, run
 /// by the coordinator, reading nothing.
-/// A scan of files at a configured location (read_parquet) is one task, on the coordinator.
 fn desired_tasks(ev: DesiredTaskCountEvent) -> Option<Result<DesiredTaskCountEventResponse>> {
-    if reads_external_files(ev.plan) {
-        return Some(Ok(DesiredTaskCountEventResponse::desired(1)));
-    }
     let (_, shares) = sharing(ev.plan)?;
     if shares.workers.is_empty() {
         return None;

@@ -26,6 +26,10 @@ use crate::ingest::object_file::ObjectFile;
 use crate::ingest::text_file::TextFile;
 use crate::ingest::text_rows::{BATCH_ROWS, TextRows};
 
+/// Files a COPY reads at once, at most: a Parquet reader holds a row group's column chunks, which
+/// may be large in files Sieve did not write.
+const FILES_AT_ONCE: usize = 4;
+
 /// One file to read.
 #[derive(Debug, Clone)]
 pub struct SourceFile {
@@ -99,8 +103,8 @@ pub async fn list(
 
 /// Every file's rows as batches of `schema`, in order. With `go_on`, rows that do not fit are
 /// skipped and a file that fails ends there (the rows before its failure stay); without, the
-/// first failure is the stream's, naming its file. As many files as there are cores are read at
-/// once ([`read_ahead`]), their batches handed on in file order.
+/// first failure is the stream's, naming its file. As many files as there are cores, and at most
+/// [`FILES_AT_ONCE`], are read at once ([`read_ahead`]), their batches handed on in file order.
 pub fn rows(
     files: Vec<SourceFile>,
     store: Arc<dyn ObjectStore>,
@@ -126,6 +130,7 @@ pub fn rows(
                 }
             };
             let url = file.url.clone();
+            let url_of_file = url.clone();
             let opened = open(file, store.clone(), format.clone(), schema.clone(), go_on);
             let batches = stream::once(opened)
                 .try_flatten()
@@ -146,9 +151,9 @@ pub fn rows(
                 .take_while(|b| futures::future::ready(b.is_some()))
                 .filter_map(futures::future::ready)
                 .boxed();
-            async move { read_ahead(batches) }
+            async move { read_ahead(batches, url_of_file) }
         })
-        .buffered(parallelism())
+        .buffered(parallelism().min(FILES_AT_ONCE))
         .flatten()
         .boxed()
 }
@@ -159,6 +164,7 @@ pub fn rows(
 /// the stream with an error, never early and clean.
 fn read_ahead(
     mut batches: BoxStream<'static, Result<RecordBatch>>,
+    url: String,
 ) -> BoxStream<'static, Result<RecordBatch>> {
     const AHEAD: usize = 2;
     let (sender, receiver) = tokio::sync::mpsc::channel(AHEAD);
@@ -171,15 +177,21 @@ fn read_ahead(
             }
         }
     });
-    stream::unfold((receiver, task), |(mut receiver, mut task)| async move {
-        if let Some(batch) = receiver.recv().await {
-            return Some((batch, (receiver, task)));
-        }
-        match task.join_next().await? {
-            Ok(()) => None,
-            Err(e) => Some((exec_err!("reading a file failed: {e}"), (receiver, task))),
-        }
-    })
+    stream::unfold(
+        (receiver, task, url),
+        |(mut receiver, mut task, url)| async move {
+            if let Some(batch) = receiver.recv().await {
+                return Some((batch, (receiver, task, url)));
+            }
+            match task.join_next().await? {
+                Ok(()) => None,
+                Err(e) => {
+                    let failed = exec_err!("{url}: reading the file failed: {e}");
+                    Some((failed, (receiver, task, url)))
+                }
+            }
+        },
+    )
     .boxed()
 }
 

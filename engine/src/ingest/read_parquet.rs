@@ -24,9 +24,7 @@ use datafusion::datasource::TableType;
 use datafusion::datasource::file_format::FileFormat;
 use datafusion::datasource::file_format::parquet::ParquetFormat;
 use datafusion::datasource::listing::PartitionedFile;
-use datafusion::datasource::physical_plan::{
-    FileGroup, FileScanConfig, FileScanConfigBuilder, ParquetSource,
-};
+use datafusion::datasource::physical_plan::{FileGroup, FileScanConfigBuilder, ParquetSource};
 use datafusion::datasource::source::DataSourceExec;
 use datafusion::error::Result;
 use datafusion::execution::object_store::ObjectStoreUrl;
@@ -34,7 +32,7 @@ use datafusion::logical_expr::Expr;
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::sql::parser::Statement as DFStatement;
 use datafusion::sql::sqlparser::ast::{
-    Expr as SqlExpr, FunctionArg, FunctionArgExpr, TableFactor, Value, Visit, Visitor,
+    Expr as SqlExpr, FunctionArg, FunctionArgExpr, ObjectName, TableFactor, Value, Visit, Visitor,
 };
 use object_store::ObjectMeta;
 use sieve_storage::{ExternalPath, ExternalStores};
@@ -54,14 +52,6 @@ pub fn store_url(location: usize, bucket: &str) -> Result<ObjectStoreUrl> {
     ObjectStoreUrl::parse(format!("sieve-external-{location}://{bucket}"))
 }
 
-/// Whether `plan` scans a configured location's files. Such a scan stays on the coordinator,
-/// which holds the location's credentials (workers are given Sieve's storage only).
-pub fn reads_external_files(plan: &Arc<dyn ExecutionPlan>) -> bool {
-    plan.downcast_ref::<DataSourceExec>()
-        .and_then(|d| d.data_source().downcast_ref::<FileScanConfig>())
-        .is_some_and(|c| c.object_store_url.as_str().starts_with("sieve-external-"))
-}
-
 /// The session's resolved calls, which its `read_parquet` function hands over.
 #[derive(Debug, Default)]
 pub struct ReadParquet {
@@ -69,19 +59,22 @@ pub struct ReadParquet {
 }
 
 impl ReadParquet {
-    /// Lists the files and infers the columns of every `read_parquet` call in `statement`,
-    /// replacing what an earlier statement resolved; `allowed` is asked first, once, if there
-    /// is any call.
+    /// Lists the files and infers the columns of every `read_parquet` call in `statement`, for
+    /// the function to hand over while it is planned; whether it makes any. `allowed` is asked
+    /// first, once, if it does. What an earlier statement resolved is forgotten first: its file
+    /// list may be stale, and a call this statement makes that was not found here (a form of
+    /// name [`calls`] does not know) must fail rather than get it.
     pub async fn resolve(
         &self,
         statement: &DFStatement,
         external: &ExternalStores,
         session: &dyn Session,
         allowed: impl FnOnce() -> Result<()>,
-    ) -> Result<()> {
+    ) -> Result<bool> {
+        self.forget();
         let calls = calls(statement)?;
         if calls.is_empty() {
-            return Ok(());
+            return Ok(false);
         }
         allowed()?;
         let mut resolved = HashMap::with_capacity(calls.len());
@@ -92,7 +85,12 @@ impl ReadParquet {
             }
         }
         *self.resolved.lock().expect("read_parquet lock") = resolved;
-        Ok(())
+        Ok(true)
+    }
+
+    /// Forgets what was resolved, once its statement is planned.
+    pub fn forget(&self) {
+        self.resolved.lock().expect("read_parquet lock").clear();
     }
 }
 
@@ -126,26 +124,40 @@ impl TableFunctionImpl for ReadParquet {
 const USAGE: &str = "read_parquet takes the files' location and, optionally, a pattern, as \
                      strings: read_parquet('s3://bucket/prefix/' [, 'regex'])";
 
-/// The arguments of every `read_parquet` call in `statement`.
+/// The arguments of every call in `statement` that may be `read_parquet`'s: a table function
+/// named so in any part of its name, in any case, plain or LATERAL. Taking more than DataFusion
+/// will plan as the function costs a listing; taking less would leave a call unresolved, which
+/// then fails.
 fn calls(statement: &DFStatement) -> Result<Vec<Call>> {
     struct Calls(Vec<Result<Call>>);
+    impl Calls {
+        fn add(&mut self, name: &ObjectName, args: &[FunctionArg]) {
+            let named = name.0.iter().any(|part| {
+                part.as_ident()
+                    .is_some_and(|i| i.value.eq_ignore_ascii_case(NAME))
+            });
+            if !named {
+                return;
+            }
+            let texts: Option<Vec<String>> = args.iter().map(text).collect();
+            self.0.push(match texts.as_deref() {
+                Some([url]) => Ok((url.clone(), None)),
+                Some([url, pattern]) => Ok((url.clone(), Some(pattern.clone()))),
+                _ => plan_err!("{USAGE}"),
+            });
+        }
+    }
     impl Visitor for Calls {
         type Break = ();
         fn pre_visit_table_factor(&mut self, factor: &TableFactor) -> ControlFlow<()> {
-            if let TableFactor::Table {
-                name,
-                args: Some(args),
-                ..
-            } = factor
-                && name.0.len() == 1
-                && name.to_string().eq_ignore_ascii_case(NAME)
-            {
-                let texts: Option<Vec<String>> = args.args.iter().map(text).collect();
-                self.0.push(match texts.as_deref() {
-                    Some([url]) => Ok((url.clone(), None)),
-                    Some([url, pattern]) => Ok((url.clone(), Some(pattern.clone()))),
-                    _ => plan_err!("{USAGE}"),
-                });
+            match factor {
+                TableFactor::Table {
+                    name,
+                    args: Some(args),
+                    ..
+                } => self.add(name, &args.args),
+                TableFactor::Function { name, args, .. } => self.add(name, args),
+                _ => {}
             }
             ControlFlow::Continue(())
         }
@@ -261,33 +273,7 @@ impl TableProvider for ParquetFiles {
 
 #[cfg(test)]
 mod tests {
-    use datafusion::arrow::datatypes::{DataType, Field, Schema};
-    use datafusion::prelude::SessionContext;
-
     use super::*;
-
-    fn files(store_url: ObjectStoreUrl) -> ParquetFiles {
-        ParquetFiles {
-            schema: Arc::new(Schema::new(vec![Field::new("a", DataType::Int64, true)])),
-            store_url,
-            files: (0..4)
-                .map(|i| PartitionedFile::new(format!("in/{i}.parquet"), 64 << 20))
-                .collect(),
-        }
-    }
-
-    /// datafusion-distributed spreads a large file scan over workers unless Sieve's handler
-    /// keeps it: the handler knows a location's scan by its store URL.
-    #[tokio::test]
-    async fn a_scan_of_a_locations_files_is_known_as_one() {
-        let state = SessionContext::new().state();
-        let external = files(store_url(3, "landing").unwrap());
-        let plan = external.scan(&state, None, &[], None).await.unwrap();
-        assert!(reads_external_files(&plan));
-        let other = files(ObjectStoreUrl::parse("s3://landing").unwrap());
-        let plan = other.scan(&state, None, &[], None).await.unwrap();
-        assert!(!reads_external_files(&plan));
-    }
 
     #[test]
     fn calls_are_found_wherever_a_statement_names_them() {

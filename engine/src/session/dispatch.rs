@@ -152,7 +152,7 @@ impl Session {
 
     pub(super) async fn execute_statement(&self, statement: DFStatement) -> Result<QueryStream> {
         self.progress.reset();
-        self.resolve_files(&statement).await?;
+        let _files = self.resolve_files(&statement).await?;
         let DFStatement::Statement(sql) = statement else {
             return self.run_in_datafusion(statement).await;
         };

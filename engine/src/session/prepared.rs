@@ -226,12 +226,13 @@ impl Session {
                 text: redacted(sql).into_owned(),
             });
         }
-        self.resolve_files(&statement).await?;
+        let files = self.resolve_files(&statement).await?;
         let plan = self
             .ctx
             .state()
             .statement_to_plan(statement.clone())
             .await?;
+        drop(files);
         let types = plan.get_parameter_types()?;
         let param_types = (1..=params)
             .map(|n| match types.get(&format!("${n}")).cloned().flatten() {
@@ -286,7 +287,7 @@ impl Session {
                 return self.execute_statement(statement).await;
             }
             self.progress.reset();
-            self.resolve_files(&statement).await?;
+            let _files = self.resolve_files(&statement).await?;
             let mut state = self.ctx.state();
             state.config_mut().options_mut().catalog.default_schema = prepared.database.clone();
             let plan = state.statement_to_plan(statement).await?;
