@@ -12,11 +12,12 @@ use arrow_flight::flight_service_server::{FlightService, FlightServiceServer};
 use arrow_flight::sql::metadata::{SqlInfoData, SqlInfoDataBuilder};
 use arrow_flight::sql::server::{FlightSqlService, PeekableFlightDataStream};
 use arrow_flight::sql::{
-    ActionClosePreparedStatementRequest, ActionCreatePreparedStatementRequest,
-    ActionCreatePreparedStatementResult, Any, CommandGetCatalogs, CommandGetDbSchemas,
-    CommandGetSqlInfo, CommandGetTables, CommandPreparedStatementQuery,
-    CommandPreparedStatementUpdate, CommandStatementQuery, CommandStatementUpdate,
-    DoPutPreparedStatementResult, ProstMessageExt, SqlInfo, TicketStatementQuery,
+    ActionCancelQueryRequest, ActionCancelQueryResult, ActionClosePreparedStatementRequest,
+    ActionCreatePreparedStatementRequest, ActionCreatePreparedStatementResult, Any,
+    CommandGetCatalogs, CommandGetDbSchemas, CommandGetSqlInfo, CommandGetTables,
+    CommandPreparedStatementQuery, CommandPreparedStatementUpdate, CommandStatementQuery,
+    CommandStatementUpdate, DoPutPreparedStatementResult, ProstMessageExt, SqlInfo,
+    TicketStatementQuery,
 };
 use arrow_flight::{
     Action, ActionType, CancelFlightInfoRequest, CancelFlightInfoResult, CancelStatus,
@@ -450,12 +451,13 @@ impl FlightSqlService for SieveFlight {
     ) -> Result<Response<DoGetStream>, Status> {
         let (token, _) = self.logins.session(request.metadata())?;
         let handle = handle_of(&ticket.statement_handle)?;
+        // Registered first: a cancel finds the result waiting, or its stream.
+        let started = self.running.start(&token, handle);
         let output = self
             .results
             .take(&token, handle)
             .ok_or_else(|| Status::not_found("no such result: fetched already, or dropped"))?;
-        let data = self.running.track(&token, handle, flight_data(output));
-        Ok(Response::new(data))
+        Ok(Response::new(started.stream(flight_data(output))))
     }
 
     async fn do_put_statement_update(
@@ -568,6 +570,23 @@ impl FlightSqlService for SieveFlight {
             .await
             .map_err(status)?;
         self.pending(&token, output, request.into_inner())
+    }
+
+    /// Flight SQL's own cancel action, which CancelFlightInfo replaced; older clients send it.
+    async fn do_action_cancel_query(
+        &self,
+        query: ActionCancelQueryRequest,
+        request: Request<Action>,
+    ) -> Result<ActionCancelQueryResult, Status> {
+        let (token, _) = self.logins.session(request.metadata())?;
+        let info = FlightInfo::decode(query.info)
+            .map_err(|_| Status::invalid_argument("not a serialized FlightInfo"))?;
+        self.cancel(&token, &info)?;
+        // Its CancelResult is not exported by arrow-flight; CancelFlightInfo's CancelStatus, which
+        // replaced it, numbers the same outcomes the same way (CANCELLED = 1).
+        Ok(ActionCancelQueryResult {
+            result: CancelStatus::Cancelled as i32,
+        })
     }
 
     async fn list_custom_actions(&self) -> Option<Vec<Result<ActionType, Status>>> {

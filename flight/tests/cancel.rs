@@ -5,6 +5,7 @@
 use std::net::SocketAddr;
 
 use arrow_flight::sql::client::FlightSqlServiceClient;
+use arrow_flight::sql::{ActionCancelQueryRequest, ActionCancelQueryResult, Any, ProstMessageExt};
 use arrow_flight::{
     Action, CancelFlightInfoRequest, CancelFlightInfoResult, CancelStatus, FlightInfo,
 };
@@ -79,10 +80,12 @@ async fn a_query_is_cancelled_before_and_while_it_streams() {
     );
     assert_eq!(cancel(&mut client, &info).await, Err(Code::NotFound));
 
-    // Streaming: it stops, and says so.
+    // Streaming: it stops, and says so. A second fetch of the same ticket finds nothing, and
+    // takes nothing of the first's.
     let info = client.execute(BIG.into(), None).await.unwrap();
     let mut stream = client.do_get(ticket(&info)).await.unwrap();
     let first = stream.next().await.expect("a first batch").unwrap();
+    assert!(client.do_get(ticket(&info)).await.is_err());
     let mut rows = first.num_rows();
     assert_eq!(
         cancel(&mut client, &info).await,
@@ -98,6 +101,25 @@ async fn a_query_is_cancelled_before_and_while_it_streams() {
     assert!(ended.contains("the query was cancelled"), "{ended}");
     assert!(rows < 100_000_000);
     assert_eq!(cancel(&mut client, &info).await, Err(Code::NotFound));
+
+    // Flight SQL's older CancelQuery action does the same.
+    let info = client.execute(BIG.into(), None).await.unwrap();
+    let request = ActionCancelQueryRequest {
+        info: info.encode_to_vec().into(),
+    };
+    let action = Action::new("CancelQuery", request.as_any().encode_to_vec());
+    let body = client
+        .do_action(action)
+        .await
+        .unwrap()
+        .next()
+        .await
+        .unwrap()
+        .unwrap();
+    let result: ActionCancelQueryResult =
+        Any::decode(body.body).unwrap().unpack().unwrap().unwrap();
+    assert_eq!(result.result, CancelStatus::Cancelled as i32);
+    assert!(client.do_get(ticket(&info)).await.is_err());
 
     // Another login cannot cancel it; its own login still fetches it whole.
     let info = client
