@@ -397,6 +397,17 @@ async fn read_parquet_selects_inserts_and_creates_tables_from_allowed_files() {
     )
     .await;
     assert_eq!(rows(&one), ["n4321"]);
+    // An empty marker beside the files, as Spark leaves, is no file to read.
+    let spark = format!("{prefix}/spark");
+    put(&store, &spark, "_SUCCESS", Vec::new()).await;
+    let part = parquet(vec![("id", Arc::new(Int64Array::from(vec![7, 8])))]);
+    put(&store, &spark, "part-00000.parquet", part).await;
+    let counted = run(
+        &session,
+        &format!("select count(*) from read_parquet('{landing}/spark/')"),
+    )
+    .await;
+    assert_eq!(rows(&counted), ["2"]);
 
     let created = run(
         &session,

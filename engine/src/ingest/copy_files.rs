@@ -51,7 +51,8 @@ pub struct FileReport {
 }
 
 /// The files at `path` of `store` (`url`, in `bucket`): the object itself if there is one, else
-/// every object under it as a prefix whose path after it `pattern` matches, in path order.
+/// every non-empty object under it as a prefix whose path after it `pattern` matches, in path
+/// order.
 pub async fn list(
     store: &Arc<dyn ObjectStore>,
     bucket: &str,
@@ -92,7 +93,9 @@ pub async fn list(
                         .join("/")
                 })
                 .unwrap_or_default();
-            let kept = pattern.is_none_or(|p| p.is_match(&relative));
+            // An empty object under a prefix holds no rows: the `_SUCCESS` markers Spark and
+            // Hadoop leave beside their files are not files to read.
+            let kept = meta.size > 0 && pattern.is_none_or(|p| p.is_match(&relative));
             Ok(kept.then(|| named(meta)))
         })
         .try_collect()
