@@ -35,8 +35,8 @@ const FILES_AT_ONCE: usize = 4;
 pub struct SourceFile {
     /// As users name it: `s3://bucket/path`.
     pub url: String,
-    pub path: Path,
-    pub size: u64,
+    /// Where it is in its store, its size, ETag and modification time, as listed.
+    pub meta: ObjectMeta,
     /// What the record of copied files knows it by.
     pub identity: CopiedFile,
 }
@@ -66,12 +66,11 @@ pub async fn list(
             identity: CopiedFile {
                 url: url.clone(),
                 bytes: meta.size,
-                etag: meta.e_tag,
+                etag: meta.e_tag.clone(),
                 modified_ms: meta.last_modified.timestamp_millis(),
             },
             url,
-            path: meta.location,
-            size: meta.size,
+            meta,
         }
     };
     if !url.ends_with('/')
@@ -100,7 +99,7 @@ pub async fn list(
         })
         .try_collect()
         .await?;
-    files.sort_by(|a, b| a.path.cmp(&b.path));
+    files.sort_by(|a, b| a.meta.location.cmp(&b.meta.location));
     Ok(files)
 }
 
@@ -233,7 +232,7 @@ async fn bytes_of(
     store: Arc<dyn ObjectStore>,
 ) -> Result<BoxStream<'static, io::Result<Bytes>>> {
     let object = store
-        .get(&file.path)
+        .get(&file.meta.location)
         .await
         .map_err(|e| DataFusionError::External(Box::new(e)))?;
     Ok(object.into_stream().map_err(io::Error::other).boxed())
@@ -248,8 +247,8 @@ async fn parquet(
 ) -> Result<Batches> {
     let reader = ObjectFile {
         store,
-        path: file.path,
-        size: file.size,
+        path: file.meta.location,
+        size: file.meta.size,
     };
     let builder = ParquetRecordBatchStreamBuilder::new(reader).await?;
     let mut sources = vec![None; schema.fields().len()];

@@ -213,17 +213,7 @@ impl ParquetFiles {
         if files.is_empty() {
             return plan_err!("no files at {url}");
         }
-        let metas: Vec<ObjectMeta> = files
-            .into_iter()
-            .map(|f| ObjectMeta {
-                location: f.path,
-                last_modified: chrono::DateTime::from_timestamp_millis(f.identity.modified_ms)
-                    .unwrap_or_default(),
-                size: f.size,
-                e_tag: f.identity.etag,
-                version: None,
-            })
-            .collect();
+        let metas: Vec<ObjectMeta> = files.into_iter().map(|f| f.meta).collect();
         // Strings as Sieve's tables keep them (Utf8), not as views.
         let format = ParquetFormat::default().with_force_view_types(false);
         let schema = format

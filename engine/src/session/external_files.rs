@@ -39,10 +39,13 @@ impl Session {
         // reads files is planned in one task per stage, which datafusion-distributed runs in
         // this process (a stage and its consumer of one task each lose the boundary between
         // them). Every part of it then runs here, Sieve's scans too.
-        let max_tasks = (any && self.cluster.is_some()).then(|| self.set_max_tasks_per_stage(1));
+        let max_tasks = match any && self.cluster.is_some() {
+            true => self.set_max_tasks_per_stage(1),
+            false => None,
+        };
         Ok(ResolvedFiles {
             session: self,
-            max_tasks: max_tasks.flatten(),
+            max_tasks,
         })
     }
 
