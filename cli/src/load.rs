@@ -6,9 +6,7 @@ use crate::location::Location;
 use clap::Args;
 use indicatif::{HumanBytes, HumanCount};
 use sieve_engine::rate;
-use sieve_workload::{
-    DEFAULT_COMMIT_BLOCKS, LoadRequest, cores, load_with_progress, parse_count, text_rows,
-};
+use sieve_workload::{LoadRequest, cores, load_with_progress, parse_count, text_rows};
 
 #[derive(Args)]
 pub struct LoadArgs {
@@ -28,12 +26,17 @@ pub struct LoadArgs {
     /// Rows per block of a new table (default 1000000)
     #[arg(long, value_parser = parse_count)]
     block_rows: Option<u64>,
+    /// Rows per locator group a new table's writes build (default 128M; merges join smaller
+    /// ones in the background as the load commits)
+    #[arg(long, value_parser = parse_count)]
+    locator_group_rows: Option<u64>,
     /// Also write Parquet's own bloom filters for the indexed columns
     #[arg(long)]
     parquet_bloom_filters: bool,
-    /// Commit every this many blocks; an interrupted load loses at most one batch of work
-    #[arg(long, default_value_t = DEFAULT_COMMIT_BLOCKS)]
-    commit_blocks: usize,
+    /// Commit every this many blocks (default: every two locator groups, 256 blocks of 1M rows);
+    /// an interrupted load loses at most one batch of work
+    #[arg(long)]
+    commit_blocks: Option<usize>,
     /// Afterwards, check count(*) and count(distinct c1) against --rows (memory grows with rows)
     #[arg(long)]
     verify: bool,
@@ -50,6 +53,9 @@ impl LoadArgs {
         }
         if let Some(rows) = self.block_rows {
             options.push(("block_rows".to_string(), rows.to_string()));
+        }
+        if let Some(rows) = self.locator_group_rows {
+            options.push(("locator_group_rows".to_string(), rows.to_string()));
         }
         if self.parquet_bloom_filters {
             options.push(("parquet_bloom_filters".to_string(), "true".to_string()));

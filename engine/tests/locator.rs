@@ -327,6 +327,57 @@ async fn an_ascending_column_needs_no_locator() {
     );
 }
 
+/// A write leaves a column out of its group while the column's blocks ascend apart, and cuts the
+/// group where they stop: the blocks before keep their group without it, and every group after
+/// in the write locates it. Lookups of both agree with pruning off, and each probes only the
+/// groups that locate its column.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_cuts_its_group_where_a_column_stops_ascending() {
+    let s = sessions("memory://").await;
+    run(
+        &s.located,
+        "create table t (k bigint, s varchar) \
+         with (block_rows = 1000, locator_group_rows = 4000, index_columns = 'k,s')",
+    )
+    .await;
+    // k: the row number for 3 blocks, then a permutation of 3000..9000 (no block ascends); s
+    // ascends in no block.
+    run(
+        &s.located,
+        "insert into t select case when number < 3000 then number \
+           else 3000 + (number * 7919) % 6000 end, \
+           concat('v', cast((number * 7919) % 9001 as varchar)) \
+         from numbers(9000) order by number",
+    )
+    .await;
+    let stats = run(
+        &s.located,
+        "select column_name, groups, blocks from sieve_index_stats('t') \
+         where kind = 'locator' order by column_name",
+    )
+    .await;
+    // Blocks 0-2 (k left out), 3-6 and 7-8 (both located).
+    assert_eq!(rows(&stats), ["k|2|6", "s|3|9"]);
+    for k in (0..9000).step_by(37).chain([2999, 3000, 8999, 9000, -1]) {
+        for sql in [
+            format!("select s from t where k = {k}"),
+            format!("select k from t where s = 'v{}'", k * 7919 % 9001),
+        ] {
+            let located = run(&s.located, &sql).await;
+            assert_eq!(
+                sorted(&located),
+                sorted(&run(&s.unpruned, &sql).await),
+                "{sql}"
+            );
+            if sql.contains("k =") && (0..3000).contains(&k) {
+                // Min/max finds the block; no group locates k there.
+                assert_eq!(located.stats.locator_groups_probed, 0, "{sql}");
+                assert_eq!(located.stats.blocks_read, 1, "{sql}");
+            }
+        }
+    }
+}
+
 /// OPTIMIZE merges sixteen adjacent groups of one tier into one (`locator_group_rows` makes
 /// them small here): every query agrees with pruning off before and after, a lookup probes
 /// fewer groups, and the merged group's keys (repeated across blocks and commits, NULLs) are

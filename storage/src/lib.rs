@@ -39,5 +39,5 @@ pub use read::table::{SidecarFetch, Table};
 pub use roaring::RoaringBitmap;
 pub use users::{StoredGrant, StoredUser, UserList, Users};
 pub use write::deleter::DeleteCommitted;
-pub use write::locator_builder::LOCATOR_GROUP_ROWS;
+pub use write::locator_builder::{LOCATOR_GROUP_ROWS, blocks_per_group};
 pub use write::writer::{Committed, TableWriter, Written, parallelism};

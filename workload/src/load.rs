@@ -17,13 +17,15 @@ use datafusion::common::{exec_datafusion_err, exec_err, plan_err};
 use datafusion::error::Result;
 use futures::StreamExt;
 use sieve_engine::{Engine, to_df};
-use sieve_storage::{BlockList, TableDef, TableWriter};
+use sieve_storage::{BlockList, TableDef, TableWriter, blocks_per_group};
 
 use crate::synthetic;
 
-/// Blocks per commit unless asked otherwise: 256 one-million-row blocks is about a minute of a
-/// 2-core machine's work, so an interruption costs little and a huge load makes few snapshots.
-pub const DEFAULT_COMMIT_BLOCKS: usize = 256;
+/// Locator groups per commit unless asked otherwise: a commit ends a write's last group early,
+/// so commits of whole groups leave no small group for merges to build again. Two groups of
+/// 128 one-million-row blocks are about a minute of a 2-core machine's work, so an interruption
+/// costs little and a huge load makes few snapshots.
+pub const GROUPS_PER_COMMIT: usize = 2;
 
 #[derive(Debug, Clone)]
 pub struct LoadRequest {
@@ -33,7 +35,8 @@ pub struct LoadRequest {
     /// Table options as in `CREATE TABLE … WITH (…)`, for a new table; an existing table keeps its
     /// own, and asking for an option it does not have is an error.
     pub options: Vec<(String, String)>,
-    pub commit_blocks: usize,
+    /// Blocks per commit; None for [`GROUPS_PER_COMMIT`] of the table's locator groups.
+    pub commit_blocks: Option<usize>,
 }
 
 /// Where a running load is, for progress bars.
@@ -132,7 +135,7 @@ pub async fn load_synthetic(
     progress: &LoadProgress,
 ) -> Result<LoadSummary> {
     let started = Instant::now();
-    if request.commit_blocks == 0 {
+    if request.commit_blocks == Some(0) {
         return plan_err!("commit_blocks must be at least 1");
     }
     let table = engine
@@ -140,6 +143,9 @@ pub async fn load_synthetic(
         .await?;
     let def = table.def().clone();
     let block_rows = def.options.block_rows as u64;
+    let commit_blocks = request.commit_blocks.unwrap_or_else(|| {
+        GROUPS_PER_COMMIT * blocks_per_group(def.options.locator_group_rows, def.options.block_rows)
+    });
     let snapshot = table.snapshot().await.map_err(to_df)?;
     let blocks = table.blocks(&snapshot).await.map_err(to_df)?;
     let done = committed_blocks(&def, &blocks, request.rows, block_rows)?;
@@ -169,7 +175,7 @@ pub async fn load_synthetic(
             .fetch_add(batch.num_rows() as u64, Ordering::Relaxed);
         writer.write(batch).await.map_err(to_df)?;
         in_writer += 1;
-        if in_writer == request.commit_blocks {
+        if in_writer == commit_blocks {
             let committed = std::mem::replace(&mut writer, TableWriter::new(table.clone()))
                 .finish()
                 .await

@@ -23,32 +23,14 @@ pub fn build(
     let mut locators = Vec::with_capacity(columns.len());
     for (column, per_block) in columns {
         let upper: usize = per_block.iter().map(Vec::len).sum();
-        let shard_count = upper.div_ceil(SHARD_KEYS).max(1);
         let mut builder = ColumnBuilder::new(
             column,
             blocks,
             slices_per_block,
             fingerprint_bits,
-            shard_count,
+            shards_for(upper),
         );
-        // Each block's keys are sorted by hash, so a shard is a contiguous run of each.
-        let mut cursors = vec![0usize; per_block.len()];
-        let mut entries = Vec::new();
-        for shard in 0..shard_count {
-            entries.clear();
-            for (block, keys) in per_block.iter().enumerate() {
-                let start = cursors[block];
-                let len =
-                    keys[start..].partition_point(|(h, _)| shard_of(*h, shard_count) == shard);
-                cursors[block] = start + len;
-                entries.extend(
-                    keys[start..start + len]
-                        .iter()
-                        .map(|&(h, slice)| (h, block as u32, slice)),
-                );
-            }
-            builder.add_shard(&mut entries, &mut pages)?;
-        }
+        builder.add_blocks(per_block, &mut pages)?;
         locators.push(builder.finish()?);
     }
     let (pages, page_count) = pages.finish()?;
@@ -98,72 +80,94 @@ fn io_error(e: std::io::Error) -> IndexError {
     IndexError::Corrupt(format!("locator: cannot write pages: {e}"))
 }
 
-/// One column's part of a locator, built shard after shard in hash order.
-pub struct ColumnBuilder {
-    column: String,
+/// Shards for a column of `keys` keys: each at most [`SHARD_KEYS`].
+pub fn shards_for(keys: usize) -> usize {
+    keys.div_ceil(SHARD_KEYS).max(1)
+}
+
+/// What building a column's shards needs to know, apart from their keys: copied to every thread
+/// that builds some of them ([`Self::build_part`]).
+#[derive(Debug, Clone, Copy)]
+pub struct ColumnLayout {
     blocks: u32,
     slices_per_block: u32,
     fingerprint_bits: u8,
     slot_bits: u8,
     shard_count: usize,
-    shards: Vec<Shard>,
-    keys: u64,
-    values: Vec<(u64, u64)>,
 }
 
-impl ColumnBuilder {
-    /// For a group of `blocks` blocks of `slices_per_block` slices whose keys fall in
-    /// `shard_count` shards ([`Self::shard_of`]).
-    pub fn new(
-        column: &str,
-        blocks: u32,
-        slices_per_block: u32,
-        fingerprint_bits: u8,
-        shard_count: usize,
-    ) -> Self {
-        let max_slot = u64::from(blocks) * u64::from(slices_per_block) + u64::from(blocks);
-        Self {
-            column: column.to_string(),
-            blocks,
-            slices_per_block,
-            fingerprint_bits,
-            slot_bits: (64 - max_slot.leading_zeros()).max(1) as u8,
-            shard_count: shard_count.max(1),
-            shards: Vec::new(),
-            keys: 0,
-            values: Vec::new(),
-        }
-    }
-
+impl ColumnLayout {
     /// The shard a key hash belongs to: shards are added in this order.
     pub fn shard_of(&self, hash: u64) -> usize {
         shard_of(hash, self.shard_count)
     }
 
-    /// Builds the next shard from `entries`, (hash, block, slice) of every key of every block
-    /// in it, in any order (they are sorted here), and writes its pages.
-    pub fn add_shard<W: std::io::Write>(
-        &mut self,
-        entries: &mut Vec<(u64, u32, u32)>,
-        pages: &mut PageWriter<W>,
-    ) -> Result<(), IndexError> {
-        if self.shards.len() == self.shard_count {
-            return Err(corrupt("more shards than the column has"));
+    /// Builds the shards of part `part` of `parts` (the keys whose hash's top bits say so:
+    /// `hash · parts >> 64`, a whole number of shards when `parts` divides the shard count)
+    /// from `entries`, every key of it in any order, for [`ColumnBuilder::write_part`].
+    pub fn build_part(
+        &self,
+        mut entries: Vec<(u64, u32, u32)>,
+        part: usize,
+        parts: usize,
+        scratch: &mut Scratch,
+    ) -> Result<BuiltPart, IndexError> {
+        if parts == 0 || !self.shard_count.is_multiple_of(parts) || part >= parts {
+            return Err(corrupt(format!(
+                "part {part} of {parts} does not cut {} shards",
+                self.shard_count
+            )));
         }
+        // Within a part, `hash · parts` (mod 2^64) ascends with the hash: the part's shards are
+        // consecutive runs of the sorted keys.
+        sort_by_hash(&mut entries, |e| e.0.wrapping_mul(parts as u64));
+        let per_part = self.shard_count / parts;
+        let mut rest = &entries[..];
+        let (mut shard_entries, mut values) = (Vec::new(), Vec::new());
+        let mut built = BuiltPart {
+            part,
+            parts,
+            shards: Vec::with_capacity(per_part),
+            keys: 0,
+        };
+        for shard in part * per_part..(part + 1) * per_part {
+            let len = rest.partition_point(|e| self.shard_of(e.0) == shard);
+            shard_entries.clear();
+            shard_entries.extend_from_slice(&rest[..len]);
+            built
+                .shards
+                .push(self.build_shard(&mut shard_entries, &mut values, scratch)?);
+            built.keys += values.len() as u64;
+            rest = &rest[len..];
+        }
+        if !rest.is_empty() {
+            return Err(corrupt(format!("keys outside part {part} of {parts}")));
+        }
+        Ok(built)
+    }
+
+    /// Builds one shard's retrieval from `entries`, (hash, block, slice) of every key of every
+    /// block in it, in any order (they are sorted here); `values` is left holding its rows.
+    fn build_shard(
+        &self,
+        entries: &mut Vec<(u64, u32, u32)>,
+        values: &mut Vec<(u64, u64)>,
+        scratch: &mut Scratch,
+    ) -> Result<Retrieval, IndexError> {
         let (blocks, per_block) = (u64::from(self.blocks), u64::from(self.slices_per_block));
         let max_slot = blocks * per_block + blocks;
         let shard_count = self.shard_count;
         sort_by_hash(entries, |e| in_shard(e.0, shard_count));
-        self.values.clear();
+        values.clear();
         for &(h, block, slice) in entries.iter() {
             if u64::from(block) >= blocks {
                 return Err(corrupt(format!(
                     "block {block} is past the group's {blocks}"
                 )));
             }
-            let slot = match self.values.last() {
+            let slot = match values.last() {
                 Some(&(last, _)) if last == h => {
-                    self.values.pop();
+                    values.pop();
                     max_slot
                 }
                 _ if slice == MANY_SLICES => blocks * per_block + u64::from(block),
@@ -174,17 +178,130 @@ impl ColumnBuilder {
                 }
                 _ => u64::from(block) * per_block + u64::from(slice),
             };
-            self.values.push((
+            values.push((
                 h,
                 fingerprint(h, self.fingerprint_bits) << self.slot_bits | slot,
             ));
         }
-        self.keys += self.values.len() as u64;
-        for entry in &mut self.values {
+        for entry in values.iter_mut() {
             entry.0 = in_shard(entry.0, shard_count);
         }
-        let width = self.slot_bits + self.fingerprint_bits;
-        let retrieval = Retrieval::build(&self.values, width, &mut pages.scratch)?;
+        Retrieval::build(values, self.slot_bits + self.fingerprint_bits, scratch)
+    }
+}
+
+/// A part's shards, built and not yet written: parts build on several threads and are written
+/// in order.
+pub struct BuiltPart {
+    part: usize,
+    parts: usize,
+    shards: Vec<Retrieval>,
+    keys: u64,
+}
+
+/// One column's part of a locator, built shard after shard in hash order.
+pub struct ColumnBuilder {
+    column: String,
+    layout: ColumnLayout,
+    shards: Vec<Shard>,
+    keys: u64,
+}
+
+impl ColumnBuilder {
+    /// For a group of `blocks` blocks of `slices_per_block` slices whose keys fall in
+    /// `shard_count` shards ([`ColumnLayout::shard_of`]).
+    pub fn new(
+        column: &str,
+        blocks: u32,
+        slices_per_block: u32,
+        fingerprint_bits: u8,
+        shard_count: usize,
+    ) -> Self {
+        let max_slot = u64::from(blocks) * u64::from(slices_per_block) + u64::from(blocks);
+        Self {
+            column: column.to_string(),
+            layout: ColumnLayout {
+                blocks,
+                slices_per_block,
+                fingerprint_bits,
+                slot_bits: (64 - max_slot.leading_zeros()).max(1) as u8,
+                shard_count: shard_count.max(1),
+            },
+            shards: Vec::new(),
+            keys: 0,
+        }
+    }
+
+    pub fn layout(&self) -> ColumnLayout {
+        self.layout
+    }
+
+    /// Builds and writes every shard from the group's blocks' keys, each block's sorted by hash
+    /// as [`block_keys`] leaves them: a group whose keys are all in memory.
+    pub fn add_blocks<W: std::io::Write>(
+        &mut self,
+        per_block: &[BlockKeys],
+        pages: &mut PageWriter<W>,
+    ) -> Result<(), IndexError> {
+        if !self.shards.is_empty() {
+            return Err(corrupt("blocks added to a column with shards"));
+        }
+        let shard_count = self.layout.shard_count;
+        // Each block's keys are sorted by hash, so a shard is a contiguous run of each.
+        let mut cursors = vec![0usize; per_block.len()];
+        let (mut entries, mut values) = (Vec::new(), Vec::new());
+        for shard in 0..shard_count {
+            entries.clear();
+            for (block, keys) in per_block.iter().enumerate() {
+                let start = cursors[block];
+                let len =
+                    keys[start..].partition_point(|(h, _)| shard_of(*h, shard_count) == shard);
+                cursors[block] = start + len;
+                entries.extend(
+                    keys[start..start + len]
+                        .iter()
+                        .map(|&(h, slice)| (h, block as u32, slice)),
+                );
+            }
+            let retrieval =
+                self.layout
+                    .build_shard(&mut entries, &mut values, &mut pages.scratch)?;
+            self.keys += values.len() as u64;
+            self.push(&retrieval, pages)?;
+        }
+        Ok(())
+    }
+
+    /// Writes a part [`ColumnLayout::build_part`] built, the one after the last written.
+    pub fn write_part<W: std::io::Write>(
+        &mut self,
+        built: BuiltPart,
+        pages: &mut PageWriter<W>,
+    ) -> Result<(), IndexError> {
+        let BuiltPart {
+            part,
+            parts,
+            shards,
+            keys,
+        } = built;
+        if parts == 0 || self.shards.len() != part * (self.layout.shard_count / parts) {
+            return Err(corrupt(format!("part {part} of {parts} is out of order")));
+        }
+        for retrieval in &shards {
+            self.push(retrieval, pages)?;
+        }
+        self.keys += keys;
+        Ok(())
+    }
+
+    fn push<W: std::io::Write>(
+        &mut self,
+        retrieval: &Retrieval,
+        pages: &mut PageWriter<W>,
+    ) -> Result<(), IndexError> {
+        if self.shards.len() == self.layout.shard_count {
+            return Err(corrupt("more shards than the column has"));
+        }
         let first_page = pages.write(retrieval.cells())?;
         self.shards.push(Shard {
             geometry: *retrieval.geometry(),
@@ -193,55 +310,20 @@ impl ColumnBuilder {
         Ok(())
     }
 
-    /// Builds the shards of part `part` of `parts` (the keys whose hash's top bits say so:
-    /// `hash · parts >> 64`, a whole number of shards when `parts` divides the shard count)
-    /// from `entries`, every key of it in any order, and writes their pages.
-    pub fn add_part<W: std::io::Write>(
-        &mut self,
-        mut entries: Vec<(u64, u32, u32)>,
-        part: usize,
-        parts: usize,
-        pages: &mut PageWriter<W>,
-    ) -> Result<(), IndexError> {
-        if parts == 0
-            || !self.shard_count.is_multiple_of(parts)
-            || self.shards.len() != part * (self.shard_count / parts)
-        {
-            return Err(corrupt(format!("part {part} of {parts} is out of order")));
-        }
-        // Within a part, `hash · parts` (mod 2^64) ascends with the hash: the part's shards are
-        // consecutive runs of the sorted keys.
-        sort_by_hash(&mut entries, |e| e.0.wrapping_mul(parts as u64));
-        let per_part = self.shard_count / parts;
-        let mut rest = &entries[..];
-        let mut shard_entries = Vec::new();
-        for shard in part * per_part..(part + 1) * per_part {
-            let len = rest.partition_point(|e| self.shard_of(e.0) == shard);
-            shard_entries.clear();
-            shard_entries.extend_from_slice(&rest[..len]);
-            self.add_shard(&mut shard_entries, pages)?;
-            rest = &rest[len..];
-        }
-        if !rest.is_empty() {
-            return Err(corrupt(format!("keys outside part {part} of {parts}")));
-        }
-        Ok(())
-    }
-
     /// The column's header entry, once every shard is added (lookups find a key's shard by
     /// the shard count: a missing one would hide keys).
     pub fn finish(self) -> Result<ColumnLocator, IndexError> {
-        if self.shards.len() != self.shard_count {
+        if self.shards.len() != self.layout.shard_count {
             return Err(corrupt(format!(
                 "{} of {} shards built",
                 self.shards.len(),
-                self.shard_count
+                self.layout.shard_count
             )));
         }
         Ok(ColumnLocator {
             column: self.column,
-            fingerprint_bits: self.fingerprint_bits,
-            slot_bits: self.slot_bits,
+            fingerprint_bits: self.layout.fingerprint_bits,
+            slot_bits: self.layout.slot_bits,
             keys: self.keys,
             shards: self.shards,
         })

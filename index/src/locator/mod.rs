@@ -52,7 +52,9 @@ mod build;
 mod header;
 mod lookup;
 
-pub use build::{ColumnBuilder, PageWriter, build, encode_header};
+pub use build::{
+    BuiltPart, ColumnBuilder, ColumnLayout, PageWriter, build, encode_header, shards_for,
+};
 
 pub const MAGIC: [u8; 8] = *b"SIEVELOC";
 /// The locator format this build writes and the newest it reads.
@@ -229,6 +231,7 @@ mod tests {
         let (parts, shard_count) = (3, 6);
         let mut pages = PageWriter::new(Vec::new());
         let mut column = ColumnBuilder::new("c", 3, 4, fingerprint_bits(3, 0.01), shard_count);
+        let mut scratch = crate::retrieval::Scratch::default();
         for part in 0..parts {
             let entries: Vec<(u64, u32, u32)> = blocks
                 .iter()
@@ -237,7 +240,10 @@ mod tests {
                 .filter(|e| shard_of(e.0, parts) == part)
                 .rev()
                 .collect();
-            column.add_part(entries, part, parts, &mut pages).unwrap();
+            let built = column
+                .layout()
+                .build_part(entries, part, parts, &mut scratch);
+            column.write_part(built.unwrap(), &mut pages).unwrap();
         }
         let (bytes, count) = pages.finish().unwrap();
         let mut parted = encode_header(3, SLICE, 4, count, &[column.finish().unwrap()]).unwrap();
@@ -246,12 +252,20 @@ mod tests {
             assert_eq!(lookup(&parted, "c", h), lookup(&whole, "c", h));
             assert_ne!(lookup(&parted, "c", h), Location::Absent);
         }
-        // A part out of order, or a column short of shards, is refused.
+        // A part out of order, keys outside their part, or a column short of shards, is refused.
         let mut column = ColumnBuilder::new("c", 3, 4, 8, shard_count);
         let mut pages = PageWriter::new(Vec::new());
-        assert!(column.add_part(Vec::new(), 1, parts, &mut pages).is_err());
-        column.add_part(Vec::new(), 0, parts, &mut pages).unwrap();
+        let layout = column.layout();
+        let mut part = |p| {
+            layout
+                .build_part(Vec::new(), p, parts, &mut scratch)
+                .unwrap()
+        };
+        assert!(column.write_part(part(1), &mut pages).is_err());
+        column.write_part(part(0), &mut pages).unwrap();
         assert!(column.finish().is_err());
+        let outside = vec![(u64::MAX, 0, 0)];
+        assert!(layout.build_part(outside, 0, parts, &mut scratch).is_err());
     }
 
     #[test]

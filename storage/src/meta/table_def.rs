@@ -36,9 +36,8 @@ pub struct TableOptions {
     /// entries forget keys at once instead).
     #[serde(default = "default_stale_rebuild_fraction")]
     pub stale_rebuild_fraction: f64,
-    /// Rows a write puts in one locator group at most (its keys wait in memory until the group
-    /// is built); OPTIMIZE merges groups of this size in sixteens, up to
-    /// [`crate::MAX_GROUP_ROWS`].
+    /// Rows a write puts in one locator group at most (see [`crate::LOCATOR_GROUP_ROWS`]);
+    /// merges make groups of up to [`crate::MAX_GROUP_ROWS`] of smaller ones.
     #[serde(default = "default_locator_group_rows")]
     pub locator_group_rows: usize,
 }
@@ -126,11 +125,12 @@ impl TableDef {
                 options.stale_rebuild_fraction
             )));
         }
-        if options.locator_group_rows == 0 || options.locator_group_rows > crate::LOCATOR_GROUP_ROWS
+        if options.locator_group_rows == 0
+            || options.locator_group_rows as u64 > crate::MAX_GROUP_ROWS
         {
             return Err(StorageError::Invalid(format!(
                 "locator_group_rows must be in 1..={}, got {}",
-                crate::LOCATOR_GROUP_ROWS,
+                crate::MAX_GROUP_ROWS,
                 options.locator_group_rows
             )));
         }

@@ -1,54 +1,48 @@
 //! Tiered merging of locator groups: every [`MERGE_FAN_IN`] consecutive groups of one tier
 //! become one group of the next, so the groups a lookup probes grow with the logarithm of the
-//! table, not with it (a table written 8M rows at a time has 125 groups at a billion rows; merged,
-//! 7 of 128M rows and the 13 not yet merged). Seed 003 sizes one error budget over an array
+//! table, not with it (a table written a block at a time has a thousand groups at a billion rows
+//! of 1M-row blocks; merged, 3 of 256M rows, 14 of 16M and 8 not merged yet). A tier is a
+//! sixteenfold of rows over one block: 0 is a block at most, 1 up to 16 blocks, 2 up to 256, so
+//! a write's groups (128 blocks by default) are tier 2 and merge only in sixteens of those.
+//! Seed 003 sizes one error budget over an array
 //! of filters; here the merged group's fingerprints are also sized for its place in the table,
 //! which is earlier than its last input's, so merging makes the locator smaller per key too.
 //!
 //! Only locator files and the segments naming them change: blocks, sidecars and rows stay. A
 //! group's locator does not keep its keys, so a merge reads its blocks' indexed columns again
-//! (each block whole, checked against its checksums). Memory is bounded whatever the group's
-//! size: a block's keys at a time are spilled to local files by their hash's top bits, and each
-//! file (at most [`PART_KEYS`] keys) is built into its shards and written out before the next.
+//! (each block whole, checked against its checksums) into [`GroupKeys`], which bounds the memory
+//! whatever the group's size.
 //!
 //! The commit re-encodes the segments holding the merged blocks with the new group's name and
 //! header. It lands beside appends and DELETEs (neither touches a group); a merge whose groups
 //! an OPTIMIZE rewrote meanwhile is dropped, its file left for VACUUM.
 
 use std::collections::HashMap;
-use std::fs::File;
-use std::io::{BufReader, BufWriter, Read, Write};
 use std::ops::Range;
 use std::sync::Arc;
 
 use bytes::Bytes;
 use futures::StreamExt;
-use object_store::{ObjectStoreExt, WriteMultipart};
+use object_store::ObjectStoreExt;
 use parquet::arrow::ProjectionMask;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-use sieve_index::locator::{
-    self, BlockKeys, ColumnBuilder, ColumnLocator, PageWriter, SHARD_KEYS, SLICE_ROWS,
-    fingerprint_bits,
-};
+use sieve_index::locator::{self, BlockKeys, SLICE_ROWS, fingerprint_bits};
 use sieve_index::{ColumnHashes, LocatorHeader};
 
 use crate::error::{Result, StorageError};
 use crate::meta::block_list::{BlockList, LocatorGroup};
 use crate::meta::snapshot::{self, SegmentRef, Snapshot};
 use crate::read::table::Table;
+use crate::write::group_keys::GroupKeys;
 
 /// Groups of one tier merged into one of the next.
 pub const MERGE_FAN_IN: usize = 16;
 /// Rows of a merged group at most: two tiers above 8M-row groups.
 pub const MAX_GROUP_ROWS: u64 = 1 << 31;
-/// Keys (16 bytes each) a merge holds in memory at once, per spill file.
-const PART_KEYS: usize = 1 << 22;
-/// Bytes per part of the merged file's upload.
-const UPLOAD_PART: usize = 16 << 20;
 /// Attempts before a merge's commit gives up under sustained contention.
 const MAX_ATTEMPTS: usize = 100;
 
-/// A group's tier: 0 up to `base` rows, then one more per [`MERGE_FAN_IN`]-fold.
+/// A group's tier: 0 up to `base` rows (a block's), then one more per [`MERGE_FAN_IN`]-fold.
 fn tier(rows: u64, base: u64) -> u32 {
     let (mut tier, mut cap) = (0, base.max(1));
     while rows > cap {
@@ -65,7 +59,7 @@ impl BlockList {
 
     /// Which groups to merge: runs of [`MERGE_FAN_IN`] groups of one tier, adjacent in the
     /// block list and with usable headers, as ranges of [`Self::locator_groups`].
-    pub fn group_merges(&self, group_rows: usize) -> Vec<Range<usize>> {
+    pub fn group_merges(&self, block_rows: usize) -> Vec<Range<usize>> {
         let groups = self.locator_groups();
         let mut merges = Vec::new();
         let mut run: Option<(usize, u32)> = None;
@@ -75,7 +69,7 @@ impl BlockList {
                 run = None;
                 continue;
             }
-            let tier = tier(rows, group_rows as u64);
+            let tier = tier(rows, block_rows as u64);
             run = match run {
                 Some((start, t)) if t == tier && groups[i - 1].blocks.end == group.blocks.start => {
                     Some((start, t))
@@ -104,49 +98,13 @@ pub struct MergedGroup {
     pub blocks: Vec<String>,
 }
 
-/// Where a column's spilled keys go: one file per hash range.
-struct Spill {
-    shard_count: usize,
-    files: Vec<BufWriter<File>>,
-}
-
-impl Spill {
-    fn new(dir: &std::path::Path, column: usize, upper_keys: usize) -> Result<Self> {
-        let parts = upper_keys.div_ceil(PART_KEYS).max(1);
-        let shards_per_part = upper_keys.div_ceil(SHARD_KEYS).div_ceil(parts).max(1);
-        let files = (0..parts)
-            .map(|p| {
-                Ok(BufWriter::new(File::create(
-                    dir.join(format!("{column}-{p}")),
-                )?))
-            })
-            .collect::<std::io::Result<_>>()?;
-        Ok(Self {
-            shard_count: parts * shards_per_part,
-            files,
-        })
-    }
-
-    fn add(&mut self, block: u32, keys: &BlockKeys) -> Result<()> {
-        let parts = self.files.len() as u128;
-        for &(hash, slice) in keys {
-            let part = ((u128::from(hash) * parts) >> 64) as usize;
-            let file = &mut self.files[part];
-            file.write_all(&hash.to_le_bytes())?;
-            file.write_all(&block.to_le_bytes())?;
-            file.write_all(&slice.to_le_bytes())?;
-        }
-        Ok(())
-    }
-}
-
 impl Table {
     /// Merges what [`BlockList::group_merges`] chooses on the newest version, one group at a
     /// time, and commits them all at once; returns how many groups the merged ones replaced.
     pub async fn merge_locator_groups(&self) -> Result<u64> {
         let base = self.snapshot().await?;
         let blocks = self.blocks(&base).await?;
-        let runs = blocks.group_merges(self.def().options.locator_group_rows);
+        let runs = blocks.group_merges(self.def().options.block_rows);
         let mut merged = Vec::with_capacity(runs.len());
         for (k, run) in runs.into_iter().enumerate() {
             // Its place in the table once merged, the k runs before it each one group by then:
@@ -193,55 +151,32 @@ impl Table {
             .map(|h| h.slices_per_block * (h.slice_rows / slice_rows))
             .max()
             .unwrap_or(1);
-        let dir = tempfile::tempdir()?;
-        let mut spills = columns
-            .iter()
-            .enumerate()
-            .map(|(k, c)| {
-                // An input without the column holds at most a key per row of it.
-                let upper: u64 = (groups.iter().zip(&headers))
-                    .map(|(g, h)| h.column(c).map_or_else(|| blocks.group_rows(g), |l| l.keys))
-                    .sum();
-                Spill::new(dir.path(), k, upper as usize)
-            })
-            .collect::<Result<Vec<_>>>()?;
-        // A few blocks read and hashed at once, spilled in order.
+        // An input without the column holds at most a key per row of it.
+        let mut keys = GroupKeys::new(columns.iter().map(|c| {
+            let upper: u64 = (groups.iter().zip(&headers))
+                .map(|(g, h)| h.column(c).map_or_else(|| blocks.group_rows(g), |l| l.keys))
+                .sum();
+            (c.clone(), upper as usize)
+        }));
+        // A few blocks read and hashed at once, added in order.
         let mut read = futures::stream::iter(block_range.clone())
             .map(|i| self.block_keys(blocks, i, &columns, slice_rows))
             .buffered(crate::write::writer::parallelism());
-        let mut n = 0u32;
-        while let Some(keys) = read.next().await {
-            for (spill, keys) in spills.iter_mut().zip(&keys?) {
-                spill.add(n, keys)?;
-            }
-            n += 1;
+        while let Some(block) = read.next().await {
+            let block = block?;
+            keys =
+                tokio::task::spawn_blocking(move || keys.add_block(block).map(|()| keys)).await??;
         }
         drop(read);
-        let block_count = block_range.len() as u32;
         let bits = fingerprint_bits(ordinal, self.def().options.max_false_reads);
-        let pages_path = dir.path().join("pages");
-        let (locators, page_count) = tokio::task::spawn_blocking({
-            let (dir, pages_path) = (dir.path().to_path_buf(), pages_path.clone());
-            move || {
-                build_from_spills(
-                    &dir,
-                    &pages_path,
-                    &columns,
-                    spills,
-                    block_count,
-                    slices,
-                    bits,
-                )
-            }
-        })
-        .await??;
-        let header =
-            locator::encode_header(block_count, slice_rows, slices, page_count, &locators)?;
+        let file =
+            tokio::task::spawn_blocking(move || keys.build(slice_rows, slices, bits)).await??;
         let name = uuid::Uuid::new_v4().simple().to_string();
-        self.upload_locator(&name, &header, &pages_path).await?;
+        self.upload_locator(&name, &file, self.storage().merge_rate())
+            .await?;
         Ok(MergedGroup {
             name,
-            header,
+            header: file.header,
             replaces: groups.iter().map(|g| g.name.clone()).collect(),
             blocks: block_range
                 .map(|i| blocks.block_id(i).to_string())
@@ -269,40 +204,6 @@ impl Table {
         let bytes = checksums.check(path.as_ref(), &whole, bytes)?;
         let columns = columns.to_vec();
         tokio::task::spawn_blocking(move || keys_of(bytes, &columns, slice_rows)).await?
-    }
-
-    async fn upload_locator(
-        &self,
-        name: &str,
-        header: &[u8],
-        pages: &std::path::Path,
-    ) -> Result<()> {
-        let upload = self
-            .storage()
-            .store()
-            .put_multipart(&self.locator_path(name))
-            .await?;
-        let mut writer = WriteMultipart::new_with_chunk_size(upload, UPLOAD_PART);
-        let rate = self.storage().merge_rate();
-        if let Some(rate) = rate {
-            rate.spend(header.len() as u64).await;
-        }
-        writer.write(header);
-        let mut file = BufReader::new(File::open(pages)?);
-        let mut chunk = vec![0u8; UPLOAD_PART];
-        loop {
-            let n = file.read(&mut chunk)?;
-            if n == 0 {
-                break;
-            }
-            if let Some(rate) = rate {
-                rate.spend(n as u64).await;
-            }
-            writer.wait_for_capacity(2).await?;
-            writer.write(&chunk[..n]);
-        }
-        writer.finish().await?;
-        Ok(())
     }
 
     /// Commits `merged` on the newest version: each whose groups are all still there, on the
@@ -425,46 +326,4 @@ fn keys_of(file: Bytes, columns: &[String], slice_rows: u32) -> Result<Vec<Block
         .iter()
         .map(|(hashes, rows)| locator::block_keys(&hashes.hashes, rows, slice_rows))
         .collect())
-}
-
-/// Builds every column's shards from its spill files, in hash order, into one pages file.
-fn build_from_spills(
-    dir: &std::path::Path,
-    pages_path: &std::path::Path,
-    columns: &[String],
-    spills: Vec<Spill>,
-    blocks: u32,
-    slices: u32,
-    bits: u8,
-) -> Result<(Vec<ColumnLocator>, u64)> {
-    let mut pages = PageWriter::new(BufWriter::new(File::create(pages_path)?));
-    let mut locators = Vec::with_capacity(columns.len());
-    for (k, (column, spill)) in columns.iter().zip(spills).enumerate() {
-        let parts = spill.files.len();
-        for mut file in spill.files {
-            file.flush()?;
-        }
-        let mut builder = ColumnBuilder::new(column, blocks, slices, bits, spill.shard_count);
-        for p in 0..parts {
-            let mut bytes = Vec::new();
-            File::open(dir.join(format!("{k}-{p}")))?.read_to_end(&mut bytes)?;
-            std::fs::remove_file(dir.join(format!("{k}-{p}")))?;
-            let entries: Vec<(u64, u32, u32)> = bytes
-                .chunks_exact(16)
-                .map(|e| {
-                    let u32_at = |at: usize| u32::from_le_bytes(e[at..at + 4].try_into().unwrap());
-                    (
-                        u64::from_le_bytes(e[..8].try_into().unwrap()),
-                        u32_at(8),
-                        u32_at(12),
-                    )
-                })
-                .collect();
-            drop(bytes);
-            builder.add_part(entries, p, parts, &mut pages)?;
-        }
-        locators.push(builder.finish()?);
-    }
-    let (_, count) = pages.finish()?;
-    Ok((locators, count))
 }

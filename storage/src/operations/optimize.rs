@@ -8,8 +8,10 @@
 //!
 //! Blocks are rewritten by whole *units*: a locator group (its file indexes every block of it)
 //! or a block outside any group. A unit is rewritten when one of its blocks has at least
-//! `stale_rebuild_fraction` of its rows deleted, and small units (less than half of a full one)
-//! are merged when there are two or more of them, or when anything is rewritten anyway.
+//! `stale_rebuild_fraction` of its rows deleted, and small units (live rows less than half what
+//! their blocks hold when full: small INSERTs' blocks) are merged when there are two or more of
+//! them, or when anything is rewritten anyway. Groups of full blocks are never small, however
+//! few blocks they hold: merges on commit join groups without writing their blocks again.
 //!
 //! The commit races other writers like any other. Appends land beside it. Rows another DELETE
 //! removed from a rewritten block after the OPTIMIZE read it are carried to the new blocks
@@ -30,7 +32,6 @@ use crate::meta::deletes::{BlockDeletes, Deletes, encode_deletes};
 use crate::meta::snapshot::{self, SegmentRef, Snapshot};
 use crate::meta::table_def::TableDef;
 use crate::read::table::Table;
-use crate::write::locator_builder::blocks_per_group;
 use crate::write::writer::Written;
 
 /// Attempts before an OPTIMIZE gives up under sustained contention.
@@ -51,17 +52,15 @@ impl BlockList {
     pub fn optimize_plan(&self, def: &TableDef) -> OptimizePlan {
         let options = &def.options;
         let block_rows = options.block_rows as u64;
-        let grouped =
-            blocks_per_group(options.locator_group_rows, options.block_rows) as u64 * block_rows;
-        let mut units: Vec<(Range<usize>, u64)> = Vec::new();
+        let mut units: Vec<Range<usize>> = Vec::new();
         let mut groups = self.locator_groups().iter().peekable();
         let mut i = 0;
         while i < self.len() {
             let unit = match groups.next_if(|g| g.blocks.start == i) {
-                Some(g) => (g.blocks.clone(), grouped),
-                None => (i..i + 1, block_rows),
+                Some(g) => g.blocks.clone(),
+                None => i..i + 1,
             };
-            i = unit.0.end;
+            i = unit.end;
             units.push(unit);
         }
         let purge = |unit: &Range<usize>| {
@@ -72,13 +71,14 @@ impl BlockList {
                         >= options.stale_rebuild_fraction * self.rows().value(b) as f64
             })
         };
-        let small = |unit: &Range<usize>, full: u64| {
-            2 * unit.clone().map(|b| self.live_rows(b)).sum::<u64>() < full
+        let small = |unit: &Range<usize>| {
+            2 * unit.clone().map(|b| self.live_rows(b)).sum::<u64>()
+                < unit.len() as u64 * block_rows
         };
         // Per unit: (its blocks, to purge, small).
         let units: Vec<(Range<usize>, bool, bool)> = units
             .into_iter()
-            .map(|(unit, full)| (unit.clone(), purge(&unit), small(&unit, full)))
+            .map(|unit| (unit.clone(), purge(&unit), small(&unit)))
             .collect();
         let smalls = units.iter().filter(|u| u.2).count();
         let merge = smalls >= 2 || units.iter().any(|u| u.1);

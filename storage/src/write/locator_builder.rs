@@ -3,25 +3,29 @@
 //! (`tables/<id>/locators/<name>.loc`, see `sieve_index::locator`), built off the async runtime
 //! and uploaded before the commit that names it.
 //!
-//! Memory is bounded by the group, not the table: a block's keys (16 bytes per distinct key) are
-//! held only until its group is built, a group holds at most [`LOCATOR_GROUP_ROWS`] rows, and at
-//! most one group per core builds at once: a write whose blocks arrive faster than their groups
-//! build waits for one to finish before taking more rows, rather than queueing groups' keys.
+//! A group's keys go into [`GroupKeys`] as its blocks arrive in order, which keeps them in
+//! memory while they are few and spills them to local files once they are many, so a group may
+//! be as large as a merge of sixteen would make it ([`LOCATOR_GROUP_ROWS`]): a load builds each
+//! key's locator entry once, instead of once as written and again per merge. At most one group
+//! per core builds at once: a write whose blocks arrive faster than their groups build waits for
+//! one to finish before taking more rows.
 
 use std::collections::BTreeMap;
 
-use object_store::{ObjectStoreExt, PutPayload};
-use sieve_index::LocatorHeader;
-use sieve_index::locator::{self, SLICE_ROWS};
+use arrow_array::ArrayRef;
+use sieve_index::locator::{SLICE_ROWS, fingerprint_bits};
 use tokio::task::JoinSet;
 
 use crate::error::Result;
 use crate::meta::block::BlockColumn;
 use crate::read::table::Table;
+use crate::write::group_keys::GroupKeys;
 
-/// Rows per locator group at most: 8M keys per column hold 128 MB of keys while the group
-/// waits for its blocks, and a table of a billion rows has about 120 groups.
-pub const LOCATOR_GROUP_ROWS: usize = 8 << 20;
+/// Rows per locator group a write builds, unless the table says otherwise: sixteen groups of
+/// the 8M rows a group held while its keys had to fit in memory, as merging them made them, so
+/// a load of a billion rows writes 8 groups and merges none. Larger groups cost a locator entry
+/// a slot bit per doubling; fewer groups let each carry fewer fingerprint bits.
+pub const LOCATOR_GROUP_ROWS: usize = 128 << 20;
 
 /// Blocks a write puts in one group, for a table's `locator_group_rows` and `block_rows`.
 pub fn blocks_per_group(group_rows: usize, block_rows: usize) -> usize {
@@ -34,17 +38,21 @@ pub struct BuiltGroup {
     pub blocks: usize,
     pub name: String,
     pub header: Vec<u8>,
-    /// Time spent building the file (on one blocking thread), for the load's report.
+    /// Time spent building the file (on every core), for the load's report.
     pub build_time: std::time::Duration,
 }
 
 pub struct LocatorBuilder {
     table: Table,
     per_group: usize,
-    /// Keys of finished blocks whose group is not built yet, by the block's place in the write.
+    /// Finished blocks' keys waiting for a block before them, by their place in the write.
     waiting: BTreeMap<usize, Vec<BlockColumn>>,
-    /// The first block of the next group to build.
+    /// The next block of the write to go into a group.
     next_block: usize,
+    open: Option<OpenGroup>,
+    /// Per index column: whether its blocks stopped ascending apart in this write, after which
+    /// every group of the write locates it (see [`OpenGroup::continues`]).
+    always_located: Vec<bool>,
     /// Groups the table had before this write; read when the first group is built.
     groups_before: Option<u64>,
     started: u64,
@@ -54,15 +62,90 @@ pub struct LocatorBuilder {
     built: Vec<BuiltGroup>,
 }
 
+/// The group taking the write's blocks.
+struct OpenGroup {
+    first_block: usize,
+    blocks: usize,
+    /// Per index column: its last block's max while its blocks ascend apart (then min/max and
+    /// the page index find a key's block and page, and the column needs no locator: its keys are
+    /// not kept), or None when the group locates it.
+    ascending: Vec<Option<ArrayRef>>,
+    /// The located columns' keys.
+    keys: GroupKeys,
+}
+
+impl OpenGroup {
+    /// Opens a group at `block`, the write's `first_block`-th: a column ascending in it
+    /// starts unlocated unless the write has already seen it stop.
+    fn new(
+        first_block: usize,
+        block: &[BlockColumn],
+        columns: &[String],
+        always_located: &[bool],
+        upper_keys: usize,
+    ) -> Self {
+        let ascending: Vec<Option<ArrayRef>> = (block.iter().zip(always_located))
+            .map(|(b, &located)| {
+                (!located)
+                    .then(|| b.ascending.as_ref().map(|(_, max)| max.clone()))
+                    .flatten()
+            })
+            .collect();
+        let located = (columns.iter().zip(&ascending))
+            .filter(|(_, ascending)| ascending.is_none())
+            .map(|(c, _)| (c.clone(), upper_keys));
+        Self {
+            first_block,
+            blocks: 0,
+            keys: GroupKeys::new(located),
+            ascending,
+        }
+    }
+
+    /// Which of the columns the group leaves unlocated `block` does not continue: a block whose
+    /// values do not ascend, or start at or below the last block's max. (A key of such a column
+    /// is then in one block of the group at most, which min/max finds, and in one page of it,
+    /// which the Parquet page index finds: c1 of t10b, a load's row number. Skipping it saves
+    /// its locator entries, most of what a locator costs a load.)
+    fn breaks(&self, block: &[BlockColumn]) -> Vec<usize> {
+        (self.ascending.iter().zip(block).enumerate())
+            .filter(|(_, (max, b))| {
+                max.as_ref().is_some_and(|max| {
+                    !b.ascending.as_ref().is_some_and(|(min, _)| {
+                        arrow_ord::cmp::lt(max, min).is_ok_and(|lt| lt.len() == 1 && lt.value(0))
+                    })
+                })
+            })
+            .map(|(k, _)| k)
+            .collect()
+    }
+
+    /// Adds a block that [`Self::breaks`] nothing of. Blocking once the group has spilled.
+    fn add(&mut self, block: Vec<BlockColumn>) -> Result<()> {
+        let mut located = Vec::with_capacity(block.len());
+        for (max, b) in self.ascending.iter_mut().zip(block) {
+            match max {
+                Some(max) => *max = b.ascending.expect("checked by breaks").1,
+                None => located.push(b.keys),
+            }
+        }
+        self.blocks += 1;
+        self.keys.add_block(located)
+    }
+}
+
 impl LocatorBuilder {
     pub fn new(table: Table) -> Self {
         let options = &table.def().options;
         let per_group = blocks_per_group(options.locator_group_rows, options.block_rows);
+        let columns = options.index_columns.len();
         Self {
             table,
             per_group,
             waiting: BTreeMap::new(),
             next_block: 0,
+            open: None,
+            always_located: vec![false; columns],
             groups_before: None,
             started: 0,
             tasks: JoinSet::new(),
@@ -71,18 +154,52 @@ impl LocatorBuilder {
         }
     }
 
-    /// Takes a finished block's keys; starts building its group once every block of it is in.
+    /// Takes a finished block's keys; its group takes it once every block before it is in.
     pub async fn add(&mut self, block: usize, keys: Vec<BlockColumn>) -> Result<()> {
         self.waiting.insert(block, keys);
-        while (self.next_block..self.next_block + self.per_group)
-            .all(|b| self.waiting.contains_key(&b))
-        {
-            self.start(self.per_group).await?;
+        while let Some(keys) = self.waiting.remove(&self.next_block) {
+            self.take(keys).await?;
+            self.next_block += 1;
         }
         Ok(())
     }
 
-    /// Builds the last, partial group of a write of `blocks` blocks and waits for every group.
+    /// Adds the write's next block to the open group, first closing it if the block ends a run
+    /// of ascending blocks the group relies on.
+    async fn take(&mut self, block: Vec<BlockColumn>) -> Result<()> {
+        if let Some(open) = &self.open {
+            let breaks = open.breaks(&block);
+            if !breaks.is_empty() {
+                for k in breaks {
+                    self.always_located[k] = true;
+                }
+                self.close().await?;
+            }
+        }
+        let mut open = match self.open.take() {
+            Some(open) => open,
+            None => {
+                let options = &self.table.def().options;
+                let upper_keys = self.per_group * options.block_rows;
+                OpenGroup::new(
+                    self.next_block,
+                    &block,
+                    &options.index_columns,
+                    &self.always_located,
+                    upper_keys,
+                )
+            }
+        };
+        let open = tokio::task::spawn_blocking(move || open.add(block).map(|()| open)).await??;
+        let full = open.blocks == self.per_group;
+        self.open = Some(open);
+        if full {
+            self.close().await?;
+        }
+        Ok(())
+    }
+
+    /// Builds the last, partial group of a write and waits for every group.
     pub async fn finish(mut self, blocks: usize) -> Result<Vec<BuiltGroup>> {
         match self.build_rest(blocks).await {
             Ok(()) => {
@@ -97,9 +214,13 @@ impl LocatorBuilder {
     }
 
     async fn build_rest(&mut self, blocks: usize) -> Result<()> {
-        if self.next_block < blocks {
-            self.start(blocks - self.next_block).await?;
+        if self.next_block != blocks || !self.waiting.is_empty() {
+            return Err(crate::error::StorageError::Invalid(format!(
+                "{} of the write's {blocks} blocks reached their locator groups",
+                self.next_block
+            )));
         }
+        self.close().await?;
         while let Some(group) = self.tasks.join_next().await {
             self.built.extend(group??);
         }
@@ -113,7 +234,20 @@ impl LocatorBuilder {
         while self.tasks.join_next().await.is_some() {}
     }
 
-    async fn start(&mut self, blocks: usize) -> Result<()> {
+    /// Starts building the open group, if any, once fewer than `max_building` build.
+    async fn close(&mut self) -> Result<()> {
+        let Some(open) = self.open.take() else {
+            return Ok(());
+        };
+        let OpenGroup {
+            first_block,
+            blocks,
+            keys,
+            ..
+        } = open;
+        if keys.is_empty() {
+            return Ok(());
+        }
         while self.tasks.len() >= self.max_building
             && let Some(group) = self.tasks.join_next().await
         {
@@ -127,86 +261,37 @@ impl LocatorBuilder {
                 *self.groups_before.insert(n)
             }
         };
-        let first_block = self.next_block;
-        let keys: Vec<Vec<BlockColumn>> = (first_block..first_block + blocks)
-            .map(|b| {
-                self.waiting
-                    .remove(&b)
-                    .expect("every block of the group is in")
-            })
-            .collect();
-        self.next_block += blocks;
         self.started += 1;
         let ordinal = groups_before + self.started;
         let table = self.table.clone();
         self.tasks.spawn(async move {
             let options = &table.def().options;
-            let columns: Vec<String> = options.index_columns.clone();
             let slices = options.block_rows.div_ceil(SLICE_ROWS as usize) as u32;
-            let budget = options.max_false_reads;
+            let bits = fingerprint_bits(ordinal, options.max_false_reads);
             let (built, build_time) = tokio::task::spawn_blocking(move || {
                 let started = std::time::Instant::now();
-                // Per column, the blocks' keys: transpose the per-block lists.
-                let mut per_column: Vec<(&str, Vec<BlockColumn>)> =
-                    columns.iter().map(|c| (c.as_str(), Vec::new())).collect();
-                for block in keys {
-                    for (column, block_column) in per_column.iter_mut().zip(block) {
-                        column.1.push(block_column);
-                    }
-                }
-                let per_column: Vec<(&str, Vec<_>)> = per_column
-                    .into_iter()
-                    .filter(|(_, blocks)| !ascending_apart(blocks))
-                    .map(|(c, blocks)| (c, blocks.into_iter().map(|b| b.keys).collect()))
-                    .collect();
-                if per_column.is_empty() {
-                    return (Ok(None), started.elapsed());
-                }
-                let built =
-                    locator::build(&per_column, SLICE_ROWS, slices, ordinal, budget).map(Some);
-                (built, started.elapsed())
+                (keys.build(SLICE_ROWS, slices, bits), started.elapsed())
             })
             .await?;
             // A group that cannot have a locator (values wider than 64 bits, no Ribbon layout
             // found) keeps its blocks' sidecars: the write still commits.
             let file = match built {
-                Ok(Some(file)) => file,
-                Ok(None) => return Ok(None),
+                Ok(file) => file,
                 Err(e) => {
                     log::warn!("no locator for {blocks} blocks of this write: {e}");
                     return Ok(None);
                 }
             };
-            let header_len = LocatorHeader::parse(&file)?.len;
-            let header = file[..header_len].to_vec();
             let name = uuid::Uuid::new_v4().simple().to_string();
-            table
-                .storage()
-                .store()
-                .put(&table.locator_path(&name), PutPayload::from(file))
-                .await?;
+            table.upload_locator(&name, &file, None).await?;
             Ok(Some(BuiltGroup {
                 first_block,
                 blocks,
                 name,
-                header,
+                header: file.header,
                 build_time,
             }))
         });
         Ok(())
     }
-}
-
-/// Whether each block's values of a column ascend and every block's are above the one's before:
-/// then a key is in one block of the group at most, which min/max finds, and in one page of it,
-/// which the Parquet page index finds, so the column needs no locator (as `c1` of t10b, a load's
-/// row number). Skipping it saves its Ribbon build, most of what a locator costs a load.
-fn ascending_apart(blocks: &[BlockColumn]) -> bool {
-    let bounds: Option<Vec<_>> = blocks.iter().map(|b| b.ascending.as_ref()).collect();
-    bounds.is_some_and(|bounds| {
-        bounds.windows(2).all(|pair| {
-            let (max, next_min) = (&pair[0].1, &pair[1].0);
-            arrow_ord::cmp::lt(max, next_min).is_ok_and(|lt| lt.len() == 1 && lt.value(0))
-        })
-    })
 }

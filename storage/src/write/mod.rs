@@ -2,5 +2,6 @@
 //! deletes a DELETE commits.
 
 pub(crate) mod deleter;
+pub(crate) mod group_keys;
 pub(crate) mod locator_builder;
 pub(crate) mod writer;

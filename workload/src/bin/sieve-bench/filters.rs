@@ -15,8 +15,8 @@ use datafusion::physical_expr_common::metrics::MetricValue;
 use datafusion::physical_plan::{ExecutionPlan, collect};
 use sieve_engine::Engine;
 use sieve_workload::{
-    DEFAULT_COMMIT_BLOCKS, LoadRequest, cores, false_positives, listing_baseline,
-    load_with_progress, locator_false_reads, parse_count, text_rows,
+    LoadRequest, cores, false_positives, listing_baseline, load_with_progress, locator_false_reads,
+    parse_count, text_rows,
 };
 
 use crate::Location;
@@ -77,7 +77,7 @@ async fn load_table(engine: &Engine, args: &FiltersArgs, filter: &str) -> Result
         table: table.clone(),
         rows: args.rows,
         options,
-        commit_blocks: DEFAULT_COMMIT_BLOCKS,
+        commit_blocks: None,
     };
     eprintln!("loading {table}");
     let summary = load_with_progress(engine, &request).await?;
