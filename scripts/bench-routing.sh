@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Routing filters at scale: `bash scripts/bench-routing.sh SIEVE` loads t10b (SIEVE_BENCH_ROWS,
-# default 100M; SIEVE_BENCH_BLOCK_ROWS, default 1M; locator groups of 8M rows) into a fresh MinIO
-# with `sieve load` (which merges locator groups as it commits), serves it with `sieve serve`, waits for the routing filters to load, then runs
+# default 100M; SIEVE_BENCH_BLOCK_ROWS, default 1M; locator groups of 128M rows) into a fresh
+# MinIO with `sieve load` (which merges locator groups as it commits, if any are to merge), serves it with `sieve serve`, waits for the routing filters to load, then runs
 # point lookups on c2 over one MySQL connection (PyMySQL, text protocol), keys uniform over the
 # table, present and absent, with `SET sieve.routing` on and off alternating per key (routing off
 # is the baseline, in the same run):

@@ -15,8 +15,8 @@ use crate::locator::{ColumnLocator, LocatorHeader, corrupt, fingerprint, in_shar
 use crate::retrieval::Retrieval;
 
 /// Fingerprint bits a key filter keeps at most: 2^-16 false matches per group per absent key,
-/// so 1000 groups (10 billion rows in groups of eight 1M-row blocks… or a thousand commits) ask
-/// a worker needlessly for 1.5% of absent keys, at about 17.5 bits per key.
+/// so 1000 groups (a thousand small commits not merged yet, or 128 billion rows in a write's
+/// groups) ask a worker needlessly for 1.5% of absent keys, at about 17.5 bits per key.
 pub const KEY_FILTER_BITS: u8 = 16;
 
 struct ColumnKeys {
@@ -153,7 +153,7 @@ impl KeyFilterBuilder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::locator::{PAGE, SLICE_ROWS, block_keys, build};
+    use crate::locator::{PAGE, SLICE_ROWS, block_keys, build, fingerprint_bits};
 
     /// Reads `file` `max_bytes` at a time (or a shard, if larger), as a coordinator does.
     fn from_locator(
@@ -187,8 +187,7 @@ mod tests {
             SLICE_ROWS,
             10_000u32.div_ceil(SLICE_ROWS),
             // A late group: the locator's fingerprints are wider than a key filter keeps.
-            1000,
-            0.01,
+            fingerprint_bits(1000, 0.01),
         )
         .unwrap();
         let header = LocatorHeader::parse(&file).unwrap();
@@ -230,8 +229,7 @@ mod tests {
             &[("a", vec![block_keys(&hashes, &rows, SLICE_ROWS)])],
             SLICE_ROWS,
             1,
-            1,
-            0.01,
+            fingerprint_bits(1, 0.01),
         )
         .unwrap();
         let header = LocatorHeader::parse(&file).unwrap();

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use proptest::prelude::*;
 use sieve_index::Location;
-use sieve_index::locator::{self, LocatorHeader, SLICE_ROWS};
+use sieve_index::locator::{self, LocatorHeader, SLICE_ROWS, fingerprint_bits};
 
 /// Per block, (key, row) pairs: keys from a small domain so they repeat.
 fn groups() -> impl Strategy<Value = (Vec<Vec<(u64, u32)>>, u32, u64)> {
@@ -36,7 +36,7 @@ proptest! {
                 locator::block_keys(&hashes, &rows, SLICE_ROWS)
             })
             .collect();
-        let file = locator::build(&[("c", per_block)], SLICE_ROWS, slices, ordinal, 0.01).unwrap();
+        let file = locator::build(&[("c", per_block)], SLICE_ROWS, slices, fingerprint_bits(ordinal, 0.01)).unwrap();
         let header = LocatorHeader::parse(&file).unwrap();
         let column = header.column("c").unwrap();
         let mut places: BTreeMap<u64, BTreeSet<(u32, u32)>> = BTreeMap::new();
@@ -70,8 +70,7 @@ fn absent_keys_rarely_match() {
         &[("c", vec![locator::block_keys(&keys, &rows, SLICE_ROWS)])],
         SLICE_ROWS,
         4,
-        1,
-        0.01,
+        fingerprint_bits(1, 0.01),
     )
     .unwrap();
     let header = LocatorHeader::parse(&file).unwrap();
@@ -107,7 +106,7 @@ fn keys_across_shards_are_found() {
         locator::block_keys(first, &rows[..first.len()], SLICE_ROWS),
         locator::block_keys(second, &rows[first.len()..], SLICE_ROWS),
     ];
-    let file = locator::build(&[("c", blocks)], SLICE_ROWS, 3, 7, 0.01).unwrap();
+    let file = locator::build(&[("c", blocks)], SLICE_ROWS, 3, fingerprint_bits(7, 0.01)).unwrap();
     let header = LocatorHeader::parse(&file).unwrap();
     let column = header.column("c").unwrap();
     assert_eq!(column.shards.len(), 2);

@@ -14,7 +14,7 @@ mod text_rows;
 
 pub use false_positives::{FalsePositives, false_positives, locator_false_reads};
 pub use listing_baseline::listing_baseline;
-pub use load::{GROUPS_PER_COMMIT, LoadProgress, LoadRequest, LoadSummary, load_synthetic};
+pub use load::{LoadProgress, LoadRequest, LoadSummary, load_synthetic};
 pub use progress_bar::load_with_progress;
 pub use row_count::{cores, parse_count};
 pub use synthetic::block as t10b_block;

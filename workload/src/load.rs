@@ -21,11 +21,17 @@ use sieve_storage::{BlockList, TableDef, TableWriter, blocks_per_group};
 
 use crate::synthetic;
 
-/// Locator groups per commit unless asked otherwise: a commit ends a write's last group early,
-/// so commits of whole groups leave no small group for merges to build again. Two groups of
-/// 128 one-million-row blocks are about a minute of a 2-core machine's work, so an interruption
-/// costs little and a huge load makes few snapshots.
-pub const GROUPS_PER_COMMIT: usize = 2;
+/// Blocks per commit unless asked otherwise, at least: 256 one-million-row blocks are about a
+/// minute of a 2-core machine's work, so an interruption costs little and a huge load makes few
+/// snapshots. Rounded up to whole locator groups, at least two (a commit ends a write's last
+/// group early, so commits of whole groups leave no small group for merges to build again):
+/// 256 blocks of 1M rows, 2,560 of 100k.
+const MIN_COMMIT_BLOCKS: usize = 256;
+
+/// Blocks per commit for a table whose writes put `per_group` blocks in a locator group.
+fn default_commit_blocks(per_group: usize) -> usize {
+    per_group * MIN_COMMIT_BLOCKS.div_ceil(per_group).max(2)
+}
 
 #[derive(Debug, Clone)]
 pub struct LoadRequest {
@@ -35,7 +41,7 @@ pub struct LoadRequest {
     /// Table options as in `CREATE TABLE … WITH (…)`, for a new table; an existing table keeps its
     /// own, and asking for an option it does not have is an error.
     pub options: Vec<(String, String)>,
-    /// Blocks per commit; None for [`GROUPS_PER_COMMIT`] of the table's locator groups.
+    /// Blocks per commit; None for whole locator groups, [`MIN_COMMIT_BLOCKS`] at least.
     pub commit_blocks: Option<usize>,
 }
 
@@ -144,7 +150,10 @@ pub async fn load_synthetic(
     let def = table.def().clone();
     let block_rows = def.options.block_rows as u64;
     let commit_blocks = request.commit_blocks.unwrap_or_else(|| {
-        GROUPS_PER_COMMIT * blocks_per_group(def.options.locator_group_rows, def.options.block_rows)
+        default_commit_blocks(blocks_per_group(
+            def.options.locator_group_rows,
+            def.options.block_rows,
+        ))
     });
     let snapshot = table.snapshot().await.map_err(to_df)?;
     let blocks = table.blocks(&snapshot).await.map_err(to_df)?;
@@ -210,4 +219,18 @@ pub async fn load_synthetic(
         sidecar_bytes: snapshot.sidecar_bytes,
         locator_build,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::default_commit_blocks;
+
+    #[test]
+    fn a_default_commit_is_whole_groups_of_at_least_256_blocks() {
+        let commits: Vec<usize> = [128, 1280, 8, 80, 1, 300]
+            .into_iter()
+            .map(default_commit_blocks)
+            .collect();
+        assert_eq!(commits, [256, 2560, 256, 320, 256, 600]);
+    }
 }

@@ -4,21 +4,19 @@ use super::*;
 use crate::retrieval::{Retrieval, Scratch};
 
 /// Builds a group's locator file from its blocks' [`block_keys`], per column (in the table's
-/// index column order), for the group that is the table's `ordinal`-th, whose blocks are cut
-/// into `slices_per_block` slices of `slice_rows`. Returns the file; its header is the first
-/// [`LocatorHeader::len`] bytes.
+/// index column order), whose blocks are cut into `slices_per_block` slices of `slice_rows`,
+/// with fingerprints of `fingerprint_bits` ([`fingerprint_bits`] of the group's place in its
+/// table). Returns the file; its header is the first [`LocatorHeader::len`] bytes.
 pub fn build(
     columns: &[(&str, Vec<BlockKeys>)],
     slice_rows: u32,
     slices_per_block: u32,
-    ordinal: u64,
-    max_false_reads: f64,
+    fingerprint_bits: u8,
 ) -> Result<Vec<u8>, IndexError> {
     let blocks = columns.first().map_or(0, |(_, b)| b.len()) as u32;
     if columns.iter().any(|(_, b)| b.len() as u32 != blocks) {
         return Err(corrupt("every column needs the same blocks"));
     }
-    let fingerprint_bits = fingerprint_bits(ordinal, max_false_reads);
     let mut pages = PageWriter::new(Vec::new());
     let mut locators = Vec::with_capacity(columns.len());
     for (column, per_block) in columns {

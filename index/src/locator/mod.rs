@@ -206,7 +206,7 @@ mod tests {
         // Block 0: key 1 in slice 0, key 2 in slices 0 and 3. Block 1: key 3 in slice 1, key 1.
         let b0 = block_keys(&[1, 2, 2], &[5, 6, 3 * SLICE + 1], SLICE);
         let b1 = block_keys(&[3, 1], &[SLICE, 0], SLICE);
-        let file = build(&[("c", vec![b0, b1])], SLICE, 4, 1, 0.01).unwrap();
+        let file = build(&[("c", vec![b0, b1])], SLICE, 4, fingerprint_bits(1, 0.01)).unwrap();
         assert_eq!(lookup(&file, "c", 1), Location::Blocks);
         assert_eq!(lookup(&file, "c", 2), Location::Block(0));
         assert_eq!(
@@ -227,7 +227,13 @@ mod tests {
             block_keys(&hashes[10_000..20_000], &rows, SLICE),
             block_keys(&hashes[15_000..25_000], &rows, SLICE),
         ];
-        let whole = build(&[("c", blocks.to_vec())], SLICE, 4, 3, 0.01).unwrap();
+        let whole = build(
+            &[("c", blocks.to_vec())],
+            SLICE,
+            4,
+            fingerprint_bits(3, 0.01),
+        )
+        .unwrap();
         let (parts, shard_count) = (3, 6);
         let mut pages = PageWriter::new(Vec::new());
         let mut column = ColumnBuilder::new("c", 3, 4, fingerprint_bits(3, 0.01), shard_count);
@@ -285,7 +291,7 @@ mod tests {
             .map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15))
             .collect();
         let b0 = block_keys(&hashes, &(0..5000).collect::<Vec<_>>(), SLICE);
-        let mut file = build(&[("c", vec![b0])], SLICE, 1, 1, 0.01).unwrap();
+        let mut file = build(&[("c", vec![b0])], SLICE, 1, fingerprint_bits(1, 0.01)).unwrap();
         let header = LocatorHeader::parse(&file).unwrap();
         assert_eq!(header.file_len(), file.len() as u64);
         let c = header.column("c").unwrap().clone();

@@ -37,7 +37,7 @@ use crate::write::group_keys::GroupKeys;
 
 /// Groups of one tier merged into one of the next.
 pub const MERGE_FAN_IN: usize = 16;
-/// Rows of a merged group at most: two tiers above 8M-row groups.
+/// Rows of a merged group at most: sixteen of a write's default groups.
 pub const MAX_GROUP_ROWS: u64 = 1 << 31;
 /// Attempts before a merge's commit gives up under sustained contention.
 const MAX_ATTEMPTS: usize = 100;
@@ -151,13 +151,10 @@ impl Table {
             .map(|h| h.slices_per_block * (h.slice_rows / slice_rows))
             .max()
             .unwrap_or(1);
-        // An input without the column holds at most a key per row of it.
-        let mut keys = GroupKeys::new(columns.iter().map(|c| {
-            let upper: u64 = (groups.iter().zip(&headers))
-                .map(|(g, h)| h.column(c).map_or_else(|| blocks.group_rows(g), |l| l.keys))
-                .sum();
-            (c.clone(), upper as usize)
-        }));
+        // A block spills an entry per distinct key of its own, so up to one per row (a
+        // group's distinct keys would undercount keys repeated across its blocks).
+        let rows: u64 = groups.iter().map(|g| blocks.group_rows(g)).sum();
+        let mut keys = GroupKeys::new(columns.iter().map(|c| (c.clone(), rows as usize)));
         // A few blocks read and hashed at once, added in order.
         let mut read = futures::stream::iter(block_range.clone())
             .map(|i| self.block_keys(blocks, i, &columns, slice_rows))

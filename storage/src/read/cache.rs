@@ -23,8 +23,8 @@ use crate::read::disk_cache::DiskCache;
 pub const DEFAULT_SIDECAR_CACHE_BYTES: u64 = 256 << 20;
 
 /// Locator pages kept: a lookup reads at most 2 KiB per group, so this holds the pages of about
-/// 64k (key, group) lookups — a warm working set of a few hundred point queries at a billion rows
-/// (125 groups) — in a fixed budget beside the sidecars'.
+/// 64k (key, group) lookups — a warm working set of a few thousand point queries at a billion
+/// rows (8 groups as `sieve load` writes them) — in a fixed budget beside the sidecars'.
 const LOCATOR_PAGE_BYTES: u64 = 128 << 20;
 
 const BLOCK_LIST_VERSIONS: usize = 64;

@@ -1,17 +1,20 @@
 //! A locator group's keys on their way into its file, for a write building its groups and for a
 //! merge building one of many (`sieve_index::locator`): held in memory while they are few,
-//! spilled to local files by hash range once a group outgrows [`MEMORY_KEYS`], then built into
-//! the file's shards a range at a time on every core. So a group of a billion keys needs the
-//! memory of a few ranges, and a write can build its groups at the size merges would otherwise
-//! make of them: each key's locator entry built once, not once per tier.
+//! spilled to local files by hash range once a group outgrows [`MEMORY_KEYS`] (under the temp
+//! dir, `$TMPDIR`: 16 bytes per key and block), then built into the file's shards a range at a
+//! time on up to [`BUILD_THREADS`] cores. So a group of a billion keys needs the memory of a few
+//! ranges, and a write can build its groups at the size merges would otherwise make of them:
+//! each key's locator entry built once, not once per tier.
 
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::mpsc;
+use std::sync::{Mutex, mpsc};
+use std::time::{Duration, Instant};
 
 use object_store::{ObjectStoreExt, PutPayload, WriteMultipart};
+use sieve_index::LocatorHeader;
 use sieve_index::locator::{
     self, BlockKeys, BuiltPart, ColumnBuilder, ColumnLocator, PageWriter, shards_for,
 };
@@ -28,6 +31,9 @@ const MEMORY_KEYS: usize = 1 << 22;
 const PART_KEYS: usize = 1 << 22;
 /// Bytes per part of a spilled group's file upload.
 const UPLOAD_PART: usize = 16 << 20;
+/// Threads building one spilled group at most, each holding a part's keys twice (sorting) and
+/// its shards: ~150 MB.
+const BUILD_THREADS: usize = 4;
 
 /// Every located column's keys of one group, added block by block in the group's order.
 pub struct GroupKeys {
@@ -50,19 +56,19 @@ struct ColumnKeys {
     files: Vec<BufWriter<File>>,
 }
 
-/// A built locator file: its header, and its pages in memory or in a local file.
+/// A built locator file: its header, and the file in memory or its pages in a local file.
 pub struct LocatorFile {
     pub header: Vec<u8>,
-    pages: Pages,
+    body: Body,
+    /// Time its build took, summed over the threads that built it.
+    pub build_time: Duration,
 }
 
-enum Pages {
-    Memory(Vec<u8>),
-    /// The file, in the directory it goes away with.
-    Spilled {
-        _dir: TempDir,
-        path: PathBuf,
-    },
+enum Body {
+    /// The whole file, header first.
+    Whole(Vec<u8>),
+    /// The pages after the header, in the directory they go away with.
+    Spilled { _dir: TempDir, pages: PathBuf },
 }
 
 impl GroupKeys {
@@ -97,6 +103,11 @@ impl GroupKeys {
 
     pub fn is_empty(&self) -> bool {
         self.columns.is_empty()
+    }
+
+    /// Whether the keys went to local files: then the build takes several cores.
+    pub fn spilled(&self) -> bool {
+        self.spilled.is_some()
     }
 
     /// Adds the next block's keys, one list per column in [`Self::new`]'s order. Writes to local
@@ -145,62 +156,60 @@ impl GroupKeys {
     }
 
     /// Builds the group's locator file: blocks of `slices_per_block` slices of `slice_rows`,
-    /// fingerprints of `fingerprint_bits`. Blocking: it reads, sorts and builds on every core.
+    /// fingerprints of `fingerprint_bits`. Blocking: it reads, sorts and builds on several cores.
     pub fn build(
         self,
         slice_rows: u32,
         slices_per_block: u32,
         fingerprint_bits: u8,
     ) -> Result<LocatorFile> {
+        let started = Instant::now();
         let blocks = self.blocks;
-        let shape = |column: &ColumnKeys, shards| {
-            ColumnBuilder::new(
+        let Some(dir) = self.spilled else {
+            let columns: Vec<(&str, Vec<BlockKeys>)> = (self.columns.iter())
+                .map(|c| (c.name.as_str(), c.blocks.clone()))
+                .collect();
+            let file = locator::build(&columns, slice_rows, slices_per_block, fingerprint_bits)?;
+            let header = file[..LocatorHeader::parse(&file)?.len].to_vec();
+            return Ok(LocatorFile {
+                header,
+                body: Body::Whole(file),
+                build_time: started.elapsed(),
+            });
+        };
+        let path = dir.path().join("pages");
+        let mut pages = PageWriter::new(BufWriter::new(File::create(&path)?));
+        let mut columns = Vec::with_capacity(self.columns.len());
+        let mut build_time = Duration::ZERO;
+        for (k, mut column) in self.columns.into_iter().enumerate() {
+            for file in &mut column.files {
+                file.flush()?;
+            }
+            drop(std::mem::take(&mut column.files));
+            // Whole parts, each a whole number of shards of at most SHARD_KEYS keys.
+            let per_part = shards_for(column.keys.div_ceil(column.parts));
+            let builder = ColumnBuilder::new(
                 &column.name,
                 blocks,
                 slices_per_block,
                 fingerprint_bits,
-                shards,
-            )
-        };
-        let (pages, page_count, columns) = match self.spilled {
-            None => {
-                let mut pages = PageWriter::new(Vec::new());
-                let mut columns = Vec::with_capacity(self.columns.len());
-                for column in &self.columns {
-                    let mut builder = shape(column, shards_for(column.keys));
-                    builder.add_blocks(&column.blocks, &mut pages)?;
-                    columns.push(builder.finish()?);
-                }
-                let (bytes, count) = pages.finish()?;
-                (Pages::Memory(bytes), count, columns)
-            }
-            Some(dir) => {
-                let path = dir.path().join("pages");
-                let mut pages = PageWriter::new(BufWriter::new(File::create(&path)?));
-                let mut columns = Vec::with_capacity(self.columns.len());
-                for (k, mut column) in self.columns.into_iter().enumerate() {
-                    for file in &mut column.files {
-                        file.flush()?;
-                    }
-                    drop(std::mem::take(&mut column.files));
-                    // Whole parts, each a whole number of shards of at most SHARD_KEYS keys.
-                    let per_part = shards_for(column.keys.div_ceil(column.parts));
-                    let builder = shape(&column, column.parts * per_part);
-                    columns.push(build_parts(
-                        dir.path(),
-                        k,
-                        column.parts,
-                        builder,
-                        &mut pages,
-                    )?);
-                }
-                let (_, count) = pages.finish()?;
-                (Pages::Spilled { _dir: dir, path }, count, columns)
-            }
-        };
+                column.parts * per_part,
+            );
+            let (built, time) = build_parts(dir.path(), k, column.parts, builder, &mut pages)?;
+            columns.push(built);
+            build_time += time;
+        }
+        let (_, page_count) = pages.finish()?;
         let header =
             locator::encode_header(blocks, slice_rows, slices_per_block, page_count, &columns)?;
-        Ok(LocatorFile { header, pages })
+        Ok(LocatorFile {
+            header,
+            body: Body::Spilled {
+                _dir: dir,
+                pages: path,
+            },
+            build_time,
+        })
     }
 }
 
@@ -222,47 +231,63 @@ fn part_path(dir: &Path, column: usize, part: usize) -> PathBuf {
     dir.join(format!("{column}-{part}"))
 }
 
-/// Builds a spilled column's parts on every core and writes them in order.
+/// Builds a spilled column's parts on several threads and writes them in order; returns the
+/// column and the threads' time.
 fn build_parts<W: Write>(
     dir: &Path,
     column: usize,
     parts: usize,
     mut builder: ColumnBuilder,
     pages: &mut PageWriter<W>,
-) -> Result<ColumnLocator> {
+) -> Result<(ColumnLocator, Duration)> {
     let layout = builder.layout();
-    let threads = crate::write::writer::parallelism().min(parts);
-    let next = AtomicUsize::new(0);
+    let threads = crate::write::writer::parallelism()
+        .min(BUILD_THREADS)
+        .min(parts);
+    // Parts are handed out at most `threads` ahead of the next to write, so no more than that
+    // are built and waiting at once however long one takes.
+    let (next, todo) = mpsc::channel::<usize>();
+    let todo = Mutex::new(todo);
+    let (done, built) = mpsc::sync_channel::<(usize, Duration, Result<BuiltPart>)>(threads);
     std::thread::scope(|scope| {
-        // Parts are taken in order, so at most `threads` wait here to be written.
-        let (sender, built) = mpsc::sync_channel::<(usize, Result<BuiltPart>)>(threads);
         for _ in 0..threads {
-            let (sender, next) = (sender.clone(), &next);
+            let (done, todo) = (done.clone(), &todo);
             scope.spawn(move || {
                 let mut scratch = Scratch::default();
-                loop {
-                    let part = next.fetch_add(1, Ordering::Relaxed);
-                    if part >= parts {
-                        return;
-                    }
+                // Ends when no part is left to hand out, or the writer stopped listening.
+                while let Ok(part) = todo
+                    .lock()
+                    .map_err(drop)
+                    .and_then(|t| t.recv().map_err(drop))
+                {
+                    let started = Instant::now();
                     let result = read_part(&part_path(dir, column, part)).and_then(|entries| {
                         Ok(layout.build_part(entries, part, parts, &mut scratch)?)
                     });
                     let failed = result.is_err();
-                    if sender.send((part, result)).is_err() || failed {
+                    if done.send((part, started.elapsed(), result)).is_err() || failed {
                         return;
                     }
                 }
             });
         }
-        drop(sender);
-        let mut ready = std::collections::BTreeMap::new();
-        let mut written = 0;
-        for (part, result) in built {
+        drop(done);
+        let mut next = Some(next);
+        for part in 0..threads {
+            next.as_ref().map(|n| n.send(part));
+        }
+        let (mut ready, mut written, mut time) = (BTreeMap::new(), 0, Duration::ZERO);
+        for (part, took, result) in built {
+            time += took;
             ready.insert(part, result?);
             while let Some(part) = ready.remove(&written) {
                 builder.write_part(part, pages)?;
                 written += 1;
+                if written + threads - 1 < parts {
+                    next.as_ref().map(|n| n.send(written + threads - 1));
+                } else if written == parts {
+                    next = None;
+                }
             }
         }
         if written != parts {
@@ -270,7 +295,7 @@ fn build_parts<W: Write>(
                 "{written} of {parts} locator parts built"
             )));
         }
-        Ok(builder.finish()?)
+        Ok((builder.finish()?, time))
     })
 }
 
@@ -295,7 +320,8 @@ fn read_part(path: &Path) -> Result<Vec<(u64, u32, u32)>> {
 
 impl Table {
     /// Uploads a locator file as `name`, spending `rate` (a merge's I/O budget) if given: one
-    /// request for a file in memory, a multipart upload streamed from a spilled one.
+    /// request for a file in memory, a multipart upload streamed from a spilled one (aborted if
+    /// it fails, so no parts are left behind).
     pub(crate) async fn upload_locator(
         &self,
         name: &str,
@@ -304,40 +330,57 @@ impl Table {
     ) -> Result<()> {
         let path = self.locator_path(name);
         let store = self.storage().store();
-        let spilled = match &file.pages {
-            Pages::Memory(pages) => {
+        let pages = match &file.body {
+            Body::Whole(bytes) => {
                 if let Some(rate) = rate {
-                    rate.spend((file.header.len() + pages.len()) as u64).await;
+                    rate.spend(bytes.len() as u64).await;
                 }
-                let mut bytes = Vec::with_capacity(file.header.len() + pages.len());
-                bytes.extend_from_slice(&file.header);
-                bytes.extend_from_slice(pages);
-                store.put(&path, PutPayload::from(bytes)).await?;
+                store.put(&path, PutPayload::from(bytes.clone())).await?;
                 return Ok(());
             }
-            Pages::Spilled { path, .. } => path,
+            Body::Spilled { pages, .. } => pages.clone(),
         };
         let mut writer =
             WriteMultipart::new_with_chunk_size(store.put_multipart(&path).await?, UPLOAD_PART);
-        if let Some(rate) = rate {
-            rate.spend(file.header.len() as u64).await;
-        }
-        writer.write(&file.header);
-        let mut pages = BufReader::new(File::open(spilled)?);
-        let mut chunk = vec![0u8; UPLOAD_PART];
-        loop {
-            let n = pages.read(&mut chunk)?;
-            if n == 0 {
-                break;
-            }
+        let streamed = async {
             if let Some(rate) = rate {
-                rate.spend(n as u64).await;
+                rate.spend(file.header.len() as u64).await;
             }
-            writer.wait_for_capacity(2).await?;
-            writer.write(&chunk[..n]);
+            writer.write(&file.header);
+            let mut reader = Some(BufReader::new(File::open(&pages)?));
+            loop {
+                // Reads off the runtime: a chunk at a time, the reader handed back and forth.
+                let (back, chunk) = tokio::task::spawn_blocking({
+                    let mut reader = reader.take().expect("handed back");
+                    move || {
+                        let mut chunk = vec![0u8; UPLOAD_PART];
+                        let n = reader.read(&mut chunk)?;
+                        chunk.truncate(n);
+                        Ok::<_, std::io::Error>((reader, chunk))
+                    }
+                })
+                .await??;
+                if chunk.is_empty() {
+                    return Ok::<_, StorageError>(());
+                }
+                reader = Some(back);
+                if let Some(rate) = rate {
+                    rate.spend(chunk.len() as u64).await;
+                }
+                writer.wait_for_capacity(2).await?;
+                writer.write(&chunk);
+            }
+        };
+        match streamed.await {
+            Ok(()) => {
+                writer.finish().await?;
+                Ok(())
+            }
+            Err(e) => {
+                writer.abort().await?;
+                Err(e)
+            }
         }
-        writer.finish().await?;
-        Ok(())
     }
 }
 
@@ -349,12 +392,14 @@ mod tests {
     use super::*;
 
     fn bytes(file: &LocatorFile) -> Vec<u8> {
-        let mut out = file.header.clone();
-        match &file.pages {
-            Pages::Memory(pages) => out.extend_from_slice(pages),
-            Pages::Spilled { path, .. } => out.extend(std::fs::read(path).unwrap()),
+        match &file.body {
+            Body::Whole(bytes) => bytes.clone(),
+            Body::Spilled { pages, .. } => {
+                let mut out = file.header.clone();
+                out.extend(std::fs::read(pages).unwrap());
+                out
+            }
         }
-        out
     }
 
     /// A group spilled to files in several parts, built on every core, locates every key where
@@ -375,13 +420,13 @@ mod tests {
             for block in &blocks {
                 keys.add_block(vec![block.clone()]).unwrap();
             }
-            let spilled = keys.spilled.is_some();
+            let spilled = keys.spilled();
             (keys.build(4096, 16, 12).unwrap(), spilled)
         };
         let (whole, spilled) = group(MEMORY_KEYS, PART_KEYS);
         assert!(!spilled);
         let (parted, spilled) = group(30_000, 10_000);
-        assert!(spilled && matches!(parted.pages, Pages::Spilled { .. }));
+        assert!(spilled && matches!(parted.body, Body::Spilled { .. }));
         let (whole, parted) = (bytes(&whole), bytes(&parted));
         let lookup = |file: &[u8], hash| {
             let header = LocatorHeader::parse(file).unwrap();

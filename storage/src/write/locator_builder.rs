@@ -7,8 +7,9 @@
 //! memory while they are few and spills them to local files once they are many, so a group may
 //! be as large as a merge of sixteen would make it ([`LOCATOR_GROUP_ROWS`]): a load builds each
 //! key's locator entry once, instead of once as written and again per merge. At most one group
-//! per core builds at once: a write whose blocks arrive faster than their groups build waits for
-//! one to finish before taking more rows.
+//! per core builds at once, and a spilled one (which builds on several cores) alone: a write
+//! whose blocks arrive faster than their groups build waits for one to finish before taking
+//! more rows.
 
 use std::collections::BTreeMap;
 
@@ -21,11 +22,12 @@ use crate::meta::block::BlockColumn;
 use crate::read::table::Table;
 use crate::write::group_keys::GroupKeys;
 
-/// Rows per locator group a write builds, unless the table says otherwise: sixteen groups of
-/// the 8M rows a group held while its keys had to fit in memory, as merging them made them, so
-/// a load of a billion rows writes 8 groups and merges none. Larger groups cost a locator entry
-/// a slot bit per doubling; fewer groups let each carry fewer fingerprint bits.
-pub const LOCATOR_GROUP_ROWS: usize = 128 << 20;
+/// Rows per locator group a write builds, unless the table says otherwise: about sixteen groups
+/// of the 8Mi rows a group held while its keys had to fit in memory, as merging them made them,
+/// and a whole number of 1M-row blocks (128), so a load of a billion rows writes 8 groups and
+/// merges none. Larger groups cost a locator entry a slot bit per doubling; fewer groups let
+/// each carry fewer fingerprint bits.
+pub const LOCATOR_GROUP_ROWS: usize = 128_000_000;
 
 /// Blocks a write puts in one group, for a table's `locator_group_rows` and `block_rows`.
 pub fn blocks_per_group(group_rows: usize, block_rows: usize) -> usize {
@@ -38,7 +40,7 @@ pub struct BuiltGroup {
     pub blocks: usize,
     pub name: String,
     pub header: Vec<u8>,
-    /// Time spent building the file (on every core), for the load's report.
+    /// Time spent building the file, summed over the threads that built it.
     pub build_time: std::time::Duration,
 }
 
@@ -56,9 +58,12 @@ pub struct LocatorBuilder {
     /// Groups the table had before this write; read when the first group is built.
     groups_before: Option<u64>,
     started: u64,
-    tasks: JoinSet<Result<Option<BuiltGroup>>>,
+    /// Groups building, each with whether it spilled.
+    tasks: JoinSet<(bool, Result<Option<BuiltGroup>>)>,
     /// Groups building at once, at most.
     max_building: usize,
+    /// Whether a spilled group is building.
+    spilled_building: bool,
     built: Vec<BuiltGroup>,
 }
 
@@ -150,6 +155,7 @@ impl LocatorBuilder {
             started: 0,
             tasks: JoinSet::new(),
             max_building: crate::write::writer::parallelism(),
+            spilled_building: false,
             built: Vec::new(),
         }
     }
@@ -190,7 +196,21 @@ impl LocatorBuilder {
                 )
             }
         };
-        let open = tokio::task::spawn_blocking(move || open.add(block).map(|()| open)).await??;
+        let (open, added) = tokio::task::spawn_blocking(move || {
+            let added = open.add(block);
+            (open, added)
+        })
+        .await?;
+        if let Err(e) = added {
+            // Keys that cannot be spilled (a full temp dir) cost the group its locator, as a
+            // build that fails does, not the write: its blocks keep their sidecars.
+            log::warn!(
+                "no locator for blocks {}..={} of this write: {e}",
+                open.first_block,
+                self.next_block
+            );
+            return Ok(());
+        }
         let full = open.blocks == self.per_group;
         self.open = Some(open);
         if full {
@@ -222,8 +242,18 @@ impl LocatorBuilder {
         }
         self.close().await?;
         while let Some(group) = self.tasks.join_next().await {
-            self.built.extend(group??);
+            self.joined(group)?;
         }
+        Ok(())
+    }
+
+    fn joined(
+        &mut self,
+        group: std::result::Result<(bool, Result<Option<BuiltGroup>>), tokio::task::JoinError>,
+    ) -> Result<()> {
+        let (spilled, built) = group?;
+        self.spilled_building &= !spilled;
+        self.built.extend(built?);
         Ok(())
     }
 
@@ -248,11 +278,15 @@ impl LocatorBuilder {
         if keys.is_empty() {
             return Ok(());
         }
-        while self.tasks.len() >= self.max_building
+        let spilled = keys.spilled();
+        while (self.tasks.len() >= self.max_building
+            || self.spilled_building
+            || (spilled && !self.tasks.is_empty()))
             && let Some(group) = self.tasks.join_next().await
         {
-            self.built.extend(group??);
+            self.joined(group)?;
         }
+        self.spilled_building = spilled;
         let groups_before = match self.groups_before {
             Some(n) => n,
             None => {
@@ -268,29 +302,34 @@ impl LocatorBuilder {
             let options = &table.def().options;
             let slices = options.block_rows.div_ceil(SLICE_ROWS as usize) as u32;
             let bits = fingerprint_bits(ordinal, options.max_false_reads);
-            let (built, build_time) = tokio::task::spawn_blocking(move || {
-                let started = std::time::Instant::now();
-                (keys.build(SLICE_ROWS, slices, bits), started.elapsed())
-            })
-            .await?;
+            let built =
+                match tokio::task::spawn_blocking(move || keys.build(SLICE_ROWS, slices, bits))
+                    .await
+                {
+                    Ok(built) => built,
+                    Err(panicked) => return (spilled, Err(panicked.into())),
+                };
             // A group that cannot have a locator (values wider than 64 bits, no Ribbon layout
-            // found) keeps its blocks' sidecars: the write still commits.
+            // found, a full temp dir) keeps its blocks' sidecars: the write still commits.
             let file = match built {
                 Ok(file) => file,
                 Err(e) => {
                     log::warn!("no locator for {blocks} blocks of this write: {e}");
-                    return Ok(None);
+                    return (spilled, Ok(None));
                 }
             };
             let name = uuid::Uuid::new_v4().simple().to_string();
-            table.upload_locator(&name, &file, None).await?;
-            Ok(Some(BuiltGroup {
-                first_block,
-                blocks,
-                name,
-                header: file.header,
-                build_time,
-            }))
+            let uploaded = table.upload_locator(&name, &file, None).await;
+            let built = uploaded.map(|()| {
+                Some(BuiltGroup {
+                    first_block,
+                    blocks,
+                    name,
+                    header: file.header,
+                    build_time: file.build_time,
+                })
+            });
+            (spilled, built)
         });
         Ok(())
     }
