@@ -105,7 +105,7 @@ impl ColumnLayout {
     /// from `entries`, every key of it in any order, for [`ColumnBuilder::write_part`].
     pub fn build_part(
         &self,
-        mut entries: Vec<(u64, u32, u32)>,
+        entries: Vec<(u64, u32, u32)>,
         part: usize,
         parts: usize,
         scratch: &mut Scratch,
@@ -116,11 +116,28 @@ impl ColumnLayout {
                 self.shard_count
             )));
         }
-        // Within a part, `hash · parts` (mod 2^64) ascends with the hash: the part's shards are
-        // consecutive runs of the sorted keys.
-        sort_by_hash(&mut entries, |e| e.0.wrapping_mul(parts as u64));
+        // Each shard's keys gathered by one counting pass (build_shard sorts each): sorting the
+        // whole part first would sort every key twice.
         let per_part = self.shard_count / parts;
-        let mut rest = &entries[..];
+        let first = part * per_part;
+        let mut starts = vec![0usize; per_part + 1];
+        for e in &entries {
+            let shard = self.shard_of(e.0);
+            if !(first..first + per_part).contains(&shard) {
+                return Err(corrupt(format!("keys outside part {part} of {parts}")));
+            }
+            starts[shard - first + 1] += 1;
+        }
+        for k in 0..per_part {
+            starts[k + 1] += starts[k];
+        }
+        let mut by_shard = vec![(0u64, 0u32, 0u32); entries.len()];
+        let mut next = starts.clone();
+        for e in entries {
+            let k = self.shard_of(e.0) - first;
+            by_shard[next[k]] = e;
+            next[k] += 1;
+        }
         let (mut shard_entries, mut values) = (Vec::new(), Vec::new());
         let mut built = BuiltPart {
             part,
@@ -128,18 +145,13 @@ impl ColumnLayout {
             shards: Vec::with_capacity(per_part),
             keys: 0,
         };
-        for shard in part * per_part..(part + 1) * per_part {
-            let len = rest.partition_point(|e| self.shard_of(e.0) == shard);
+        for k in 0..per_part {
             shard_entries.clear();
-            shard_entries.extend_from_slice(&rest[..len]);
+            shard_entries.extend_from_slice(&by_shard[starts[k]..starts[k + 1]]);
             built
                 .shards
                 .push(self.build_shard(&mut shard_entries, &mut values, scratch)?);
             built.keys += values.len() as u64;
-            rest = &rest[len..];
-        }
-        if !rest.is_empty() {
-            return Err(corrupt(format!("keys outside part {part} of {parts}")));
         }
         Ok(built)
     }

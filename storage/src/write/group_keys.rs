@@ -25,8 +25,10 @@ use crate::error::{Result, StorageError};
 use crate::operations::merge_rate::MergeRate;
 use crate::read::table::Table;
 
-/// Keys (16 bytes each) a group holds in memory over all its columns before it spills them.
-const MEMORY_KEYS: usize = 1 << 22;
+/// Keys (16 bytes each) a group holds in memory over all its columns before it spills them:
+/// 128 MB, what a write held per group before groups could spill, so a table's groups of the
+/// earlier 8Mi-row default build in memory as they did.
+const MEMORY_KEYS: usize = 1 << 23;
 /// Keys per spill file at most: what one thread holds while it builds that range's shards.
 const PART_KEYS: usize = 1 << 22;
 /// Bytes per part of a spilled group's file upload.
@@ -216,12 +218,13 @@ impl GroupKeys {
 impl ColumnKeys {
     fn spill(&mut self, block: u32, keys: &BlockKeys) -> Result<()> {
         let parts = self.files.len() as u128;
+        let mut record = [0u8; 16];
+        record[8..12].copy_from_slice(&block.to_le_bytes());
         for &(hash, slice) in keys {
             let part = ((u128::from(hash) * parts) >> 64) as usize;
-            let file = &mut self.files[part];
-            file.write_all(&hash.to_le_bytes())?;
-            file.write_all(&block.to_le_bytes())?;
-            file.write_all(&slice.to_le_bytes())?;
+            record[..8].copy_from_slice(&hash.to_le_bytes());
+            record[12..].copy_from_slice(&slice.to_le_bytes());
+            self.files[part].write_all(&record)?;
         }
         Ok(())
     }
@@ -302,17 +305,28 @@ fn build_parts<W: Write>(
 /// A spill file's (hash, block, slice) entries; the file goes once read.
 fn read_part(path: &Path) -> Result<Vec<(u64, u32, u32)>> {
     let len = std::fs::metadata(path)?.len() as usize;
-    let mut file = BufReader::with_capacity(1 << 20, File::open(path)?);
+    if len % 16 != 0 {
+        return Err(StorageError::Invalid(format!(
+            "spilled keys {} end mid-entry",
+            path.display()
+        )));
+    }
+    let mut file = File::open(path)?;
     let mut entries = Vec::with_capacity(len / 16);
-    let mut record = [0u8; 16];
-    for _ in 0..len / 16 {
-        file.read_exact(&mut record)?;
-        let u32_at = |at: usize| u32::from_le_bytes(record[at..at + 4].try_into().unwrap());
-        entries.push((
-            u64::from_le_bytes(record[..8].try_into().unwrap()),
-            u32_at(8),
-            u32_at(12),
-        ));
+    let mut chunk = vec![0u8; 1 << 20];
+    let mut left = len;
+    while left > 0 {
+        let n = left.min(chunk.len());
+        file.read_exact(&mut chunk[..n])?;
+        entries.extend(chunk[..n].chunks_exact(16).map(|e| {
+            let u32_at = |at: usize| u32::from_le_bytes(e[at..at + 4].try_into().unwrap());
+            (
+                u64::from_le_bytes(e[..8].try_into().unwrap()),
+                u32_at(8),
+                u32_at(12),
+            )
+        }));
+        left -= n;
     }
     std::fs::remove_file(path)?;
     Ok(entries)
