@@ -168,9 +168,12 @@ impl GroupKeys {
         let started = Instant::now();
         let blocks = self.blocks;
         let Some(dir) = self.spilled else {
-            let columns: Vec<(&str, Vec<BlockKeys>)> = (self.columns.iter())
-                .map(|c| (c.name.as_str(), c.blocks.clone()))
+            let mut held = self.columns;
+            let keys: Vec<Vec<BlockKeys>> = (held.iter_mut())
+                .map(|c| std::mem::take(&mut c.blocks))
                 .collect();
+            let columns: Vec<(&str, Vec<BlockKeys>)> =
+                (held.iter()).map(|c| c.name.as_str()).zip(keys).collect();
             let file = locator::build(&columns, slice_rows, slices_per_block, fingerprint_bits)?;
             let header = file[..LocatorHeader::parse(&file)?.len].to_vec();
             return Ok(LocatorFile {
