@@ -53,11 +53,20 @@ minio_start() {
     cat "$MINIO_DATA.log" >&2
     return 1
   fi
-  curl -sf -X PUT --user "$AWS_ACCESS_KEY_ID:$AWS_SECRET_ACCESS_KEY" \
-    --aws-sigv4 "aws:amz:$AWS_REGION:s3" "$AWS_ENDPOINT/sieve-test" >/dev/null || {
-    echo "could not create the test bucket" >&2
+  # MinIO answers its liveness probe before it serves S3 requests (503 "Server not
+  # initialized" until then), so the bucket is created by retrying.
+  local code
+  for _ in $(seq 1 100); do
+    code=$(curl -s -o /dev/null -w '%{http_code}' -X PUT --user "$AWS_ACCESS_KEY_ID:$AWS_SECRET_ACCESS_KEY" \
+      --aws-sigv4 "aws:amz:$AWS_REGION:s3" "$AWS_ENDPOINT/sieve-test")
+    [ "$code" = 200 ] && break
+    sleep 0.2
+  done
+  if [ "$code" != 200 ]; then
+    echo "could not create the test bucket (HTTP $code); MinIO's log:" >&2
+    cat "$MINIO_DATA.log" >&2
     return 1
-  }
+  fi
   export SIEVE_TEST_S3_URL="s3://sieve-test"
   # Tests that restart a MinIO of their own (a load surviving an outage) start this binary.
   export SIEVE_TEST_MINIO_BIN="$MINIO_BIN"

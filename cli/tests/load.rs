@@ -181,14 +181,27 @@ impl Minio {
             child: None,
         };
         minio.restart();
-        let status = Command::new("curl")
-            .args(["-sf", "-X", "PUT", "--user", "sieve:sieve-secret-key"])
-            .args(["--aws-sigv4", "aws:amz:us-east-1:s3"])
-            .arg(format!("{}/load-test", minio.endpoint()))
-            .status()
-            .unwrap();
-        assert!(status.success(), "could not create the bucket");
-        minio
+        // MinIO answers its liveness probe before it serves S3 requests (a PUT then gets 503
+        // "Server not initialized"), so the bucket is created by retrying until it succeeds.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let out = Command::new("curl")
+                .args(["-s", "-o", "/dev/null", "-w", "%{http_code}", "-X", "PUT"])
+                .args(["--user", "sieve:sieve-secret-key"])
+                .args(["--aws-sigv4", "aws:amz:us-east-1:s3"])
+                .arg(format!("{}/load-test", minio.endpoint()))
+                .output()
+                .unwrap();
+            let code = String::from_utf8_lossy(&out.stdout).into_owned();
+            if code == "200" {
+                return minio;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "could not create the bucket: HTTP {code}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
     }
 
     fn endpoint(&self) -> String {
