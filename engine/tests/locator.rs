@@ -327,12 +327,10 @@ async fn an_ascending_column_needs_no_locator() {
     );
 }
 
-/// A write leaves a column out of its group while the column's blocks ascend apart, and cuts the
-/// group where they stop: the blocks before keep their group without it, and every group after
-/// in the write locates it. Lookups of both agree with pruning off, and each probes only the
-/// groups that locate its column.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_write_cuts_its_group_where_a_column_stops_ascending() {
+/// Table `t` written in one INSERT as 9 blocks of 1000 rows, locator groups of up to 4 blocks:
+/// `k` = `k_of_number` over `numbers(9000)` in order, `s` a permutation of strings. Returns the
+/// sessions and, per column, its locator's groups and blocks (`column|groups|blocks`).
+async fn nine_blocks_in_groups_of_four(k_of_number: &str) -> (Sessions, Vec<String>) {
     let s = sessions("memory://").await;
     run(
         &s.located,
@@ -340,24 +338,38 @@ async fn a_write_cuts_its_group_where_a_column_stops_ascending() {
          with (block_rows = 1000, locator_group_rows = 4000, index_columns = 'k,s')",
     )
     .await;
-    // k: the row number for 3 blocks, then a permutation of 3000..9000 (no block ascends); s
-    // ascends in no block.
     run(
         &s.located,
-        "insert into t select case when number < 3000 then number \
-           else 3000 + (number * 7919) % 6000 end, \
-           concat('v', cast((number * 7919) % 9001 as varchar)) \
-         from numbers(9000) order by number",
+        &format!(
+            "insert into t select {k_of_number}, \
+               concat('v', cast((number * 7919) % 9001 as varchar)) \
+             from numbers(9000) order by number"
+        ),
     )
     .await;
-    let stats = run(
+    let groups = run(
         &s.located,
         "select column_name, groups, blocks from sieve_index_stats('t') \
          where kind = 'locator' order by column_name",
     )
     .await;
+    (s, rows(&groups))
+}
+
+/// A write leaves a column out of its group while the column's blocks ascend apart, and cuts the
+/// group where they stop: the blocks before keep their group without it, and every group after
+/// in the write locates it. Lookups of both agree with pruning off, and each probes only the
+/// groups that locate its column.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_cuts_its_group_where_a_column_stops_ascending() {
+    // k: the row number for 3 blocks, then a permutation of 3000..9000 (no block ascends); s
+    // ascends in no block.
+    let (s, groups) = nine_blocks_in_groups_of_four(
+        "case when number < 3000 then number else 3000 + (number * 7919) % 6000 end",
+    )
+    .await;
     // Blocks 0-2 (k left out), 3-6 and 7-8 (both located).
-    assert_eq!(rows(&stats), ["k|2|6", "s|3|9"]);
+    assert_eq!(groups, ["k|2|6", "s|3|9"]);
     for k in (0..9000).step_by(37).chain([2999, 3000, 8999, 9000, -1]) {
         for sql in [
             format!("select s from t where k = {k}"),
@@ -375,6 +387,41 @@ async fn a_write_cuts_its_group_where_a_column_stops_ascending() {
                 assert_eq!(located.stats.blocks_read, 1, "{sql}");
             }
         }
+    }
+}
+
+/// A block holding every integer between its min and max gets no filter for that column (min/max
+/// decides: kind `minmax`), and its keys, hashed only once a group locates the column, are all
+/// found. k: each block a run of the row number, each run below the one before, so the write
+/// locates k from its second block on.
+#[tokio::test]
+async fn dense_blocks_need_no_filter_and_are_located_when_they_do_not_ascend_apart() {
+    let (s, groups) =
+        nine_blocks_in_groups_of_four("8000 - (number - number % 1000) + number % 1000").await;
+    // Block 0 (k left out), blocks 1-4 and 5-8 (both located).
+    assert_eq!(groups, ["k|2|8", "s|3|9"]);
+    let stats = run(
+        &s.located,
+        "select column_name, kind, blocks, bytes from sieve_index_stats('t') \
+         where kind <> 'locator' order by column_name",
+    )
+    .await;
+    let stats = rows(&stats);
+    assert_eq!(stats[0], "k|minmax|9|0", "{stats:?}");
+    assert!(stats[1].starts_with("s|binary_fuse8|9|"), "{stats:?}");
+    for k in (0..9000).step_by(37).chain([999, 1000, 8999, 9000, -1]) {
+        let sql = format!("select s from t where k = {k}");
+        let located = run(&s.located, &sql).await;
+        assert_eq!(
+            sorted(&located),
+            sorted(&run(&s.unpruned, &sql).await),
+            "{sql}"
+        );
+        let present = (0..9000).contains(&k);
+        assert_eq!(located.stats.blocks_read, u64::from(present), "{sql}");
+        // Min/max finds the block, and only in blocks 1-8 a group locates k.
+        let probed = u64::from((0..8000).contains(&k));
+        assert_eq!(located.stats.locator_groups_probed, probed, "{sql}");
     }
 }
 

@@ -41,6 +41,19 @@ impl ColumnIndex {
         Self::from_distinct(column, configured, keys, has_null, ndv_estimate)
     }
 
+    /// The entry of a column min/max decides by itself, whatever its distinct values: one that
+    /// holds every integer between its min and max.
+    pub fn min_max_only(column: impl Into<String>, ndv: u64) -> Self {
+        Self {
+            column: column.into(),
+            kind: EntryKind::MinMaxOnly,
+            has_null: false,
+            key_count: ndv,
+            ndv_estimate: ndv,
+            payload: Vec::new(),
+        }
+    }
+
     /// [`Self::build`] from the column's distinct hashes, sorted, when the caller has them
     /// already (the locator's keys are).
     pub fn from_distinct(

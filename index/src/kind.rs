@@ -80,7 +80,8 @@ impl FromStr for FilterKind {
 /// What a sidecar entry actually holds for one column of one block; stored as one byte.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum EntryKind {
-    /// At most one distinct value: min/max already decides, nothing is stored.
+    /// At most one distinct value, or every integer between min and max (a row number): min/max
+    /// already decides, nothing is stored.
     MinMaxOnly,
     /// A handful of distinct values: their sorted hashes, smaller than any filter and exact.
     Exact,

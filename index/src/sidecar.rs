@@ -32,7 +32,7 @@ use crate::canonical::ColumnHashes;
 use crate::column_index::ColumnIndex;
 use crate::error::IndexError;
 use crate::filter::{ColumnFilter, Cuckoo};
-use crate::kind::EntryKind;
+use crate::kind::{EntryKind, FilterKind};
 
 pub const MAGIC: [u8; 8] = *b"SIEVEIDX";
 pub const VERSION: u32 = 1;
@@ -415,13 +415,18 @@ pub struct KeyChanges {
 /// A new version of the sidecar `bytes` after a DELETE, or None if no entry changes. Cuckoo
 /// entries delete the forgotten keys. Xor, fuse and bloom entries cannot delete: once the keys
 /// they hold without a live row reach `stale_rebuild_fraction` of their keys (seed 003's lazy
-/// policy), they are built again from the live keys. Other entries are copied as they are. A
-/// cuckoo entry must be told each inserted key at most once, or another key could be lost (see
-/// [`Cuckoo::delete`]): the caller forgets a key only when the block's last live row of it goes.
+/// policy), they are built again from the live keys. A `minmax` entry of a column that held
+/// every integer of its range has no keys to forget: it becomes a filter of the table's
+/// `configured` kind built from the live keys, at once for a kind that can forget (as a cuckoo
+/// entry would have forgotten), otherwise once as stale as a fuse entry would be rebuilt. Other
+/// entries are copied as they are. A cuckoo entry must be told each inserted key at most once,
+/// or another key could be lost (see [`Cuckoo::delete`]): the caller forgets a key only when the
+/// block's last live row of it goes.
 pub fn rewrite(
     bytes: Bytes,
     changes: &[KeyChanges],
     stale_rebuild_fraction: f64,
+    configured: FilterKind,
 ) -> Result<Option<Vec<u8>>, IndexError> {
     let bytes = align_in_memory(bytes);
     Sidecar::open(bytes.clone())?;
@@ -450,15 +455,19 @@ pub fn rewrite(
                 changed = true;
             }
             (Some(change), EntryKind::Filter(kind)) if !kind.can_delete() => {
-                let stale = entry.key_count.saturating_sub(change.live.len() as u64);
-                if stale > 0 && stale as f64 >= stale_rebuild_fraction * entry.key_count as f64 {
-                    let live = ColumnHashes {
-                        hashes: change.live.clone(),
-                        has_null: entry.has_null,
-                    };
-                    column = ColumnIndex::build(entry.column.clone(), kind, live);
+                if stale_enough(entry, change, stale_rebuild_fraction) {
+                    column = rebuilt(entry, change, kind);
                     changed = true;
                 }
+            }
+            (Some(change), EntryKind::MinMaxOnly)
+                if entry.key_count > 1
+                    && !change.forgotten.is_empty()
+                    && (configured.can_delete()
+                        || stale_enough(entry, change, stale_rebuild_fraction)) =>
+            {
+                column = rebuilt(entry, change, configured);
+                changed = true;
             }
             _ => {}
         }
@@ -469,6 +478,21 @@ pub fn rewrite(
     } else {
         None
     })
+}
+
+/// Whether the keys `entry` holds without a live row reach `fraction` of its keys.
+fn stale_enough(entry: &SidecarEntry, change: &KeyChanges, fraction: f64) -> bool {
+    let stale = entry.key_count.saturating_sub(change.live.len() as u64);
+    stale > 0 && stale as f64 >= fraction * entry.key_count as f64
+}
+
+/// `entry` built again, as a `kind` filter, from the live keys alone.
+fn rebuilt(entry: &SidecarEntry, change: &KeyChanges, kind: FilterKind) -> ColumnIndex {
+    let live = ColumnHashes {
+        hashes: change.live.clone(),
+        has_null: entry.has_null,
+    };
+    ColumnIndex::build(entry.column.clone(), kind, live)
 }
 
 /// Object stores hand out buffers at any address; in-place probes need payloads 8-aligned in

@@ -316,7 +316,8 @@ fn forgetting_keys_removes_them_from_cuckoo_entries_only() {
                 live: hashes(150..300),
             })
             .collect();
-        let rewritten = sidecar::rewrite(bytes.clone(), &changes, fraction).unwrap();
+        let rewritten =
+            sidecar::rewrite(bytes.clone(), &changes, fraction, FilterKind::Xor8).unwrap();
         Sidecar::open(rewritten.unwrap().into()).unwrap()
     };
     // Half the keys are stale: under the threshold only cuckoo entries change.
@@ -375,13 +376,54 @@ fn forgetting_keys_removes_them_from_cuckoo_entries_only() {
         live: hashes(0..300),
     }];
     assert!(
-        sidecar::rewrite(bytes.clone(), &none, 0.1)
+        sidecar::rewrite(bytes.clone(), &none, 0.1, FilterKind::Xor8)
             .unwrap()
             .is_none()
     );
     let mut damaged = bytes.to_vec();
     let last = damaged.len() - 9;
     damaged[last] ^= 1;
-    let error = sidecar::rewrite(Bytes::from(damaged), &none, 0.1).unwrap_err();
+    let error = sidecar::rewrite(Bytes::from(damaged), &none, 0.1, FilterKind::Xor8).unwrap_err();
     assert!(matches!(error, IndexError::Corrupt(_)), "{error}");
+}
+
+/// A `minmax` entry of a column that held every integer of its range becomes a filter of the
+/// table's kind built from the live keys once a DELETE leaves gaps: at once for a kind that
+/// forgets (cuckoo), once stale enough for the others; one of a single value stays as it is.
+#[test]
+fn a_dense_column_gets_a_filter_once_deletes_leave_gaps() {
+    let hashes = |values: std::ops::Range<i64>| {
+        ColumnHashes::from_array(&Int64Array::from_iter_values(values))
+            .unwrap()
+            .hashes
+    };
+    let entries = [
+        ColumnIndex::min_max_only("n", 300),
+        ColumnIndex::min_max_only("one", 1),
+    ];
+    let bytes = Bytes::from(sidecar::encode(&entries).unwrap());
+    let changes: Vec<KeyChanges> = ["n", "one"]
+        .iter()
+        .map(|column| KeyChanges {
+            column: column.to_string(),
+            forgotten: hashes(0..100),
+            live: hashes(100..300),
+        })
+        .collect();
+    let rewrite = |fraction: f64, kind: FilterKind| {
+        sidecar::rewrite(bytes.clone(), &changes, fraction, kind)
+            .unwrap()
+            .map(|b| Sidecar::open(b.into()).unwrap())
+    };
+    // A third of the keys stale: a fuse table waits, a cuckoo table forgets them now.
+    assert!(rewrite(0.5, FilterKind::BinaryFuse8).is_none());
+    for (fraction, kind) in [(0.5, FilterKind::Cuckoo12), (0.3, FilterKind::BinaryFuse8)] {
+        let after = rewrite(fraction, kind).unwrap();
+        let n = after.column("n").unwrap();
+        assert_eq!((n.kind, n.key_count), (EntryKind::Filter(kind), 200));
+        assert!(hashes(100..300).iter().all(|&h| n.may_contain(h)));
+        let still = hashes(0..100).iter().filter(|&&h| n.may_contain(h)).count();
+        assert!(still <= 3, "{kind}: {still} of 100 deleted keys remain");
+        assert_eq!(after.column("one").unwrap().kind, EntryKind::MinMaxOnly);
+    }
 }

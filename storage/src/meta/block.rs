@@ -4,13 +4,17 @@
 
 use std::cmp::Ordering;
 
-use arrow_array::{Array, ArrayRef, RecordBatch};
+use arrow_array::cast::AsArray;
+use arrow_array::types::{
+    Int8Type, Int16Type, Int32Type, Int64Type, UInt8Type, UInt16Type, UInt32Type, UInt64Type,
+};
+use arrow_array::{Array, ArrayRef, ArrowPrimitiveType, RecordBatch};
 use arrow_ord::ord::make_comparator;
-use arrow_schema::SortOptions;
+use arrow_schema::{DataType, SortOptions};
 use bytes::Bytes;
 use parquet::arrow::ArrowWriter;
 use parquet::arrow::arrow_reader::statistics::StatisticsConverter;
-use parquet::basic::{Compression, ZstdLevel};
+use parquet::basic::{Compression, Encoding, ZstdLevel};
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use parquet::schema::types::ColumnPath;
 use sieve_index::locator::{self, BlockKeys, SLICE_ROWS};
@@ -68,11 +72,78 @@ pub struct EncodedBlock {
 
 /// One indexed column of one block, kept until the block's locator group is built.
 pub struct BlockColumn {
-    /// The column's keys and their slices ([`locator::block_keys`]).
-    pub keys: BlockKeys,
+    pub keys: ColumnKeys,
     /// The block's (min, max) when its values never descend and none is null or a float: then
     /// min/max and the Parquet page index find a key's block and page without a locator.
     pub ascending: Option<(ArrayRef, ArrayRef)>,
+}
+
+/// One indexed column's keys and their slices ([`locator::block_keys`]).
+pub enum ColumnKeys {
+    Hashed(BlockKeys),
+    /// The column's arrays, of a block holding every integer of its range ([`dense_range`]):
+    /// hashed only if its group locates the column. A write leaves such a column out of its
+    /// groups while its blocks ascend apart, so a row number's keys are never hashed at all.
+    Deferred(Vec<ArrayRef>),
+}
+
+impl ColumnKeys {
+    pub fn into_keys(self) -> Result<BlockKeys> {
+        match self {
+            Self::Hashed(keys) => Ok(keys),
+            Self::Deferred(arrays) => Ok(hash_keys(&arrays)?.0),
+        }
+    }
+}
+
+/// A column's locator keys, hashing every value once, and whether it holds a null.
+fn hash_keys(arrays: &[ArrayRef]) -> Result<(BlockKeys, bool)> {
+    let mut hashes = ColumnHashes::default();
+    let mut key_rows = Vec::new();
+    let mut first_row = 0u32;
+    for array in arrays {
+        hashes.extend_with_rows(array.as_ref(), first_row, &mut key_rows)?;
+        first_row += array.len() as u32;
+    }
+    let keys = locator::block_keys(&hashes.hashes, &key_rows, SLICE_ROWS);
+    Ok((keys, hashes.has_null))
+}
+
+/// The count of distinct values when `arrays`, in order, hold no null and step up by 0 or 1
+/// from their first integer to their last (a row number): every integer between the block's min
+/// and max is in it, so no filter could rule out a key min/max lets through, and none is built.
+fn dense_range(arrays: &[ArrayRef]) -> Option<u64> {
+    fn steps<T: ArrowPrimitiveType>(arrays: &[ArrayRef]) -> Option<u64>
+    where
+        T::Native: Into<i128>,
+    {
+        let mut values = arrays
+            .iter()
+            .flat_map(|a| a.as_primitive::<T>().values().iter().map(|&v| v.into()));
+        let first: i128 = values.next()?;
+        let mut last = first;
+        for value in values {
+            if !(0..=1).contains(&(value - last)) {
+                return None;
+            }
+            last = value;
+        }
+        u64::try_from(last - first + 1).ok()
+    }
+    if arrays.iter().any(|a| a.null_count() > 0) {
+        return None;
+    }
+    match arrays.first()?.data_type() {
+        DataType::Int8 => steps::<Int8Type>(arrays),
+        DataType::Int16 => steps::<Int16Type>(arrays),
+        DataType::Int32 => steps::<Int32Type>(arrays),
+        DataType::Int64 => steps::<Int64Type>(arrays),
+        DataType::UInt8 => steps::<UInt8Type>(arrays),
+        DataType::UInt16 => steps::<UInt16Type>(arrays),
+        DataType::UInt32 => steps::<UInt32Type>(arrays),
+        DataType::UInt64 => steps::<UInt64Type>(arrays),
+        _ => None,
+    }
 }
 
 /// Whether column `index` of `batches` never descends and holds no null. Floats are left out:
@@ -107,7 +178,13 @@ fn ascends(batches: &[RecordBatch], index: usize) -> Result<bool> {
 
 /// `plain_columns`: index columns whose values are nearly all distinct. A dictionary would not
 /// shrink them, and its page (up to 1 MiB) would be read with every slice the locator names.
-fn writer_properties(def: &TableDef, plain_columns: &[&str]) -> Result<WriterProperties> {
+/// `delta_columns`: integer index columns that ascend in the block, stored as deltas (a row
+/// number's 8 bytes a value become a few bits a page, and zstd has next to nothing to do).
+fn writer_properties(
+    def: &TableDef,
+    plain_columns: &[&str],
+    delta_columns: &[&str],
+) -> Result<WriterProperties> {
     let mut builder = WriterProperties::builder()
         .set_compression(Compression::ZSTD(ZstdLevel::try_new(1)?))
         .set_statistics_enabled(EnabledStatistics::Page)
@@ -116,8 +193,12 @@ fn writer_properties(def: &TableDef, plain_columns: &[&str]) -> Result<WriterPro
         .set_max_row_group_bytes(None)
         // Pages of one locator slice, so reading a slice reads about one page per column.
         .set_data_page_row_count_limit(SLICE_ROWS as usize);
-    for column in plain_columns {
+    for column in plain_columns.iter().chain(delta_columns) {
         builder = builder.set_column_dictionary_enabled(ColumnPath::from(*column), false);
+    }
+    for column in delta_columns {
+        builder =
+            builder.set_column_encoding(ColumnPath::from(*column), Encoding::DELTA_BINARY_PACKED);
     }
     if def.options.parquet_bloom_filters {
         for column in &def.options.index_columns {
@@ -137,37 +218,42 @@ pub fn encode_block(def: &TableDef, id: String, batches: &[RecordBatch]) -> Resu
     // The index first: its distinct-value estimates decide which columns get a dictionary.
     let mut columns = Vec::with_capacity(def.options.index_columns.len());
     let mut locator_keys = Vec::new();
+    let mut delta_columns = Vec::new();
     for name in &def.options.index_columns {
         let index = schema.index_of(name)?;
-        let mut hashes = ColumnHashes::default();
-        let mut key_rows = Vec::new();
-        let mut first_row = 0u32;
-        for batch in batches {
-            let array = batch.column(index).as_ref();
+        let arrays: Vec<ArrayRef> = batches.iter().map(|b| b.column(index).clone()).collect();
+        if let Some(ndv) = dense_range(&arrays) {
+            columns.push(ColumnIndex::min_max_only(name.clone(), ndv));
+            delta_columns.push(name.as_str());
             if def.options.locator {
-                hashes.extend_with_rows(array, first_row, &mut key_rows)?;
-            } else {
-                hashes.extend_from_array(array)?;
+                locator_keys.push((ColumnKeys::Deferred(arrays), true));
             }
-            first_row += batch.num_rows() as u32;
+            continue;
+        }
+        let ascending = ascends(batches, index)?;
+        if ascending && schema.field(index).data_type().is_integer() {
+            delta_columns.push(name.as_str());
         }
         if def.options.locator {
             // The locator's keys are the column's distinct hashes, sorted: the sidecar's
             // filter is built from them instead of sorting the hashes a second time, and their
             // count is exact where an estimate would be.
-            let keys = locator::block_keys(&hashes.hashes, &key_rows, SLICE_ROWS);
+            let (keys, has_null) = hash_keys(&arrays)?;
             let distinct: Vec<u64> = keys.iter().map(|&(hash, _)| hash).collect();
             let ndv = distinct.len() as u64;
-            let (filter, has_null) = (def.options.filter, hashes.has_null);
             columns.push(ColumnIndex::from_distinct(
                 name.clone(),
-                filter,
+                def.options.filter,
                 distinct,
                 has_null,
                 ndv,
             ));
-            locator_keys.push((keys, ascends(batches, index)?));
+            locator_keys.push((ColumnKeys::Hashed(keys), ascending));
         } else {
+            let mut hashes = ColumnHashes::default();
+            for array in &arrays {
+                hashes.extend_from_array(array.as_ref())?;
+            }
             columns.push(ColumnIndex::build(name.clone(), def.options.filter, hashes));
         }
     }
@@ -181,7 +267,7 @@ pub fn encode_block(def: &TableDef, id: String, batches: &[RecordBatch]) -> Resu
     let mut writer = ArrowWriter::try_new(
         &mut buffer,
         schema.clone(),
-        Some(writer_properties(def, &plain_columns)?),
+        Some(writer_properties(def, &plain_columns, &delta_columns)?),
     )?;
     // Cut where slices end: the writer ends a page at the first write after it holds a slice's
     // rows, so a batch across a slice's end would shift every later page off its slice (and a
@@ -255,4 +341,40 @@ pub fn encode_block(def: &TableDef, id: String, batches: &[RecordBatch]) -> Resu
         stats,
         locator_keys,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow_array::{Int32Array, StringArray, UInt64Array};
+
+    use super::*;
+
+    fn dense(arrays: Vec<ArrayRef>) -> Option<u64> {
+        dense_range(&arrays)
+    }
+
+    #[test]
+    fn dense_ranges_step_by_zero_or_one_with_no_null() {
+        let ints = |v: &[i32]| Arc::new(Int32Array::from(v.to_vec())) as ArrayRef;
+        assert_eq!(
+            dense(vec![ints(&[-2, -1, 0]), ints(&[]), ints(&[1])]),
+            Some(4)
+        );
+        assert_eq!(dense(vec![ints(&[5, 5, 6, 6])]), Some(2));
+        assert_eq!(dense(vec![ints(&[7])]), Some(1));
+        // A gap, a step down (within or across arrays), a null: a filter could prune.
+        assert_eq!(dense(vec![ints(&[1, 3])]), None);
+        assert_eq!(dense(vec![ints(&[2, 1])]), None);
+        assert_eq!(dense(vec![ints(&[1, 2]), ints(&[2, 1])]), None);
+        assert_eq!(dense(vec![ints(&[1, 2]), ints(&[4])]), None);
+        let nulls = Arc::new(Int32Array::from(vec![Some(1), None, Some(2)])) as ArrayRef;
+        assert_eq!(dense(vec![nulls]), None);
+        assert_eq!(dense(vec![]), None);
+        let top = Arc::new(UInt64Array::from(vec![u64::MAX - 1, u64::MAX])) as ArrayRef;
+        assert_eq!(dense(vec![top]), Some(2));
+        let text = Arc::new(StringArray::from(vec!["1", "2"])) as ArrayRef;
+        assert_eq!(dense(vec![text]), None);
+    }
 }

@@ -95,7 +95,8 @@ impl Table {
         let store = self.storage().store();
         let path = self.sidecar_path(blocks.sidecar_name(i));
         let current = store.get(&path).await?.bytes().await?;
-        let next = sieve_index::sidecar::rewrite(current, changes, stale_fraction)
+        let configured = self.def().options.filter;
+        let next = sieve_index::sidecar::rewrite(current, changes, stale_fraction, configured)
             .map_err(|e| StorageError::Damaged(path.to_string(), e.to_string()))?;
         let Some(next) = next else {
             return Ok(None);

@@ -131,7 +131,7 @@ impl OpenGroup {
         for (max, b) in self.ascending.iter_mut().zip(block) {
             match max {
                 Some(max) => *max = b.ascending.expect("checked by breaks").1,
-                None => located.push(b.keys),
+                None => located.push(b.keys.into_keys()?),
             }
         }
         self.blocks += 1;

@@ -228,7 +228,9 @@ async fn measure_sieve(
     probes: &[String],
 ) -> Result<SystemRow, String> {
     let (filter, kinds) = match index {
-        SieveIndex::Sidecars => (table.filter.clone(), "kind <> 'locator'"),
+        // The keys the filters hold: a column holding every integer of its block's range (c1,
+        // the row number) has none (kind `minmax`).
+        SieveIndex::Sidecars => (table.filter.clone(), "kind not in ('locator', 'minmax')"),
         SieveIndex::Locator => ("locator".to_string(), "kind = 'locator'"),
     };
     let name = format!("sieve {filter}");
@@ -410,8 +412,19 @@ pub async fn filters(storage: &Location, args: FiltersArgs) -> Result<(), String
         );
         systems.push(row.await?);
     }
-    // Distinct keys per block over c1 and c2, as the Sieve tables count them.
-    let index_keys = systems.first().map_or(0, |s: &SystemRow| s.index_keys);
+    // Distinct keys per block over c1 and c2, as the Sieve tables count them: Parquet's bloom
+    // filters cover both columns.
+    let index_keys = match systems.first() {
+        Some(first) => {
+            let sql = format!(
+                "select sum(keys) from sieve_index_stats('{}') where kind <> 'locator'",
+                first.table
+            );
+            let keys = text_rows(&engine, &sql).await?;
+            keys[0][0].parse::<u64>().unwrap_or(0)
+        }
+        None => 0,
+    };
     for filter in ["none", PARQUET_BLOOM] {
         let row = measure_listing(
             &engine,
