@@ -338,10 +338,6 @@ async fn nine_blocks_in_groups_of_four(k_of_number: &str) -> (Sessions, Vec<Stri
          with (block_rows = 1000, locator_group_rows = 4000, index_columns = 'k,s')",
     )
     .await;
-    // One partition: with more, DataFusion repartitions the sorted rows round-robin and
-    // coalesces them after the projection (the sink asks for no order), so an INSERT's ORDER BY
-    // does not survive a projection that does not keep it (k's CASE).
-    run(&s.located, "set datafusion.execution.target_partitions = 1").await;
     run(
         &s.located,
         &format!(

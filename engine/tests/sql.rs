@@ -408,3 +408,40 @@ async fn a_recognised_text_lookup_follows_the_table() {
     let error = s.execute(upper).await.unwrap_err().to_string();
     assert!(error.contains("upper"), "{error}");
 }
+
+/// An INSERT's ORDER BY decides which rows share a block, even through a projection that drops
+/// the sort key: DataFusion would scatter the sorted rows round-robin for the projection and
+/// gather them in whatever order the partitions finish (the sink requires no order).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_insert_writes_its_rows_in_order_by_order() {
+    let session = memory_session().await;
+    run(&session, "set datafusion.execution.target_partitions = 4").await;
+    run(
+        &session,
+        "create table t (k bigint, s varchar) with (block_rows = 1000)",
+    )
+    .await;
+    // k is the row number, through a CASE that DataFusion cannot tell keeps the order.
+    let insert = "insert into t \
+                  select case when number % 2 = 0 then number else number end, \
+                         concat('v', cast(number as varchar)) \
+                  from numbers(9000) order by number";
+    let plan = text(&run(&session, &format!("explain {insert}")).await);
+    let above_the_sort = &plan[..plan.find("SortExec").unwrap()];
+    assert!(
+        !above_the_sort.contains("RoundRobinBatch")
+            && !above_the_sort.contains("CoalescePartitionsExec"),
+        "the sorted rows are scattered and gathered again:\n{plan}"
+    );
+    run(&session, insert).await;
+    for block in 0..9 {
+        let (low, high) = (block * 1000, block * 1000 + 999);
+        let query = format!("select count(*) from t where k between {low} and {high}");
+        assert_eq!(single_u64(&run(&session, &query).await), 1000);
+        let plan = text(&run(&session, &format!("explain analyze {query}")).await);
+        assert!(
+            plan.contains("blocks_read=1,") || plan.contains("blocks_read=1 "),
+            "k {low}..={high} is not one block's rows:\n{plan}"
+        );
+    }
+}

@@ -20,3 +20,4 @@ pub(crate) mod string_results;
 pub(crate) mod system_variables;
 pub(crate) mod types;
 pub(crate) mod user_variables;
+pub(crate) mod write_order;

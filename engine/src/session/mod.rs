@@ -49,6 +49,7 @@ use crate::dialect::session_functions::{self, Client, RowCount};
 use crate::dialect::string_results;
 use crate::dialect::system_variables::{ServerLimits, SystemVariables};
 use crate::dialect::user_variables::UserVariables;
+use crate::dialect::write_order::WriteOrder;
 use crate::error::to_df;
 use crate::guard::interrupt::StatementTasks;
 use crate::guard::panic;
@@ -167,7 +168,8 @@ impl Session {
                 let mut rules = Analyzer::new().rules;
                 rules.push(Arc::new(CheckedArithmetic));
                 rules
-            });
+            })
+            .with_physical_optimizer_rule(Arc::new(WriteOrder));
         let state = match &cluster {
             Some(cluster) => {
                 crate::cluster::coordinator::distribute(state, cluster, catalog.storage())?
