@@ -9,6 +9,9 @@
 #   - lookups/s over SIEVE_BENCH_QUERIES (default 500) lookups per case, and the server's CPU
 #     per lookup (user + system from /proc over the case);
 #   - the load's rows/s and max RSS, the groups left, the routing filters' memory (from the log).
+# All of it twice: serving with no disk cache (every locator page not in memory is a ranged GET
+# to MinIO), then, restarted, with `--disk-cache` (the routing filters' load keeps each
+# locator's pages on local disk, where lookups read them).
 # Keep the machine otherwise idle.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,12 +31,7 @@ storage="s3://sieve-test/routing"
   --block-rows "$block_rows" 2>&1 \
   | grep -E "loaded|locator groups|index c2 locator|max RSS"
 
-port=$(free_port)
-RUST_LOG=info "$sieve" --storage "$storage" serve --port "$port" >"$work/serve.log" 2>&1 &
-server=$!
-wait_for_port "$port"
-
-python3 - "$port" "$server" "$rows" "$queries" <<'EOF'
+cat > "$work/measure.py" <<'EOF'
 import random, re, statistics, sys, time
 import pymysql
 
@@ -106,4 +104,22 @@ for kind, keys in (("present", present), ("absent", absent)):
               f"{statistics.mean(probed):.2f} | {statistics.median(index) / 1000:.1f} KB | "
               f"{statistics.median(prune):.2f} |")
 EOF
-grep -E "routing filters loaded" "$work/serve.log" | tail -1
+
+# $1: what the pass is; the rest: flags for `sieve serve`.
+measure() {
+  local what=$1
+  shift
+  port=$(free_port)
+  RUST_LOG=info "$sieve" --storage "$storage" "$@" serve --port "$port" >"$work/serve.log" 2>&1 &
+  server=$!
+  wait_for_port "$port"
+  echo "### $what"
+  python3 "$work/measure.py" "$port" "$server" "$rows" "$queries"
+  grep -E "routing filters loaded" "$work/serve.log" | tail -1
+  kill "$server"
+  wait "$server" 2>/dev/null || true
+  server=""
+}
+measure "locator pages from MinIO (no disk cache)"
+measure "with --disk-cache (locator pages on local disk)" --disk-cache "$work/disk-cache"
+du -sh "$work/disk-cache"

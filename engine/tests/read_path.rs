@@ -16,15 +16,28 @@ use sieve_storage::{DEFAULT_DATA_CACHE_BYTES, DEFAULT_SIDECAR_CACHE_BYTES, Stora
 /// only its statements' own requests: routing filters load whole locator files, and commits
 /// merge locator groups, in the background (tests/routing.rs counts what those do).
 async fn logged_session(location: &str) -> (Session, Arc<RequestLog>, Storage) {
-    logged_session_caching(location, DEFAULT_DATA_CACHE_BYTES, None).await
+    logged_session_caching(location, DEFAULT_DATA_CACHE_BYTES).await
 }
 
-/// The same, keeping up to `data_bytes` of blocks' bytes in memory, and on disk in `disk`.
+/// The same, keeping up to `data_bytes` of blocks' bytes in memory.
 async fn logged_session_caching(
     location: &str,
     data_bytes: u64,
-    disk: Option<&std::path::Path>,
 ) -> (Session, Arc<RequestLog>, Storage) {
+    let (engine, log, storage) = logged_engine(location, data_bytes, None).await;
+    let session = engine.session().unwrap();
+    run(&session, "set sieve.routing = false").await;
+    run(&session, "set sieve.merge_on_commit = false").await;
+    (session, log, storage)
+}
+
+/// An engine on `location` whose every storage request is logged, keeping up to `data_bytes` of
+/// blocks' bytes in memory, and bytes on disk in `disk`.
+async fn logged_engine(
+    location: &str,
+    data_bytes: u64,
+    disk: Option<&std::path::Path>,
+) -> (Engine, Arc<RequestLog>, Storage) {
     let mut log = None;
     let storage = Storage::open_wrapped(location, |store| {
         let logged = RequestLog::new(store);
@@ -37,15 +50,8 @@ async fn logged_session_caching(
         Some(dir) => storage.with_disk_cache(dir, 1 << 30).unwrap(),
         None => storage,
     };
-    let log = log.unwrap();
-    let session = Engine::with_storage(storage.clone())
-        .await
-        .unwrap()
-        .session()
-        .unwrap();
-    run(&session, "set sieve.routing = false").await;
-    run(&session, "set sieve.merge_on_commit = false").await;
-    (session, log, storage)
+    let engine = Engine::with_storage(storage.clone()).await.unwrap();
+    (engine, log.unwrap(), storage)
 }
 
 fn fetched<'a>(requests: &'a [String], suffix: &str) -> Vec<&'a String> {
@@ -157,8 +163,7 @@ async fn repeated_lookups_read_pages_from_the_data_cache() {
     ];
     for (i, (data_bytes, session_cache, cached)) in cases.into_iter().enumerate() {
         let location = dir.path().join(format!("case-{i}"));
-        let (s, log, _) =
-            logged_session_caching(location.to_str().unwrap(), data_bytes, None).await;
+        let (s, log, _) = logged_session_caching(location.to_str().unwrap(), data_bytes).await;
         run(&s, &format!("set sieve.data_cache = {session_cache}")).await;
         // The lookup's result itself is not to be kept (see lookups_answer_from_kept_results).
         run(&s, "set sieve.lookup_cache = false").await;
@@ -356,6 +361,96 @@ async fn a_cold_lookup_waits_for_few_round_trips() {
             let pages = pages_holding_c1(&storage, block, 500).await;
             assert_eq!(output.stats.bytes_read, pages, "{sql}");
         }
+    }
+}
+
+/// With a disk cache, loading a group's routing filter keeps its locator's pages on disk, where a
+/// lookup then reads its page instead of sending a request; a restarted process loads its
+/// filters from there too. A damaged file is a miss, read from storage again: never a wrong or
+/// missing row.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lookups_read_locator_pages_from_the_disk_cache() {
+    let dir = tempfile::tempdir().unwrap();
+    let location = dir.path().join("tables");
+    let location = location.to_str().unwrap();
+    let cache = dir.path().join("cache");
+    // s unique and shuffled (so it gets a locator), two groups of ten 1000-row blocks.
+    let create = "create table t (n bigint, s varchar) \
+                  with (block_rows = 1000, locator_group_rows = 10000, index_columns = 's') \
+                  as select number, concat('v', cast((number * 7919) % 20011 as varchar)) \
+                  from numbers(20000)";
+    let present = |i: u64| format!("select n from t where s = 'v{}'", i * 7919 % 20011);
+    let damage = || {
+        // Every page of both locators' kept files zeroed, their length kept.
+        for file in std::fs::read_dir(&cache).unwrap() {
+            let path = file.unwrap().path();
+            let len = std::fs::metadata(&path).unwrap().len();
+            if len > 4096 {
+                let mut bytes = std::fs::read(&path).unwrap();
+                bytes[1024..].fill(0);
+                std::fs::write(&path, bytes).unwrap();
+            }
+        }
+    };
+    for process in [
+        "first",
+        "restarted",
+        "damaged",
+        "damaged before its filters load",
+    ] {
+        let (engine, log, _) = logged_engine(location, 0, Some(&cache)).await;
+        let s = engine.session().unwrap();
+        run(&s, "set sieve.merge_on_commit = false").await;
+        run(&s, "set sieve.lookup_cache = false").await;
+        match process {
+            "first" => {
+                run(&s, create).await;
+            }
+            "damaged" => {
+                damage();
+                // Without routing no filter loads: each group's page is read from its damaged
+                // file, found damaged, and read from storage.
+                run(&s, "set sieve.routing = false").await;
+                log.take();
+                let found = run(&s, &present(2)).await;
+                assert_eq!(rows(&found), ["2"]);
+                assert_eq!(found.stats.locator_groups_probed, 2);
+                assert_eq!(fetched(&log.take(), ".loc").len(), 2);
+                run(&s, "set sieve.routing = true").await;
+            }
+            "damaged before its filters load" => damage(),
+            _ => {}
+        }
+        // The first lookup starts the filters' loads.
+        log.take();
+        assert_eq!(rows(&run(&s, &present(1)).await), ["1"]);
+        engine.routing_settled().await;
+        assert!(engine.routing_bytes() > 0, "{process}");
+        let loads = log.take();
+        let locator_reads = fetched(&loads, ".loc").len();
+        match process {
+            "restarted" => assert_eq!(locator_reads, 0, "{loads:#?}"),
+            _ => assert!(locator_reads > 0, "{process}: {loads:#?}"),
+        }
+        for i in [3, 9_999, 10_000, 19_998] {
+            let found = run(&s, &present(i)).await;
+            assert_eq!(rows(&found), [i.to_string()], "{process}");
+            // The filters loaded, damaged files or not.
+            assert_eq!(found.stats.locator_groups_probed, 1, "{process}");
+            let requests = log.take();
+            // (A lookup racing the filters' load for a damaged file may have dropped the file
+            // the load kept again: then its pages come from storage, which is all it costs.)
+            if process != "damaged before its filters load" {
+                assert_eq!(
+                    fetched(&requests, ".loc").len(),
+                    0,
+                    "{process} {i}: {requests:#?}"
+                );
+                assert_eq!(found.stats.index_bytes, 0, "{process} {i}");
+            }
+        }
+        let absent = run(&s, "select n from t where s = 'v20011'").await;
+        assert!(rows(&absent).is_empty());
     }
 }
 

@@ -187,7 +187,7 @@ impl AsyncFileReader for VerifiedReader {
                         }
                         Err(e) => {
                             log::warn!("disk cache: {e}; reading it from storage");
-                            disk.clone().discard_key(&key(&widened[i]));
+                            disk.clone().discard_key(&key(&widened[i])).await;
                         }
                     }
                 }

@@ -21,6 +21,13 @@ impl LocatorHeader {
         (shard, key, first..last + 1)
     }
 
+    /// Every page of the file, as a range of it: what [`Self::lookup_range`] and
+    /// [`Self::shard_range`] name lies within.
+    pub fn pages_range(&self) -> Range<u64> {
+        let start = self.len as u64;
+        start..start + self.pages * PAGE as u64
+    }
+
     /// The pages of `shard`'s rows, as a range of the file.
     pub fn shard_range(&self, shard: &Shard) -> Range<u64> {
         let pages = shard.geometry.byte_len().div_ceil(PAGE_DATA) as u64;

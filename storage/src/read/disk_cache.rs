@@ -1,9 +1,16 @@
-//! Verified byte ranges of blocks kept on local disk (`--disk-cache DIR`, `--disk-cache-gib N`),
-//! below the in-memory data cache, as Databend's table data cache and ClickHouse's filesystem
-//! cache keep what they read from object storage: a process reads its hot pages from a local
-//! SSD instead of the store, and so does the next process on the same directory after a
-//! restart. Blocks are immutable, so an entry never goes stale; it is bounded in bytes, and the
-//! least recently used entries' files are removed to stay under the bound.
+//! Verified byte ranges of blocks and locators kept on local disk (`--disk-cache DIR`,
+//! `--disk-cache-gib N`), below the in-memory caches, as Databend's table data cache and
+//! ClickHouse's filesystem cache keep what they read from object storage: a process reads its hot
+//! pages from a local SSD instead of the store, and so does the next process on the same
+//! directory after a restart. Blocks and locator files are immutable, so an entry never goes
+//! stale; it is bounded in bytes, and the least recently used entries' files are removed to stay
+//! under the bound.
+//!
+//! Two kinds of entry, one format: a block's range a query read (a few KiB to a MiB), and a
+//! locator file's whole pages, written as the routing filter's load reads them (hundreds of MB;
+//! [`EntryWriter`]). A lookup then reads its locator page from that file ([`DiskCache::get_slice`],
+//! one positioned read) instead of sending a ranged GET: a uniform key's page is rarely in
+//! memory, and the round trip to the store was most of a present key's pruning time.
 //!
 //! One file per range, named by the XXH3-128 of its key (block path and range), holding (format
 //! version 1):
@@ -13,7 +20,8 @@
 //! ```
 //!
 //! A read checks the magic, the key and the length, and the caller checks the bytes against the
-//! block's checksums before using them, as it does bytes from the store: a damaged, truncated
+//! block's checksums (or the locator's page checksums) before using them, as it does bytes from
+//! the store: a damaged, truncated
 //! or foreign file is removed and counts as a miss, never as data. A file is written under a
 //! temporary name (`sievedc-<random>.tmp`) and renamed, so a crash leaves no half-written entry
 //! (temporary files are removed at the next start). The cache adopts and removes only files
@@ -27,13 +35,15 @@
 //! index (quick_cache, which the memory caches use) and the checksums every read already has.
 
 use std::fs::File;
-use std::io::Write;
+use std::io::{Read, Write};
+use std::ops::Range;
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use bytes::Bytes;
 use quick_cache::sync::Cache;
-use quick_cache::{DefaultHashBuilder, Lifecycle, Weighter};
+use quick_cache::{DefaultHashBuilder, Lifecycle, OptionsBuilder, Weighter};
 
 use crate::error::{Result, StorageError};
 use crate::read::cache::RangeKey;
@@ -102,6 +112,15 @@ fn file_name(key: &str) -> String {
     format!("{:032x}", xxhash_rust::xxh3::xxh3_128(key.as_bytes()))
 }
 
+/// What an entry's file starts with: the magic, the key's length and the key.
+fn file_header(key: &str) -> Vec<u8> {
+    let mut header = Vec::with_capacity(MAGIC.len() + 4 + key.len());
+    header.extend_from_slice(MAGIC);
+    header.extend_from_slice(&(key.len() as u32).to_le_bytes());
+    header.extend_from_slice(key.as_bytes());
+    header
+}
+
 impl DiskCache {
     /// Opens (creating it if needed) the cache in `dir`, keeping at most `bytes`: the files
     /// already there are kept, newest first, up to the budget.
@@ -119,10 +138,16 @@ impl DiskCache {
         })?;
         let cache = Self {
             dir: dir.to_path_buf(),
-            // Sized for ranges of about 64 KiB.
-            index: Cache::with(
-                (bytes >> 16).max(64) as usize,
-                bytes.max(1),
+            // Sized for ranges of about 64 KiB. One shard: quick_cache admits no entry larger
+            // than its shard's share of the budget, and a locator's pages (hundreds of MB) must
+            // fit; the index is asked a few times per lookup, so its one lock is not contended.
+            index: Cache::with_options(
+                OptionsBuilder::new()
+                    .shards(1)
+                    .estimated_items_capacity((bytes >> 16).max(64) as usize)
+                    .weight_capacity(bytes.max(1))
+                    .build()
+                    .expect("every option is set"),
                 FileBytes,
                 DefaultHashBuilder::default(),
                 Evicted,
@@ -166,6 +191,15 @@ impl DiskCache {
                 let _ = std::fs::remove_file(self.dir.join(evicted));
             }
         }
+        // An entry larger than its share of the budget is not admitted: its file goes too.
+        if self.index.peek(&name).is_none() {
+            let _ = std::fs::remove_file(self.dir.join(&name));
+        }
+    }
+
+    /// Whether an entry for `key` is held (its file may still turn out damaged when read).
+    pub fn holds(&self, key: &RangeKey) -> bool {
+        self.index.peek(&file_name(&key_text(key))).is_some()
     }
 
     /// The bytes kept for `key`, if its file is there and holds them; the caller checks them
@@ -179,9 +213,12 @@ impl DiskCache {
         let want = key.2 - key.1;
         tokio::task::spawn_blocking(move || {
             let path = cache.dir.join(&name);
-            let found = std::fs::read(&path)
-                .ok()
-                .and_then(|contents| Some((Self::payload(&contents, &text, want)?, contents)));
+            let header = file_header(&text);
+            let found = std::fs::read(&path).ok().and_then(|contents| {
+                let whole =
+                    contents.starts_with(&header) && (contents.len() - header.len()) as u64 == want;
+                whole.then_some((header.len(), contents))
+            });
             match found {
                 Some((at, contents)) => Some(Bytes::from(contents).slice(at..)),
                 None => {
@@ -196,15 +233,44 @@ impl DiskCache {
         .flatten()
     }
 
-    /// Where the range's bytes start in a file's `contents`, if it is an entry of `key` with
-    /// `want` bytes.
-    fn payload(contents: &[u8], key: &str, want: u64) -> Option<usize> {
-        let rest = contents.strip_prefix(MAGIC)?;
-        let (len, rest) = rest.split_first_chunk::<4>()?;
-        let len = u32::from_le_bytes(*len) as usize;
-        let stored = rest.get(..len)?;
-        let at = MAGIC.len() + 4 + len;
-        (stored == key.as_bytes() && (contents.len() - at) as u64 == want).then_some(at)
+    /// The bytes of `within` (a range inside `key`'s) from the entry for `key`, read from its
+    /// file without the rest; the caller checks them. A future that borrows nothing.
+    pub async fn get_slice(self: Arc<Self>, key: RangeKey, within: Range<u64>) -> Option<Bytes> {
+        let text = key_text(&key);
+        let name = file_name(&text);
+        self.index.get(&name)?;
+        if within.start < key.1 || within.end > key.2 || within.start > within.end {
+            return None;
+        }
+        let cache = self;
+        tokio::task::spawn_blocking(move || {
+            let path = cache.dir.join(&name);
+            let header = file_header(&text);
+            let read = || -> std::io::Result<Option<Vec<u8>>> {
+                let mut file = File::open(&path)?;
+                let mut head = vec![0; header.len()];
+                file.read_exact(&mut head)?;
+                let len = file.metadata()?.len();
+                if head != header || len != header.len() as u64 + (key.2 - key.1) {
+                    return Ok(None);
+                }
+                let mut bytes = vec![0; (within.end - within.start) as usize];
+                let at = header.len() as u64 + (within.start - key.1);
+                file.read_exact_at(&mut bytes, at)?;
+                Ok(Some(bytes))
+            };
+            match read() {
+                Ok(Some(bytes)) => Some(Bytes::from(bytes)),
+                _ => {
+                    // Gone, unreadable or not this entry: forgotten, so it is written again.
+                    cache.discard(&name);
+                    None
+                }
+            }
+        })
+        .await
+        .ok()
+        .flatten()
     }
 
     /// Forgets and removes an entry whose file is damaged (or whose bytes failed the block's
@@ -215,46 +281,92 @@ impl DiskCache {
     }
 
     /// Forgets the entry of `key`: its bytes did not pass the block's checksums.
-    pub fn discard_key(self: Arc<Self>, key: &RangeKey) {
+    pub async fn discard_key(self: Arc<Self>, key: &RangeKey) {
         let name = file_name(&key_text(key));
-        tokio::task::spawn_blocking(move || self.discard(&name));
+        let _ = tokio::task::spawn_blocking(move || self.discard(&name)).await;
     }
 
     /// Keeps `bytes` (checked against the block's checksums) for `key`. A failed write (a full
     /// disk) is logged and costs nothing but the entry.
     pub async fn insert(self: Arc<Self>, key: RangeKey, bytes: Bytes) {
-        let text = key_text(&key);
-        let name = file_name(&text);
-        if self.index.get(&name).is_some() {
+        if self.holds(&key) {
             return;
         }
-        let cache = self;
         let written = tokio::task::spawn_blocking(move || {
-            let write = || -> std::io::Result<u64> {
-                // A name of its own per write: two writes of one range do not mix.
-                let mut file = tempfile::Builder::new()
-                    .prefix(TEMPORARY_PREFIX)
-                    .suffix(TEMPORARY_SUFFIX)
-                    .tempfile_in(&cache.dir)?;
-                file.write_all(MAGIC)?;
-                file.write_all(&(text.len() as u32).to_le_bytes())?;
-                file.write_all(text.as_bytes())?;
-                file.write_all(&bytes)?;
-                file.persist(cache.dir.join(&name)).map_err(|e| e.error)?;
-                Ok((MAGIC.len() + 4 + text.len() + bytes.len()) as u64)
+            let text = key_text(&key);
+            let write = || -> std::io::Result<()> {
+                let mut entry = self.writer(key)?;
+                entry.append(&bytes)?;
+                entry.finish()
             };
-            match write() {
-                Ok(len) => cache.index_file(name, len),
-                Err(e) => log::warn!(
-                    "disk cache {}: cannot keep {text}: {e}",
-                    cache.dir.display()
-                ),
+            if let Err(e) = write() {
+                log::warn!("disk cache {}: cannot keep {text}: {e}", self.dir.display());
             }
         })
         .await;
         if let Err(e) = written {
             log::warn!("disk cache write task failed: {e}");
         }
+    }
+
+    /// Starts writing the entry for `key`, whose bytes the caller appends in order as they
+    /// arrive (checked, as for [`Self::insert`]). Blocking: call it off the runtime.
+    pub fn writer(self: &Arc<Self>, key: RangeKey) -> std::io::Result<EntryWriter> {
+        let text = key_text(&key);
+        // A name of its own per write: two writes of one range do not mix.
+        let mut file = tempfile::Builder::new()
+            .prefix(TEMPORARY_PREFIX)
+            .suffix(TEMPORARY_SUFFIX)
+            .tempfile_in(&self.dir)?;
+        let header = file_header(&text);
+        file.write_all(&header)?;
+        Ok(EntryWriter {
+            cache: self.clone(),
+            name: file_name(&text),
+            file,
+            header: header.len() as u64,
+            want: key.2 - key.1,
+            written: 0,
+        })
+    }
+}
+
+/// An entry being written ([`DiskCache::writer`]): kept by [`Self::finish`] only if every byte
+/// of its key's range was appended; dropped unfinished, its temporary file is removed.
+pub struct EntryWriter {
+    cache: Arc<DiskCache>,
+    name: String,
+    file: tempfile::NamedTempFile,
+    header: u64,
+    want: u64,
+    written: u64,
+}
+
+impl EntryWriter {
+    /// Writes the next bytes of the range. Blocking.
+    pub fn append(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        if self.written + bytes.len() as u64 > self.want {
+            return Err(std::io::Error::other("more bytes than the entry's range"));
+        }
+        self.file.write_all(bytes)?;
+        self.written += bytes.len() as u64;
+        Ok(())
+    }
+
+    /// Keeps the entry: renamed into place and counted against the budget. Blocking.
+    pub fn finish(self) -> std::io::Result<()> {
+        if self.written != self.want {
+            return Err(std::io::Error::other(format!(
+                "{} of the entry's {} bytes written",
+                self.written, self.want
+            )));
+        }
+        let Self {
+            cache, name, file, ..
+        } = self;
+        file.persist(cache.dir.join(&name)).map_err(|e| e.error)?;
+        cache.index_file(name, self.header + self.want);
+        Ok(())
     }
 }
 
@@ -334,5 +446,48 @@ mod tests {
         assert!(on_disk() <= budget / 4, "{} bytes on disk", on_disk());
         assert!(cache.bytes() <= budget / 4);
         assert!(foreign.exists());
+    }
+
+    #[tokio::test]
+    async fn an_entry_written_in_parts_is_read_in_slices() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Arc::new(DiskCache::open(dir.path(), 1 << 20).unwrap());
+        let whole: Vec<u8> = (0..3000u32).map(|i| i as u8).collect();
+        let key: RangeKey = ("tables/t/locators/g.loc".into(), 100, 3100);
+        let mut entry = cache.writer(key.clone()).unwrap();
+        entry.append(&whole[..1000]).unwrap();
+        entry.append(&whole[1000..]).unwrap();
+        assert!(entry.append(&[0]).is_err(), "past the range");
+        entry.finish().unwrap();
+        assert!(cache.holds(&key));
+        let slice = cache
+            .clone()
+            .get_slice(key.clone(), 1124..2148)
+            .await
+            .unwrap();
+        assert_eq!(slice, whole[1024..2048]);
+        assert!(
+            cache
+                .clone()
+                .get_slice(key.clone(), 50..200)
+                .await
+                .is_none()
+        );
+        // Unfinished or short, an entry is not kept, and leaves no file behind.
+        let short: RangeKey = ("tables/t/locators/h.loc".into(), 0, 10);
+        let mut entry = cache.writer(short.clone()).unwrap();
+        entry.append(&[1; 5]).unwrap();
+        assert!(entry.finish().is_err());
+        drop(cache.writer(short.clone()).unwrap());
+        assert!(!cache.holds(&short));
+        let files = std::fs::read_dir(dir.path()).unwrap().count();
+        assert_eq!(files, 2, "the lock and one entry");
+        // One larger than the budget is not kept either.
+        let large: RangeKey = ("tables/t/locators/i.loc".into(), 0, 2 << 20);
+        let mut entry = cache.writer(large.clone()).unwrap();
+        entry.append(&vec![0; 2 << 20]).unwrap();
+        entry.finish().unwrap();
+        assert!(!cache.holds(&large));
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2);
     }
 }

@@ -25,6 +25,8 @@ use crate::meta::copied_files::{CopiedFiles, copies_path};
 use crate::meta::segment::{Segment, decode_segment};
 use crate::meta::snapshot::{self, SegmentRef, Snapshot};
 use crate::meta::table_def::TableDef;
+use crate::read::cache::RangeKey;
+use crate::read::disk_cache::{DiskCache, EntryWriter};
 
 /// Sidecar GETs in flight at once for one query.
 const SIDECAR_FETCH_CONCURRENCY: usize = 32;
@@ -42,6 +44,12 @@ const SIDECAR_HEAD_BYTES: u64 = 4096;
 /// Bytes of a locator file read at once to build a group's key filter: a few shards, so the
 /// memory a node filter's build holds is bounded whatever the group's tier.
 const KEY_FILTER_READ: u64 = 16 << 20;
+
+/// The disk cache's key for a locator file's pages: the file, from its first page to its last.
+fn pages_key(path: &Path, header: &LocatorHeader) -> RangeKey {
+    let pages = header.pages_range();
+    (path.to_string(), pages.start, pages.end)
+}
 
 /// One column's sidecar entries for a list of blocks, and what fetching them cost.
 #[derive(Debug, Default)]
@@ -318,24 +326,90 @@ impl Table {
     /// A locator group's [`KeyFilter`]: its locator file read [`KEY_FILTER_READ`] bytes at a time
     /// and reduced to the keys' fingerprints. An error (a missing or damaged file) means "the
     /// group may hold any key". The reduction is CPU-bound, so it runs on a blocking thread, off
-    /// the runtime the queries' I/O shares.
+    /// the runtime the queries' I/O shares. With a disk cache the file's pages are kept there as
+    /// they are read and checked (one entry, [`pages_key`]), so that [`Self::locate`] reads a
+    /// page locally, and a restarted process loads the filter from disk.
     pub async fn key_filter(&self, group: &str, header: &Arc<LocatorHeader>) -> Result<KeyFilter> {
         let path = self.locator_path(group);
+        let disk = self.storage.caches().disk.get().cloned();
+        let kept = pages_key(&path, header);
+        if let Some(disk) = disk.as_ref().filter(|disk| disk.holds(&kept)) {
+            match self
+                .reduce_locator(&path, header, Some((disk, &kept)), None)
+                .await
+            {
+                Ok(filter) => return Ok(filter),
+                Err(e) => {
+                    log::warn!("disk cache: {e}; reading the locator from storage");
+                    disk.clone().discard_key(&kept).await;
+                }
+            }
+        }
+        let mirror = match disk {
+            Some(disk) => {
+                let key = kept.clone();
+                match tokio::task::spawn_blocking(move || disk.writer(key)).await? {
+                    Ok(writer) => Some(writer),
+                    Err(e) => {
+                        log::warn!("disk cache: cannot keep locator {path}: {e}");
+                        None
+                    }
+                }
+            }
+            None => None,
+        };
+        self.reduce_locator(&path, header, None, mirror).await
+    }
+
+    /// [`Self::key_filter`]'s reads: from the disk cache's entry `local` when given (a range it no
+    /// longer holds comes from storage), else from storage, appending what it read to `mirror`.
+    async fn reduce_locator(
+        &self,
+        path: &Path,
+        header: &Arc<LocatorHeader>,
+        local: Option<(&Arc<DiskCache>, &RangeKey)>,
+        mut mirror: Option<EntryWriter>,
+    ) -> Result<KeyFilter> {
         let damaged = |e: IndexError| StorageError::Damaged(path.to_string(), e.to_string());
         let mut builder = KeyFilterBuilder::new(header.clone());
+        // The mirror's next byte: it is kept only if the reads follow the file's pages in order.
+        let mut next = header.pages_range().start;
         while let Some(range) = builder.next_read(KEY_FILTER_READ) {
-            let bytes = self.storage.store().get_range(&path, range).await?;
-            builder = tokio::task::spawn_blocking(move || builder.add(&bytes).map(|()| builder))
-                .await?
-                .map_err(damaged)?;
+            let read_locally = match local {
+                Some((disk, key)) => disk.clone().get_slice(key.clone(), range.clone()).await,
+                None => None,
+            };
+            let bytes = match read_locally {
+                Some(bytes) => bytes,
+                None => self.storage.store().get_range(path, range.clone()).await?,
+            };
+            let in_order = range.start == next;
+            next = range.end;
+            let (added, kept_mirror) = tokio::task::spawn_blocking(move || {
+                let added = builder.add(&bytes).map(|()| builder);
+                // Only checked bytes are kept.
+                let mirror = mirror
+                    .filter(|_| added.is_ok() && in_order)
+                    .and_then(|mut m| m.append(&bytes).ok().map(|()| m));
+                (added, mirror)
+            })
+            .await?;
+            mirror = kept_mirror;
+            builder = added.map_err(damaged)?;
+        }
+        if let Some(mirror) = mirror
+            && let Err(e) = tokio::task::spawn_blocking(move || mirror.finish()).await?
+        {
+            log::warn!("disk cache: cannot keep locator {path}: {e}");
         }
         Ok(builder.finish())
     }
 
     /// Where each of `hashes` may be in `column` of a locator group: one ranged read of at most
-    /// two pages per hash, all sent at once, unless the pages are cached. Returns the bytes read
-    /// from storage too. An error (a missing or damaged file) means the group's blocks must be
-    /// probed another way.
+    /// two pages per hash, all sent at once, unless the pages are cached in memory or the disk
+    /// cache holds the file's pages ([`Self::key_filter`]). Returns the bytes read from storage
+    /// too. An error (a missing or damaged file) means the group's blocks must be probed another
+    /// way.
     pub async fn locate(
         &self,
         group: &LocatorGroup,
@@ -345,13 +419,29 @@ impl Table {
     ) -> Result<(Vec<Location>, u64)> {
         let path = self.locator_path(&group.name);
         let cache = &self.storage.caches().locator_pages;
+        let kept = pages_key(&path, header);
+        let disk = (self.storage.caches().disk.get()).filter(|disk| disk.holds(&kept));
         let reads = hashes.iter().map(|&hash| {
-            let path = &path;
+            let (path, kept) = (&path, &kept);
             async move {
                 let range = header.lookup_range(column, hash);
                 let key = (path.to_string(), range.start, range.end);
                 if let Some(pages) = cache.get(&key) {
                     return Ok((header.locate(column, hash, &pages)?, 0));
+                }
+                if let Some(disk) = disk
+                    && let Some(pages) = disk.clone().get_slice(kept.clone(), range.clone()).await
+                {
+                    match header.locate(column, hash, &pages) {
+                        Ok(location) => {
+                            cache.insert(key, pages);
+                            return Ok((location, 0));
+                        }
+                        Err(e) => {
+                            log::warn!("disk cache: locator {path}: {e}; reading it from storage");
+                            disk.clone().discard_key(kept).await;
+                        }
+                    }
                 }
                 let pages = self.storage.store().get_range(path, range).await?;
                 let location = header.locate(column, hash, &pages)?;
