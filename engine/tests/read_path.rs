@@ -364,12 +364,12 @@ async fn a_cold_lookup_waits_for_few_round_trips() {
     }
 }
 
-/// With a disk cache, loading a group's routing filter keeps its locator's pages on disk, where a
-/// lookup then reads its page instead of sending a request; a restarted process loads its
-/// filters from there too. A damaged file is a miss, read from storage again: never a wrong or
-/// missing row.
+/// With a disk cache, the blocks' pages a lookup read are kept on disk, and loading a group's
+/// routing filter keeps its locator's pages there, where a lookup then reads its page instead of
+/// sending a request. A restarted process reads both from there, and loads its filters from
+/// there too. A damaged file is a miss, read from storage again: never a wrong or missing row.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn lookups_read_locator_pages_from_the_disk_cache() {
+async fn a_restarted_process_reads_pages_from_the_disk_cache() {
     let dir = tempfile::tempdir().unwrap();
     let location = dir.path().join("tables");
     let location = location.to_str().unwrap();
@@ -429,7 +429,10 @@ async fn lookups_read_locator_pages_from_the_disk_cache() {
         let loads = log.take();
         let locator_reads = fetched(&loads, ".loc").len();
         match process {
-            "restarted" => assert_eq!(locator_reads, 0, "{loads:#?}"),
+            "restarted" => {
+                assert_eq!(locator_reads, 0, "{loads:#?}");
+                assert!(fetched(&loads, ".parquet").is_empty(), "{loads:#?}");
+            }
             _ => assert!(locator_reads > 0, "{process}: {loads:#?}"),
         }
         for i in [3, 9_999, 10_000, 19_998] {
@@ -447,6 +450,9 @@ async fn lookups_read_locator_pages_from_the_disk_cache() {
                     "{process} {i}: {requests:#?}"
                 );
                 assert_eq!(found.stats.index_bytes, 0, "{process} {i}");
+            }
+            if process == "restarted" {
+                assert!(fetched(&requests, ".parquet").is_empty(), "{requests:#?}");
             }
         }
         let absent = run(&s, "select n from t where s = 'v20011'").await;

@@ -6,7 +6,7 @@
 //! immutable, so a filter never goes stale; a new commit's groups only add filters.
 //!
 //! Filters load in the background the first time a table is looked up (a group's whole locator
-//! file, once); until a group's filter is in memory, and for blocks without a usable locator,
+//! file, once, kept on the disk cache if the process has one: `Table::key_filter`); until a group's filter is in memory, and for blocks without a usable locator,
 //! the group is probed as without routing. A filter that cannot be read is retried after
 //! [`RETRY_AFTER`]. Never a missed row: a filter only ever rules out a group that cannot hold
 //! the key (it has no false negatives).
