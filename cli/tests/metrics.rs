@@ -89,3 +89,36 @@ fn counters_rise_by_exactly_what_statements_did() {
     let (status, _) = get(metrics, "/");
     assert!(status.contains("404"), "{status}");
 }
+
+/// With a disk cache, `/metrics` reports it like the memory caches: the lookup's pages were
+/// kept there, and looking for them counted.
+#[test]
+fn the_disk_cache_is_reported() {
+    let metrics = free_port();
+    let cache = tempfile::tempdir().unwrap();
+    let config = format!(
+        "metrics_port = {metrics}\ndisk_cache = \"{}\"",
+        cache.path().display()
+    );
+    let server = Server::start_with(&config, None);
+    let mut wire = Wire::connect(server.port);
+    let (_, ok) = wire.login("root", PASSWORD);
+    assert_eq!(ok[0], 0);
+    for sql in [
+        "create table t (c1 bigint, c2 varchar) with (index_columns = 'c2')",
+        "insert into t values (1, 'a'), (2, 'b'), (3, 'c')",
+        "select c1 from t where c2 = 'b'",
+    ] {
+        wire.send(&command(COM_QUERY, sql.as_bytes())).unwrap();
+        let reply = wire.reply();
+        assert_eq!(error_code(&reply.last().unwrap().1), None, "{sql}");
+    }
+    let after = scrape(metrics);
+    assert!(
+        after["sieve_cache_bytes{cache=\"disk\"}"] > 0.0,
+        "{after:#?}"
+    );
+    let looked = after["sieve_cache_hits_total{cache=\"disk\"}"]
+        + after["sieve_cache_misses_total{cache=\"disk\"}"];
+    assert!(looked > 0.0, "{after:#?}");
+}

@@ -141,6 +141,10 @@ impl Collector for CacheCollector {
                 Some(data.weight()),
             ));
         }
+        if let Some(disk) = caches.disk.get() {
+            let (hits, misses) = disk.hits_and_misses();
+            all.push(figures("disk", hits, misses, Some(disk.bytes())));
+        }
         for (name, help, count) in [
             (
                 "cache_hits",

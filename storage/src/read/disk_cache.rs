@@ -183,6 +183,11 @@ impl DiskCache {
         self.index.weight()
     }
 
+    /// Reads that found their entry, and reads that did not (what `/metrics` reports).
+    pub fn hits_and_misses(&self) -> (u64, u64) {
+        (self.index.hits(), self.index.misses())
+    }
+
     /// Records a file in the index and removes those it pushed out. (quick_cache reports the
     /// entry an insert replaces as evicted: the same name, whose file is the one just written.)
     fn index_file(&self, name: String, len: u64) {
