@@ -454,11 +454,11 @@ pub fn rewrite(
                 column.payload = cuckoo.into_bytes();
                 changed = true;
             }
-            (Some(change), EntryKind::Filter(kind)) if !kind.can_delete() => {
-                if stale_enough(entry, change, stale_rebuild_fraction) {
-                    column = rebuilt(entry, change, kind);
-                    changed = true;
-                }
+            (Some(change), EntryKind::Filter(kind))
+                if !kind.can_delete() && stale_enough(entry, change, stale_rebuild_fraction) =>
+            {
+                column = rebuilt(entry, change, kind);
+                changed = true;
             }
             (Some(change), EntryKind::MinMaxOnly)
                 if entry.key_count > 1

@@ -37,7 +37,7 @@
 use std::fs::File;
 use std::io::{Read, Write};
 use std::ops::Range;
-use std::os::unix::fs::FileExt;
+use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -85,6 +85,10 @@ impl Lifecycle<String, u64> for Evicted {
         state.push(name);
     }
 }
+
+/// Which file a [`DiskCache::get_slice`] read (its inode): a rename puts a new one in place.
+#[derive(Debug, Clone, Copy)]
+pub struct FileRead(u64);
 
 pub struct DiskCache {
     dir: PathBuf,
@@ -239,8 +243,13 @@ impl DiskCache {
     }
 
     /// The bytes of `within` (a range inside `key`'s) from the entry for `key`, read from its
-    /// file without the rest; the caller checks them. A future that borrows nothing.
-    pub async fn get_slice(self: Arc<Self>, key: RangeKey, within: Range<u64>) -> Option<Bytes> {
+    /// file without the rest, and which file they came from; the caller checks them, and
+    /// forgets that file with [`Self::discard_read`] if they fail. A future that borrows nothing.
+    pub async fn get_slice(
+        self: Arc<Self>,
+        key: RangeKey,
+        within: Range<u64>,
+    ) -> Option<(Bytes, FileRead)> {
         let text = key_text(&key);
         let name = file_name(&text);
         self.index.get(&name)?;
@@ -251,21 +260,21 @@ impl DiskCache {
         tokio::task::spawn_blocking(move || {
             let path = cache.dir.join(&name);
             let header = file_header(&text);
-            let read = || -> std::io::Result<Option<Vec<u8>>> {
+            let read = || -> std::io::Result<Option<(Vec<u8>, FileRead)>> {
                 let mut file = File::open(&path)?;
                 let mut head = vec![0; header.len()];
                 file.read_exact(&mut head)?;
-                let len = file.metadata()?.len();
-                if head != header || len != header.len() as u64 + (key.2 - key.1) {
+                let meta = file.metadata()?;
+                if head != header || meta.len() != header.len() as u64 + (key.2 - key.1) {
                     return Ok(None);
                 }
                 let mut bytes = vec![0; (within.end - within.start) as usize];
                 let at = header.len() as u64 + (within.start - key.1);
                 file.read_exact_at(&mut bytes, at)?;
-                Ok(Some(bytes))
+                Ok(Some((bytes, FileRead(meta.ino()))))
             };
             match read() {
-                Ok(Some(bytes)) => Some(Bytes::from(bytes)),
+                Ok(Some((bytes, file))) => Some((Bytes::from(bytes), file)),
                 _ => {
                     // Gone, unreadable or not this entry: forgotten, so it is written again.
                     cache.discard(&name);
@@ -276,6 +285,20 @@ impl DiskCache {
         .await
         .ok()
         .flatten()
+    }
+
+    /// Forgets the entry of `key` whose bytes, read as `read`, failed their checksums, unless its
+    /// file was written again since (a routing filter's load rewriting a damaged locator entry
+    /// while a lookup read the old one).
+    pub async fn discard_read(self: Arc<Self>, key: &RangeKey, read: FileRead) {
+        let name = file_name(&key_text(key));
+        let _ = tokio::task::spawn_blocking(move || {
+            let current = std::fs::metadata(self.dir.join(&name)).map(|m| m.ino());
+            if current.is_ok_and(|ino| ino == read.0) {
+                self.discard(&name);
+            }
+        })
+        .await;
     }
 
     /// Forgets and removes an entry whose file is damaged (or whose bytes failed the block's
@@ -465,12 +488,28 @@ mod tests {
         assert!(entry.append(&[0]).is_err(), "past the range");
         entry.finish().unwrap();
         assert!(cache.holds(&key));
-        let slice = cache
+        let (slice, read) = cache
             .clone()
             .get_slice(key.clone(), 1124..2148)
             .await
             .unwrap();
         assert_eq!(slice, whole[1024..2048]);
+        // Written again since that read: a discard of what it read leaves the new file.
+        let mut again = cache.writer(key.clone()).unwrap();
+        again.append(&whole).unwrap();
+        again.finish().unwrap();
+        cache.clone().discard_read(&key, read).await;
+        assert!(cache.holds(&key));
+        let (_, read) = cache
+            .clone()
+            .get_slice(key.clone(), 100..200)
+            .await
+            .unwrap();
+        cache.clone().discard_read(&key, read).await;
+        assert!(!cache.holds(&key));
+        let mut entry = cache.writer(key.clone()).unwrap();
+        entry.append(&whole).unwrap();
+        entry.finish().unwrap();
         assert!(
             cache
                 .clone()

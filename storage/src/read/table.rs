@@ -340,7 +340,7 @@ impl Table {
             {
                 Ok(filter) => return Ok(filter),
                 Err(e) => {
-                    log::warn!("disk cache: {e}; reading the locator from storage");
+                    log::warn!("disk cache: locator {path}: {e}; reading it from storage");
                     disk.clone().discard_key(&kept).await;
                 }
             }
@@ -361,8 +361,8 @@ impl Table {
         self.reduce_locator(&path, header, None, mirror).await
     }
 
-    /// [`Self::key_filter`]'s reads: from the disk cache's entry `local` when given (a range it no
-    /// longer holds comes from storage), else from storage, appending what it read to `mirror`.
+    /// [`Self::key_filter`]'s reads: from the disk cache's entry `local` when given (failing if
+    /// it no longer holds it), else from storage, appending what it read to `mirror`.
     async fn reduce_locator(
         &self,
         path: &Path,
@@ -375,12 +375,14 @@ impl Table {
         // The mirror's next byte: it is kept only if the reads follow the file's pages in order.
         let mut next = header.pages_range().start;
         while let Some(range) = builder.next_read(KEY_FILTER_READ) {
-            let read_locally = match local {
-                Some((disk, key)) => disk.clone().get_slice(key.clone(), range.clone()).await,
-                None => None,
-            };
-            let bytes = match read_locally {
-                Some(bytes) => bytes,
+            let bytes = match local {
+                // Gone meanwhile (a lookup found it damaged): the caller reads from storage and
+                // keeps the file again.
+                Some((disk, key)) => match disk.clone().get_slice(key.clone(), range.clone()).await
+                {
+                    Some((bytes, _)) => bytes,
+                    None => return Err(StorageError::Invalid(format!("{key:?} left it"))),
+                },
                 None => self.storage.store().get_range(path, range.clone()).await?,
             };
             let in_order = range.start == next;
@@ -430,7 +432,8 @@ impl Table {
                     return Ok((header.locate(column, hash, &pages)?, 0));
                 }
                 if let Some(disk) = disk
-                    && let Some(pages) = disk.clone().get_slice(kept.clone(), range.clone()).await
+                    && let Some((pages, read)) =
+                        disk.clone().get_slice(kept.clone(), range.clone()).await
                 {
                     match header.locate(column, hash, &pages) {
                         Ok(location) => {
@@ -439,7 +442,7 @@ impl Table {
                         }
                         Err(e) => {
                             log::warn!("disk cache: locator {path}: {e}; reading it from storage");
-                            disk.clone().discard_key(kept).await;
+                            disk.clone().discard_read(kept, read).await;
                         }
                     }
                 }
