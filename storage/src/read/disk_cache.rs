@@ -215,31 +215,8 @@ impl DiskCache {
     /// against the block's checksums.
     /// A future that borrows nothing, so reads of several ranges run together.
     pub async fn get(self: Arc<Self>, key: RangeKey) -> Option<Bytes> {
-        let text = key_text(&key);
-        let name = file_name(&text);
-        self.index.get(&name)?;
-        let cache = self;
-        let want = key.2 - key.1;
-        tokio::task::spawn_blocking(move || {
-            let path = cache.dir.join(&name);
-            let header = file_header(&text);
-            let found = std::fs::read(&path).ok().and_then(|contents| {
-                let whole =
-                    contents.starts_with(&header) && (contents.len() - header.len()) as u64 == want;
-                whole.then_some((header.len(), contents))
-            });
-            match found {
-                Some((at, contents)) => Some(Bytes::from(contents).slice(at..)),
-                None => {
-                    // Gone, unreadable or not this entry: forgotten, so it is written again.
-                    cache.discard(&name);
-                    None
-                }
-            }
-        })
-        .await
-        .ok()
-        .flatten()
+        let whole = key.1..key.2;
+        self.get_slice(key, whole).await.map(|(bytes, _)| bytes)
     }
 
     /// The bytes of `within` (a range inside `key`'s) from the entry for `key`, read from its
