@@ -37,9 +37,10 @@
 use std::fs::File;
 use std::io::{Read, Write};
 use std::ops::Range;
-use std::os::unix::fs::{FileExt, MetadataExt};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use quick_cache::sync::Cache;
@@ -60,13 +61,20 @@ fn is_entry(name: &str) -> bool {
     name.len() == 32 && name.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
+/// An entry's file: its size, and which write put it in place.
+#[derive(Clone, Copy)]
+struct Held {
+    bytes: u64,
+    generation: u64,
+}
+
 /// Weighs an entry by its file's size.
 #[derive(Clone)]
 struct FileBytes;
 
-impl Weighter<String, u64> for FileBytes {
-    fn weight(&self, _: &String, bytes: &u64) -> u64 {
-        (*bytes).max(1)
+impl Weighter<String, Held> for FileBytes {
+    fn weight(&self, _: &String, held: &Held) -> u64 {
+        held.bytes.max(1)
     }
 }
 
@@ -74,26 +82,33 @@ impl Weighter<String, u64> for FileBytes {
 #[derive(Clone)]
 struct Evicted;
 
-impl Lifecycle<String, u64> for Evicted {
+impl Lifecycle<String, Held> for Evicted {
     type RequestState = Vec<String>;
 
     fn begin_request(&self) -> Self::RequestState {
         Vec::new()
     }
 
-    fn on_evict(&self, state: &mut Self::RequestState, name: String, _: u64) {
+    fn on_evict(&self, state: &mut Self::RequestState, name: String, _: Held) {
         state.push(name);
     }
 }
 
-/// Which file a [`DiskCache::get_slice`] read (its inode): a rename puts a new one in place.
+/// Which write of an entry a [`DiskCache::get_slice`] read: a new write of the same entry puts
+/// another file under its name. Not the file's inode, which a file written after a removal may
+/// be given again.
 #[derive(Debug, Clone, Copy)]
 pub struct FileRead(u64);
 
 pub struct DiskCache {
     dir: PathBuf,
-    /// File name to size: what the directory holds, within the budget.
-    index: Cache<String, u64, FileBytes, DefaultHashBuilder, Evicted>,
+    /// File name to size and write: what the directory holds, within the budget.
+    index: Cache<String, Held, FileBytes, DefaultHashBuilder, Evicted>,
+    /// Numbers the writes put in place.
+    writes: AtomicU64,
+    /// Held while a file is put in place or removed with its index entry, so that a removal
+    /// meant for one write's file never takes a newer one's.
+    files: Mutex<()>,
     /// Held while the cache is open.
     _lock: File,
 }
@@ -156,6 +171,8 @@ impl DiskCache {
                 DefaultHashBuilder::default(),
                 Evicted,
             ),
+            writes: AtomicU64::new(0),
+            files: Mutex::new(()),
             _lock: lock,
         };
         let mut found = Vec::new();
@@ -195,7 +212,11 @@ impl DiskCache {
     /// Records a file in the index and removes those it pushed out. (quick_cache reports the
     /// entry an insert replaces as evicted: the same name, whose file is the one just written.)
     fn index_file(&self, name: String, len: u64) {
-        for evicted in self.index.insert_with_lifecycle(name.clone(), len) {
+        let held = Held {
+            bytes: len,
+            generation: self.writes.fetch_add(1, Ordering::Relaxed),
+        };
+        for evicted in self.index.insert_with_lifecycle(name.clone(), held) {
             if evicted != name {
                 let _ = std::fs::remove_file(self.dir.join(evicted));
             }
@@ -229,7 +250,7 @@ impl DiskCache {
     ) -> Option<(Bytes, FileRead)> {
         let text = key_text(&key);
         let name = file_name(&text);
-        self.index.get(&name)?;
+        let held = self.index.get(&name)?;
         if within.start < key.1 || within.end > key.2 || within.start > within.end {
             return None;
         }
@@ -237,7 +258,7 @@ impl DiskCache {
         tokio::task::spawn_blocking(move || {
             let path = cache.dir.join(&name);
             let header = file_header(&text);
-            let read = || -> std::io::Result<Option<(Vec<u8>, FileRead)>> {
+            let read = || -> std::io::Result<Option<Vec<u8>>> {
                 let mut file = File::open(&path)?;
                 let mut head = vec![0; header.len()];
                 file.read_exact(&mut head)?;
@@ -248,13 +269,14 @@ impl DiskCache {
                 let mut bytes = vec![0; (within.end - within.start) as usize];
                 let at = header.len() as u64 + (within.start - key.1);
                 file.read_exact_at(&mut bytes, at)?;
-                Ok(Some((bytes, FileRead(meta.ino()))))
+                Ok(Some(bytes))
             };
+            let read_as = FileRead(held.generation);
             match read() {
-                Ok(Some((bytes, file))) => Some((Bytes::from(bytes), file)),
+                Ok(Some(bytes)) => Some((Bytes::from(bytes), read_as)),
                 _ => {
                     // Gone, unreadable or not this entry: forgotten, so it is written again.
-                    cache.discard(&name);
+                    cache.discard_write(&name, read_as);
                     None
                 }
             }
@@ -269,20 +291,29 @@ impl DiskCache {
     /// while a lookup read the old one).
     pub async fn discard_read(self: Arc<Self>, key: &RangeKey, read: FileRead) {
         let name = file_name(&key_text(key));
-        let _ = tokio::task::spawn_blocking(move || {
-            let current = std::fs::metadata(self.dir.join(&name)).map(|m| m.ino());
-            if current.is_ok_and(|ino| ino == read.0) {
-                self.discard(&name);
-            }
-        })
-        .await;
+        let _ = tokio::task::spawn_blocking(move || self.discard_write(&name, read)).await;
+    }
+
+    /// Forgets and removes the entry `name` if its file is still the one `read` read.
+    fn discard_write(&self, name: &str, read: FileRead) {
+        let _files = self.lock_files();
+        if self.index.peek(name).is_some_and(|h| h.generation == read.0) {
+            self.index.remove(name);
+            let _ = std::fs::remove_file(self.dir.join(name));
+        }
     }
 
     /// Forgets and removes an entry whose file is damaged (or whose bytes failed the block's
     /// checksums).
     fn discard(&self, name: &str) {
+        let _files = self.lock_files();
         self.index.remove(name);
         let _ = std::fs::remove_file(self.dir.join(name));
+    }
+
+    fn lock_files(&self) -> std::sync::MutexGuard<'_, ()> {
+        // Guards no data, only the order of renames and removals.
+        self.files.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Forgets the entry of `key`: its bytes did not pass the block's checksums.
@@ -369,6 +400,7 @@ impl EntryWriter {
         let Self {
             cache, name, file, ..
         } = self;
+        let _files = cache.lock_files();
         file.persist(cache.dir.join(&name)).map_err(|e| e.error)?;
         cache.index_file(name, self.header + self.want);
         Ok(())
