@@ -115,6 +115,9 @@ pub async fn run(location: &Location, args: WorkerArgs, config: &ConfigFile) -> 
         ));
     }
     let peers = peer_tls(&args, config)?;
+    let lookups = sieve_engine::LookupService::new(storage.clone(), config.memory_limits())
+        .await
+        .map_err(|e| format!("cannot serve point lookups: {e}"))?;
     let worker = sieve_engine::worker(storage, config.memory_limits(), secret.clone(), peers)
         .map_err(|e| e.to_string())?;
     let listener = tokio::net::TcpListener::bind(address)
@@ -123,10 +126,13 @@ pub async fn run(location: &Location, args: WorkerArgs, config: &ConfigFile) -> 
     let bound = listener.local_addr().map_err(|e| e.to_string())?;
     let scheme = if tls.is_some() { "https" } else { "http" };
     log::info!("worker listening on {scheme}://{bound}, storage {url}");
-    let service = InterceptedService::new(worker.into_worker_server(), move |call| match &secret {
+    let check = move |call| match &secret {
         Some(secret) => secret.check(call),
         None => Ok(call),
-    });
+    };
+    let service = InterceptedService::new(worker.into_worker_server(), check.clone());
+    // Point lookups: a Flight service of their own beside the plan fragments', on one port.
+    let lookups = InterceptedService::new(lookups.into_server(), check);
     let mut server = Server::builder();
     if let Some(tls) = tls {
         server = server
@@ -135,6 +141,7 @@ pub async fn run(location: &Location, args: WorkerArgs, config: &ConfigFile) -> 
     }
     server
         .add_service(service)
+        .add_service(lookups)
         // No Nagle: a task's small frames otherwise wait for the peer's delayed ACK (40 ms a
         // point lookup, measured), which tonic turns off only on sockets it binds itself.
         .serve_with_incoming_shutdown(

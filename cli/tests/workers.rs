@@ -452,6 +452,129 @@ fn three_workers_answer_as_one_process_and_survive_losing_one() {
     assert_eq!(metric(&coordinator, &lookup, "workers_contacted"), 1);
 }
 
+/// A point lookup on a coordinator takes the short path to its key's owner: one typed call to
+/// each worker that owns a group that may hold a key (what EXPLAIN ANALYZE's distributed scan
+/// asks), none for an absent key once node filters have loaded, and one process's answer. A
+/// worker killed before the coordinator notices costs the lookup a retry on
+/// its groups' next owner, not its answer.
+#[test]
+fn a_point_lookup_calls_only_its_owners() {
+    let base = common::s3_base();
+    let storage = format!("{base}/lookups-{}", std::process::id());
+    make_table(&storage, 10, ", max_false_reads = 0.00001");
+    let mut workers: Vec<Worker> = (0..3)
+        .map(|_| Worker::start(&storage, free_port()))
+        .collect();
+    let urls: Vec<String> = workers.iter().map(Worker::url).collect();
+    let metrics = free_port();
+    let coordinator = start_coordinator(&storage, &urls, &format!("metrics_port = {metrics}"));
+    let local = Server::start_on(&storage, "");
+    // Calls the coordinator sent, by worker.
+    let calls = || -> std::collections::BTreeMap<String, u64> {
+        common::prometheus::scrape(metrics)
+            .into_iter()
+            .filter_map(|(k, v)| {
+                let worker = k.strip_prefix("sieve_worker_lookups_total{worker=\"")?;
+                Some((worker.trim_end_matches("\"}").to_string(), v as u64))
+            })
+            .collect()
+    };
+    let sent =
+        |before: &std::collections::BTreeMap<String, u64>| -> std::collections::BTreeSet<String> {
+            let after = calls();
+            for (worker, n) in &after {
+                let rise = n - before.get(worker).copied().unwrap_or(0);
+                assert!(rise <= 1, "{worker} was called {rise} times for one lookup");
+            }
+            (after.into_iter())
+                .filter(|(w, n)| before.get(w).copied().unwrap_or(0) < *n)
+                .map(|(w, _)| w)
+                .collect()
+        };
+    // Kept results would answer a repeated lookup without calling anyone.
+    let uncached = |q: &str| format!("set sieve.lookup_cache = false; {q}");
+
+    // Node filters load in the background from the first lookup; then an absent key (one that
+    // sorts inside every block's min/max) calls no worker.
+    let absent = "select c1 from t where c2 = '5x'";
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let before = calls();
+        assert_eq!(answer(&coordinator, &uncached(absent)), "");
+        if sent(&before).is_empty() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "node filters never loaded");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let present = (54321u64 * 7919 % 100003).to_string();
+    let lookups = [
+        format!("select c1, c2, c3 from t where c2 = '{present}'"),
+        format!("select * from t where c2 = '{present}'"),
+        "select c2 as v, c1 from t where c1 = 54321".to_string(),
+        "select c1, c3 from t where c1 in (7, 40017, 99999, 123456789)".to_string(),
+        "select c1 from t where c1 = 7 or c2 = '7919'".to_string(),
+        "select c1 from t where c1 in (7, 40017, 99999) limit 2".to_string(),
+        "select c1 from t where c1 = 123456789".to_string(),
+    ];
+    for query in &lookups {
+        let before = calls();
+        let through = answer(&coordinator, &uncached(query));
+        let called = sent(&before);
+        let single = answer(&local, query);
+        // Rows without ORDER BY come in any order, through workers or not.
+        let sorted = |text: &str| {
+            let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+            lines.sort();
+            lines
+        };
+        if query.contains("limit 2") {
+            // Two of the three rows, whichever two.
+            let all = answer(&local, &query.replace(" limit 2", ""));
+            assert_eq!(through.lines().count(), 2, "{query}: {through}");
+            assert!(
+                through.lines().all(|l| all.contains(l)),
+                "{query}: {through}"
+            );
+        } else {
+            assert_eq!(
+                sorted(&through),
+                sorted(&single),
+                "{query}: the workers' answer differs"
+            );
+        }
+        // The workers a distributed scan of the same lookup asks, no more.
+        let expected: std::collections::BTreeSet<String> =
+            asked(&coordinator, query).into_iter().collect();
+        assert_eq!(called, expected, "{query}");
+    }
+    // One call for a present key, to the owner of its group.
+    let before = calls();
+    answer(&coordinator, &uncached(&lookups[0]));
+    assert_eq!(sent(&before).len(), 1);
+    // A kept result answers a repeated lookup on the coordinator, calling no one.
+    answer(&coordinator, &lookups[0]);
+    let before = calls();
+    assert_eq!(
+        answer(&coordinator, &lookups[0]),
+        answer(&local, &lookups[0])
+    );
+    assert!(sent(&before).is_empty());
+    // The owner of the present key dies; before the coordinator notices (it probes every
+    // 0.5 s), the lookup fails over to the group's next owner and answers whole.
+    let before = calls();
+    answer(&coordinator, &uncached(&lookups[0]));
+    let owner = sent(&before).into_iter().next().unwrap();
+    let dead = workers
+        .iter_mut()
+        .find(|w| owner.starts_with(&w.url()))
+        .unwrap();
+    dead.kill();
+    let expected = answer(&local, &lookups[0]);
+    assert_eq!(answer(&coordinator, &uncached(&lookups[0])), expected);
+    assert_eq!(answer(&coordinator, &uncached(&lookups[0])), expected);
+}
+
 /// The coordinator's links to its workers over TLS, mutual: answers as one process; a
 /// coordinator without a certificate the workers trust, or trusting another CA, gets an error
 /// (not a worker failure to route around); plain links beyond loopback are refused at start.

@@ -63,6 +63,23 @@ static STATEMENTS: LazyLock<StatementCounters> = LazyLock::new(|| StatementCount
 
 static LOGIN_DELAY: LazyLock<Counter<f64, AtomicU64>> = LazyLock::new(Counter::default);
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ByWorker {
+    worker: String,
+}
+
+/// A coordinator's point lookups sent to workers, by worker (as `--workers` names them).
+static WORKER_LOOKUPS: LazyLock<Family<ByWorker, Counter>> = LazyLock::new(Family::default);
+
+/// Counts a point lookup a coordinator sent the worker named `worker`.
+pub(crate) fn worker_lookup_sent(worker: &str) {
+    WORKER_LOOKUPS
+        .get_or_create(&ByWorker {
+            worker: worker.to_string(),
+        })
+        .inc();
+}
+
 /// Counts the time the login throttle held a failed login's answer back.
 pub(crate) fn login_delayed(delay: Duration) {
     LOGIN_DELAY.inc_by(delay.as_secs_f64());
@@ -161,6 +178,11 @@ pub fn register(registry: &mut Registry, engine: &Engine) {
         "Time the login throttle held failed logins' answers back (it doubles with an address's failures)",
         Unit::Seconds,
         LOGIN_DELAY.clone(),
+    );
+    registry.register(
+        "worker_lookups",
+        "Point lookups a coordinator sent to workers (one call to each owner that may hold the key), by worker",
+        WORKER_LOOKUPS.clone(),
     );
     let counters = &*STATEMENTS;
     registry.register(

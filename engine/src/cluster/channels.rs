@@ -52,7 +52,7 @@ pub(crate) fn is_tls_refusal(text: &str) -> bool {
 
 /// An error and its sources, as one line: tonic's transport error alone says only
 /// "transport error".
-fn chain(error: &(dyn std::error::Error + 'static)) -> String {
+pub(crate) fn chain(error: &(dyn std::error::Error + 'static)) -> String {
     let mut text = error.to_string();
     let mut cause = error.source();
     while let Some(e) = cause {
@@ -61,6 +61,11 @@ fn chain(error: &(dyn std::error::Error + 'static)) -> String {
         cause = e.source();
     }
     text
+}
+
+fn lock<T>(map: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // A map of handles cannot be left half-changed by a panic.
+    map.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// A worker's channel: the default resolver's (plain), or one made over TLS when first used.
@@ -74,6 +79,9 @@ enum Link {
 #[derive(Clone, Default)]
 pub(crate) struct WorkerChannels {
     links: Arc<Mutex<HashMap<Url, Link>>>,
+    /// For point lookups ([`crate::cluster::remote_lookup`]): a channel of their own to the
+    /// same port, so a lookup does not queue behind a scan's streams.
+    lookups: Arc<Mutex<HashMap<Url, Channel>>>,
     /// For `https://` workers.
     tls: Option<ClientTlsConfig>,
 }
@@ -88,6 +96,7 @@ impl WorkerChannels {
     pub(crate) fn new(tls: Option<ClientTlsConfig>) -> Self {
         Self {
             links: Arc::default(),
+            lookups: Arc::default(),
             tls,
         }
     }
@@ -95,19 +104,42 @@ impl WorkerChannels {
     /// The next query to `url` opens a new connection.
     pub(crate) fn forget(&self, url: &Url) {
         self.resolvers().remove(url);
+        lock(&self.lookups).remove(url);
     }
 
     /// Every worker's next query opens a new connection (after a transport failure, whose
     /// worker is not known).
     pub(crate) fn forget_all(&self) {
         self.resolvers().clear();
+        lock(&self.lookups).clear();
+    }
+
+    /// The channel point lookups to `url` take: made once (connected when first used, over
+    /// TLS for `https://`) and kept until the worker is forgotten.
+    pub(crate) fn lookup_channel(&self, url: &Url) -> Result<Channel, DataFusionError> {
+        let mut lookups = lock(&self.lookups);
+        if let Some(channel) = lookups.get(url) {
+            return Ok(channel.clone());
+        }
+        let mut endpoint = Channel::from_shared(url.to_string())
+            .map_err(|e| exec_datafusion_err!("worker URL {url}: {e}"))?
+            .connect_timeout(CONNECT_TIMEOUT)
+            .tcp_nodelay(true);
+        if url.scheme() == "https" {
+            let tls = (self.tls.clone()).ok_or_else(|| {
+                exec_datafusion_err!("worker URL {url}: https needs worker_tls_ca")
+            })?;
+            endpoint = endpoint
+                .tls_config(tls)
+                .map_err(|e| exec_datafusion_err!("worker {url}: {}", chain(&e)))?;
+        }
+        let channel = endpoint.connect_lazy();
+        lookups.insert(url.clone(), channel.clone());
+        Ok(channel)
     }
 
     fn resolvers(&self) -> std::sync::MutexGuard<'_, HashMap<Url, Link>> {
-        // A map of handles cannot be left half-changed by a panic.
-        self.links
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        lock(&self.links)
     }
 
     /// A channel to `url` over TLS, connected.

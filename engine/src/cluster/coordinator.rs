@@ -178,6 +178,27 @@ impl Cluster {
         Ok(Placement::new(live.iter().map(Url::to_string).collect()))
     }
 
+    /// The secret every call to a worker carries.
+    pub(crate) fn secret(&self) -> Option<&ClusterSecret> {
+        self.secret.as_ref()
+    }
+
+    /// The channel point lookups to the worker named `url` take.
+    pub(crate) fn lookup_channel(&self, url: &str) -> Result<tonic::transport::Channel> {
+        let url =
+            Url::parse(url).map_err(|e| DataFusionError::Internal(format!("worker {url}: {e}")))?;
+        self.channels.lookup_channel(&url)
+    }
+
+    /// After a call to the worker named `url` failed in transport: its next call opens a new
+    /// connection, and every worker is probed now, so a lookup asked again goes to the live.
+    pub(crate) async fn lost(&self, url: &str) {
+        if let Ok(url) = Url::parse(url) {
+            self.channels.forget(&url);
+        }
+        self.probe().await;
+    }
+
     /// What the distributed planner asks: the live workers, shared with this cluster.
     pub fn resolver(self: &Arc<Self>) -> LiveWorkers {
         LiveWorkers(self.clone())

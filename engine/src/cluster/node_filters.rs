@@ -8,9 +8,13 @@
 
 use std::sync::Arc;
 
+use datafusion::error::Result;
+use datafusion::physical_expr::PhysicalExpr;
 use sieve_storage::{BlockList, Table};
 
 use crate::cluster::placement::Placement;
+use crate::scan::exec::Shares;
+use crate::scan::pruning::{minmax_keep, probes, pruning_predicate};
 use crate::scan::routing::RoutingFilters;
 
 /// Which workers a lookup asks.
@@ -69,4 +73,33 @@ pub fn workers_to_ask(
     let workers: Vec<usize> = (0..ask.len()).filter(|&w| ask[w]).collect();
     let skipped = owning.iter().filter(|&&o| o).count() - workers.len();
     Asked { workers, skipped }
+}
+
+/// The workers a scan of `blocks` filtered by `predicate` (None: unfiltered, or pruning off)
+/// asks under `placement`: the owners of the blocks min/max keeps, less those whose node filter
+/// rules the predicate's keys out (unless `node_filters` is off). What a distributed scan and
+/// a coordinator's point lookup both decide before contacting anyone.
+pub fn shares_to_ask(
+    routing: &Arc<RoutingFilters>,
+    table: &Table,
+    blocks: &BlockList,
+    predicate: Option<&Arc<dyn PhysicalExpr>>,
+    node_filters: bool,
+    placement: Arc<Placement>,
+) -> Result<Shares> {
+    let pruning = predicate.and_then(|p| pruning_predicate(table, p));
+    let kept = pruning
+        .as_ref()
+        .map(|p| minmax_keep(blocks, p))
+        .transpose()?;
+    let probes = pruning
+        .filter(|_| node_filters)
+        .map(|p| probes(table, &p))
+        .unwrap_or_default();
+    let asked = workers_to_ask(routing, table, blocks, kept.as_deref(), &placement, &probes);
+    Ok(Shares {
+        placement,
+        workers: asked.workers,
+        skipped_by_node_filter: asked.skipped,
+    })
 }

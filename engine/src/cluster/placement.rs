@@ -19,7 +19,7 @@ fn weight(worker_seed: u64, unit: &str) -> u64 {
 }
 
 /// The live workers, by the names (URLs) every coordinator knows them by.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Placement {
     workers: Vec<String>,
     seeds: Vec<u64>,

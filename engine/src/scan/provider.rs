@@ -23,12 +23,11 @@ use sieve_storage::{Catalog, Table};
 use crate::access::principal::require;
 use crate::access::privileges::{Object, Privilege};
 use crate::cluster::coordinator::Cluster;
-use crate::cluster::node_filters::workers_to_ask;
+use crate::cluster::node_filters::shares_to_ask;
 use crate::error::to_df;
 use crate::maintenance::delete::{DeleteExec, DeleteRequest};
 use crate::progress::WriteProgress;
-use crate::scan::exec::{ScanRequest, Shares, SieveScanExec};
-use crate::scan::pruning::{minmax_keep, probes, pruning_predicate};
+use crate::scan::exec::{ScanRequest, SieveScanExec};
 use crate::scan::routing::RoutingFilters;
 use crate::session::options::SieveOptions;
 use crate::sink::SieveSink;
@@ -122,38 +121,20 @@ impl TableProvider for SieveTable {
         // that cannot hold the keys of a point lookup.
         let (snapshot, shares) = match state.config().get_extension::<Cluster>() {
             Some(cluster) => {
-                let placement = Arc::new(cluster.placement()?);
                 let snapshot = self.table.snapshot().await.map_err(to_df)?;
                 let blocks = self.table.blocks(&snapshot).await.map_err(to_df)?;
-                let pruning_predicate = predicate
-                    .as_ref()
-                    .filter(|_| pruning)
-                    .and_then(|p| pruning_predicate(&self.table, p));
-                let kept = pruning_predicate
-                    .as_ref()
-                    .map(|p| minmax_keep(&blocks, p))
-                    .transpose()?;
-                let probes = pruning_predicate
-                    .filter(|_| sieve.is_none_or(|o| o.node_filters))
-                    .map(|p| probes(&self.table, &p))
-                    .unwrap_or_default();
                 let routing = state
                     .config()
                     .get_extension::<RoutingFilters>()
                     .ok_or_else(|| internal_datafusion_err!("a session without routing filters"))?;
-                let asked = workers_to_ask(
+                let shares = shares_to_ask(
                     &routing,
                     &self.table,
                     &blocks,
-                    kept.as_deref(),
-                    &placement,
-                    &probes,
-                );
-                let shares = Shares {
-                    placement,
-                    workers: asked.workers,
-                    skipped_by_node_filter: asked.skipped,
-                };
+                    predicate.as_ref().filter(|_| pruning),
+                    sieve.is_none_or(|o| o.node_filters),
+                    Arc::new(cluster.placement()?),
+                )?;
                 (Some(snapshot.version), Some(shares))
             }
             None => (None, None),

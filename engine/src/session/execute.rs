@@ -140,7 +140,7 @@ impl Session {
     /// The rows of `physical`, produced on the executor, failures naming the worker that
     /// failed, ended at the statement's deadline; and the plan as it runs (its joins made
     /// interruptible, [`crate::guard::interrupt`]), whose metrics EXPLAIN ANALYZE shows.
-    fn rows(
+    pub(super) fn rows(
         &self,
         physical: Arc<dyn ExecutionPlan>,
         schema: &SchemaRef,

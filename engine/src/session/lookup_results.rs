@@ -20,6 +20,8 @@ use futures::{Stream, StreamExt};
 use quick_cache::Weighter;
 use quick_cache::sync::Cache;
 
+use crate::cluster::placement::Placement;
+
 /// The budget of every lookup's results together.
 const LOOKUP_RESULT_BYTES: u64 = 64 << 20;
 /// Results larger than this are not kept: a lookup's answer is a few rows.
@@ -39,6 +41,9 @@ pub(crate) struct LookupKey {
     pub limit: Option<usize>,
     /// `sieve.pruning`, `sieve.locator`, `sieve.routing`.
     pub pruning: (bool, bool, bool),
+    /// On a worker: the placement a coordinator asked under and this worker's place in it, of
+    /// whose blocks the result is (None: every block, as one process reads).
+    pub owner: Option<(Arc<Placement>, usize)>,
 }
 
 /// A lookup's result: its schema too, so that a hit answers without planning the lookup (an

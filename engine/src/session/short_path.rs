@@ -14,15 +14,16 @@
 
 use std::sync::Arc;
 
-use datafusion::arrow::datatypes::DataType;
-use datafusion::common::{DFSchema, ScalarValue};
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use datafusion::common::{DFSchema, ScalarValue, internal_datafusion_err};
 use datafusion::config::ConfigOptions;
-use datafusion::error::Result;
+use datafusion::error::{DataFusionError, Result};
+use datafusion::execution::SendableRecordBatchStream;
 use datafusion::execution::context::ExecutionProps;
 use datafusion::logical_expr::physical_planning_context::PhysicalPlanningContext;
 use datafusion::logical_expr::{Expr as LogicalExpr, col, in_list, lit};
 use datafusion::optimizer::simplify_expressions::THRESHOLD_INLINE_INLIST;
-use datafusion::physical_expr::create_physical_expr;
+use datafusion::physical_expr::{PhysicalExpr, create_physical_expr};
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::physical_plan::coalesce_partitions::CoalescePartitionsExec;
 use datafusion::physical_plan::expressions::Column;
@@ -38,13 +39,22 @@ use sieve_storage::Table;
 
 use std::time::Duration;
 
+use tokio::time::Instant;
+
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 
 use super::Session;
 use crate::access::privileges::{Object, Privilege};
+use crate::cluster::lookup_wire::{
+    LOOKUP_WIRE_VERSION, WireColumn, WireLookup, WireNode, WireOp, WireValue, malformed,
+};
+use crate::cluster::placement::Placement;
+use crate::cluster::remote_lookup::RemoteLookup;
 use crate::error::to_df;
-use crate::scan::exec::{ScanRequest, SieveScanExec};
+use crate::guard::deadline::DeadlineStream;
+use crate::scan::exec::{ScanRequest, Shares, SieveScanExec};
 use crate::scan::lossless_cast::lossless_cast;
+use crate::scan::routing::RoutingFilters;
 use crate::session::lookup_results::{Kept, LookupKey, LookupResults, keeping};
 use crate::session::options::SieveOptions;
 use crate::session::query_stream::{ColumnOrigin, QueryStream};
@@ -222,6 +232,7 @@ impl PointLookup {
                     .extensions
                     .get::<SieveOptions>()
                     .map_or((true, true, true), |o| (o.pruning, o.locator, o.routing)),
+                owner: None,
             },
         })
     }
@@ -251,6 +262,12 @@ impl PointLookup {
         let mut request = ScanRequest::new(table.clone(), options);
         request.projection = Some(read.clone());
         request.predicate = Some(physical(&whole)?);
+        (request.pruning, request.locator) = (key.pruning.0, key.pruning.1);
+        request.shares = key.owner.as_ref().map(|(placement, worker)| Shares {
+            placement: placement.clone(),
+            workers: vec![*worker],
+            skipped_by_node_filter: 0,
+        });
         // A key's rows are in a block or two: a lookup of n keys reads about n blocks, so more
         // partitions than keys would only start tasks that read nothing.
         request.partitions = request.partitions.min(self.condition.keys()).max(1);
@@ -278,6 +295,92 @@ impl PointLookup {
         Ok(plan)
     }
 }
+
+impl PointLookup {
+    /// The schema of a bound lookup's rows: its outputs named as asked, typed as the table's
+    /// columns (what [`Self::physical`]'s projection gives).
+    pub fn output_schema(table: &Table, key: &LookupKey) -> SchemaRef {
+        let schema = &table.def().schema;
+        let fields: Vec<Field> = key
+            .outputs
+            .iter()
+            .map(|(i, name)| schema.field(*i).as_ref().clone().with_name(name))
+            .collect();
+        Arc::new(Schema::new(fields))
+    }
+
+    /// The bound condition over the table's columns, as a scan's predicate.
+    pub fn predicate(table: &Table, key: &LookupKey) -> Result<Arc<dyn PhysicalExpr>> {
+        let whole = DFSchema::try_from(table.def().schema.as_ref().clone())?;
+        let context = PhysicalPlanningContext::default();
+        create_physical_expr(&key.condition, &whole, &ExecutionProps::new(), &context)
+    }
+
+    /// The lookup with `params` in place, as the worker owning its blocks is asked it; the
+    /// placement and the worker are the caller's to fill in. None when a value is one the wire
+    /// does not carry (the short path types every literal it takes as the wire does).
+    pub fn wire(
+        &self,
+        database: &str,
+        params: &[ScalarValue],
+        key: &LookupKey,
+        (lookup_cache, allow_full_scan): (bool, bool),
+    ) -> Option<WireLookup> {
+        let (db, table) = self.table(database);
+        let mut condition = Vec::new();
+        self.condition.to_wire(params, &mut condition)?;
+        Some(WireLookup {
+            wire_version: LOOKUP_WIRE_VERSION,
+            database: db.to_string(),
+            table: table.to_string(),
+            table_id: key.table.clone(),
+            version: key.version,
+            condition,
+            columns: (self.columns.iter().flatten())
+                .map(|(column, name)| WireColumn {
+                    column: column.clone(),
+                    name: name.clone(),
+                })
+                .collect(),
+            all_columns: self.columns.is_none(),
+            limit: key.limit.map(|n| n as u64),
+            placement: Vec::new(),
+            worker: 0,
+            pruning: key.pruning.0,
+            locator: key.pruning.1,
+            routing: key.pruning.2,
+            lookup_cache,
+            allow_full_scan,
+        })
+    }
+
+    /// The lookup a worker is asked.
+    pub fn from_wire(wire: &WireLookup) -> Result<Self> {
+        let mut nodes = wire.condition.iter();
+        let condition = Condition::from_wire(&mut nodes, 0)?;
+        if nodes.next().is_some() {
+            return Err(malformed("nodes after the condition"));
+        }
+        let columns = (!wire.all_columns).then(|| {
+            (wire.columns.iter())
+                .map(|c| (c.column.clone(), c.name.clone()))
+                .collect()
+        });
+        Ok(Self {
+            table: vec![wire.database.clone(), wire.table.clone()],
+            qualifier: (Some(wire.database.clone()), wire.table.clone()),
+            columns,
+            condition,
+            limit: wire
+                .limit
+                .map(|n| Operand::Value(ScalarValue::UInt64(Some(n)))),
+        })
+    }
+}
+
+/// How deeply a worker nests a condition it is sent: far beyond what a coordinator's parser
+/// builds of a statement it takes, and well within a thread's stack.
+const MAX_WIRE_DEPTH: usize = 4096;
 
 /// The LIMIT of a query that has nothing else around its SELECT (no WITH, ORDER BY, OFFSET, …);
 /// None when it has. The outer option says whether the query is plain.
@@ -367,6 +470,56 @@ impl Condition {
         match self {
             Self::In(name, _) => vec![name],
             Self::And(l, r) | Self::Or(l, r) => [l.columns(), r.columns()].concat(),
+        }
+    }
+
+    /// The condition in prefix order, its parameters replaced by `params`' values.
+    fn to_wire(&self, params: &[ScalarValue], out: &mut Vec<WireNode>) -> Option<()> {
+        let op = match self {
+            Self::In(column, operands) => {
+                let values = operands
+                    .iter()
+                    .map(|o| WireValue::of(value(o, params)?))
+                    .collect::<Option<_>>()?;
+                out.push(WireNode {
+                    op: WireOp::In as i32,
+                    column: column.clone(),
+                    values,
+                });
+                return Some(());
+            }
+            Self::And(..) => WireOp::And,
+            Self::Or(..) => WireOp::Or,
+        };
+        out.push(WireNode {
+            op: op as i32,
+            ..Default::default()
+        });
+        let (Self::And(l, r) | Self::Or(l, r)) = self else {
+            unreachable!("an IN returned above")
+        };
+        l.to_wire(params, out)?;
+        r.to_wire(params, out)
+    }
+
+    fn from_wire<'a>(nodes: &mut impl Iterator<Item = &'a WireNode>, depth: usize) -> Result<Self> {
+        if depth > MAX_WIRE_DEPTH {
+            return Err(malformed("a condition nested too deeply"));
+        }
+        let node = nodes
+            .next()
+            .ok_or_else(|| malformed("a condition cut short"))?;
+        let mut side = || Self::from_wire(nodes, depth + 1).map(Box::new);
+        match WireOp::try_from(node.op) {
+            Ok(WireOp::In) if !node.values.is_empty() => Ok(Self::In(
+                node.column.clone(),
+                (node.values.iter())
+                    .map(|v| v.scalar().map(Operand::Value))
+                    .collect::<Result<_>>()?,
+            )),
+            Ok(WireOp::And) => Ok(Self::And(side()?, side()?)),
+            Ok(WireOp::Or) => Ok(Self::Or(side()?, side()?)),
+            _ => Err(malformed("an IN without values, or an unknown operator")),
         }
     }
 
@@ -509,15 +662,15 @@ fn is_string(t: &DataType) -> bool {
 
 impl Session {
     /// Runs `lookup` by the short path when the session allows it and the lookup is one it plans
-    /// exactly; None leaves it to the full path.
+    /// exactly; None leaves it to the full path. On a coordinator the rows come from the
+    /// workers owning the blocks that may hold them, one call each ([`RemoteLookup`]).
     pub(super) async fn short_path(
         &self,
         lookup: &PointLookup,
         database: &str,
         params: &[ScalarValue],
     ) -> Result<Option<QueryStream>> {
-        // A coordinator's scans are planned by datafusion-distributed's optimizer rule.
-        if self.cluster.is_some() || !self.options(|o| o.short_path) {
+        if !self.options(|o| o.short_path) {
             return Ok(None);
         }
         let (db, name) = lookup.table(database);
@@ -559,17 +712,111 @@ impl Session {
             let answer = QueryStream::rows(schema, rows, None, self.pool());
             return Ok(Some(answer.with_origins(origins).by_short_path()));
         }
+        // The scan reads the version the key names; its blocks are listed (and cached) here.
+        let blocks = table.blocks(&snapshot).await.map_err(to_df)?;
+        let answer = match &self.cluster {
+            Some(cluster) => {
+                let allow = self.options(|o| o.allow_full_scan);
+                let Some(wire) = lookup.wire(database, params, &key, (cache, allow)) else {
+                    return Ok(None);
+                };
+                let predicate = PointLookup::predicate(&table, &key)?;
+                let schema = PointLookup::output_schema(&table, &key);
+                let remote = RemoteLookup {
+                    cluster: cluster.clone(),
+                    routing: (self.ctx.state_ref().read().config())
+                        .get_extension::<RoutingFilters>()
+                        .ok_or_else(|| internal_datafusion_err!("a session without routing"))?,
+                    predicate: Some(predicate).filter(|_| key.pruning.0),
+                    node_filters: self.options(|o| o.node_filters),
+                    table,
+                    blocks,
+                    wire,
+                    schema: schema.clone(),
+                };
+                let mut rows = remote.rows();
+                if let Some(limit) = self.max_execution_time() {
+                    rows = DeadlineStream::wrap(rows, Instant::now(), limit);
+                }
+                QueryStream::rows(schema, rows, None, self.pool())
+                    .with_origins(origins)
+                    .by_short_path()
+            }
+            None => {
+                let plan = {
+                    let state = self.ctx.state_ref();
+                    let state = state.read();
+                    lookup.physical(&table, &key, state.config_options())?
+                };
+                self.run_physical(plan, origins)?
+            }
+        };
+        Ok(Some(match results {
+            Some(results) => answer.map_rows(|rows| keeping(rows, results, key)),
+            None => answer,
+        }))
+    }
+
+    /// A worker's side of [`RemoteLookup`]: the rows of `wire`'s lookup in the blocks this
+    /// worker owns under the coordinator's placement, read at exactly the version asked (a
+    /// worker that has not seen it yet reads it; none answers from an older one), through the
+    /// same short path as one process, its caches and kept results included.
+    pub(crate) async fn answer_owned(
+        &self,
+        wire: &WireLookup,
+    ) -> Result<SendableRecordBatchStream> {
+        let lookup = PointLookup::from_wire(wire)?;
+        let worker = wire.worker as usize;
+        if worker >= wire.placement.len() {
+            return Err(malformed("the worker asked is not in the placement"));
+        }
+        let table = self
+            .catalog
+            .open_table(&wire.database, &wire.table)
+            .await
+            .map_err(to_df)?;
+        if table.def().id != wire.table_id {
+            return Err(DataFusionError::Execution(format!(
+                "{}.{} was dropped and made again since the coordinator looked it up: ask again",
+                wire.database, wire.table
+            )));
+        }
+        let (bound, results) = {
+            let state = self.ctx.state_ref();
+            let state = state.read();
+            let bound = lookup.bind(
+                &table,
+                wire.version,
+                &wire.database,
+                &[],
+                state.config_options(),
+            );
+            let results = state.config().get_extension::<LookupResults>();
+            (bound, results.filter(|_| wire.lookup_cache))
+        };
+        let Some(Bound { mut key, .. }) = bound else {
+            return Err(malformed("a lookup this worker cannot bind to the table"));
+        };
+        key.pruning = (wire.pruning, wire.locator, wire.routing);
+        let placement = Arc::new(Placement::new(wire.placement.clone()));
+        key.owner = Some((placement, worker));
+        if let Some(Kept { schema, batches }) = results.as_ref().and_then(|r| r.get(&key)) {
+            let rows = (0..batches.len()).map(move |i| Ok(batches[i].clone()));
+            return Ok(Box::pin(RecordBatchStreamAdapter::new(
+                schema,
+                futures::stream::iter(rows),
+            )));
+        }
         let plan = {
             let state = self.ctx.state_ref();
             let state = state.read();
             lookup.physical(&table, &key, state.config_options())?
         };
-        // The scan reads the version the key names; its blocks are listed (and cached) here.
-        table.blocks(&snapshot).await.map_err(to_df)?;
-        let answer = self.run_physical(plan, origins)?;
-        Ok(Some(match results {
-            Some(results) => answer.map_rows(|rows| keeping(rows, results, key)),
-            None => answer,
-        }))
+        let schema = plan.schema();
+        let (_, rows) = self.rows(plan, &schema, Instant::now(), None)?;
+        Ok(match results {
+            Some(results) => keeping(rows, results, key),
+            None => rows,
+        })
     }
 }

@@ -297,7 +297,11 @@ impl DiskCache {
     /// Forgets and removes the entry `name` if its file is still the one `read` read.
     fn discard_write(&self, name: &str, read: FileRead) {
         let _files = self.lock_files();
-        if self.index.peek(name).is_some_and(|h| h.generation == read.0) {
+        if self
+            .index
+            .peek(name)
+            .is_some_and(|h| h.generation == read.0)
+        {
             self.index.remove(name);
             let _ = std::fs::remove_file(self.dir.join(name));
         }
@@ -313,7 +317,9 @@ impl DiskCache {
 
     fn lock_files(&self) -> std::sync::MutexGuard<'_, ()> {
         // Guards no data, only the order of renames and removals.
-        self.files.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.files
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Forgets the entry of `key`: its bytes did not pass the block's checksums.

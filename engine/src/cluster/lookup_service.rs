@@ -1,0 +1,150 @@
+//! A worker's answer to coordinators' point lookups ([`crate::cluster::remote_lookup`]): an
+//! Arrow Flight service beside datafusion-distributed's on the worker's port (gRPC tells the
+//! two apart by name), behind the same TLS and cluster secret. `DoGet` takes a ticket holding
+//! a [`WireLookup`] and streams the rows back as Arrow IPC; nothing else is served.
+//!
+//! The worker runs the lookup through the same short path as one process
+//! ([`Session::answer_owned`]): its routing filters, locator pages, data cache and kept
+//! results are those of the groups it owns, which is what partitions memory by owner.
+
+use arrow_flight::encode::FlightDataEncoderBuilder;
+use arrow_flight::error::FlightError;
+use arrow_flight::flight_service_server::{FlightService, FlightServiceServer};
+use arrow_flight::{
+    Action, ActionType, Criteria, Empty, FlightData, FlightDescriptor, FlightInfo,
+    HandshakeRequest, HandshakeResponse, PollInfo, PutResult, SchemaResult, Ticket,
+};
+use datafusion::error::Result;
+use futures::stream::BoxStream;
+use futures::{StreamExt, TryStreamExt};
+use sieve_storage::Storage;
+use tonic::{Request, Response, Status, Streaming};
+
+use crate::cluster::lookup_wire::WireLookup;
+use crate::guard::memory::MemoryLimits;
+use crate::session::{Engine, Session};
+
+/// Serves the point lookups coordinators send a worker.
+pub struct LookupService {
+    /// Sessions of one engine (shared caches), by the asking session's settings that a scan
+    /// reads from its own: `[sieve.routing][sieve.allow_full_scan]` (routing off is a
+    /// differential baseline; a full scan is allowed by ALLOW FILTERING).
+    sessions: [[Session; 2]; 2],
+}
+
+type Answer<T> =
+    std::result::Result<Response<BoxStream<'static, std::result::Result<T, Status>>>, Status>;
+
+impl LookupService {
+    /// Lookups over `storage`, within `limits`.
+    pub async fn new(storage: Storage, limits: MemoryLimits) -> Result<Self> {
+        let engine = Engine::with_storage(storage)
+            .await?
+            .with_memory_limits(limits)?;
+        let session = |routing: bool, allow_full_scan: bool| {
+            let engine = engine.clone();
+            async move {
+                let session = engine.session()?;
+                session
+                    .execute(&format!("set sieve.routing = {routing}"))
+                    .await?;
+                session
+                    .execute(&format!("set sieve.allow_full_scan = {allow_full_scan}"))
+                    .await?;
+                Ok::<_, datafusion::error::DataFusionError>(session)
+            }
+        };
+        Ok(Self {
+            sessions: [
+                [session(false, false).await?, session(false, true).await?],
+                [session(true, false).await?, session(true, true).await?],
+            ],
+        })
+    }
+
+    /// The gRPC service, to be added to the worker's server.
+    pub fn into_server(self) -> FlightServiceServer<Self> {
+        FlightServiceServer::new(self).max_encoding_message_size(usize::MAX)
+    }
+}
+
+fn not_served<T>() -> std::result::Result<T, Status> {
+    Err(Status::unimplemented(
+        "a Sieve worker serves only point lookups (DoGet) on its Flight service",
+    ))
+}
+
+#[tonic::async_trait]
+impl FlightService for LookupService {
+    type HandshakeStream = BoxStream<'static, std::result::Result<HandshakeResponse, Status>>;
+    type ListFlightsStream = BoxStream<'static, std::result::Result<FlightInfo, Status>>;
+    type DoGetStream = BoxStream<'static, std::result::Result<FlightData, Status>>;
+    type DoPutStream = BoxStream<'static, std::result::Result<PutResult, Status>>;
+    type DoActionStream = BoxStream<'static, std::result::Result<arrow_flight::Result, Status>>;
+    type ListActionsStream = BoxStream<'static, std::result::Result<ActionType, Status>>;
+    type DoExchangeStream = BoxStream<'static, std::result::Result<FlightData, Status>>;
+
+    async fn do_get(&self, request: Request<Ticket>) -> Answer<FlightData> {
+        let wire = WireLookup::decode_ticket(&request.into_inner().ticket)
+            .map_err(|e| Status::invalid_argument(e.to_string()))?;
+        let session = &self.sessions[usize::from(wire.routing)][usize::from(wire.allow_full_scan)];
+        let rows = session
+            .answer_owned(&wire)
+            .await
+            .map_err(|e| Status::internal(e.to_string()))?;
+        let schema = rows.schema();
+        let data = FlightDataEncoderBuilder::new()
+            .with_schema(schema)
+            .build(rows.map_err(|e| FlightError::ExternalError(Box::new(e))))
+            .map_err(Status::from);
+        Ok(Response::new(data.boxed()))
+    }
+
+    async fn handshake(
+        &self,
+        _: Request<Streaming<HandshakeRequest>>,
+    ) -> Answer<HandshakeResponse> {
+        not_served()
+    }
+
+    async fn list_flights(&self, _: Request<Criteria>) -> Answer<FlightInfo> {
+        not_served()
+    }
+
+    async fn get_flight_info(
+        &self,
+        _: Request<FlightDescriptor>,
+    ) -> std::result::Result<Response<FlightInfo>, Status> {
+        not_served()
+    }
+
+    async fn poll_flight_info(
+        &self,
+        _: Request<FlightDescriptor>,
+    ) -> std::result::Result<Response<PollInfo>, Status> {
+        not_served()
+    }
+
+    async fn get_schema(
+        &self,
+        _: Request<FlightDescriptor>,
+    ) -> std::result::Result<Response<SchemaResult>, Status> {
+        not_served()
+    }
+
+    async fn do_put(&self, _: Request<Streaming<FlightData>>) -> Answer<PutResult> {
+        not_served()
+    }
+
+    async fn do_exchange(&self, _: Request<Streaming<FlightData>>) -> Answer<FlightData> {
+        not_served()
+    }
+
+    async fn do_action(&self, _: Request<Action>) -> Answer<arrow_flight::Result> {
+        not_served()
+    }
+
+    async fn list_actions(&self, _: Request<Empty>) -> Answer<ActionType> {
+        not_served()
+    }
+}

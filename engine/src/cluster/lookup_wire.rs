@@ -1,0 +1,243 @@
+//! The message a coordinator sends the worker that owns a point lookup's blocks: a Flight
+//! ticket ([`crate::cluster::lookup_service`]) holding this protobuf. It names what the lookup
+//! asks and nothing about how to run it, so it is not a serialized plan: the table (by name,
+//! and its id, so a table made again under the same name is refused), the snapshot version the
+//! coordinator resolved, the condition's columns and values as written, the output columns, the
+//! LIMIT, the placement the coordinator used and which of its workers is asked, and the pruning
+//! settings of the asking session.
+//!
+//! The condition travels in prefix order ([`WireNode`]): an AND or OR node is followed by its
+//! two sides, an IN node carries its column and values. Values are integers and strings as the
+//! statement or its parameters gave them; the worker binds them to its columns with the same
+//! lossless casts as the coordinator, so both ends agree on what matches.
+//!
+//! Versioned by [`LOOKUP_WIRE_VERSION`]: a worker refuses a ticket of another version rather
+//! than guess (coordinators and workers are upgraded together; the error says so).
+
+use datafusion::arrow::datatypes::DataType;
+use datafusion::common::ScalarValue;
+use datafusion::error::{DataFusionError, Result};
+use prost::Message;
+
+/// Bumped whenever a field's meaning changes.
+pub const LOOKUP_WIRE_VERSION: u32 = 1;
+
+/// One point lookup, as a coordinator asks one worker.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct WireLookup {
+    #[prost(uint32, tag = "1")]
+    pub wire_version: u32,
+    #[prost(string, tag = "2")]
+    pub database: String,
+    #[prost(string, tag = "3")]
+    pub table: String,
+    /// The table's id when the coordinator bound the lookup.
+    #[prost(string, tag = "4")]
+    pub table_id: String,
+    /// The snapshot version to read: never an older one (the worker reads exactly this).
+    #[prost(uint64, tag = "5")]
+    pub version: u64,
+    /// The condition in prefix order.
+    #[prost(message, repeated, tag = "6")]
+    pub condition: Vec<WireNode>,
+    /// (table column, output name) pairs; empty with `all_columns` for `*`.
+    #[prost(message, repeated, tag = "7")]
+    pub columns: Vec<WireColumn>,
+    #[prost(bool, tag = "8")]
+    pub all_columns: bool,
+    #[prost(uint64, optional, tag = "9")]
+    pub limit: Option<u64>,
+    /// The live workers the coordinator placed the table's groups over, in its order.
+    #[prost(string, repeated, tag = "10")]
+    pub placement: Vec<String>,
+    /// Which of them is asked: it reads only the blocks it owns under that placement.
+    #[prost(uint32, tag = "11")]
+    pub worker: u32,
+    /// The asking session's `sieve.pruning`, `sieve.locator`, `sieve.routing` and
+    /// `sieve.lookup_cache`.
+    #[prost(bool, tag = "12")]
+    pub pruning: bool,
+    #[prost(bool, tag = "13")]
+    pub locator: bool,
+    #[prost(bool, tag = "14")]
+    pub routing: bool,
+    #[prost(bool, tag = "15")]
+    pub lookup_cache: bool,
+    /// The asking statement may read every block (ALLOW FILTERING, `sieve.allow_full_scan`).
+    #[prost(bool, tag = "16")]
+    pub allow_full_scan: bool,
+}
+
+/// One node of a condition in prefix order.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct WireNode {
+    #[prost(enumeration = "WireOp", tag = "1")]
+    pub op: i32,
+    /// For `In`: the column, and the values it may equal.
+    #[prost(string, tag = "2")]
+    pub column: String,
+    #[prost(message, repeated, tag = "3")]
+    pub values: Vec<WireValue>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, prost::Enumeration)]
+#[repr(i32)]
+pub enum WireOp {
+    In = 0,
+    And = 1,
+    Or = 2,
+}
+
+/// A value of the lookup: an integer or a string, the kinds the short path compares.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct WireValue {
+    #[prost(oneof = "WireScalar", tags = "1, 2, 3")]
+    pub value: Option<WireScalar>,
+}
+
+#[derive(Clone, PartialEq, prost::Oneof)]
+pub enum WireScalar {
+    #[prost(int64, tag = "1")]
+    Int(i64),
+    #[prost(string, tag = "2")]
+    Text(String),
+    /// An unsigned value beyond `i64` (a prepared statement's parameter).
+    #[prost(uint64, tag = "3")]
+    Unsigned(u64),
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct WireColumn {
+    #[prost(string, tag = "1")]
+    pub column: String,
+    #[prost(string, tag = "2")]
+    pub name: String,
+}
+
+impl WireValue {
+    /// An integer (of any width, the same number) or a string (of any string type, the same
+    /// text); None for other values, which the short path does not take.
+    pub fn of(value: &ScalarValue) -> Option<Self> {
+        let value = match value {
+            ScalarValue::UInt64(Some(n)) => match i64::try_from(*n) {
+                Ok(n) => WireScalar::Int(n),
+                Err(_) => WireScalar::Unsigned(*n),
+            },
+            v if v.data_type().is_integer() => match v.cast_to(&DataType::Int64).ok()? {
+                ScalarValue::Int64(Some(n)) => WireScalar::Int(n),
+                _ => return None,
+            },
+            ScalarValue::Utf8(Some(s))
+            | ScalarValue::Utf8View(Some(s))
+            | ScalarValue::LargeUtf8(Some(s)) => WireScalar::Text(s.clone()),
+            _ => return None,
+        };
+        Some(Self { value: Some(value) })
+    }
+
+    pub fn scalar(&self) -> Result<ScalarValue> {
+        match &self.value {
+            Some(WireScalar::Int(n)) => Ok(ScalarValue::Int64(Some(*n))),
+            Some(WireScalar::Unsigned(n)) => Ok(ScalarValue::UInt64(Some(*n))),
+            Some(WireScalar::Text(s)) => Ok(ScalarValue::Utf8(Some(s.clone()))),
+            None => Err(malformed("a value without a value")),
+        }
+    }
+}
+
+impl WireLookup {
+    pub fn encode_ticket(&self) -> bytes::Bytes {
+        self.encode_to_vec().into()
+    }
+
+    /// A ticket's lookup; an error for bytes that are not one, or one of another version.
+    pub fn decode_ticket(ticket: &[u8]) -> Result<Self> {
+        let lookup = Self::decode(ticket).map_err(|e| malformed(&e.to_string()))?;
+        if lookup.wire_version != LOOKUP_WIRE_VERSION {
+            return Err(DataFusionError::Execution(format!(
+                "a coordinator sent a lookup of wire version {} to a worker of version {}: run \
+                 coordinators and workers of one release",
+                lookup.wire_version, LOOKUP_WIRE_VERSION
+            )));
+        }
+        Ok(lookup)
+    }
+}
+
+pub fn malformed(why: &str) -> DataFusionError {
+    DataFusionError::Execution(format!("a malformed lookup request: {why}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lookup_survives_the_wire_and_another_version_is_refused() {
+        let lookup = WireLookup {
+            wire_version: LOOKUP_WIRE_VERSION,
+            database: "default".into(),
+            table: "t".into(),
+            table_id: "id".into(),
+            version: 7,
+            condition: vec![
+                WireNode {
+                    op: WireOp::Or as i32,
+                    ..Default::default()
+                },
+                WireNode {
+                    op: WireOp::In as i32,
+                    column: "c1".into(),
+                    values: vec![WireValue::of(&ScalarValue::Int64(Some(-3))).unwrap()],
+                },
+                WireNode {
+                    op: WireOp::In as i32,
+                    column: "c2".into(),
+                    values: vec![WireValue::of(&ScalarValue::Utf8(Some("x".into()))).unwrap()],
+                },
+            ],
+            columns: vec![WireColumn {
+                column: "c1".into(),
+                name: "k".into(),
+            }],
+            all_columns: false,
+            limit: Some(2),
+            placement: vec!["http://127.0.0.1:1".into()],
+            worker: 0,
+            pruning: true,
+            locator: true,
+            routing: false,
+            lookup_cache: true,
+            allow_full_scan: false,
+        };
+        let back = WireLookup::decode_ticket(&lookup.encode_ticket()).unwrap();
+        assert_eq!(back, lookup);
+        assert_eq!(
+            back.condition[1].values[0].scalar().unwrap(),
+            ScalarValue::Int64(Some(-3))
+        );
+        let other = WireLookup {
+            wire_version: LOOKUP_WIRE_VERSION + 1,
+            ..lookup
+        };
+        let refused = WireLookup::decode_ticket(&other.encode_ticket()).unwrap_err();
+        assert!(refused.to_string().contains("of one release"), "{refused}");
+        assert!(WireLookup::decode_ticket(b"\xff\xff\xff").is_err());
+        assert!(WireValue::of(&ScalarValue::Float64(Some(1.0))).is_none());
+        assert!(WireValue::of(&ScalarValue::Int32(None)).is_none());
+        for (value, back) in [
+            (ScalarValue::Int8(Some(-5)), ScalarValue::Int64(Some(-5))),
+            (ScalarValue::UInt32(Some(7)), ScalarValue::Int64(Some(7))),
+            (
+                ScalarValue::UInt64(Some(u64::MAX)),
+                ScalarValue::UInt64(Some(u64::MAX)),
+            ),
+            (
+                ScalarValue::Utf8View(Some("v".into())),
+                ScalarValue::Utf8(Some("v".into())),
+            ),
+        ] {
+            assert_eq!(WireValue::of(&value).unwrap().scalar().unwrap(), back);
+        }
+    }
+}

@@ -1,0 +1,194 @@
+//! A coordinator's point lookup: the short path up to routing, then one call to each worker
+//! that owns blocks that may hold the key. A plan per lookup through datafusion-distributed
+//! costs many times the lookup (planning, a plan encoded and shipped, a task's stream, a
+//! merge); a lookup needs only to reach its key's owner, as Doris sends a point query to the
+//! tablet's backend.
+//!
+//! Min/max statistics and node filters ([`crate::cluster::node_filters`]) choose the workers,
+//! so an absent key calls none; each is sent the lookup as a typed message
+//! ([`WireLookup`], a Flight ticket on the worker's own port, with the cluster's TLS and
+//! secret) and answers the rows of the blocks it owns under the placement sent, which it reads
+//! through its own short path and caches ([`crate::cluster::lookup_service`]). Every worker
+//! asked answers whole before a row is returned, so a worker lost mid-lookup costs one retry
+//! of the whole lookup over the workers live after a probe (its groups then go to their next
+//! owner by rendezvous); a second loss is an error naming the worker.
+
+use std::sync::Arc;
+
+use arrow_flight::Ticket;
+use arrow_flight::decode::FlightRecordBatchStream;
+use arrow_flight::error::FlightError;
+use arrow_flight::flight_service_client::FlightServiceClient;
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::error::{DataFusionError, Result};
+use datafusion::execution::SendableRecordBatchStream;
+use datafusion::physical_expr::PhysicalExpr;
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+use futures::TryStreamExt;
+use sieve_storage::{BlockList, Table};
+use tonic::Code;
+
+use crate::cluster::channels::{TLS_REFUSED, chain, is_tls_refusal};
+use crate::cluster::coordinator::Cluster;
+use crate::cluster::lookup_wire::WireLookup;
+use crate::cluster::node_filters::shares_to_ask;
+use crate::cluster::secret::REFUSED;
+use crate::scan::routing::RoutingFilters;
+
+/// A lookup bound on the coordinator, to be asked of the workers owning its blocks.
+pub(crate) struct RemoteLookup {
+    pub cluster: Arc<Cluster>,
+    pub routing: Arc<RoutingFilters>,
+    pub table: Table,
+    /// The blocks of the version the lookup reads.
+    pub blocks: Arc<BlockList>,
+    /// The condition, for min/max and the node filters; None with pruning off (every owner
+    /// is asked).
+    pub predicate: Option<Arc<dyn PhysicalExpr>>,
+    pub node_filters: bool,
+    /// What each worker is sent, less the placement and the worker.
+    pub wire: WireLookup,
+    pub schema: SchemaRef,
+}
+
+/// Why a worker did not answer.
+enum Failure {
+    /// Its connection failed: it may be gone, and its groups another's once probed.
+    Lost(String),
+    /// It answered with an error, or refused the call: asking again would meet it again.
+    Refused(DataFusionError),
+}
+
+impl RemoteLookup {
+    /// The rows, asked for when first polled (so the statement's deadline and KILL bound the
+    /// calls as they bound a scan).
+    pub fn rows(self) -> SendableRecordBatchStream {
+        let schema = self.schema.clone();
+        let rows = futures::stream::once(self.ask())
+            .map_ok(|batches| futures::stream::iter(batches.into_iter().map(Ok)))
+            .try_flatten();
+        Box::pin(RecordBatchStreamAdapter::new(schema, rows))
+    }
+
+    async fn ask(self) -> Result<Vec<RecordBatch>> {
+        let mut lost_before: Option<String> = None;
+        loop {
+            let placement = Arc::new(self.cluster.placement()?);
+            let shares = shares_to_ask(
+                &self.routing,
+                &self.table,
+                &self.blocks,
+                self.predicate.as_ref(),
+                self.node_filters,
+                placement.clone(),
+            )?;
+            let (cluster, schema) = (&self.cluster, &self.schema);
+            let calls = shares.workers.iter().map(|&worker| {
+                let url = placement.workers()[worker].clone();
+                let wire = WireLookup {
+                    placement: placement.workers().to_vec(),
+                    worker: worker as u32,
+                    ..self.wire.clone()
+                };
+                async move {
+                    ask_worker(cluster, &url, &wire, schema)
+                        .await
+                        .map_err(|failure| (url, failure))
+                }
+            });
+            match futures::future::try_join_all(calls).await {
+                Ok(answers) => {
+                    let rows = answers.into_iter().flatten().collect();
+                    return Ok(limited(rows, self.wire.limit));
+                }
+                Err((url, Failure::Refused(e))) => {
+                    return Err(DataFusionError::Execution(format!("worker {url}: {e}")));
+                }
+                Err((url, Failure::Lost(why))) => {
+                    if let Some(first) = lost_before {
+                        return Err(DataFusionError::Execution(format!(
+                            "a point lookup's owner {url} failed ({why}), after {first}; \
+                             workers are probed and the next statement asks the live ones"
+                        )));
+                    }
+                    log::warn!("worker {url} failed a point lookup ({why}); asking again");
+                    self.cluster.lost(&url).await;
+                    lost_before = Some(format!("{url} failed ({why})"));
+                }
+            }
+        }
+    }
+}
+
+/// The rows of `wire` from the worker at `url`, as the coordinator's schema types them.
+async fn ask_worker(
+    cluster: &Cluster,
+    url: &str,
+    wire: &WireLookup,
+    schema: &SchemaRef,
+) -> std::result::Result<Vec<RecordBatch>, Failure> {
+    let channel = cluster.lookup_channel(url).map_err(Failure::Refused)?;
+    let mut client = FlightServiceClient::new(channel).max_decoding_message_size(usize::MAX);
+    let mut request = tonic::Request::new(Ticket {
+        ticket: wire.encode_ticket(),
+    });
+    if let Some(secret) = cluster.secret() {
+        *request.metadata_mut() = tonic::metadata::MetadataMap::from_headers(secret.headers());
+    }
+    crate::metrics::worker_lookup_sent(url);
+    let answer = client.do_get(request).await.map_err(failure)?;
+    let batches: Vec<RecordBatch> =
+        FlightRecordBatchStream::new_from_flight_data(answer.into_inner().map_err(Into::into))
+            .try_collect()
+            .await
+            .map_err(|e| match e {
+                FlightError::Tonic(status) => failure(*status),
+                other => Failure::Refused(DataFusionError::External(Box::new(other))),
+            })?;
+    batches
+        .into_iter()
+        .map(|batch| {
+            RecordBatch::try_new(schema.clone(), batch.columns().to_vec()).map_err(|e| {
+                Failure::Refused(DataFusionError::Execution(format!(
+                    "its rows do not have the lookup's columns ({e}): run coordinators and \
+                     workers of one release"
+                )))
+            })
+        })
+        .collect()
+}
+
+/// A gRPC status as a lost worker (its transport failed) or an answer not to ask again.
+fn failure(status: tonic::Status) -> Failure {
+    // tonic's own message for a transport error is "transport error"; its sources say which.
+    let text = chain(&status);
+    if status.code() == Code::Unauthenticated {
+        return Failure::Refused(DataFusionError::Execution(REFUSED.to_string()));
+    }
+    if is_tls_refusal(&text) {
+        return Failure::Refused(DataFusionError::Execution(format!("{TLS_REFUSED}: {text}")));
+    }
+    match status.code() {
+        // What tonic reports of a connection refused, reset or cut mid-answer.
+        Code::Unavailable | Code::Unknown | Code::Cancelled => Failure::Lost(text),
+        _ => Failure::Refused(DataFusionError::Execution(text)),
+    }
+}
+
+/// At most `limit` rows of `batches`: each worker answers at most that many.
+fn limited(batches: Vec<RecordBatch>, limit: Option<u64>) -> Vec<RecordBatch> {
+    let Some(mut left) = limit.map(|n| n as usize) else {
+        return batches;
+    };
+    let mut kept = Vec::with_capacity(batches.len());
+    for batch in batches {
+        if left == 0 {
+            break;
+        }
+        let take = batch.num_rows().min(left);
+        left -= take;
+        kept.push(batch.slice(0, take));
+    }
+    kept
+}
