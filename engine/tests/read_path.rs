@@ -62,7 +62,9 @@ async fn explain_fetches_nothing_and_the_query_prunes_when_it_runs(location: &st
     let (s, log, _) = logged_session(location).await;
     // What each pruning path fetches, not a kept result (see lookups_answer_from_kept_results).
     run(&s, "set sieve.lookup_cache = false").await;
-    run(&s, "create table t with (block_rows = 100) as select number as c1, cast(number * 7 as string) as c2 from numbers(1000)").await;
+    // In order: c1's blocks then ascend apart and the table has one locator group (blocks of
+    // interleaved partitions would break the run and close the group: two groups, two reads).
+    run(&s, "create table t with (block_rows = 100) as select number as c1, cast(number * 7 as string) as c2 from numbers(1000) order by number").await;
     log.take();
 
     let sql = "select c1 from t where c2 = '3500'";
@@ -167,7 +169,7 @@ async fn repeated_lookups_read_pages_from_the_data_cache() {
         run(&s, &format!("set sieve.data_cache = {session_cache}")).await;
         // The lookup's result itself is not to be kept (see lookups_answer_from_kept_results).
         run(&s, "set sieve.lookup_cache = false").await;
-        run(&s, "create table t with (block_rows = 100) as select number as c1, cast(number * 7 as string) as c2 from numbers(1000)").await;
+        run(&s, "create table t with (block_rows = 100) as select number as c1, cast(number * 7 as string) as c2 from numbers(1000) order by number").await;
         let sql = "select c1 from t where c2 = '3500'";
         let first = run(&s, sql).await;
         assert_eq!(rows(&first), ["500"]);
@@ -193,7 +195,7 @@ async fn repeated_lookups_read_pages_from_the_data_cache() {
 async fn lookups_answer_from_kept_results() {
     let dir = tempfile::tempdir().unwrap();
     let (s, log, _) = logged_session(dir.path().to_str().unwrap()).await;
-    run(&s, "create table t with (block_rows = 100) as select number as c1, cast(number * 7 as string) as c2 from numbers(1000)").await;
+    run(&s, "create table t with (block_rows = 100) as select number as c1, cast(number * 7 as string) as c2 from numbers(1000) order by number").await;
     let sql = "select c1 from t where c2 = '3500'";
     let first = run(&s, sql).await;
     assert_eq!(
@@ -317,6 +319,10 @@ async fn a_cold_lookup_waits_for_few_round_trips() {
     let location = dir.path().to_str().unwrap();
     {
         let (s, _, _) = logged_session(location).await;
+        // One partition, so c1's blocks ascend apart and the write makes one locator group:
+        // interleaved partitions give a block that breaks the run, which closes the group and
+        // starts a second (then a lookup reads two locator pages, as many as there are groups).
+        run(&s, "set datafusion.execution.target_partitions = 1").await;
         run(&s, "create table t with (block_rows = 100000) as select number as c1, cast(number * 7 as string) as c2 from numbers(1000000)").await;
     }
     for (sql, found, round_trips) in [

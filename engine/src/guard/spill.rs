@@ -123,7 +123,7 @@ fn remove_stale(root: &Path) -> io::Result<()> {
         };
         if stale {
             if dir.exists() {
-                log::info!("removing {}, left by a process that ended", dir.display());
+                log::debug!("removing {}, left by a process that ended", dir.display());
             }
             let _ = std::fs::remove_dir_all(&dir);
             let _ = std::fs::remove_file(&lock);

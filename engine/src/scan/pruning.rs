@@ -308,15 +308,21 @@ fn minmax_survivors(
 
 /// Per block, whether a loaded routing filter rules out its group for one of `probes` (every
 /// probe must hold for a row to match): such blocks need neither min/max nor a locator read.
+/// Only the groups of `owned` blocks are asked, so a worker loads the filters of its own
+/// groups only: memory partitions by owner.
 fn routed_out(
     table: &Table,
     blocks: &BlockList,
+    owned: Option<&[bool]>,
     probes: &[(String, Vec<u64>)],
     routing: &Arc<RoutingFilters>,
     outcome: &mut PruneOutcome,
 ) -> Vec<bool> {
     let mut out = vec![false; blocks.len()];
     for group in blocks.locator_groups() {
+        if owned.is_some_and(|o| !o[group.blocks.clone()].contains(&true)) {
+            continue;
+        }
         let Ok(header) = &group.header else { continue };
         let ruled_out = probes.iter().any(|(column, hashes)| {
             header.column(column).is_some()
@@ -364,7 +370,7 @@ pub async fn prune_blocks(
     // bounds would cost a lookup more than the rest of its pruning.
     let candidates: Vec<usize> = match routing.filter(|_| use_locator && !probes.is_empty()) {
         Some(routing) => {
-            let out = routed_out(table, blocks, &probes, routing, &mut outcome);
+            let out = routed_out(table, blocks, owned, &probes, routing, &mut outcome);
             mine.iter().copied().filter(|&i| !out[i]).collect()
         }
         None => mine.clone(),

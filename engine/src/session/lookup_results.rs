@@ -57,6 +57,18 @@ pub(crate) struct Kept {
 #[derive(Clone)]
 struct ResultBytes;
 
+impl Kept {
+    /// The kept rows as a stream, sharing their batches.
+    pub(crate) fn rows(self) -> SendableRecordBatchStream {
+        let Kept { schema, batches } = self;
+        let rows = (0..batches.len()).map(move |i| Ok(batches[i].clone()));
+        Box::pin(RecordBatchStreamAdapter::new(
+            schema,
+            futures::stream::iter(rows),
+        ))
+    }
+}
+
 impl Weighter<LookupKey, Kept> for ResultBytes {
     fn weight(&self, key: &LookupKey, kept: &Kept) -> u64 {
         let rows: usize = kept

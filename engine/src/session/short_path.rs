@@ -41,8 +41,6 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
-
 use super::Session;
 use crate::access::privileges::{Object, Privilege};
 use crate::cluster::lookup_wire::{
@@ -55,7 +53,7 @@ use crate::guard::deadline::DeadlineStream;
 use crate::scan::exec::{ScanRequest, Shares, SieveScanExec};
 use crate::scan::lossless_cast::lossless_cast;
 use crate::scan::routing::RoutingFilters;
-use crate::session::lookup_results::{Kept, LookupKey, LookupResults, keeping};
+use crate::session::lookup_results::{LookupKey, LookupResults, keeping};
 use crate::session::options::SieveOptions;
 use crate::session::query_stream::{ColumnOrigin, QueryStream};
 
@@ -685,31 +683,14 @@ impl Session {
             .snapshot_within(Duration::from_millis(staleness))
             .await
             .map_err(to_df)?;
-        let (bound, results) = {
-            let state = self.ctx.state_ref();
-            let state = state.read();
-            let bound = lookup.bind(
-                &table,
-                snapshot.version,
-                database,
-                params,
-                state.config_options(),
-            );
-            let results = state.config().get_extension::<LookupResults>();
-            (bound, results.filter(|_| cache))
-        };
+        let (bound, results) = self.bind(lookup, &table, snapshot.version, database, params, cache);
         let Some(Bound { origins, key }) = bound else {
             return Ok(None);
         };
         self.progress.reset();
         if let Some(kept) = results.as_ref().and_then(|r| r.get(&key)) {
-            let Kept { schema, batches } = kept;
-            let rows = (0..batches.len()).map(move |i| Ok(batches[i].clone()));
-            let rows = Box::pin(RecordBatchStreamAdapter::new(
-                schema.clone(),
-                futures::stream::iter(rows),
-            ));
-            let answer = QueryStream::rows(schema, rows, None, self.pool());
+            let schema = kept.schema.clone();
+            let answer = QueryStream::rows(schema, kept.rows(), None, self.pool());
             return Ok(Some(answer.with_origins(origins).by_short_path()));
         }
         // The scan reads the version the key names; its blocks are listed (and cached) here.
@@ -781,31 +762,22 @@ impl Session {
                 wire.database, wire.table
             )));
         }
-        let (bound, results) = {
-            let state = self.ctx.state_ref();
-            let state = state.read();
-            let bound = lookup.bind(
-                &table,
-                wire.version,
-                &wire.database,
-                &[],
-                state.config_options(),
-            );
-            let results = state.config().get_extension::<LookupResults>();
-            (bound, results.filter(|_| wire.lookup_cache))
-        };
+        let (bound, results) = self.bind(
+            &lookup,
+            &table,
+            wire.version,
+            &wire.database,
+            &[],
+            wire.lookup_cache,
+        );
         let Some(Bound { mut key, .. }) = bound else {
             return Err(malformed("a lookup this worker cannot bind to the table"));
         };
         key.pruning = (wire.pruning, wire.locator, wire.routing);
         let placement = Arc::new(Placement::new(wire.placement.clone()));
         key.owner = Some((placement, worker));
-        if let Some(Kept { schema, batches }) = results.as_ref().and_then(|r| r.get(&key)) {
-            let rows = (0..batches.len()).map(move |i| Ok(batches[i].clone()));
-            return Ok(Box::pin(RecordBatchStreamAdapter::new(
-                schema,
-                futures::stream::iter(rows),
-            )));
+        if let Some(kept) = results.as_ref().and_then(|r| r.get(&key)) {
+            return Ok(kept.rows());
         }
         let plan = {
             let state = self.ctx.state_ref();
@@ -818,5 +790,23 @@ impl Session {
             Some(results) => keeping(rows, results, key),
             None => rows,
         })
+    }
+
+    /// `lookup` bound to `version` of `table` under this session's settings, and the kept
+    /// results it may be answered from (None when `cache` is off).
+    fn bind(
+        &self,
+        lookup: &PointLookup,
+        table: &Table,
+        version: u64,
+        database: &str,
+        params: &[ScalarValue],
+        cache: bool,
+    ) -> (Option<Bound>, Option<Arc<LookupResults>>) {
+        let state = self.ctx.state_ref();
+        let state = state.read();
+        let bound = lookup.bind(table, version, database, params, state.config_options());
+        let results = state.config().get_extension::<LookupResults>();
+        (bound, results.filter(|_| cache))
     }
 }
