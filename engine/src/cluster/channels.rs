@@ -26,8 +26,10 @@ use datafusion_distributed::grpc::{
 };
 use datafusion_distributed::{ChannelResolver, WorkerChannel};
 use tokio::sync::OnceCell;
-use tonic::transport::{Channel, ClientTlsConfig};
+use tonic::transport::{Channel, ClientTlsConfig, Endpoint};
 use url::Url;
+
+use crate::cluster::secret::REFUSED;
 
 /// How long connecting to a worker may take before the query is told it is lost.
 const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
@@ -61,6 +63,32 @@ pub(crate) fn chain(error: &(dyn std::error::Error + 'static)) -> String {
         cause = e.source();
     }
     text
+}
+
+/// How every channel to a worker connects: bounded in time, without Nagle, over TLS when given.
+fn endpoint(url: &Url, tls: Option<ClientTlsConfig>) -> Result<Endpoint, DataFusionError> {
+    let endpoint = Channel::from_shared(url.to_string())
+        .map_err(|e| exec_datafusion_err!("worker URL {url}: {e}"))?
+        .connect_timeout(CONNECT_TIMEOUT)
+        .tcp_nodelay(true);
+    match tls {
+        Some(tls) => endpoint
+            .tls_config(tls)
+            .map_err(|e| exec_datafusion_err!("worker {url}: {}", chain(&e))),
+        None => Ok(endpoint),
+    }
+}
+
+/// A worker's refusal in `text` (no cluster secret, a certificate not taken), as the error to
+/// report: not a lost worker to route around, since every call would meet it again.
+pub(crate) fn refusal(text: &str) -> Option<DataFusionError> {
+    if text.contains(REFUSED) {
+        return Some(DataFusionError::Execution(REFUSED.to_string()));
+    }
+    if let Some(at) = text.find(TLS_REFUSED) {
+        return Some(DataFusionError::Execution(text[at..].to_string()));
+    }
+    is_tls_refusal(text).then(|| DataFusionError::Execution(format!("{TLS_REFUSED}: {text}")))
 }
 
 fn lock<T>(map: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -121,19 +149,13 @@ impl WorkerChannels {
         if let Some(channel) = lookups.get(url) {
             return Ok(channel.clone());
         }
-        let mut endpoint = Channel::from_shared(url.to_string())
-            .map_err(|e| exec_datafusion_err!("worker URL {url}: {e}"))?
-            .connect_timeout(CONNECT_TIMEOUT)
-            .tcp_nodelay(true);
-        if url.scheme() == "https" {
-            let tls = (self.tls.clone()).ok_or_else(|| {
+        let tls = match url.scheme() {
+            "https" => Some(self.tls.clone().ok_or_else(|| {
                 exec_datafusion_err!("worker URL {url}: https needs worker_tls_ca")
-            })?;
-            endpoint = endpoint
-                .tls_config(tls)
-                .map_err(|e| exec_datafusion_err!("worker {url}: {}", chain(&e)))?;
-        }
-        let channel = endpoint.connect_lazy();
+            })?),
+            _ => None,
+        };
+        let channel = endpoint(url, tls)?.connect_lazy();
         lookups.insert(url.clone(), channel.clone());
         Ok(channel)
     }
@@ -147,12 +169,7 @@ impl WorkerChannels {
         url: &Url,
         tls: ClientTlsConfig,
     ) -> Result<BoxCloneSyncChannel, DataFusionError> {
-        let endpoint = Channel::from_shared(url.to_string())
-            .map_err(|e| exec_datafusion_err!("worker URL {url}: {e}"))?
-            .connect_timeout(CONNECT_TIMEOUT)
-            .tls_config(tls)
-            .map_err(|e| exec_datafusion_err!("worker {url}: {}", chain(&e)))?;
-        let channel = endpoint.connect().await.map_err(|e| {
+        let channel = endpoint(url, Some(tls))?.connect().await.map_err(|e| {
             let cause = chain(&e);
             if is_tls_refusal(&cause) {
                 exec_datafusion_err!("{TLS_REFUSED} ({url}): {cause}")

@@ -33,10 +33,10 @@ use url::Url;
 
 use sieve_storage::Storage;
 
-use crate::cluster::channels::{TLS_REFUSED, WorkerChannels, is_tls_refusal};
+use crate::cluster::channels::{WorkerChannels, refusal};
 use crate::cluster::placement::Placement;
 use crate::cluster::scan_codec::ScanCodec;
-use crate::cluster::secret::{ClusterSecret, REFUSED};
+use crate::cluster::secret::ClusterSecret;
 use crate::cluster::worker_tls::{WorkerTls, is_loopback};
 use crate::scan::exec::{ScanRequest, Shares, SieveScanExec};
 
@@ -231,16 +231,8 @@ impl Cluster {
         let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(&error);
         while let Some(e) = cause {
             let text = e.to_string();
-            if text.contains(REFUSED) {
-                // Not a failure to route around: every query would meet it again.
-                return DataFusionError::Execution(REFUSED.to_string());
-            }
-            if let Some(at) = text.find(TLS_REFUSED) {
-                // Neither: a certificate the other side does not take.
-                return DataFusionError::Execution(text[at..].to_string());
-            }
-            if is_tls_refusal(&text) {
-                return DataFusionError::Execution(format!("{TLS_REFUSED}: {text}"));
+            if let Some(refused) = refusal(&text) {
+                return refused;
             }
             transport |= e.is::<tonic::Status>()
                 || text.starts_with("code: '")

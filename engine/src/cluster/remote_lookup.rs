@@ -29,11 +29,10 @@ use futures::TryStreamExt;
 use sieve_storage::{BlockList, Table};
 use tonic::Code;
 
-use crate::cluster::channels::{TLS_REFUSED, chain, is_tls_refusal};
+use crate::cluster::channels::{chain, refusal};
 use crate::cluster::coordinator::Cluster;
 use crate::cluster::lookup_wire::WireLookup;
 use crate::cluster::node_filters::shares_to_ask;
-use crate::cluster::secret::REFUSED;
 use crate::scan::routing::RoutingFilters;
 
 /// A lookup bound on the coordinator, to be asked of the workers owning its blocks.
@@ -163,11 +162,8 @@ async fn ask_worker(
 fn failure(status: tonic::Status) -> Failure {
     // tonic's own message for a transport error is "transport error"; its sources say which.
     let text = chain(&status);
-    if status.code() == Code::Unauthenticated {
-        return Failure::Refused(DataFusionError::Execution(REFUSED.to_string()));
-    }
-    if is_tls_refusal(&text) {
-        return Failure::Refused(DataFusionError::Execution(format!("{TLS_REFUSED}: {text}")));
+    if let Some(refused) = refusal(&text) {
+        return Failure::Refused(refused);
     }
     match status.code() {
         // What tonic reports of a connection refused, reset or cut mid-answer.
