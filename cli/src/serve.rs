@@ -31,7 +31,7 @@ pub struct ServeArgs {
     /// Address to listen on [default: 127.0.0.1]; anything but loopback needs a password
     #[arg(long)]
     host: Option<IpAddr>,
-    /// [default: 3307]
+    /// [default: 3307]; 0 picks a free one (the log says which)
     #[arg(long)]
     port: Option<u16>,
     /// The account clients log in as [default: root]
@@ -238,8 +238,9 @@ pub async fn serve(engine: Engine, args: ServeArgs, config: ConfigFile) -> Resul
         None => None,
     };
     let mut backoff = ACCEPT_BACKOFF.0;
+    let bound = listener.local_addr().map_err(|e| e.to_string())?;
     log::info!(
-        "serving the MySQL protocol on {address}, storage {}",
+        "serving the MySQL protocol on {bound}, storage {}",
         engine.storage().url()
     );
     let ids = AtomicU32::new(1);

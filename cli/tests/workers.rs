@@ -5,7 +5,6 @@
 
 mod common;
 
-use std::net::TcpStream;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
@@ -24,14 +23,14 @@ struct Worker {
 const SECRET: &str = "test-cluster-secret-0123";
 
 impl Worker {
-    fn start(storage: &str, port: u16) -> Self {
-        Self::start_with(storage, port, &[])
+    fn start(storage: &str) -> Self {
+        Self::start_with(storage, 0, &[])
     }
 
-    /// A worker with more flags (`--tls-cert …`).
+    /// A worker on `port` (0: one the kernel picks) with more flags (`--tls-cert …`).
     fn start_with(storage: &str, port: u16, more: &[&str]) -> Self {
         let log = tempfile::NamedTempFile::new().unwrap();
-        let child = sieve()
+        let mut child = sieve()
             .args(["--storage", storage, "worker", "--port", &port.to_string()])
             .args(more)
             .env("SIEVE_CLUSTER_SECRET", SECRET)
@@ -39,11 +38,7 @@ impl Worker {
             .stderr(log.reopen().unwrap())
             .spawn()
             .unwrap();
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "sieve worker did not start");
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        let port = common::listening_port(&mut child, log.path(), "worker listening on ");
         Self {
             port,
             child,
@@ -217,7 +212,7 @@ fn three_workers_answer_as_one_process_and_survive_losing_one() {
     let present = (54321u64 * 7919 % 100003).to_string();
 
     let mut workers: Vec<Worker> = (0..3)
-        .map(|_| Worker::start(&storage, free_port()))
+        .map(|_| Worker::start(&storage))
         .collect();
     let urls: Vec<String> = workers.iter().map(Worker::url).collect();
     let coordinator = start_coordinator(&storage, &urls, "");
@@ -359,7 +354,7 @@ fn three_workers_answer_as_one_process_and_survive_losing_one() {
     }
 
     // It comes back on the same address and takes its share back.
-    workers[1] = Worker::start(&storage, port);
+    workers[1] = Worker::start_with(&storage, port, &[]);
     placement_where(&coordinator, &|owners| owners == placed.as_slice());
     assert_answers_match(&coordinator, &local, &present);
 
@@ -463,7 +458,7 @@ fn a_point_lookup_calls_only_its_owners() {
     let storage = format!("{base}/lookups-{}", std::process::id());
     make_table(&storage, 10, ", max_false_reads = 0.00001");
     let mut workers: Vec<Worker> = (0..3)
-        .map(|_| Worker::start(&storage, free_port()))
+        .map(|_| Worker::start(&storage))
         .collect();
     let urls: Vec<String> = workers.iter().map(Worker::url).collect();
     let metrics = free_port();
@@ -604,7 +599,7 @@ fn workers_over_mutual_tls_answer_as_one_process() {
     ];
     let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
     let workers: Vec<Worker> = (0..2)
-        .map(|_| Worker::start_with(&storage, free_port(), &flags))
+        .map(|_| Worker::start_with(&storage, 0, &flags))
         .collect();
     let urls: Vec<String> = workers.iter().map(Worker::url).collect();
     assert!(urls[0].starts_with("https://"));

@@ -7,7 +7,6 @@ pub mod prometheus;
 pub mod wire;
 
 use std::io::Write;
-use std::net::TcpStream;
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -35,6 +34,28 @@ pub fn signal(child: &Child, name: &str) {
         .status()
         .unwrap();
     assert!(status.success(), "kill -{name} failed");
+}
+
+/// The port a process started with `--port 0` logs that it listens on (`marker`, then an
+/// address, in its log at `log`); fails the test with the log if the process exits or says
+/// nothing for 30 s. The kernel picks the port as the process binds it: a port found free
+/// beforehand and released can be taken by another test's process meanwhile, and a probe that
+/// connects to it before the process listens may connect to itself.
+pub fn listening_port(child: &mut Child, log: &Path, marker: &str) -> u16 {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let said = std::fs::read_to_string(log).unwrap_or_default();
+        if let Some((_, rest)) = said.split_once(marker) {
+            let address = rest.split([',', ' ', '\n']).next().unwrap_or_default();
+            let port = address.rsplit_once(':').and_then(|(_, p)| p.parse().ok());
+            return port.unwrap_or_else(|| panic!("no port in {marker:?}: {said}"));
+        }
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("{marker:?} never logged; the process exited ({status}):\n{said}");
+        }
+        assert!(Instant::now() < deadline, "{marker:?} never logged:\n{said}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 pub fn free_port() -> u16 {
@@ -129,8 +150,8 @@ impl Server {
 
     /// A `sieve serve` over `dir` and `storage`, listening: its port and process.
     fn launch(dir: &Path, storage: &str, open_files: Option<u32>) -> (u16, Child) {
-        let port = free_port();
-        let log = std::fs::File::create(dir.join("server.log")).unwrap();
+        let log_path = dir.join("server.log");
+        let log = std::fs::File::create(&log_path).unwrap();
         let config_path = dir.join("sieve.toml");
         let mut command = match open_files {
             Some(n) => {
@@ -144,7 +165,7 @@ impl Server {
             }
             None => sieve(),
         };
-        let child = command
+        let mut child = command
             .args([
                 "--storage",
                 storage,
@@ -152,7 +173,7 @@ impl Server {
                 config_path.to_str().unwrap(),
                 "serve",
                 "--port",
-                &port.to_string(),
+                "0",
             ])
             .env("SIEVE_PASSWORD", PASSWORD)
             .env("SIEVE_TLS_DIR", dir.join("tls"))
@@ -160,14 +181,7 @@ impl Server {
             .stderr(log)
             .spawn()
             .unwrap();
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                Instant::now() < deadline,
-                "sieve serve did not start listening"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        let port = listening_port(&mut child, &log_path, "serving the MySQL protocol on ");
         (port, child)
     }
 
