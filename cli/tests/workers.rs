@@ -211,9 +211,7 @@ fn three_workers_answer_as_one_process_and_survive_losing_one() {
     make_table(&storage, 10, ", max_false_reads = 0.00001");
     let present = (54321u64 * 7919 % 100003).to_string();
 
-    let mut workers: Vec<Worker> = (0..3)
-        .map(|_| Worker::start(&storage))
-        .collect();
+    let mut workers: Vec<Worker> = (0..3).map(|_| Worker::start(&storage)).collect();
     let urls: Vec<String> = workers.iter().map(Worker::url).collect();
     let coordinator = start_coordinator(&storage, &urls, "");
     let local = Server::start_on(&storage, "");
@@ -457,9 +455,7 @@ fn a_point_lookup_calls_only_its_owners() {
     let base = common::s3_base();
     let storage = format!("{base}/lookups-{}", std::process::id());
     make_table(&storage, 10, ", max_false_reads = 0.00001");
-    let mut workers: Vec<Worker> = (0..3)
-        .map(|_| Worker::start(&storage))
-        .collect();
+    let mut workers: Vec<Worker> = (0..3).map(|_| Worker::start(&storage)).collect();
     let urls: Vec<String> = workers.iter().map(Worker::url).collect();
     let metrics = free_port();
     let coordinator = start_coordinator(&storage, &urls, &format!("metrics_port = {metrics}"));

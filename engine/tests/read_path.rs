@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use common::request_log::RequestLog;
 use common::{rows, run};
-use sieve_engine::{Engine, Session};
+use sieve_engine::{Engine, QueryOutput, Session};
 use sieve_storage::{DEFAULT_DATA_CACHE_BYTES, DEFAULT_SIDECAR_CACHE_BYTES, Storage};
 
 /// A session on `location` whose every storage request is logged, and its storage. It sends
@@ -186,6 +186,74 @@ async fn repeated_lookups_read_pages_from_the_data_cache() {
             assert!(!fetched(&requests, ".parquet").is_empty(), "{requests:#?}");
         }
     }
+}
+
+/// A short-path lookup the locator sent to a block's slices decodes their pages on its own task
+/// (`sieve.direct_reads`), not through DataFusion's Parquet scan, and reads exactly what that scan
+/// reads: the same rows, blocks, pages, bytes and requests, deleted rows left out, a LIMIT kept.
+/// Run on a table whose c2 is located and whose c1 ascends (min/max alone).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_located_lookup_decodes_its_pages_without_the_parquet_scan() {
+    let dir = tempfile::tempdir().unwrap();
+    let (s, log, _) = logged_session(dir.path().to_str().unwrap()).await;
+    run(&s, "set sieve.lookup_cache = false").await;
+    run(&s, "set sieve.data_cache = false").await;
+    run(&s, "create table t with (block_rows = 100) as select number as c1, cast(number * 7 as string) as c2, cast(number % 3 as bigint) as c3 from numbers(1000) order by number").await;
+    run(&s, "delete from t where c1 = 501").await;
+    // Whether the lookup is located (c1 ascends: min/max find its block, no locator names a
+    // slice, and DataFusion's scan reads it).
+    let lookups = [
+        ("select c1 from t where c2 = '3500'", true),
+        (
+            "select c2, c3 from t where c2 in ('7', '3507', '6993')",
+            true,
+        ),
+        ("select c1 from t where c2 = '3507'", true),
+        ("select c1 from t where c2 = 'absent'", true),
+        (
+            "select * from t where c2 = '3500' or c2 = '3514' limit 1",
+            true,
+        ),
+        ("select c2 as k from t where c2 = '3500' and c3 = 2", true),
+        ("select c3 from t where c2 = '3500' and c3 = 0", true),
+        ("select c2 from t where c1 = 500", false),
+    ];
+    let mut direct_blocks = 0;
+    for (sql, located) in lookups {
+        run(&s, "set sieve.direct_reads = true").await;
+        // The index it needs (segment, locator page) cached for both, the blocks for neither.
+        run(&s, sql).await;
+        log.take();
+        let direct = run(&s, sql).await;
+        let direct_requests = log.take();
+        run(&s, "set sieve.direct_reads = false").await;
+        let scanned = run(&s, sql).await;
+        let scan_requests = log.take();
+        assert!(direct.short_path && scanned.short_path, "{sql}");
+        assert_eq!(rows(&direct), rows(&scanned), "{sql}");
+        assert_eq!(direct.schema, scanned.schema, "{sql}");
+        let expected = if located { direct.stats.blocks_read } else { 0 };
+        assert_eq!(direct.stats.blocks_read_directly, expected, "{sql}");
+        direct_blocks += expected;
+        assert_eq!(scanned.stats.blocks_read_directly, 0, "{sql}");
+        let read = |o: &QueryOutput| {
+            let s = &o.stats;
+            (s.blocks_read, s.pages_read, s.bytes_read, s.requests)
+        };
+        assert_eq!(read(&direct), read(&scanned), "{sql}");
+        assert_eq!(
+            fetched(&direct_requests, ".parquet"),
+            fetched(&scan_requests, ".parquet"),
+            "{sql}"
+        );
+    }
+    assert!(direct_blocks >= 5, "{direct_blocks} blocks read directly");
+    // A deleted row is not read back, and the limit holds.
+    run(&s, "set sieve.direct_reads = true").await;
+    let deleted = run(&s, "select c1 from t where c2 = '3507'").await;
+    assert!(rows(&deleted).is_empty());
+    let limited = run(&s, "select c1 from t where c2 in ('7', '14', '21') limit 2").await;
+    assert_eq!(limited.row_count(), 2);
 }
 
 /// A lookup repeated in the same table version is answered from its kept result: no block, no

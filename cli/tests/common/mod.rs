@@ -53,7 +53,10 @@ pub fn listening_port(child: &mut Child, log: &Path, marker: &str) -> u16 {
         if let Some(status) = child.try_wait().unwrap() {
             panic!("{marker:?} never logged; the process exited ({status}):\n{said}");
         }
-        assert!(Instant::now() < deadline, "{marker:?} never logged:\n{said}");
+        assert!(
+            Instant::now() < deadline,
+            "{marker:?} never logged:\n{said}"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
 }

@@ -137,6 +137,8 @@ impl PhysicalExtensionCodec for ScanCodec {
             partitions: message.partitions as usize,
             snapshot: message.snapshot,
             shares,
+            // Scans sent to a worker run in its Parquet scan; its lookups come by their own call.
+            direct: false,
         };
         Ok(Arc::new(SieveScanExec::new(request)?))
     }

@@ -13,6 +13,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::common::config::{ConfigOptions, TableParquetOptions};
 use datafusion::common::tree_node::TreeNodeRecursion;
@@ -42,6 +43,7 @@ use crate::catalog::storage_url::object_store_url;
 use crate::cluster::placement::Placement;
 use crate::error::to_df;
 use crate::scan::live_rows::live_ranges;
+use crate::scan::page_read;
 use crate::scan::pruning::{PruneOutcome, prune_blocks, pruning_predicate};
 use crate::scan::routing::routing_of;
 use crate::scan::verified_reader::{BlockPages, VerifiedReaderFactory};
@@ -88,6 +90,10 @@ pub struct ScanRequest {
     /// None: every block. Some: only the blocks these workers own, when a scan is split into
     /// one task per worker ([`crate::cluster::coordinator`]).
     pub shares: Option<Shares>,
+    /// Pages the locator named are decoded by [`crate::scan::page_read`] on the task that
+    /// reads the scan, not by DataFusion's Parquet scan (a short-path lookup's read, with
+    /// `sieve.direct_reads`).
+    pub direct: bool,
 }
 
 impl ScanRequest {
@@ -109,6 +115,7 @@ impl ScanRequest {
             partitions: options.execution.target_partitions,
             snapshot: None,
             shares: None,
+            direct: false,
         }
     }
 }
@@ -140,8 +147,11 @@ pub struct Opened {
     pub outcome: PruneOutcome,
     pub rows_in_blocks_read: u64,
     pub bytes_in_blocks_read: u64,
-    /// The Parquet scan of the surviving blocks; None when no block survives.
+    /// The Parquet scan of the surviving blocks; None when no block survives or they are read
+    /// directly.
     input: Option<Arc<dyn ExecutionPlan>>,
+    /// The located blocks to decode directly ([`ScanRequest::direct`]), when the scan chose to.
+    direct: Vec<PartitionedFile>,
 }
 
 #[derive(Debug)]
@@ -225,6 +235,7 @@ impl SieveScanExec {
                 rows_in_blocks_read: 0,
                 bytes_in_blocks_read: 0,
                 input: None,
+                direct: Vec::new(),
             });
         }
         let started = Instant::now();
@@ -331,6 +342,24 @@ impl SieveScanExec {
             .zip(&outcome.slices)
             .filter_map(|(&i, slices)| block_file(table, &blocks, i, slices.as_ref()))
             .collect();
+        let located = outcome.slices.iter().all(Option::is_some);
+        let factory = reader_factory(table, context);
+        // Decoded directly only when each block's page table fits: a block without one is read
+        // through DataFusion's scan, which reads its footer.
+        let direct = request.direct
+            && located
+            && pages_read <= FETCH_TOGETHER_PAGES
+            && files.iter().all(|f| factory.fits(f));
+        if direct {
+            count("blocks_read_directly", files.len() as u64);
+            return Ok(Opened {
+                outcome,
+                rows_in_blocks_read,
+                bytes_in_blocks_read,
+                input: None,
+                direct: files,
+            });
+        }
         let input = if files.is_empty() {
             None
         } else {
@@ -341,7 +370,6 @@ impl SieveScanExec {
                 .collect();
             // Pages the locator named are few rows: filtering them above the scan costs less
             // than the round trip that pushdown's predicate-columns-first read adds.
-            let located = outcome.slices.iter().all(Option::is_some);
             let pushdown = !(located && pages_read <= FETCH_TOGETHER_PAGES);
             Some(parquet_scan(
                 table,
@@ -357,8 +385,44 @@ impl SieveScanExec {
             rows_in_blocks_read,
             bytes_in_blocks_read,
             input,
+            direct: Vec::new(),
         })
     }
+
+    /// Opens the scan on the caller's task and, when it chose to decode located pages directly
+    /// ([`ScanRequest::direct`]), decodes them there: the scan's rows, unfiltered. None: the scan
+    /// reads through DataFusion's Parquet scan; execute it.
+    pub async fn read_direct(&self, context: &TaskContext) -> Result<Option<Vec<RecordBatch>>> {
+        let opened = self
+            .opened
+            .get_or_try_init(|| Self::open(&self.request, &self.metrics, context))
+            .await?;
+        if opened.input.is_some() {
+            return Ok(None);
+        }
+        let factory = reader_factory(&self.request.table, context);
+        let read = page_read::read_located(
+            &factory,
+            &opened.direct,
+            &self.schema,
+            self.request.projection.as_deref(),
+            context.session_config().batch_size(),
+            &self.metrics,
+        );
+        Ok(Some(self.trace.scope(read).await?))
+    }
+}
+
+/// The reader of a table's blocks, verified and through the caches the session allows.
+fn reader_factory(table: &Table, context: &TaskContext) -> VerifiedReaderFactory {
+    VerifiedReaderFactory::new(
+        table.storage().clone(),
+        context
+            .runtime_env()
+            .cache_manager
+            .get_file_metadata_cache(),
+        SieveOptions::of(context).data_cache,
+    )
 }
 
 /// Block `i` as a file for the Parquet scan, asking for only its live rows of `slices` (all
@@ -422,14 +486,7 @@ pub fn parquet_scan(
     options.global.pushdown_filters = predicate.is_some_and(|(_, pushdown)| pushdown);
     let mut source = ParquetSource::new(schema.clone())
         .with_table_parquet_options(options)
-        .with_parquet_file_reader_factory(Arc::new(VerifiedReaderFactory::new(
-            table.storage().clone(),
-            context
-                .runtime_env()
-                .cache_manager
-                .get_file_metadata_cache(),
-            SieveOptions::of(context).data_cache,
-        )));
+        .with_parquet_file_reader_factory(Arc::new(reader_factory(table, context)));
     if let Some((predicate, _)) = predicate {
         source = source.with_predicate(predicate.clone());
     }
@@ -539,6 +596,22 @@ impl ExecutionPlan for SieveScanExec {
             match &opened.input {
                 Some(input) if partition < input.output_partitioning().partition_count() => {
                     input.execute(partition, context)
+                }
+                None if partition == 0 && !opened.direct.is_empty() => {
+                    let factory = reader_factory(&request.table, &context);
+                    let read = page_read::read_located(
+                        &factory,
+                        &opened.direct,
+                        &schema,
+                        request.projection.as_deref(),
+                        context.session_config().batch_size(),
+                        &metrics,
+                    );
+                    let batches = read.await?;
+                    Ok(Box::pin(RecordBatchStreamAdapter::new(
+                        schema,
+                        futures::stream::iter(batches.into_iter().map(Ok)),
+                    )) as SendableRecordBatchStream)
                 }
                 _ => Ok(Box::pin(RecordBatchStreamAdapter::new(
                     schema,

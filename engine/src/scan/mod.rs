@@ -4,6 +4,7 @@
 pub(crate) mod exec;
 pub(crate) mod live_rows;
 pub(crate) mod lossless_cast;
+pub(crate) mod page_read;
 pub(crate) mod provider;
 pub(crate) mod pruning;
 pub(crate) mod routing;

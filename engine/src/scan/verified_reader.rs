@@ -36,7 +36,7 @@ use datafusion::error::Result;
 use datafusion::execution::cache::cache_manager::{
     CachedFileMetadataEntry, FileMetadata, FileMetadataCache,
 };
-use datafusion::parquet::arrow::arrow_reader::ArrowReaderOptions;
+use datafusion::parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions};
 use datafusion::parquet::arrow::async_reader::AsyncFileReader;
 use datafusion::parquet::errors::ParquetError;
 use datafusion::parquet::file::metadata::{
@@ -81,26 +81,19 @@ impl VerifiedReaderFactory {
     }
 }
 
-impl ParquetFileReaderFactory for VerifiedReaderFactory {
-    fn create_reader(
+impl VerifiedReaderFactory {
+    fn reader(
         &self,
-        partition_index: usize,
         file: PartitionedFile,
+        counts: ReadCounts,
         metadata_size_hint: Option<usize>,
-        metrics: &ExecutionPlanMetricsSet,
-    ) -> Result<Box<dyn AsyncFileReader + Send>> {
+    ) -> Result<VerifiedReader> {
         let path = &file.object_meta.location;
         let checksums = file.extension::<BlockChecksums>().cloned().ok_or_else(|| {
             internal_datafusion_err!("block {path} was scanned without its checksums")
         })?;
-        Ok(Box::new(VerifiedReader {
-            metrics: ParquetFileMetrics::new(partition_index, path.as_ref(), metrics),
-            cache_hits: MetricBuilder::new(metrics).counter("data_cache_hits", partition_index),
-            cache_hit_bytes: MetricBuilder::new(metrics)
-                .counter("data_cache_hit_bytes", partition_index),
-            disk_hits: MetricBuilder::new(metrics).counter("disk_cache_hits", partition_index),
-            disk_hit_bytes: MetricBuilder::new(metrics)
-                .counter("disk_cache_hit_bytes", partition_index),
+        Ok(VerifiedReader {
+            counts,
             storage: self.storage.clone(),
             cached: self.cached,
             footers: self.footers.clone(),
@@ -109,11 +102,74 @@ impl ParquetFileReaderFactory for VerifiedReaderFactory {
             meta: file.object_meta,
             checksums,
             metadata_size_hint,
-        }))
+        })
+    }
+
+    /// Whether `file` is a block the locator named rows of, with a page table that fits: one
+    /// [`Self::located`] reads.
+    pub(crate) fn fits(&self, file: &PartitionedFile) -> bool {
+        let pages = file.extension::<BlockPages>().filter(|p| p.located);
+        pages.is_some_and(|pages| {
+            page_table(self.footers.as_ref(), &file.object_meta, pages).is_some()
+        })
+    }
+
+    /// A reader of a block the locator named rows of, and the Arrow metadata rebuilt from its
+    /// page table, for decoding its pages without DataFusion's Parquet scan
+    /// ([`crate::scan::page_read`]); None when the block has no page table that fits.
+    pub(crate) fn located(
+        &self,
+        file: PartitionedFile,
+        counts: ReadCounts,
+    ) -> Result<Option<(VerifiedReader, ArrowReaderMetadata)>> {
+        let mut reader = self.reader(file, counts, None)?;
+        Ok(reader
+            .read_page_table()
+            .map(|located| (reader, located.arrow)))
     }
 }
 
-struct VerifiedReader {
+/// What a block's reads add to a scan's metrics: bytes fetched from storage, and hits of the
+/// data and disk caches.
+pub(crate) struct ReadCounts {
+    pub bytes_scanned: Count,
+    pub cache_hits: Count,
+    pub cache_hit_bytes: Count,
+    pub disk_hits: Count,
+    pub disk_hit_bytes: Count,
+}
+
+impl ReadCounts {
+    /// Counts registered in `metrics` for `partition`, beside `bytes_scanned` (the Parquet
+    /// scan's own, or one of the caller's).
+    pub fn new(metrics: &ExecutionPlanMetricsSet, partition: usize, bytes_scanned: Count) -> Self {
+        let counter = |name| MetricBuilder::new(metrics).counter(name, partition);
+        Self {
+            bytes_scanned,
+            cache_hits: counter("data_cache_hits"),
+            cache_hit_bytes: counter("data_cache_hit_bytes"),
+            disk_hits: counter("disk_cache_hits"),
+            disk_hit_bytes: counter("disk_cache_hit_bytes"),
+        }
+    }
+}
+
+impl ParquetFileReaderFactory for VerifiedReaderFactory {
+    fn create_reader(
+        &self,
+        partition_index: usize,
+        file: PartitionedFile,
+        metadata_size_hint: Option<usize>,
+        metrics: &ExecutionPlanMetricsSet,
+    ) -> Result<Box<dyn AsyncFileReader + Send>> {
+        let path = file.object_meta.location.clone();
+        let scanned = ParquetFileMetrics::new(partition_index, path.as_ref(), metrics);
+        let counts = ReadCounts::new(metrics, partition_index, scanned.bytes_scanned);
+        Ok(Box::new(self.reader(file, counts, metadata_size_hint)?))
+    }
+}
+
+pub(crate) struct VerifiedReader {
     storage: Storage,
     cached: bool,
     footers: Arc<FileMetadataCache>,
@@ -123,11 +179,7 @@ struct VerifiedReader {
     pages: Option<BlockPages>,
     /// The block's page sums, once its page table is read.
     sums: Option<Arc<PageSums>>,
-    metrics: ParquetFileMetrics,
-    cache_hits: Count,
-    cache_hit_bytes: Count,
-    disk_hits: Count,
-    disk_hit_bytes: Count,
+    counts: ReadCounts,
     metadata_size_hint: Option<usize>,
 }
 
@@ -166,8 +218,8 @@ impl AsyncFileReader for VerifiedReader {
                 .map(|w| memory.and_then(|c| c.get(&key(w))))
                 .collect();
             for hit in found.iter().flatten() {
-                self.cache_hits.add(1);
-                self.cache_hit_bytes.add(hit.len());
+                self.counts.cache_hits.add(1);
+                self.counts.cache_hit_bytes.add(hit.len());
             }
             if let Some(disk) = disk {
                 let wanted: Vec<usize> = (0..found.len()).filter(|&i| found[i].is_none()).collect();
@@ -178,8 +230,8 @@ impl AsyncFileReader for VerifiedReader {
                     // Checked like bytes from the store: a damaged file is a miss.
                     match self.check(&widened[i], bytes) {
                         Ok(bytes) => {
-                            self.disk_hits.add(1);
-                            self.disk_hit_bytes.add(bytes.len());
+                            self.counts.disk_hits.add(1);
+                            self.counts.disk_hit_bytes.add(bytes.len());
                             if let Some(memory) = memory {
                                 memory.insert(key(&widened[i]), bytes.clone());
                             }
@@ -198,7 +250,7 @@ impl AsyncFileReader for VerifiedReader {
                 .collect();
             if !missing.is_empty() {
                 let total: u64 = missing.iter().map(|r| r.end - r.start).sum();
-                self.metrics.bytes_scanned.add(total as usize);
+                self.counts.bytes_scanned.add(total as usize);
                 // object_store coalesces ranges that widening made adjacent or overlapping.
                 let mut fetched = self
                     .storage
@@ -250,9 +302,9 @@ impl AsyncFileReader for VerifiedReader {
             // path does not depend on what ran before (the differential tests compare it with
             // unpruned reads, which take the footer).
             if self.pages.as_ref().is_some_and(|p| p.located)
-                && let Some(metadata) = self.read_page_table()
+                && let Some(located) = self.read_page_table()
             {
-                return Ok(metadata);
+                return Ok(located.metadata);
             }
             if let Some(metadata) = self.cached(&self.meta) {
                 return Ok(metadata);
@@ -316,57 +368,75 @@ impl VerifiedReader {
             .put(&location, CachedFileMetadataEntry::new(meta, metadata));
     }
 
-    /// The metadata rebuilt from the block's page table, kept per block, and its page sums
-    /// taken for this reader; None without one, or if it does not fit (then the footer is read,
-    /// as for any block, and every range checked against the strides).
-    fn read_page_table(&mut self) -> Option<Arc<ParquetMetaData>> {
-        let pages = self.pages.as_ref()?;
-        let meta = ObjectMeta {
-            location: self.meta.location.clone().join("pages"),
-            ..self.meta.clone()
-        };
-        let kept = self.cached_entry(&meta);
-        let located = match kept
-            .as_ref()
-            .and_then(|e| e.as_any().downcast_ref::<Located>())
-        {
-            Some(located) => located.clone(),
-            None => {
-                let block = self.meta.location.as_ref();
-                let table = sieve_storage::page_table::metadata(
-                    block,
-                    &pages.table,
-                    &pages.schema,
-                    pages.rows,
-                );
-                match table {
-                    Ok(table) => {
-                        let located = Located {
-                            metadata: Arc::new(table.metadata),
-                            sums: Arc::new(table.sums),
-                        };
-                        self.keep(meta, Arc::new(located.clone()));
-                        located
-                    }
-                    Err(e) => {
-                        log::warn!("reading the footer of {block}: {e}");
-                        // Not parsed again by this reader's later reads.
-                        self.pages = None;
-                        return None;
-                    }
-                }
-            }
-        };
-        self.sums = Some(located.sums);
-        Some(located.metadata)
+    /// The metadata rebuilt from the block's page table, and its page sums taken for this
+    /// reader; None without one, or if it does not fit (then the footer is read, as for any
+    /// block, and every range checked against the strides).
+    fn read_page_table(&mut self) -> Option<Located> {
+        let located = page_table(self.footers.as_ref(), &self.meta, self.pages.as_ref()?);
+        match &located {
+            Some(located) => self.sums = Some(located.sums.clone()),
+            // Not parsed again by this reader's later reads.
+            None => self.pages = None,
+        }
+        located
     }
 }
 
-/// A located block's metadata and page sums, as the metadata cache keeps them.
+/// What `block`'s page table rebuilds, kept in `footers` under `<block>/pages`; None if it does
+/// not fit (logged: the footer is read instead).
+fn page_table(
+    footers: &FileMetadataCache,
+    block: &ObjectMeta,
+    pages: &BlockPages,
+) -> Option<Located> {
+    let meta = ObjectMeta {
+        location: block.location.clone().join("pages"),
+        ..block.clone()
+    };
+    let kept = footers
+        .get(&meta.location)
+        .filter(|e| e.is_valid_for(&meta));
+    if let Some(located) = kept
+        .as_ref()
+        .and_then(|e| e.file_metadata.as_any().downcast_ref::<Located>())
+    {
+        return Some(located.clone());
+    }
+    let path = block.location.as_ref();
+    let rebuilt =
+        sieve_storage::page_table::metadata(path, &pages.table, &pages.schema, pages.rows)
+            .map_err(|e| e.to_string())
+            .and_then(|table| {
+                let metadata = Arc::new(table.metadata);
+                let arrow =
+                    ArrowReaderMetadata::try_new(metadata.clone(), ArrowReaderOptions::new())
+                        .map_err(|e| e.to_string())?;
+                Ok(Located {
+                    metadata,
+                    sums: Arc::new(table.sums),
+                    arrow,
+                })
+            });
+    match rebuilt {
+        Ok(located) => {
+            let entry = CachedFileMetadataEntry::new(meta.clone(), Arc::new(located.clone()));
+            footers.put(&meta.location, entry);
+            Some(located)
+        }
+        Err(e) => {
+            log::warn!("reading the footer of {path}: {e}");
+            None
+        }
+    }
+}
+
+/// A located block's metadata and page sums, as the metadata cache keeps them, and the Arrow
+/// reader's view of that metadata (its schema converted once, not per lookup).
 #[derive(Clone)]
 struct Located {
     metadata: Arc<ParquetMetaData>,
     sums: Arc<PageSums>,
+    arrow: ArrowReaderMetadata,
 }
 
 impl FileMetadata for Located {

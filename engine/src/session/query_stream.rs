@@ -32,6 +32,9 @@ pub struct ScanStats {
     pub locator_groups_probed: u64,
     /// 8192-row pages the scans asked for.
     pub pages_read: u64,
+    /// Blocks whose located pages a short-path lookup decoded on its own task, without
+    /// DataFusion's Parquet scan (`sieve.direct_reads`).
+    pub blocks_read_directly: u64,
     /// Locator groups a routing filter ruled out without reading their pages.
     pub locator_groups_routed_out: u64,
     /// Object-store requests the statement sent: while it was planned (its tables'
@@ -61,6 +64,8 @@ impl ScanStats {
                 let metrics = scan.metrics();
                 let sum = |name| metrics.as_ref().and_then(|m| m.sum_by_name(name));
                 stats.pages_read += sum("pages_read").map_or(0, |v| v.as_usize() as u64);
+                stats.blocks_read_directly +=
+                    sum("blocks_read_directly").map_or(0, |v| v.as_usize() as u64);
                 let scanned = sum("bytes_scanned");
                 stats.bytes_read +=
                     scanned.map_or(opened.bytes_in_blocks_read, |v| v.as_usize() as u64);
@@ -77,6 +82,7 @@ impl ScanStats {
         self.blocks_total += other.blocks_total;
         self.blocks_read += other.blocks_read;
         self.pages_read += other.pages_read;
+        self.blocks_read_directly += other.blocks_read_directly;
         self.rows_read += other.rows_read;
         self.bytes_read += other.bytes_read;
         self.index_bytes += other.index_bytes;

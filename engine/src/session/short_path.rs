@@ -14,12 +14,15 @@
 
 use std::sync::Arc;
 
+use datafusion::arrow::array::RecordBatch;
+use datafusion::arrow::compute::filter_record_batch;
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use datafusion::common::cast::as_boolean_array;
 use datafusion::common::{DFSchema, ScalarValue, internal_datafusion_err};
 use datafusion::config::ConfigOptions;
 use datafusion::error::{DataFusionError, Result};
-use datafusion::execution::SendableRecordBatchStream;
 use datafusion::execution::context::ExecutionProps;
+use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::logical_expr::physical_planning_context::PhysicalPlanningContext;
 use datafusion::logical_expr::{Expr as LogicalExpr, col, in_list, lit};
 use datafusion::optimizer::simplify_expressions::THRESHOLD_INLINE_INLIST;
@@ -29,6 +32,7 @@ use datafusion::physical_plan::coalesce_partitions::CoalescePartitionsExec;
 use datafusion::physical_plan::expressions::Column;
 use datafusion::physical_plan::filter::FilterExecBuilder;
 use datafusion::physical_plan::projection::ProjectionExec;
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::sql::parser::Statement as DFStatement;
 use datafusion::sql::planner::IdentNormalizer;
 use datafusion::sql::sqlparser::ast::{
@@ -49,7 +53,7 @@ use crate::cluster::lookup_wire::{
 use crate::cluster::placement::Placement;
 use crate::cluster::remote_lookup::RemoteLookup;
 use crate::error::to_df;
-use crate::guard::deadline::DeadlineStream;
+use crate::guard::deadline::{DeadlineStream, QueryTimeout};
 use crate::scan::exec::{ScanRequest, Shares, SieveScanExec};
 use crate::scan::lossless_cast::lossless_cast;
 use crate::scan::routing::RoutingFilters;
@@ -242,7 +246,7 @@ impl PointLookup {
         table: &Table,
         key: &LookupKey,
         options: &ConfigOptions,
-    ) -> Result<Arc<dyn ExecutionPlan>> {
+    ) -> Result<LookupPlan> {
         let schema = table.def().schema.clone();
         let (condition, limit) = (&key.condition, key.limit);
         let mut read: Vec<usize> = key.outputs.iter().map(|(i, _)| *i).collect();
@@ -270,9 +274,11 @@ impl PointLookup {
         // partitions than keys would only start tasks that read nothing.
         request.partitions = request.partitions.min(self.condition.keys()).max(1);
         request.snapshot = Some(key.version);
+        request.direct = (options.extensions.get::<SieveOptions>()).is_none_or(|o| o.direct_reads);
         let partitions = request.partitions;
-        let scan: Arc<dyn ExecutionPlan> = Arc::new(SieveScanExec::new(request)?);
-        let filter = FilterExecBuilder::new(physical(&scanned)?, scan)
+        let scan = Arc::new(SieveScanExec::new(request)?);
+        let predicate = physical(&scanned)?;
+        let filter = FilterExecBuilder::new(predicate.clone(), scan.clone())
             .with_batch_size(options.execution.batch_size.get())
             .with_fetch(limit)
             .build()?;
@@ -290,7 +296,65 @@ impl PointLookup {
         if partitions > 1 {
             plan = Arc::new(CoalescePartitionsExec::new(plan).with_fetch(limit));
         }
-        Ok(plan)
+        let outputs = key.outputs.iter();
+        Ok(LookupPlan {
+            scan,
+            predicate,
+            outputs: outputs
+                .map(|(i, _)| read.binary_search(i).expect("read"))
+                .collect(),
+            limit,
+            plan,
+        })
+    }
+}
+
+/// A bound lookup's plan: its scan, and the filter and projection DataFusion runs above it
+/// unless the scan decodes its pages directly.
+pub(crate) struct LookupPlan {
+    scan: Arc<SieveScanExec>,
+    /// The lookup's condition, over the scan's columns.
+    predicate: Arc<dyn PhysicalExpr>,
+    /// The scan's columns the lookup returns, in order.
+    outputs: Vec<usize>,
+    limit: Option<usize>,
+    /// Scan, filter, projection (and a merge of the scan's partitions).
+    pub plan: Arc<dyn ExecutionPlan>,
+}
+
+impl LookupPlan {
+    /// The lookup's rows, read and filtered on this task when its scan decodes located pages
+    /// directly ([`SieveScanExec::read_direct`]); None: run [`Self::plan`]. `FilterExec`'s and
+    /// `ProjectionExec`'s work, done on the few rows of a slice or two.
+    pub async fn read_direct(&self, context: &TaskContext) -> Result<Option<Vec<RecordBatch>>> {
+        let Some(batches) = self.scan.read_direct(context).await? else {
+            return Ok(None);
+        };
+        let schema = self.plan.schema();
+        let mut left = self.limit.unwrap_or(usize::MAX);
+        let mut rows = Vec::new();
+        for batch in batches {
+            if left == 0 {
+                break;
+            }
+            let keep = self
+                .predicate
+                .evaluate(&batch)?
+                .into_array(batch.num_rows())?;
+            let kept = filter_record_batch(&batch, as_boolean_array(&keep)?)?;
+            let kept = kept.slice(0, kept.num_rows().min(left));
+            left -= kept.num_rows();
+            if kept.num_rows() > 0 {
+                let columns = self.outputs.iter().map(|&i| kept.column(i).clone());
+                rows.push(RecordBatch::try_new(schema.clone(), columns.collect())?);
+            }
+        }
+        Ok(Some(rows))
+    }
+
+    /// The plan whose metrics say what the lookup read (its scan's), for a direct read's result.
+    pub fn scan(&self) -> Arc<dyn ExecutionPlan> {
+        self.scan.clone()
     }
 }
 
@@ -729,7 +793,14 @@ impl Session {
                     let state = state.read();
                     lookup.physical(&table, &key, state.config_options())?
                 };
-                self.run_physical(plan, origins)?
+                match self.read_direct(&plan).await? {
+                    Some(rows) => {
+                        QueryStream::rows(plan.plan.schema(), rows, Some(plan.scan()), self.pool())
+                            .with_origins(origins)
+                            .by_short_path()
+                    }
+                    None => self.run_physical(plan.plan, origins)?,
+                }
             }
         };
         Ok(Some(match results {
@@ -784,12 +855,35 @@ impl Session {
             let state = state.read();
             lookup.physical(&table, &key, state.config_options())?
         };
-        let schema = plan.schema();
-        let (_, rows) = self.rows(plan, &schema, Instant::now(), None)?;
+        let rows = match self.read_direct(&plan).await? {
+            Some(rows) => rows,
+            None => {
+                let schema = plan.plan.schema();
+                self.rows(plan.plan, &schema, Instant::now(), None)?.1
+            }
+        };
         Ok(match results {
             Some(results) => keeping(rows, results, key),
             None => rows,
         })
+    }
+
+    /// `plan`'s rows when its scan decodes its located pages directly: read on this task (a
+    /// lookup whose pages are cached never leaves it), within the statement's deadline. None:
+    /// the plan runs on the executor.
+    async fn read_direct(&self, plan: &LookupPlan) -> Result<Option<SendableRecordBatchStream>> {
+        let context = self.ctx.task_ctx();
+        let read = plan.read_direct(&context);
+        let batches = match self.max_execution_time() {
+            Some(limit) => tokio::time::timeout(limit, read)
+                .await
+                .map_err(|_| QueryTimeout::error(limit))??,
+            None => read.await?,
+        };
+        Ok(batches.map(|batches| {
+            let rows = futures::stream::iter(batches.into_iter().map(Ok));
+            Box::pin(RecordBatchStreamAdapter::new(plan.plan.schema(), rows)) as _
+        }))
     }
 
     /// `lookup` bound to `version` of `table` under this session's settings, and the kept
