@@ -12,21 +12,32 @@
 #   - hot present text: the hot present keys as text queries; its baseline is the same server
 #     with `set sieve.text_lookups = false` (every text parsed), not the full path.
 # SIEVE_BENCH_KEYS (default "hot-present hot-absent uniform-present") chooses among them. Each
-# run is made with the short path and the caches on and, right after it in the same server, off
-# (`set sieve.short_path = false; set sieve.data_cache = false`: the full path, the baseline),
+# run is made, one after the other in the same server, on each of SIEVE_BENCH_PATHS (default
+# "short scan full"):
+#   - short: the short path and the caches on, located pages decoded directly;
+#   - scan: the same with `set sieve.direct_reads = false` (located pages read through
+#     DataFusion's Parquet scan: the direct read's baseline);
+#   - full: `set sieve.short_path = false; set sieve.data_cache = false` (the full path, the
+#     short path's baseline);
 # and reports lookups/s, p95 latency,
 # the server's CPU per lookup (user + system from /proc), MinIO's requests per lookup (its
 # Prometheus counters, read 12 s after a run) and the bytes the server's GETs fetched per lookup
 # (its own `sieve_object_store_transferred_bytes_total{operation="get"}`, from --metrics-port),
-# then the ratios. The client runs on the same cores; keep the machine
+# then the ratios against the last path. With a second binary (`bench-serving.sh SIEVE OTHER`:
+# two builds, e.g. two allocators), both serve the same table side by side, each run is made on
+# both in turn, and the ratios are against SIEVE's last path. The client runs on the same cores; keep the machine
 # otherwise idle.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-sieve="$(realpath "${1:?usage: bench-serving.sh SIEVE}")"
+[ $# -ge 1 ] && [ $# -le 2 ] || { echo "usage: bench-serving.sh SIEVE [OTHER_SIEVE]" >&2; exit 2; }
+binaries=()
+for b in "$@"; do binaries+=("$(realpath "$b")"); done
+sieve=${binaries[0]}
 rows="${SIEVE_BENCH_ROWS:-100M}"
 seconds="${SIEVE_BENCH_SECONDS:-10}"
 threads_list="${SIEVE_BENCH_THREADS:-1 16 64}"
 key_sets="${SIEVE_BENCH_KEYS:-hot-present hot-absent uniform-present}"
+paths="${SIEVE_BENCH_PATHS:-short scan full}"
 if ! command -v sysbench >/dev/null 2>&1; then
   sudo=""
   [ "$(id -u)" = 0 ] || sudo="sudo"
@@ -35,30 +46,36 @@ fi
 export MINIO_PROMETHEUS_AUTH_TYPE=public
 source scripts/minio.sh
 work=$(mktemp -d)
-server=""
-cleanup() { [ -n "$server" ] && kill "$server" 2>/dev/null; minio_stop; rm -rf "$work"; }
+pids=()
+cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null; done; minio_stop; rm -rf "$work"; }
 trap cleanup EXIT
 minio_start
 storage="s3://sieve-test/serving"
 
 "$sieve" --storage "$storage" load t10b --rows "$rows" 2>&1 | grep -E "loaded|locator groups|c2 locator"
 
-port=$(free_port)
-metrics_port=$(free_port)
-# sysbench opens all its connections at once from one address: more than the login throttle
-# lets wait by default (16 per address), with caching_sha2_password's first logins slow.
-printf 'max_pending_logins = 256\nmax_pending_logins_per_address = 256\n' >"$work/sieve.toml"
-RUST_LOG=info "$sieve" --storage "$storage" --config "$work/sieve.toml" serve --port "$port" \
-  --metrics-port "$metrics_port" >"$work/serve.log" 2>&1 &
-server=$!
-wait_for_port "$port"
+# sysbench opens all its connections at once from one address: the default bounds on pending
+# logins (256 per address) let 64 of them log in together.
+: >"$work/sieve.toml"
+# One server per binary, over the same storage (an A/B of two builds: runs alternate).
+ports=() metrics_ports=() names=()
+for i in "${!binaries[@]}"; do
+  ports+=("$(free_port)")
+  metrics_ports+=("$(free_port)")
+  names+=("$(basename "${binaries[$i]}")")
+  RUST_LOG=info "${binaries[$i]}" --storage "$storage" --config "$work/sieve.toml" serve \
+    --port "${ports[$i]}" --metrics-port "${metrics_ports[$i]}" >"$work/serve-$i.log" 2>&1 &
+  pids+=($!)
+  wait_for_port "${ports[$i]}"
+done
 
 # The key files, and the routing filters loaded (in the background, from the first lookup).
-python3 - "$port" "$rows" "$work" "$key_sets" <<'PY'
+python3 - "$(IFS=,; echo "${ports[*]}")" "$rows" "$work" "$key_sets" <<'PY'
 import random, re, sys, time
 import pymysql
 
-port, rows_text, work = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+ports, rows_text, work = [int(p) for p in sys.argv[1].split(",")], sys.argv[2], sys.argv[3]
+port = ports[0]
 scale = {"k": 10**3, "M": 10**6, "B": 10**9}
 rows = int(float(rows_text[:-1]) * scale[rows_text[-1]]) if rows_text[-1] in scale else int(rows_text)
 cur = pymysql.connect(host="127.0.0.1", port=port, user="root", autocommit=True).cursor()
@@ -88,17 +105,19 @@ for seed, (name, keys) in enumerate(draw.items()):
 for name, keys in files.items():
     with open(f"{work}/{name}.keys", "w") as f:
         f.write("\n".join(keys) + "\n")
-deadline = time.time() + 600
-while time.time() < deadline:
-    cur.execute(f"explain analyze select c1 from t10b where c2 = '{files['hot-absent'][0]}'")
-    plan = "\n".join(str(r) for r in cur.fetchall())
-    if re.search(r"locator_groups_probed=0\b", plan):
-        break
-    time.sleep(1)
+for port in ports:
+    cur = pymysql.connect(host="127.0.0.1", port=port, user="root", autocommit=True).cursor()
+    deadline = time.time() + 600
+    while time.time() < deadline:
+        cur.execute(f"explain analyze select c1 from t10b where c2 = '{files['hot-absent'][0]}'")
+        plan = "\n".join(str(r) for r in cur.fetchall())
+        if re.search(r"locator_groups_probed=0\b", plan):
+            break
+        time.sleep(1)
 PY
-grep -E "routing filters loaded" "$work/serve.log" | tail -1 || true
+cat "$work"/serve-*.log | grep -E "routing filters loaded" | tail -1 || true
 
-cpu() { awk '{print $14 + $15}' "/proc/$server/stat"; }   # utime + stime, in 1/100 s
+cpu() { awk '{print $14 + $15}' "/proc/${pids[$1]}/stat"; }   # utime + stime, in 1/100 s
 # MinIO publishes its request counters with a delay of a few seconds: read them after it.
 requests() {
   sleep 12
@@ -108,7 +127,7 @@ requests() {
 
 # Sieve counts the bytes its own GETs fetched (MinIO's sent-bytes counter stayed 0 here).
 fetched() {
-  curl -s "http://127.0.0.1:$metrics_port/metrics" \
+  curl -s "http://127.0.0.1:${metrics_ports[$1]}/metrics" \
     | awk '/^sieve_object_store_transferred_bytes_total\{.*operation="get"/ {sum += $NF} END {print sum + 0}'
 }
 
@@ -122,22 +141,26 @@ for keys in $key_sets; do
     file=hot-present text="select c1 from t10b where c2 = '%s'"
   fi
   for threads in $threads_list; do
-    for path in short full; do
-      on=$([ $path = short ] && echo true || echo false)
-      setting="set sieve.short_path = $on; set sieve.data_cache = $on"
+    for run in $(for i in "${!binaries[@]}"; do for p in $paths; do echo "$i:$p"; done; done); do
+      i=${run%%:*} path=${run#*:}
+      label=$path
+      [ ${#binaries[@]} -gt 1 ] && label="${names[$i]}:$path"
+      on=$([ $path = full ] && echo false || echo true)
+      direct=$([ $path = short ] && echo true || echo false)
+      setting="set sieve.short_path = $on; set sieve.data_cache = $on; set sieve.direct_reads = $direct"
       [ "$keys" = uniform-present ] && setting="$setting; set sieve.lookup_cache = false"
       [ -n "$text" ] && setting="set sieve.text_lookups = $on"
-      c0=$(cpu)
+      c0=$(cpu "$i")
       r0=$(requests)
-      b0=$(fetched)
+      b0=$(fetched "$i")
       out=$(SIEVE_SET="$setting" SIEVE_TEXT="$text" SIEVE_KEYS="$work/$file.keys" sysbench scripts/serving/lookup.lua \
-        --db-driver=mysql --mysql-host=127.0.0.1 --mysql-port="$port" --mysql-user=root \
+        --db-driver=mysql --mysql-host=127.0.0.1 --mysql-port="${ports[$i]}" --mysql-user=root \
         --mysql-db=default --threads="$threads" --time="$seconds" --percentile=95 run 2>&1) || {
         echo "$out" >&2
         exit 1
       }
-      c1=$(cpu)
-      b1=$(fetched)
+      c1=$(cpu "$i")
+      b1=$(fetched "$i")
       r1=$(requests)
       n=$(echo "$out" | awk '/transactions:/ {print $2}')
       per_s=$(echo "$out" | awk '/transactions:/ {gsub(/\(/, "", $3); print $3}')
@@ -145,10 +168,17 @@ for keys in $key_sets; do
       ms=$(python3 -c "print(f'{($c1 - $c0) * 10 / $n:.3f}')")
       req=$(python3 -c "print(f'{($r1 - $r0) / $n:.2f}')")
       kb=$(python3 -c "print(f'{($b1 - $b0) / $n / 1000:.1f}')")
-      rate[$path]=$per_s
-      cost[$path]=$ms
-      echo "| $keys | $threads | $path | $per_s | $p95 | $ms | $req | $kb |"
+      rate[$label]=$per_s
+      cost[$label]=$ms
+      echo "| $keys | $threads | $label | $per_s | $p95 | $ms | $req | $kb |"
     done
-    python3 -c "print(f'| $keys | $threads | short/full | {${rate[short]} / ${rate[full]}:.2f}x | | {${cost[short]} / ${cost[full]}:.2f}x | | |')"
+    # Against the first binary's last path.
+    base=${paths##* }
+    [ ${#binaries[@]} -gt 1 ] && base="${names[0]}:$base"
+    for label in "${!rate[@]}"; do
+      [ "$label" = "$base" ] && continue
+      python3 -c "print(f'| $keys | $threads | $label/$base | {${rate[$label]} / ${rate[$base]}:.2f}x | | {${cost[$label]} / ${cost[$base]}:.2f}x | | |')"
+    done
+    rate=() cost=()
   done
 done

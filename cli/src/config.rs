@@ -12,8 +12,9 @@
 //! max_execution_time = 0         # ms a query may run, as MySQL's; 0 is no limit
 //! max_connections = 151          # logged-in connections; more are refused with MySQL's
 //!                                 # "Too many connections"
-//! max_pending_logins = 64        # connections still logging in; a newer one drops the oldest
-//! max_pending_logins_per_address = 16
+//! max_pending_logins = 512       # connections still logging in; beyond it (or the bound
+//! max_pending_logins_per_address = 256 # of one address) a newer one takes the place of
+//!                                 # one logging in for over 2 s, or gets "Too many connections"
 //! max_allowed_packet = 16777216  # bytes of one client packet after login
 //! connect_timeout = 10           # seconds a client has to log in
 //! wait_timeout = 28800           # seconds a logged-in client may stay silent

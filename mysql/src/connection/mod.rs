@@ -162,7 +162,16 @@ impl Connection {
 
     /// Serves the connection until the client quits or leaves, or breaks a limit.
     pub async fn run(mut self, stream: TcpStream) -> io::Result<()> {
-        let mut pending = self.shared.pending.admit(self.peer);
+        let Ok(mut pending) = self.shared.pending.admit(self.peer) else {
+            log::debug!(
+                "refused {} before login: max_pending_logins connections are logging in",
+                self.peer
+            );
+            let mut stream = stream;
+            let mut writer = PacketWriter::new(&mut stream);
+            writer.packet(&error_payload(error::CON_COUNT, "Too many connections"));
+            return writer.flush().await;
+        };
         let logged_in = tokio::select! {
             logged_in = self.login(stream) => logged_in?,
             () = pending.pushed_out() => {
