@@ -70,6 +70,22 @@ fn the_stock_client_verifies_the_servers_own_certificate() {
     assert_eq!(std::fs::read(server.tls_ca()).unwrap(), before);
 }
 
+/// The certificate the server makes names the address it listens on, a loopback one other than
+/// 127.0.0.1 included: a client that checks the name connects.
+#[test]
+fn the_servers_own_certificate_names_the_address_it_listens_on() {
+    let server = Server::start_with("host = \"127.0.0.2\"", None);
+    let out = std::process::Command::new("mysql")
+        .args(["-h127.0.0.2", &format!("-P{}", server.port), "-uroot"])
+        .arg(format!("-p{PASSWORD}"))
+        .args(["--ssl", "--ssl-verify-server-cert"])
+        .arg(format!("--ssl-ca={}", server.tls_ca().display()))
+        .args(["--batch", "--skip-column-names", "-e", "select 42"])
+        .output()
+        .unwrap();
+    assert_eq!(stdout(&out).trim(), "42", "{}", stderr(&out));
+}
+
 /// This machine's address on its default route: where a client beyond loopback comes from.
 fn outward_address() -> IpAddr {
     let socket = UdpSocket::bind("0.0.0.0:0").unwrap();

@@ -287,17 +287,24 @@ async fn checked_newest(
             ),
         ));
     }
-    // Commits number snapshots 1, 2, 3, … with no gaps.
-    if let Some(gap) = (1..=newest)
-        .zip(&versions)
-        .find(|(want, have)| want != *have)
-    {
-        return Err(missing(
-            table_dir,
-            gap.0,
-            "snapshots are numbered without gaps",
-        ));
-    }
+    // Commits number snapshots 1, 2, 3, … with no gaps. A listing is no snapshot of the
+    // directory: one that ran while commits landed may miss a version created during it and show
+    // a later one (readdir leaves entries added meanwhile unspecified), so a version it lacks is
+    // looked up before it is called missing. A commit that completed before the listing started
+    // is always in it.
+    let listed: std::collections::HashSet<u64> = versions.iter().copied().collect();
+    let gaps = (1..=newest)
+        .filter(|v| !listed.contains(v))
+        .map(|v| async move {
+            match storage.store().head(&snapshot_path(table_dir, v)).await {
+                Ok(_) => Ok(()),
+                Err(object_store::Error::NotFound { .. }) => {
+                    Err(missing(table_dir, v, "snapshots are numbered without gaps"))
+                }
+                Err(e) => Err(StorageError::from(e)),
+            }
+        });
+    futures::future::try_join_all(gaps).await?;
     match (newest, carried) {
         (0, _) => Ok(Snapshot::default()),
         (version, Some(carried)) if carried.version == version => Ok(carried),
@@ -498,5 +505,37 @@ mod tests {
         assert_eq!(other, None, "version 2 is b's, not c's");
         let newest = latest(&storage, &dir).await.unwrap();
         assert_eq!((newest.version, newest.rows), (2, 20));
+    }
+
+    /// A listing that missed a version committed while it ran (and showed a later one) is not
+    /// taken for a gap in the history; a version really missing still is.
+    #[tokio::test]
+    async fn a_listing_that_raced_a_commit_is_not_a_gap() {
+        let storage = Storage::in_memory();
+        let dir = Path::from("tables/t");
+        let named = Path::from("catalog/default/pointers/t.json");
+        for name in ["a", "b", "c"] {
+            let delta = Delta {
+                segment: SegmentRef::new(name.into(), name.as_bytes()),
+                rows: 10,
+                deleted_rows: 0,
+                blocks: 1,
+                data_bytes: 100,
+                sidecar_bytes: 10,
+                copies: None,
+            };
+            commit(&storage, &dir, &named, &delta).await.unwrap();
+        }
+        let raced = checked_newest(&storage, &dir, 3, None, vec![1, 3]).await;
+        assert_eq!(raced.unwrap().version, 3);
+        storage
+            .store()
+            .delete(&snapshot_path(&dir, 2))
+            .await
+            .unwrap();
+        let damaged = checked_newest(&storage, &dir, 3, None, vec![1, 3]).await;
+        let error = damaged.unwrap_err().to_string();
+        assert!(error.contains("00000000000000000002.json"), "{error}");
+        assert!(error.contains("without gaps"), "{error}");
     }
 }
