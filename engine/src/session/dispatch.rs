@@ -27,6 +27,7 @@ use crate::session::prepared::allow_filtering;
 use crate::session::query_stream::QueryStream;
 use crate::session::recognized_texts::Recognized;
 use crate::session::short_path::PointLookup;
+use crate::session::statement_task::run_on;
 
 /// A statement Sieve recognises before SQL parsing: DataFusion's parser knows none of these in
 /// the form MySQL users write them.
@@ -61,6 +62,34 @@ pub(super) fn recognise(sql: &str, database: &str) -> Option<Result<Recognised>>
     Session::refuse_load_data(sql).map(Err)
 }
 
+/// Statement texts longer than this are checked and parsed on the executor, not on the thread
+/// that serves clients: three clients sending 150,000 nested parentheses or a 150,000-item IN
+/// list held the serving threads for seconds between them, and another client's `select 1`
+/// waited up to 3 s. Shorter texts (every point lookup) are parsed where they arrive, without a
+/// hop to another thread.
+const PARSED_ASIDE_BYTES: usize = 16 << 10;
+
+/// A statement's text made ready to run: one Sieve recognises, or a statement parsed and
+/// rewritten for MySQL, with the point lookup it is (if one) and whether it allows filtering.
+enum Parsed {
+    Recognised(Recognised),
+    Statement(DFStatement, Option<PointLookup>, bool),
+}
+
+fn parse_text(text: &str, database: &str, normalize: bool) -> Result<Parsed> {
+    check_complexity(text)?;
+    let (sql, allow_filtering) = allow_filtering(text);
+    let sql = set_variable::without_names(sql);
+    let sql = sql.as_ref();
+    if let Some(recognised) = recognise(sql, database) {
+        return recognised.map(Parsed::Recognised);
+    }
+    let mut statement = Session::parse_one(sql)?;
+    rewrites::rewrite(&mut statement);
+    let lookup = PointLookup::recognize(&statement, normalize);
+    Ok(Parsed::Statement(statement, lookup, allow_filtering))
+}
+
 impl Session {
     pub(super) async fn parse_and_run(&self, text: &str) -> Result<QueryStream> {
         let normalize = self.normalizes_identifiers();
@@ -75,16 +104,18 @@ impl Session {
                 None => self.texts.remove(text),
             }
         }
-        check_complexity(text)?;
-        let (sql, allow_filtering) = allow_filtering(text);
-        let sql = set_variable::without_names(sql);
-        let sql = sql.as_ref();
-        if let Some(recognised) = recognise(sql, &self.database()) {
-            return self.run_recognised(recognised?).await;
-        }
-        let mut statement = Self::parse_one(sql)?;
-        rewrites::rewrite(&mut statement);
-        let lookup = PointLookup::recognize(&statement, normalize);
+        let database = self.database();
+        let parsed = if text.len() > PARSED_ASIDE_BYTES {
+            let text = text.to_string();
+            let work = async move { parse_text(&text, &database, normalize) };
+            run_on(&self.executor(), &self.tasks, work).await?
+        } else {
+            parse_text(text, &database, normalize)?
+        };
+        let (statement, lookup, allow_filtering) = match parsed {
+            Parsed::Recognised(recognised) => return self.run_recognised(recognised).await,
+            Parsed::Statement(statement, lookup, allow) => (statement, lookup, allow),
+        };
         self.allowing_full_scan(allow_filtering, async {
             if let Some(lookup) = lookup
                 && let Some(rows) = self.short_path(&lookup, &self.database(), &[]).await?
