@@ -418,19 +418,46 @@ fn runaway_statements_neither_stall_others_nor_outlive_their_clients() {
         "{reply:?}"
     );
     drop(runaways);
-    // Idle again: less than a tenth of a core over a second, within a minute of the clients
-    // leaving (the joins would run for hours).
+    becomes_idle(pid, "the joins' clients left");
+}
+
+/// Waits until the server is idle again: less than a tenth of a core over a second, within a
+/// minute of `what` (a runaway statement would compute for hours).
+fn becomes_idle(pid: u32, what: &str) {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let ticks = cpu_ticks(pid);
         std::thread::sleep(Duration::from_secs(1));
         if cpu_ticks(pid) - ticks < 10 {
-            break;
+            return;
         }
         assert!(
             Instant::now() < deadline,
-            "the server still computes a minute after the joins' clients left"
+            "the server still computes a minute after {what}"
         );
+    }
+}
+
+/// A statement past its deadline stops computing whatever operators it runs. A cross join
+/// makes a batch per build row without polling its input, so the aggregate or TopK above it
+/// never yielded: the client had MySQL's timeout error and the server kept two cores busy.
+#[test]
+fn a_timed_out_cross_join_stops_computing() {
+    let server = Server::start_with("max_execution_time = 500", None);
+    for sql in [
+        "select count(*) from numbers(1000000) a cross join numbers(1000000) b",
+        "select a.number, b.number from numbers(100000) a cross join numbers(100000) b \
+         order by (a.number * b.number) % 1000003 limit 5",
+        "select a.number % 7, count(*) from numbers(1000000) a cross join numbers(1000000) b \
+         group by a.number % 7",
+    ] {
+        let out = server.mysql(&["-e", sql]);
+        assert!(
+            stderr(&out).contains("maximum statement execution time exceeded"),
+            "{sql}: {}",
+            stderr(&out)
+        );
+        becomes_idle(server.pid(), sql);
     }
 }
 

@@ -7,12 +7,18 @@
 //! statement's nested loop joins get their filter wrapped in [`InterruptibleExpr`], which fails
 //! once the statement's [`Interrupt`] is raised, and the join's error ends its task.
 //!
-//! The other operators yield between batches of bounded work (DataFusion's cooperative budget),
-//! so dropping the statement stops them. Joins below a network boundary run on workers and are
-//! left as they are (a worker's task is cancelled by its stream being dropped).
+//! Joins also run as an [`InterruptibleExec`]: a cross join makes one batch per build row from
+//! a probe batch without polling its input, so an operator consuming it in a loop (an aggregate,
+//! a TopK) never yields and is never aborted: `select count(*)` over a cross join of two
+//! million-row tables kept two cores busy long after its client had the timeout's error. Each
+//! join's streams end with an error once the statement is interrupted, and give their thread
+//! back every so often (DataFusion's cooperative budget). The other operators yield between
+//! batches of bounded work, so dropping the statement stops them. Joins below a network boundary
+//! run on workers and are left as they are (a worker's task is cancelled by its stream being
+//! dropped).
 //!
-//! [`StatementTasks`] counts the statement tasks not yet stopped, so a test can wait for a
-//! statement's work to end instead of timing it.
+//! [`StatementTasks`] counts the statement tasks and the join streams not yet stopped, so a test
+//! can wait for a statement's work to end instead of timing it.
 
 use std::fmt;
 use std::hash::{Hash, Hasher};
@@ -25,7 +31,14 @@ use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::logical_expr::ColumnarValue;
 use datafusion::physical_expr::PhysicalExpr;
-use datafusion::physical_plan::ExecutionPlan;
+use datafusion::execution::{SendableRecordBatchStream, TaskContext};
+use datafusion::physical_plan::coop::make_cooperative;
+use datafusion::physical_plan::metrics::MetricsSet;
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+use datafusion::physical_plan::{
+    DisplayAs, DisplayFormatType, ExecutionPlan, PlanProperties, replace_children_if_necessary,
+};
+use futures::StreamExt;
 use datafusion::physical_plan::joins::NestedLoopJoinExec;
 use datafusion::physical_plan::joins::utils::JoinFilter;
 use datafusion_distributed::NetworkBoundaryExt;
@@ -45,18 +58,40 @@ impl Interrupt {
         self.0.load(Ordering::Relaxed)
     }
 
-    /// `plan` with the filter of every nested loop join this process runs made interruptible.
-    /// A plan without one is returned as it is.
-    pub(crate) fn wrap(&self, plan: Arc<dyn ExecutionPlan>) -> Result<Arc<dyn ExecutionPlan>> {
+    /// `plan` with every join this process runs made interruptible ([`InterruptibleExec`]),
+    /// the filters of nested loop joins too, its streams counted in `tasks`. A plan without a
+    /// join is returned as it is.
+    pub(crate) fn wrap(
+        &self,
+        plan: Arc<dyn ExecutionPlan>,
+        tasks: &StatementTasks,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
         let wrapped = plan.transform_down(|node| {
             if node.is_network_boundary() {
                 return Ok(Transformed::new(node, false, TreeNodeRecursion::Jump));
             }
-            let Some(join) = node.downcast_ref::<NestedLoopJoinExec>() else {
+            if !node.name().ends_with("JoinExec") {
                 return Ok(Transformed::no(node));
+            }
+            let node = self.filtered(node)?;
+            Ok(Transformed::yes(Arc::new(InterruptibleExec {
+                inner: node,
+                interrupt: self.clone(),
+                tasks: tasks.clone(),
+            }) as Arc<dyn ExecutionPlan>))
+        })?;
+        Ok(wrapped.data)
+    }
+
+    /// `node` with its filter made interruptible if it is a nested loop join with one, which
+    /// one poll works through a whole build side with.
+    fn filtered(&self, node: Arc<dyn ExecutionPlan>) -> Result<Arc<dyn ExecutionPlan>> {
+        {
+            let Some(join) = node.downcast_ref::<NestedLoopJoinExec>() else {
+                return Ok(node);
             };
             let Some(filter) = join.filter() else {
-                return Ok(Transformed::no(node));
+                return Ok(node);
             };
             let expression: Arc<dyn PhysicalExpr> = Arc::new(InterruptibleExpr {
                 inner: filter.expression().clone(),
@@ -75,10 +110,90 @@ impl Interrupt {
                 join.join_type(),
                 projection,
             )?;
-            Ok(Transformed::yes(Arc::new(join) as Arc<dyn ExecutionPlan>))
-        })?;
-        Ok(wrapped.data)
+            Ok(Arc::new(join))
+        }
     }
+}
+
+fn interrupted() -> DataFusionError {
+    DataFusionError::Execution("the statement was interrupted".into())
+}
+
+/// A join run as itself (shown, downcast, measured as it), whose streams fail once the
+/// statement is interrupted, yield to the runtime between batches when its budget is spent,
+/// and are counted in the statement's tasks until dropped.
+#[derive(Debug)]
+struct InterruptibleExec {
+    inner: Arc<dyn ExecutionPlan>,
+    interrupt: Interrupt,
+    tasks: StatementTasks,
+}
+
+impl DisplayAs for InterruptibleExec {
+    fn fmt_as(&self, t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
+        self.inner.fmt_as(t, f)
+    }
+}
+
+impl ExecutionPlan for InterruptibleExec {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    fn downcast_delegate(&self) -> Option<&dyn ExecutionPlan> {
+        Some(self.inner.as_ref())
+    }
+
+    fn properties(&self) -> &Arc<PlanProperties> {
+        self.inner.properties()
+    }
+
+    fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
+        self.inner.children()
+    }
+
+    fn apply_expressions(
+        &self,
+        f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> Result<TreeNodeRecursion>,
+    ) -> Result<TreeNodeRecursion> {
+        self.inner.apply_expressions(f)
+    }
+
+    fn with_new_children(
+        self: Arc<Self>,
+        children: Vec<Arc<dyn ExecutionPlan>>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        Ok(Arc::new(Self {
+            inner: replace_children_if_necessary(self.inner.clone(), children)?,
+            interrupt: self.interrupt.clone(),
+            tasks: self.tasks.clone(),
+        }))
+    }
+
+    fn execute(
+        &self,
+        partition: usize,
+        context: Arc<TaskContext>,
+    ) -> Result<SendableRecordBatchStream> {
+        let rows = self.inner.execute(partition, context)?;
+        let schema = rows.schema();
+        let (running, interrupt) = (self.tasks.started(), self.interrupt.clone());
+        let checked = rows.map(move |batch| {
+            let _running = &running;
+            match interrupt.raised() {
+                true => Err(interrupted()),
+                false => batch,
+            }
+        });
+        Ok(make_cooperative(Box::pin(RecordBatchStreamAdapter::new(
+            schema, checked,
+        ))))
+    }
+
+    fn metrics(&self) -> Option<MetricsSet> {
+        self.inner.metrics()
+    }
+
 }
 
 /// Raises its interrupt when dropped (with the statement's rows).
@@ -135,9 +250,7 @@ impl PhysicalExpr for InterruptibleExpr {
 
     fn evaluate(&self, batch: &RecordBatch) -> Result<ColumnarValue> {
         if self.interrupt.raised() {
-            return Err(DataFusionError::Execution(
-                "the statement was interrupted".into(),
-            ));
+            return Err(interrupted());
         }
         self.inner.evaluate(batch)
     }
@@ -161,8 +274,8 @@ impl PhysicalExpr for InterruptibleExpr {
     }
 }
 
-/// How many statement tasks (planning, producing rows) have not stopped yet.
-#[derive(Debug)]
+/// How many statement tasks (planning, producing rows) and join streams have not stopped yet.
+#[derive(Debug, Clone)]
 pub(crate) struct StatementTasks(Arc<watch::Sender<usize>>);
 
 impl Default for StatementTasks {

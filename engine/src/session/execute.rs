@@ -148,7 +148,7 @@ impl Session {
         limit: Option<Duration>,
     ) -> Result<(Arc<dyn ExecutionPlan>, SendableRecordBatchStream)> {
         let interrupt = Interrupt::default();
-        let physical = interrupt.wrap(physical)?;
+        let physical = interrupt.wrap(physical, &self.tasks)?;
         let mut rows = rows_on(
             &self.executor(),
             &self.tasks,
