@@ -157,8 +157,23 @@ mod tests {
         assert_eq!(resolved.bucket, "landing");
         assert_eq!(resolved.path.as_ref(), "team/in/2026/a.csv");
         assert!(stores.resolve("s3://landing/team/in/").is_ok());
+        // Spellings of the same location resolve to its one normal form, which is what is read.
+        for spelling in [
+            "S3://landing/team/in/2026/a.csv",
+            "s3://landing//team/in//2026/a.csv",
+            "s3a://landing/team/x/../in/2026/a.csv",
+        ] {
+            let resolved = stores.resolve(spelling).unwrap();
+            assert_eq!(
+                (resolved.bucket.as_str(), resolved.path.as_ref()),
+                ("landing", "team/in/2026/a.csv"),
+                "{spelling}"
+            );
+        }
         for refused in [
             "s3://landing/team/inbox/a.csv",
+            "s3://landing/team/in/../secret/a.csv",
+            "s3://landing/team/in%2F..%2Fsecret/a.csv",
             "s3://landing/team",
             "s3://other/team/in/a.csv",
         ] {
