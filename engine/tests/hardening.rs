@@ -151,6 +151,15 @@ async fn a_query_over_its_memory_budget_fails_and_results_stream() {
     )
     .await;
     assert_eq!(class, ErrorClass::OutOfMemory);
+    // A batch of strings each under max_allowed_packet but together over the budget (8192 rows
+    // of 500 KB) is refused before it is built: this took the server to 15.9 GB.
+    let (class, message) = fails(
+        &s,
+        "select count(distinct repeat(cast(number as varchar), 100000)) from numbers(20000)",
+    )
+    .await;
+    assert_eq!(class, ErrorClass::OutOfMemory, "{message}");
+    assert!(message.contains("more asked by repeat"), "{message}");
     // Streamed, the same ten billion rows cost one batch: the first arrives, the rest never run.
     let mut rows = s.query(cross).await.unwrap();
     let batch = rows.next().await.unwrap().unwrap();

@@ -29,19 +29,19 @@ use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::{DataType, FieldRef, Schema};
 use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
 use datafusion::error::{DataFusionError, Result};
+use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::logical_expr::ColumnarValue;
 use datafusion::physical_expr::PhysicalExpr;
-use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::physical_plan::coop::make_cooperative;
+use datafusion::physical_plan::joins::NestedLoopJoinExec;
+use datafusion::physical_plan::joins::utils::JoinFilter;
 use datafusion::physical_plan::metrics::MetricsSet;
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, PlanProperties, replace_children_if_necessary,
 };
-use futures::StreamExt;
-use datafusion::physical_plan::joins::NestedLoopJoinExec;
-use datafusion::physical_plan::joins::utils::JoinFilter;
 use datafusion_distributed::NetworkBoundaryExt;
+use futures::StreamExt;
 use tokio::sync::watch;
 
 /// Raised when a statement's rows are dropped; its joins' filters then fail.
@@ -193,7 +193,6 @@ impl ExecutionPlan for InterruptibleExec {
     fn metrics(&self) -> Option<MetricsSet> {
         self.inner.metrics()
     }
-
 }
 
 /// Raises its interrupt when dropped (with the statement's rows).
