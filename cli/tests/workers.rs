@@ -52,6 +52,27 @@ impl Worker {
         format!("{scheme}://127.0.0.1:{}", self.port)
     }
 
+    /// How many locator groups' routing filters the worker says it loaded (waiting up to 20 s
+    /// for it to say so).
+    fn routing_groups_loaded(&self) -> usize {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let log = std::fs::read_to_string(self.log.path()).unwrap_or_default();
+            let loaded = log
+                .rsplit("routing filters loaded: ")
+                .next()
+                .filter(|_| log.contains("routing filters loaded: "));
+            if let Some(groups) = loaded.and_then(|l| l.split(' ').next()?.parse().ok()) {
+                return groups;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no routing filters loaded:\n{log}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
     fn kill(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
@@ -319,6 +340,14 @@ fn three_workers_answer_as_one_process_and_survive_losing_one() {
     let placed = group_owners(&coordinator);
     let owners: std::collections::BTreeSet<String> = placed.iter().cloned().collect();
     assert!(owners.len() >= 2, "every group on one worker: {owners:?}");
+    // Each worker loads the routing filters of the groups placed on it, not the table's (in the
+    // background, from its first lookup).
+    for worker in &workers {
+        let owned = placed.iter().filter(|o| **o == worker.url() + "/").count();
+        if owned > 0 {
+            assert_eq!(worker.routing_groups_loaded(), owned, "{}", worker.url());
+        }
+    }
     // …and run on that worker, not on the coordinator (datafusion-distributed folds a one-task
     // stage into the coordinator; a lookup's scan has a second, empty task so it is not).
     let plan = answer(&coordinator, &format!("explain analyze {lookup}"));
