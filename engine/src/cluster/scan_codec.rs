@@ -240,6 +240,7 @@ mod tests {
                 workers: vec![1],
                 skipped_by_node_filter: 3,
             }),
+            direct: false,
         })
         .unwrap()
     }

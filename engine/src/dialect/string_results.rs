@@ -182,7 +182,7 @@ impl ScalarUDFImpl for Capped {
             .iter()
             .filter(|&&size| size <= self.cap)
             .fold(0i64, |a, b| a.saturating_add(*b));
-        let mut reservation = MemoryConsumer::new(self.name()).register(&self.pool);
+        let reservation = MemoryConsumer::new(self.name()).register(&self.pool);
         if built > UNRESERVED_BATCH_BYTES {
             reservation.try_grow(usize::try_from(built).unwrap_or(usize::MAX))?;
         }

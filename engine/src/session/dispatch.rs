@@ -146,7 +146,9 @@ impl Session {
     }
 
     /// Runs `statement` (which plans its scans before it returns) with full scans allowed if
-    /// `allow` says so, the session's setting as it was afterwards.
+    /// `allow` says so, the session's setting as it was afterwards: also when the statement is
+    /// dropped mid-way (KILL, a timeout, a client gone) or panics, or the full-scan guard would
+    /// stay off for the session's next statements.
     pub(super) async fn allowing_full_scan<T>(
         &self,
         allow: bool,
@@ -157,17 +159,20 @@ impl Session {
         if !allow {
             return statement.await;
         }
-        let set = |value: bool| -> bool {
-            let state = self.ctx.state_ref();
-            let mut state = state.write();
-            let options = state.config_mut().options_mut();
-            let sieve = options.extensions.get_mut::<SieveOptions>();
-            sieve.is_some_and(|o| std::mem::replace(&mut o.allow_full_scan, value))
+        let _restore = FullScanAllowed {
+            before: self.set_allow_full_scan(true),
+            session: self,
         };
-        let before = set(true);
-        let result = statement.await;
-        set(before);
-        result
+        statement.await
+    }
+
+    /// Sets `allow_full_scan`, returning what it was.
+    fn set_allow_full_scan(&self, value: bool) -> bool {
+        let state = self.ctx.state_ref();
+        let mut state = state.write();
+        let options = state.config_mut().options_mut();
+        let sieve = options.extensions.get_mut::<SieveOptions>();
+        sieve.is_some_and(|o| std::mem::replace(&mut o.allow_full_scan, value))
     }
 
     pub(super) fn parse_one(sql: &str) -> Result<DFStatement> {
@@ -327,5 +332,50 @@ impl Session {
             Some(batch) => ScalarValue::try_from_array(batch.column(0), 0),
             None => Ok(ScalarValue::Utf8(None)),
         }
+    }
+}
+
+/// Puts the session's `allow_full_scan` back as it was when dropped, however the statement
+/// that allowed full scans ended.
+struct FullScanAllowed<'a> {
+    session: &'a Session,
+    before: bool,
+}
+
+impl Drop for FullScanAllowed<'_> {
+    fn drop(&mut self) {
+        self.session.set_allow_full_scan(self.before);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::panic::AssertUnwindSafe;
+    use std::time::Duration;
+
+    use futures::FutureExt;
+
+    use super::*;
+    use crate::Engine;
+
+    /// A statement with ALLOW FILTERING that is dropped mid-way (KILL, a timeout) or panics
+    /// leaves the session's full-scan guard on for the next statement.
+    #[tokio::test]
+    async fn a_dropped_or_panicking_statement_leaves_full_scans_refused() {
+        let engine = Engine::open("memory://").await.unwrap();
+        let s = engine.session().unwrap();
+        let allowed = || s.options(|o| o.allow_full_scan);
+        let pending = s.allowing_full_scan(true, std::future::pending::<Result<()>>());
+        let dropped = tokio::time::timeout(Duration::from_millis(10), pending).await;
+        assert!(dropped.is_err());
+        assert!(!allowed(), "a dropped statement left full scans allowed");
+        let panicking = s.allowing_full_scan(true, async {
+            assert!(s.options(|o| o.allow_full_scan));
+            panic!("mid-statement")
+        });
+        let panicked: std::result::Result<Result<()>, _> =
+            AssertUnwindSafe(panicking).catch_unwind().await;
+        assert!(panicked.is_err());
+        assert!(!allowed(), "a panicking statement left full scans allowed");
     }
 }
