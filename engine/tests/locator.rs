@@ -1,4 +1,4 @@
-//! The locator, differentially: blocks of several 8192-row slices, keys unique, repeated inside a
+//! The locator, differentially: blocks of several 4096-row slices, keys unique, repeated inside a
 //! slice, across slices of a block and across blocks and commits, NULLs; every query run with the
 //! locator, with sidecars only and with pruning off must agree. A damaged or missing locator
 //! changes nothing but the cost. Counts, not timings: index bytes and data bytes read.
@@ -16,7 +16,7 @@ fn sorted(output: &QueryOutput) -> Vec<String> {
     rows
 }
 
-/// 200,000 rows in 60,000-row blocks (8 slices each), in two commits, in a fixed order (so
+/// 200,000 rows in 60,000-row blocks (15 slices each), in two commits, in a fixed order (so
 /// every run writes the same blocks, where parallel partitions interleave by chance): runs of
 /// 8192 ascending rows, the even runs first, so that no column ascends through a commit's
 /// blocks (one that did would be left out of the locator). `k`: unique, except that

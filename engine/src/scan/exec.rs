@@ -64,7 +64,7 @@ pub struct FullScanRefused {
     pub index_columns: Vec<String>,
 }
 
-/// Up to this many located pages (8192 rows each) a scan reads every column in one round trip
+/// Up to this many located slices (4096 rows each) a scan reads every column in one round trip
 /// instead of pushing its filter down ([`parquet_scan`]).
 const FETCH_TOGETHER_PAGES: u64 = 16;
 

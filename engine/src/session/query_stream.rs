@@ -30,7 +30,7 @@ pub struct ScanStats {
     pub index_bytes: u64,
     /// Locator groups whose pages were read (or found cached) to choose the blocks.
     pub locator_groups_probed: u64,
-    /// 8192-row pages the scans asked for.
+    /// Slices (4096 rows of each column read) the scans asked for.
     pub pages_read: u64,
     /// Blocks whose located pages a short-path lookup decoded on its own task, without
     /// DataFusion's Parquet scan (`sieve.direct_reads`).
