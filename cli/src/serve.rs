@@ -87,16 +87,26 @@ fn tls(args: &ServeArgs, config: &ConfigFile, host: IpAddr) -> Result<Option<Tls
     let files = match (cert, key) {
         (Some(cert), Some(key)) => TlsFiles { cert, key },
         (None, None) => {
-            let dir = tls_dir(args, config);
-            let mut names = vec!["localhost".to_string(), "127.0.0.1".into(), "::1".into()];
-            if !host.is_unspecified() && !host.is_loopback() {
-                names.push(host.to_string());
-            }
-            self_signed(&dir, &names)?
+            self_signed(&tls_dir(args, config), &certificate_names(host))?
         }
         _ => return Err("--tls-cert and --tls-key go together".into()),
     };
     Ok(Some(files))
+}
+
+/// The names the self-made certificate is for: loopback's, the address the server listens on,
+/// and, listening on every address, the machine's host name (which clients elsewhere use).
+fn certificate_names(host: IpAddr) -> Vec<String> {
+    let mut names = vec!["localhost".to_string(), "127.0.0.1".into(), "::1".into()];
+    if host.is_unspecified() {
+        match nix::unistd::gethostname().map(|n| n.into_string()) {
+            Ok(Ok(name)) if !name.is_empty() && name != "localhost" => names.push(name),
+            _ => {}
+        }
+    } else if !names.contains(&host.to_string()) {
+        names.push(host.to_string());
+    }
+    names
 }
 
 /// The Flight SQL port's TLS: gRPC cannot switch to TLS on a connection as MySQL's handshake
