@@ -86,9 +86,7 @@ fn tls(args: &ServeArgs, config: &ConfigFile, host: IpAddr) -> Result<Option<Tls
     let key = args.tls_key.clone().or(config.tls_key.clone());
     let files = match (cert, key) {
         (Some(cert), Some(key)) => TlsFiles { cert, key },
-        (None, None) => {
-            self_signed(&tls_dir(args, config), &certificate_names(host))?
-        }
+        (None, None) => self_signed(&tls_dir(args, config), &certificate_names(host))?,
         _ => return Err("--tls-cert and --tls-key go together".into()),
     };
     Ok(Some(files))

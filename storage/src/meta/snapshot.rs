@@ -474,6 +474,19 @@ pub async fn try_put(
 mod tests {
     use super::*;
 
+    /// A commit of one 10-row block whose segment is named `name`.
+    fn delta(name: &str) -> Delta {
+        Delta {
+            segment: SegmentRef::new(name.into(), name.as_bytes()),
+            rows: 10,
+            deleted_rows: 0,
+            blocks: 1,
+            data_bytes: 100,
+            sidecar_bytes: 10,
+            copies: None,
+        }
+    }
+
     /// A commit whose snapshot landed but whose caller did not hear so (a reply lost to a
     /// network fault, the request retried and answered "already exists") is not applied twice,
     /// and another writer's snapshot of that version is not taken for it.
@@ -482,15 +495,6 @@ mod tests {
         let storage = Storage::in_memory();
         let dir = Path::from("tables/t");
         let named = Path::from("catalog/default/pointers/t.json");
-        let delta = |name: &str| Delta {
-            segment: SegmentRef::new(name.into(), name.as_bytes()),
-            rows: 10,
-            deleted_rows: 0,
-            blocks: 1,
-            data_bytes: 100,
-            sidecar_bytes: 10,
-            copies: None,
-        };
         let base = commit(&storage, &dir, &named, &delta("a")).await.unwrap();
         let landed = try_commit(&storage, &dir, &named, &base, &delta("b"))
             .await
@@ -515,16 +519,7 @@ mod tests {
         let dir = Path::from("tables/t");
         let named = Path::from("catalog/default/pointers/t.json");
         for name in ["a", "b", "c"] {
-            let delta = Delta {
-                segment: SegmentRef::new(name.into(), name.as_bytes()),
-                rows: 10,
-                deleted_rows: 0,
-                blocks: 1,
-                data_bytes: 100,
-                sidecar_bytes: 10,
-                copies: None,
-            };
-            commit(&storage, &dir, &named, &delta).await.unwrap();
+            commit(&storage, &dir, &named, &delta(name)).await.unwrap();
         }
         let raced = checked_newest(&storage, &dir, 3, None, vec![1, 3]).await;
         assert_eq!(raced.unwrap().version, 3);
