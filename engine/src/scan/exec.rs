@@ -154,6 +154,27 @@ pub struct Opened {
     direct: Vec<PartitionedFile>,
 }
 
+impl Opened {
+    /// The blocks the scan chose to decode directly, read: the scan's rows, unfiltered.
+    async fn read_direct(
+        &self,
+        request: &ScanRequest,
+        schema: &SchemaRef,
+        metrics: &ExecutionPlanMetricsSet,
+        context: &TaskContext,
+    ) -> Result<Vec<RecordBatch>> {
+        page_read::read_located(
+            &reader_factory(&request.table, context),
+            &self.direct,
+            schema,
+            request.projection.as_deref(),
+            context.session_config().batch_size(),
+            metrics,
+        )
+        .await
+    }
+}
+
 #[derive(Debug)]
 pub struct SieveScanExec {
     request: ScanRequest,
@@ -400,15 +421,7 @@ impl SieveScanExec {
         if opened.input.is_some() {
             return Ok(None);
         }
-        let factory = reader_factory(&self.request.table, context);
-        let read = page_read::read_located(
-            &factory,
-            &opened.direct,
-            &self.schema,
-            self.request.projection.as_deref(),
-            context.session_config().batch_size(),
-            &self.metrics,
-        );
+        let read = opened.read_direct(&self.request, &self.schema, &self.metrics, context);
         Ok(Some(self.trace.scope(read).await?))
     }
 }
@@ -598,16 +611,9 @@ impl ExecutionPlan for SieveScanExec {
                     input.execute(partition, context)
                 }
                 None if partition == 0 && !opened.direct.is_empty() => {
-                    let factory = reader_factory(&request.table, &context);
-                    let read = page_read::read_located(
-                        &factory,
-                        &opened.direct,
-                        &schema,
-                        request.projection.as_deref(),
-                        context.session_config().batch_size(),
-                        &metrics,
-                    );
-                    let batches = read.await?;
+                    let batches = opened
+                        .read_direct(&request, &schema, &metrics, &context)
+                        .await?;
                     Ok(Box::pin(RecordBatchStreamAdapter::new(
                         schema,
                         futures::stream::iter(batches.into_iter().map(Ok)),
