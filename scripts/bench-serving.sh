@@ -25,7 +25,13 @@
 # (its own `sieve_object_store_transferred_bytes_total{operation="get"}`, from --metrics-port),
 # then the ratios against the last path. With a second binary (`bench-serving.sh SIEVE OTHER`:
 # two builds, e.g. two allocators), both serve the same table side by side, each run is made on
-# both in turn, and the ratios are against SIEVE's last path. The client runs on the same cores; keep the machine
+# both in turn, and the ratios are against SIEVE's last path. With SIEVE_BENCH_WORKERS=N (issue
+# 49), the second server is a coordinator (`sieve serve --workers …`) over N `sieve worker`s of
+# the same build instead, its CPU summed over all N+1 processes and its KB fetched left out (workers
+# publish no metrics); the table is then loaded in locator groups of SIEVE_BENCH_GROUP_ROWS rows
+# (default 25M, so 100M rows make 4 groups for the workers to share). uniform-absent: 20000 keys
+# not in the table, with kept results off. Every server looks up each uniform key once before
+# the runs, so their pages are in its data cache. The client runs on the same cores; keep the machine
 # otherwise idle.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -44,6 +50,15 @@ if ! command -v sysbench >/dev/null 2>&1; then
   { $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq sysbench; } >/dev/null
 fi
 export MINIO_PROMETHEUS_AUTH_TYPE=public
+workers="${SIEVE_BENCH_WORKERS:-0}"
+# Room for the uniform keys' pages (~40 KB each) in every server's data cache.
+export SIEVE_DATA_CACHE_MIB="${SIEVE_DATA_CACHE_MIB:-2048}"
+load_flags=()
+if [ "$workers" -gt 0 ]; then
+  [ ${#binaries[@]} -eq 1 ] || { echo "SIEVE_BENCH_WORKERS compares one build with its cluster" >&2; exit 2; }
+  load_flags=(--locator-group-rows "${SIEVE_BENCH_GROUP_ROWS:-25000000}")
+  export SIEVE_CLUSTER_SECRET="bench-serving-$RANDOM$RANDOM"
+fi
 source scripts/minio.sh
 work=$(mktemp -d)
 pids=()
@@ -52,25 +67,48 @@ trap cleanup EXIT
 minio_start
 storage="s3://sieve-test/serving"
 
-"$sieve" --storage "$storage" load t10b --rows "$rows" 2>&1 | grep -E "loaded|locator groups|c2 locator"
+"$sieve" --storage "$storage" load t10b --rows "$rows" "${load_flags[@]}" 2>&1 | grep -E "loaded|locator groups|c2 locator"
 
 # sysbench opens all its connections at once from one address: the default bounds on pending
 # logins (256 per address) let 64 of them log in together.
 : >"$work/sieve.toml"
 # One server per binary, over the same storage (an A/B of two builds: runs alternate).
-ports=() metrics_ports=() names=()
-for i in "${!binaries[@]}"; do
+# server_pids[i]: the processes whose CPU server i's lookups cost.
+ports=() metrics_ports=() names=() server_pids=()
+serve() { # BINARY NAME [serve flags]: one more server
+  local binary=$1 name=$2 i=${#ports[@]}
+  shift 2
   ports+=("$(free_port)")
   metrics_ports+=("$(free_port)")
-  names+=("$(basename "${binaries[$i]}")")
-  RUST_LOG=info "${binaries[$i]}" --storage "$storage" --config "$work/sieve.toml" serve \
-    --port "${ports[$i]}" --metrics-port "${metrics_ports[$i]}" >"$work/serve-$i.log" 2>&1 &
+  names+=("$name")
+  RUST_LOG=info "$binary" --storage "$storage" --config "$work/sieve.toml" serve \
+    --port "${ports[$i]}" --metrics-port "${metrics_ports[$i]}" "$@" >"$work/serve-$i.log" 2>&1 &
   pids+=($!)
+  server_pids[$i]="${server_pids[$i]:-} $!"
   wait_for_port "${ports[$i]}"
+}
+for b in "${binaries[@]}"; do
+  serve "$b" "$(basename "$b")"
 done
+if [ "$workers" -gt 0 ]; then
+  names[0]=one
+  urls=() cluster_pids=""
+  for w in $(seq "$workers"); do
+    port=$(free_port)
+    RUST_LOG=info "$sieve" --storage "$storage" --config "$work/sieve.toml" worker --port "$port" \
+      >"$work/worker-$w.log" 2>&1 &
+    pids+=($!)
+    cluster_pids="$cluster_pids $!"
+    wait_for_port "$port"
+    urls+=("http://127.0.0.1:$port")
+  done
+  server_pids[1]=$cluster_pids
+  serve "$sieve" cluster --workers "$(IFS=,; echo "${urls[*]}")"
+  binaries+=("$sieve")
+fi
 
 # The key files, and the routing filters loaded (in the background, from the first lookup).
-python3 - "$(IFS=,; echo "${ports[*]}")" "$rows" "$work" "$key_sets" <<'PY'
+python3 - "$(IFS=,; echo "${ports[*]}")" "$rows" "$work" "$key_sets" ${workers#0} <<'PY'
 import random, re, sys, time
 import pymysql
 
@@ -96,6 +134,7 @@ draw = {
     "hot-present": lambda: present(1000),
     "hot-absent": lambda: [f"{random.random()}x" for _ in range(1000)],
     "uniform-present": lambda: present(20000),
+    "uniform-absent": lambda: [f"{random.random()}x" for _ in range(20000)],
 }
 files = {}
 for seed, (name, keys) in enumerate(draw.items()):
@@ -105,7 +144,7 @@ for seed, (name, keys) in enumerate(draw.items()):
 for name, keys in files.items():
     with open(f"{work}/{name}.keys", "w") as f:
         f.write("\n".join(keys) + "\n")
-for port in ports:
+for port in ports[:1] if len(sys.argv) > 5 else ports:
     cur = pymysql.connect(host="127.0.0.1", port=port, user="root", autocommit=True).cursor()
     deadline = time.time() + 600
     while time.time() < deadline:
@@ -114,10 +153,39 @@ for port in ports:
         if re.search(r"locator_groups_probed=0\b", plan):
             break
         time.sleep(1)
+# Every key's pages in every server's data cache before any run (each key looked up once;
+# uniform ones with kept results off, as they are run): the runs measure serving from memory,
+# and no server's figures include fetches another already made (without this, the server
+# measured second in a round was still fetching pages the first had cached rounds before).
+for port in ports:
+    cur = pymysql.connect(host="127.0.0.1", port=port, user="root", autocommit=True).cursor()
+    for name, keys in files.items():
+        cur.execute(f"set sieve.lookup_cache = {'false' if name.startswith('uniform') else 'true'}")
+        for key in keys:
+            cur.execute(f"select c1 from t10b where c2 = '{key}'")
+            cur.fetchall()
+if len(sys.argv) > 5:
+    # The cluster: its workers load their groups' routing filters from their first lookups;
+    # ready once every group has been asked and no worker has loaded more for 5 s.
+    import glob
+    cur = pymysql.connect(host="127.0.0.1", port=ports[1], user="root", autocommit=True).cursor()
+    loaded = lambda: sum(open(f).read().count("routing filters loaded") for f in glob.glob(f"{work}/worker-*.log"))
+    last, since = -1, time.time()
+    while time.time() - since < 5:
+        for key in files["hot-absent"][:200]:
+            cur.execute(f"select c1 from t10b where c2 = '{key}'")
+            cur.fetchall()
+        if loaded() != last:
+            last, since = loaded(), time.time()
+    print(f"cluster ready: {last} routing loads in the workers' logs")
 PY
 cat "$work"/serve-*.log | grep -E "routing filters loaded" | tail -1 || true
 
-cpu() { awk '{print $14 + $15}' "/proc/${pids[$1]}/stat"; }   # utime + stime, in 1/100 s
+cpu() { # utime + stime of server $1's processes, in 1/100 s
+  local sum=0 pid
+  for pid in ${server_pids[$1]}; do sum=$((sum + $(awk '{print $14 + $15}' "/proc/$pid/stat"))); done
+  echo "$sum"
+}
 # MinIO publishes its request counters with a delay of a few seconds: read them after it.
 requests() {
   sleep 12
@@ -148,7 +216,7 @@ for keys in $key_sets; do
       on=$([ $path = full ] && echo false || echo true)
       direct=$([ $path = short ] && echo true || echo false)
       setting="set sieve.short_path = $on; set sieve.data_cache = $on; set sieve.direct_reads = $direct"
-      [ "$keys" = uniform-present ] && setting="$setting; set sieve.lookup_cache = false"
+      [[ "$keys" = uniform-* ]] && setting="$setting; set sieve.lookup_cache = false"
       [ -n "$text" ] && setting="set sieve.text_lookups = $on"
       c0=$(cpu "$i")
       r0=$(requests)
@@ -168,6 +236,7 @@ for keys in $key_sets; do
       ms=$(python3 -c "print(f'{($c1 - $c0) * 10 / $n:.3f}')")
       req=$(python3 -c "print(f'{($r1 - $r0) / $n:.2f}')")
       kb=$(python3 -c "print(f'{($b1 - $b0) / $n / 1000:.1f}')")
+      [ "${names[$i]}" = cluster ] && kb=-
       rate[$label]=$per_s
       cost[$label]=$ms
       echo "| $keys | $threads | $label | $per_s | $p95 | $ms | $req | $kb |"
