@@ -341,6 +341,14 @@ async fn concurrent_queries_share_freshness_checks() {
         2,
         "{requests:#?}"
     );
+    // A caller naming the table's id (a worker its coordinator asks) gets the definition
+    // fetched before, without a request of its own; a caller naming another id, a fresh fetch.
+    let id = defs[0].as_ref().unwrap().id.clone();
+    let known = catalog.table_known("default", "t", &id).await.unwrap();
+    assert_eq!(known.id, id);
+    assert!(log.take().is_empty());
+    catalog.table_known("default", "t", "another").await.unwrap();
+    assert_eq!(fetched(&log.take(), "tables/t.json").len(), 1);
     // A DROP made before a lookup of the definition starts is seen by it.
     run(&session, "drop table t").await;
     assert!(matches!(

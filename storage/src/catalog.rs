@@ -192,7 +192,7 @@ impl Catalog {
                     let fetched = &storage.caches().definitions_fetched;
                     let first = fetched.get(path.as_ref()).is_none();
                     if first {
-                        fetched.insert(path.to_string(), ());
+                        fetched.insert(path.to_string(), None);
                     }
                     let store = storage.store();
                     let (def, hint) = futures::join!(store.get(&path), async {
@@ -204,9 +204,13 @@ impl Catalog {
                     });
                     let def: TableDef = match def {
                         Ok(found) => checked_json::decode(path.as_ref(), &found.bytes().await?)?,
-                        Err(object_store::Error::NotFound { .. }) => return Ok(None),
+                        Err(object_store::Error::NotFound { .. }) => {
+                            fetched.insert(path.to_string(), None);
+                            return Ok(None);
+                        }
                         Err(e) => return Err(e.into()),
                     };
+                    fetched.insert(path.to_string(), Some(def.clone()));
                     if let Some(Ok(found)) = hint {
                         let hinted = async {
                             let bytes = found.bytes().await?;
@@ -230,6 +234,29 @@ impl Catalog {
                 Err(StorageError::UnknownTable(db.to_string(), name.to_string()))
             }
         }
+    }
+
+    /// The definition of `db.name` whose id is `id`, as this process last fetched it, without a
+    /// request: a definition is written once, when its table is made, so one fetched before is
+    /// still that table's. Otherwise (never fetched, or another table of the name since) a
+    /// fresh fetch, as [`Self::table`]; the caller compares the id it gets. For a worker asked
+    /// about a table its coordinator has just resolved: the coordinator checked that the table
+    /// exists; a check per call on the worker would only cost each lookup a request.
+    pub async fn table_known(&self, db: &str, name: &str, id: &str) -> Result<TableDef> {
+        let path = table_path(db, name);
+        let known = self.storage.caches().definitions_fetched.get(path.as_ref());
+        match known.flatten() {
+            Some(def) if def.id == id => Ok(def),
+            _ => self.table(db, name).await,
+        }
+    }
+
+    /// [`Self::table_known`] as a table.
+    pub async fn open_table_known(&self, db: &str, name: &str, id: &str) -> Result<Table> {
+        Ok(Table::new(
+            self.storage.clone(),
+            self.table_known(db, name, id).await?,
+        ))
     }
 
     pub async fn list_tables(&self, db: &str) -> Result<Vec<String>> {

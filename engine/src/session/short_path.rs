@@ -830,7 +830,7 @@ impl Session {
         }
         let table = self
             .catalog
-            .open_table(&wire.database, &wire.table)
+            .open_table_known(&wire.database, &wire.table, &wire.table_id)
             .await
             .map_err(to_df)?;
         if table.def().id != wire.table_id {

@@ -14,6 +14,7 @@ use sieve_index::SidecarColumn;
 use crate::meta::block_list::BlockList;
 use crate::meta::segment::Segment;
 use crate::meta::snapshot::{KnownLatest, Snapshot};
+use crate::meta::table_def::TableDef;
 use crate::read::disk_cache::DiskCache;
 
 /// The sidecar cache's default budget. A point query on a column that min/max cannot prune probes
@@ -72,9 +73,11 @@ pub struct Caches {
     /// Snapshots named pointers carried, by table directory, until the table's first check
     /// ([`crate::Table::snapshot`]).
     pub pointer_hints: Cache<String, Snapshot>,
-    /// Definitions this process has fetched, by path: only a first fetch asks for the named
-    /// pointer too.
-    pub definitions_fetched: Cache<String, ()>,
+    /// Definitions this process has fetched, by path, as last found (None while the first fetch
+    /// runs, or when it found none): only a first fetch asks for the named pointer too, and a
+    /// table's definition, written once when it is made, serves a caller that names its id
+    /// ([`crate::Catalog::table_known`]).
+    pub definitions_fetched: Cache<String, Option<TableDef>>,
     /// By segment path and checksum.
     pub segments: Cache<(String, u64), Arc<Segment>>,
     pub block_lists: Cache<(String, u64), Arc<BlockList>>,
