@@ -230,7 +230,13 @@ async fn a_located_lookup_decodes_its_pages_without_the_parquet_scan() {
         let scanned = run(&s, sql).await;
         let scan_requests = log.take();
         assert!(direct.short_path && scanned.short_path, "{sql}");
-        assert_eq!(rows(&direct), rows(&scanned), "{sql}");
+        // Without ORDER BY, in any order: the scan merges its partitions as they finish.
+        let sorted = |o: &QueryOutput| {
+            let mut r = rows(o);
+            r.sort();
+            r
+        };
+        assert_eq!(sorted(&direct), sorted(&scanned), "{sql}");
         assert_eq!(direct.schema, scanned.schema, "{sql}");
         let expected = if located { direct.stats.blocks_read } else { 0 };
         assert_eq!(direct.stats.blocks_read_directly, expected, "{sql}");
@@ -241,11 +247,13 @@ async fn a_located_lookup_decodes_its_pages_without_the_parquet_scan() {
             (s.blocks_read, s.pages_read, s.bytes_read, s.requests)
         };
         assert_eq!(read(&direct), read(&scanned), "{sql}");
-        assert_eq!(
-            fetched(&direct_requests, ".parquet"),
-            fetched(&scan_requests, ".parquet"),
-            "{sql}"
-        );
+        // The same GETs, in whichever order the blocks were read.
+        let gets = |requests: &[String]| {
+            let mut gets = fetched(requests, ".parquet");
+            gets.sort();
+            gets.into_iter().cloned().collect::<Vec<_>>()
+        };
+        assert_eq!(gets(&direct_requests), gets(&scan_requests), "{sql}");
     }
     assert!(direct_blocks >= 5, "{direct_blocks} blocks read directly");
     // A deleted row is not read back, and the limit holds.
@@ -347,7 +355,10 @@ async fn concurrent_queries_share_freshness_checks() {
     let known = catalog.table_known("default", "t", &id).await.unwrap();
     assert_eq!(known.id, id);
     assert!(log.take().is_empty());
-    catalog.table_known("default", "t", "another").await.unwrap();
+    catalog
+        .table_known("default", "t", "another")
+        .await
+        .unwrap();
     assert_eq!(fetched(&log.take(), "tables/t.json").len(), 1);
     // A DROP made before a lookup of the definition starts is seen by it.
     run(&session, "drop table t").await;

@@ -329,7 +329,10 @@ impl LookupPlan {
             left -= kept.num_rows();
             if kept.num_rows() > 0 {
                 let columns = self.outputs.iter().map(|(i, _)| kept.column(*i).clone());
-                rows.push(RecordBatch::try_new(self.schema.clone(), columns.collect())?);
+                rows.push(RecordBatch::try_new(
+                    self.schema.clone(),
+                    columns.collect(),
+                )?);
             }
         }
         Ok(Some(rows))
@@ -864,7 +867,8 @@ impl Session {
         let rows = match self.read_direct(&plan).await? {
             Some(rows) => rows,
             None => {
-                self.rows(plan.plan()?, &plan.schema, Instant::now(), None)?.1
+                self.rows(plan.plan()?, &plan.schema, Instant::now(), None)?
+                    .1
             }
         };
         Ok(match results {
