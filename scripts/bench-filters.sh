@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/sieve-target}"
-cargo build --release -q -p sieve-workload --bin sieve-bench
+cargo build --release -q -p sieve-cli --bin sieve-bench
 source scripts/minio.sh
 trap minio_stop EXIT
 minio_start

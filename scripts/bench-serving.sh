@@ -251,3 +251,16 @@ for keys in $key_sets; do
     rate=() cost=()
   done
 done
+
+# Memory per process (issue 50's allocator, issue 49's roles): the peak and the current resident
+# set of each server's processes (a cluster's workers and its coordinator).
+echo
+echo "| server | process | peak RSS MiB | RSS at end MiB |"
+echo "|---|---|---|---|"
+for i in "${!names[@]}"; do
+  for pid in ${server_pids[$i]}; do
+    role=$(tr '\0' ' ' <"/proc/$pid/cmdline" | grep -oE ' (serve|worker) ' | tr -d ' ')
+    awk '/^VmHWM:/ {peak = $2} /^VmRSS:/ {now = $2} END {printf "| %s | %s | %d | %d |\n", name, role, peak / 1024, now / 1024}' \
+      name="${names[$i]}" role="$role" "/proc/$pid/status"
+  done
+done

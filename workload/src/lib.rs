@@ -1,9 +1,11 @@
 //! The synthetic table `t10b` and what is measured on it, beside the engine rather than inside
 //! it: the block generator, the resumable loader behind `sieve load` (with its progress bar),
-//! and the two references `sieve-bench filters` (this crate's binary, not shipped in `sieve`)
-//! compares Sieve with: plain DataFusion over the same Parquet files, and each filter's
-//! false-positive rate probed directly. It reaches tables through the engine's public API only.
+//! and the two references `sieve-bench filters` ([`bench`], the cli package's second binary, not
+//! a command of `sieve`) compares Sieve with: plain DataFusion over the same Parquet files, and
+//! each filter's false-positive rate probed directly. It reaches tables through the engine's
+//! public API only.
 
+pub mod bench;
 mod false_positives;
 mod listing_baseline;
 mod load;

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::timing::Summary;
+use super::timing::Summary;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct SystemRow {

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use plotters::prelude::*;
 
-use crate::report::Report;
+use super::report::Report;
 
 struct Point {
     label: String,

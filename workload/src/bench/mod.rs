@@ -1,6 +1,7 @@
-//! `sieve-bench`: measurements of Sieve against the alternatives on t10b, built beside the
-//! engine rather than shipped inside the `sieve` binary (`cargo run --release -p
-//! sieve-workload --bin sieve-bench -- filters --rows 10M`).
+//! `sieve-bench`: measurements of Sieve against the alternatives on t10b, a binary of its own
+//! beside `sieve` rather than a command inside it (`cargo run --release -p sieve-cli --bin
+//! sieve-bench -- filters --rows 10M`). The binary is the cli package's, so that it is built with
+//! the same dependency features as `sieve` and one release build serves both.
 
 mod chart;
 mod filters;
@@ -38,13 +39,13 @@ enum Command {
 }
 
 /// Where the benchmark's tables live; cold-cache queries open it again with a fresh engine.
-pub struct Location {
+struct Location {
     url: String,
     sidecar_cache_bytes: u64,
 }
 
 impl Location {
-    pub async fn engine(&self) -> Result<Engine, String> {
+    async fn engine(&self) -> Result<Engine, String> {
         let storage = Storage::open(&self.url)
             .map_err(|e| e.to_string())?
             .with_caches(self.sidecar_cache_bytes, DEFAULT_DATA_CACHE_BYTES);
@@ -53,7 +54,7 @@ impl Location {
             .map_err(|e| e.to_string())
     }
 
-    pub fn is_memory(&self) -> bool {
+    fn is_memory(&self) -> bool {
         self.url.starts_with("memory:")
     }
 }
@@ -64,8 +65,9 @@ impl fmt::Display for Location {
     }
 }
 
+/// The `sieve-bench` binary's main.
 #[tokio::main]
-async fn main() {
+pub async fn main() {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
     let cli = Cli::parse();
     let location = Location {

@@ -14,15 +14,15 @@ use datafusion::execution::context::SessionContext;
 use datafusion::physical_expr_common::metrics::MetricValue;
 use datafusion::physical_plan::{ExecutionPlan, collect};
 use sieve_engine::Engine;
-use sieve_workload::{
+use crate::{
     LoadRequest, cores, false_positives, listing_baseline, load_with_progress, locator_false_reads,
     parse_count, text_rows,
 };
 
-use crate::Location;
-use crate::chart;
-use crate::report::{Report, SystemRow};
-use crate::timing::{Sample, Summary};
+use super::Location;
+use super::chart;
+use super::report::{Report, SystemRow};
+use super::timing::{Sample, Summary};
 
 #[derive(Args)]
 pub struct FiltersArgs {
