@@ -1,6 +1,7 @@
 //! `sieve`: point queries over huge tables on object storage, from a MySQL client or a shell.
 
 mod config;
+mod heap_trim;
 mod load;
 mod location;
 mod metrics_http;
@@ -112,6 +113,9 @@ fn main() {
         runtime("sieve-query", 4 * cores),
     );
     let executor = queries.handle().clone();
+    if let Err(e) = heap_trim::spawn() {
+        log::warn!("freed memory will not be returned to the system: {e}");
+    }
     // The main future (the shell parses its statements there) gets a thread of the same size.
     let result = std::thread::Builder::new()
         .name("sieve-main".into())

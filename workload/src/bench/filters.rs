@@ -8,16 +8,16 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
+use crate::{
+    LoadRequest, cores, false_positives, listing_baseline, load_with_progress, locator_false_reads,
+    parse_count, text_rows,
+};
 use clap::Args;
 use datafusion::arrow::datatypes::Schema;
 use datafusion::execution::context::SessionContext;
 use datafusion::physical_expr_common::metrics::MetricValue;
 use datafusion::physical_plan::{ExecutionPlan, collect};
 use sieve_engine::Engine;
-use crate::{
-    LoadRequest, cores, false_positives, listing_baseline, load_with_progress, locator_false_reads,
-    parse_count, text_rows,
-};
 
 use super::Location;
 use super::chart;
