@@ -4,8 +4,8 @@
 //! statements after it (docs/benchmarks.md). The memory budgets bound what a statement may use,
 //! not what the process keeps once it ends. So a thread looks once a second, and when the
 //! process is resident beyond what malloc has handed out by more than [`SLACK`], `malloc_trim`
-//! returns the free pages of every arena. (mimalloc returns memory by itself, but held 1.9× the
-//! memory while serving lookups and was no faster: measured in docs/benchmarks.md.)
+//! returns the free pages of every arena. (mimalloc returns memory by itself, but served lookups
+//! no faster, measured in docs/benchmarks.md, and would be a C library more to build.)
 
 /// Resident bytes beyond malloc's live ones that are left alone: the binary's code, thread
 /// stacks, and the free space malloc keeps for the next allocations.

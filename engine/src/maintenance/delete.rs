@@ -182,8 +182,8 @@ async fn choose(
             let (request, blocks, context) = (request.clone(), blocks.clone(), context.clone());
             async move {
                 let rows = blocks.rows().value(i) as usize;
-                let ranges =
-                    live_ranges(&blocks, i, slices.as_ref()).unwrap_or_else(|| vec![0..rows]);
+                let ranges = live_ranges(&blocks, i, slices.as_ref())
+                    .unwrap_or_else(|| std::iter::once(0..rows).collect());
                 let matched =
                     matching_rows(&request, &blocks, i, &slices, ranges, &context).await?;
                 let mut sidecar = None;
@@ -294,7 +294,7 @@ pub(crate) async fn key_changes(
         .map(|c| def.schema.index_of(c))
         .collect::<std::result::Result<Vec<_>, _>>()?;
     let rows = blocks.rows().value(i) as usize;
-    let ranges = live_ranges(blocks, i, None).unwrap_or_else(|| vec![0..rows]);
+    let ranges = live_ranges(blocks, i, None).unwrap_or_else(|| std::iter::once(0..rows).collect());
     let positions: Vec<u32> = Positions::new(ranges).map(|p| p as u32).collect();
     let projection = Some(columns.clone());
     let Some(mut batches) = live_rows(table, blocks, i, None, projection, context)? else {

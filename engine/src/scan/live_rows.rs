@@ -38,7 +38,7 @@ fn ranges(
                 start..(start + slice).min(rows)
             })
             .collect(),
-        None => vec![0..rows],
+        None => std::iter::once(0..rows).collect(),
     };
     let mut live = Vec::with_capacity(wanted.len());
     for range in wanted {

@@ -276,7 +276,7 @@ pub fn minmax_keep(blocks: &BlockList, predicate: &PruningPredicate) -> Result<V
         blocks,
         subset: None,
     };
-    Ok(predicate.prune(&all)?)
+    predicate.prune(&all)
 }
 
 /// The blocks of `which` whose min/max, null and row counts allow a row matching `predicate`.

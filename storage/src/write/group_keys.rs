@@ -308,7 +308,7 @@ fn build_parts<W: Write>(
 /// A spill file's (hash, block, slice) entries; the file goes once read.
 fn read_part(path: &Path) -> Result<Vec<(u64, u32, u32)>> {
     let len = std::fs::metadata(path)?.len() as usize;
-    if len % 16 != 0 {
+    if !len.is_multiple_of(16) {
         return Err(StorageError::Invalid(format!(
             "spilled keys {} end mid-entry",
             path.display()
