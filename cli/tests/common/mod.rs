@@ -13,18 +13,76 @@ use std::time::{Duration, Instant};
 
 pub const PASSWORD: &str = "s3cret";
 const MYSQL_MISSING: &str =
-    "the mysql client is installed (scripts/test.sh installs mariadb-client)";
+    "the mysql client is not installed (scripts/test.sh installs mariadb-client)";
 
 pub fn sieve() -> Command {
     Command::new(env!("CARGO_BIN_EXE_sieve"))
 }
 
+/// How long one client command may run before its test fails: far beyond any statement the
+/// tests send, so only a process that stopped answering reaches it, and the suite goes on.
+pub const CLIENT_LIMIT: Duration = Duration::from_secs(300);
+
 /// `sieve --storage <storage> sql -e <sql>`, run to completion.
 pub fn sql(storage: &str, sql: &str) -> Output {
-    sieve()
-        .args(["--storage", storage, "sql", "-e", sql])
-        .output()
-        .unwrap()
+    let mut command = sieve();
+    command.args(["--storage", storage, "sql", "-e", sql]);
+    output_within(command, None, String::new)
+}
+
+/// `command`'s output, as [`Command::output`] gives it, `input` fed to its standard input; if it
+/// has not exited within [`CLIENT_LIMIT`], kills it and fails the test with what it printed and
+/// `context()` (a server's log): a server that stops answering fails one test, not the whole
+/// run by its time limit.
+pub fn output_within(
+    mut command: Command,
+    input: Option<&str>,
+    context: impl FnOnce() -> String,
+) -> Output {
+    let mut child = command
+        .stdin(if input.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{command:?} does not run: {e}"));
+    let drain = |pipe: Option<Box<dyn std::io::Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            if let Some(mut pipe) = pipe {
+                let _ = pipe.read_to_end(&mut bytes);
+            }
+            bytes
+        })
+    };
+    let out = drain(child.stdout.take().map(|p| Box::new(p) as _));
+    let err = drain(child.stderr.take().map(|p| Box::new(p) as _));
+    if let (Some(input), Some(mut stdin)) = (input, child.stdin.take()) {
+        // A client that exits before reading everything closes the pipe: its status says why.
+        let _ = stdin.write_all(input.as_bytes());
+    }
+    let status = match wait_timeout::ChildExt::wait_timeout(&mut child, CLIENT_LIMIT).unwrap() {
+        Some(status) => status,
+        None => {
+            let _ = child.kill();
+            let _ = child.wait();
+            let said = |bytes: Vec<u8>| String::from_utf8_lossy(&bytes).to_string();
+            panic!(
+                "{command:?} did not finish within {CLIENT_LIMIT:?}\nit printed:\n{}\n{}\n{}",
+                said(out.join().unwrap()),
+                said(err.join().unwrap()),
+                context()
+            );
+        }
+    };
+    Output {
+        status,
+        stdout: out.join().unwrap(),
+        stderr: err.join().unwrap(),
+    }
 }
 
 /// Sends `name` (TERM, INT, …) to a child process, as a user at a terminal would.
@@ -218,12 +276,13 @@ impl Server {
     /// `SIEVE_PORT` and `SIEVE_PASSWORD`; fails the test with its output and the server's log
     /// unless it succeeds. Returns its stdout.
     pub fn run_client(&self, mut program: Command) -> String {
-        let out = program
+        program
             .env("SIEVE_PORT", self.port.to_string())
             .env("SIEVE_PASSWORD", PASSWORD)
-            .env("SIEVE_TLS_CA", self.tls_ca())
-            .output()
-            .unwrap_or_else(|e| panic!("{program:?} does not run: {e}"));
+            .env("SIEVE_TLS_CA", self.tls_ca());
+        let name = format!("{program:?}");
+        let out = output_within(program, None, || format!("server log:\n{}", self.log()));
+        let program = name;
         assert!(
             out.status.success(),
             "{program:?} failed:\n{}\n{}\nserver log:\n{}",
@@ -248,25 +307,22 @@ impl Server {
 
     /// Runs the stock `mysql` client (batch mode, no column names) with `args`.
     pub fn mysql(&self, args: &[&str]) -> Output {
-        self.mysql_command(args).output().expect(MYSQL_MISSING)
+        self.client(args, None)
     }
 
     /// Feeds `script` to the stock client on standard input (as `mysql < file.sql` does).
     pub fn mysql_script(&self, args: &[&str], script: &str) -> Output {
-        let mut child = self
-            .mysql_command(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect(MYSQL_MISSING);
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(script.as_bytes())
-            .unwrap();
-        child.wait_with_output().unwrap()
+        self.client(args, Some(script))
+    }
+
+    fn client(&self, args: &[&str], input: Option<&str>) -> Output {
+        static INSTALLED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        let installed =
+            INSTALLED.get_or_init(|| Command::new("mysql").arg("--version").output().is_ok());
+        assert!(installed, "{MYSQL_MISSING}");
+        output_within(self.mysql_command(args), input, || {
+            format!("server log:\n{}", self.log())
+        })
     }
 }
 

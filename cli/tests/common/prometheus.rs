@@ -9,6 +9,9 @@ use prometheus_parse::{LineInfo, Scrape, Value};
 /// `GET path` over HTTP/1.0: the status line and the body.
 pub fn get(port: u16, path: &str) -> (String, String) {
     let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    // An endpoint that stops answering fails the test rather than stalling the suite.
+    let limit = Some(std::time::Duration::from_secs(60));
+    stream.set_read_timeout(limit).unwrap();
     write!(stream, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").unwrap();
     let mut response = String::new();
     stream.read_to_string(&mut response).unwrap();

@@ -33,6 +33,7 @@ use url::Url;
 
 use sieve_storage::Storage;
 
+use crate::cluster::bounded_analyze::BoundedAnalyzePlanner;
 use crate::cluster::channels::{WorkerChannels, refusal};
 use crate::cluster::placement::Placement;
 use crate::cluster::scan_codec::ScanCodec;
@@ -268,7 +269,7 @@ pub fn distribute(
         Some(secret) => state.with_distributed_passthrough_headers(secret.headers())?,
         None => state,
     };
-    state
+    let mut state = state
         .with_distributed_worker_resolver(cluster.resolver())
         .with_distributed_channel_resolver(cluster.channels.clone())
         .with_distributed_planner()
@@ -277,7 +278,11 @@ pub fn distribute(
         .with_distributed_scale_up_leaf_node_handler(split_scan)
         .with_distributed_route_tasks_handler(route_to_owners)
         // Not capped at the live workers' count: a one-worker scan still has two tasks.
-        .with_distributed_max_tasks_per_stage(cluster.workers.len().max(2))
+        .with_distributed_max_tasks_per_stage(cluster.workers.len().max(2))?;
+    let Some(distributed) = state.query_planner().take() else {
+        return exec_err!("the distributed planner was not installed");
+    };
+    Ok(state.with_query_planner(Arc::new(BoundedAnalyzePlanner { distributed })))
 }
 
 fn sharing(plan: &Arc<dyn ExecutionPlan>) -> Option<(&SieveScanExec, &Shares)> {
