@@ -1,15 +1,12 @@
 //! Storage errors surface through DataFusion as external errors, their message intact; front
 //! ends (the MySQL server, the shell) classify them to pick an error code.
+//!
+//! The engine's own errors that a protocol numbers say their class themselves
+//! ([`Classified`]) and travel wrapped as [`Classed`], so this file, which every module
+//! imports, imports none of them.
 
 use datafusion::error::DataFusionError;
 use sieve_storage::StorageError;
-
-use crate::access::principal::{AccessDenied, Denied};
-use crate::dialect::checked_arithmetic::OutOfRange;
-use crate::dialect::set_variable::UnknownVariable;
-use crate::guard::deadline::QueryTimeout;
-use crate::scan::exec::FullScanRefused;
-use crate::session::accounts::{AccountError, AccountErrorKind};
 
 pub fn to_df(e: StorageError) -> DataFusionError {
     DataFusionError::External(Box::new(e))
@@ -45,6 +42,39 @@ pub enum ErrorClass {
     Other,
 }
 
+/// An engine error that knows which kind of mistake it reports.
+pub(crate) trait Classified: std::error::Error + Send + Sync + 'static {
+    fn class(&self) -> ErrorClass;
+}
+
+/// A [`Classified`] error as DataFusion carries it: an external error whose message is the
+/// error's own.
+#[derive(Debug)]
+struct Classed {
+    class: ErrorClass,
+    error: Box<dyn std::error::Error + Send + Sync>,
+}
+
+impl std::fmt::Display for Classed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.error.fmt(f)
+    }
+}
+
+impl std::error::Error for Classed {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.error.source()
+    }
+}
+
+/// `error` as a DataFusion error that [`classify`] reads the class of.
+pub(crate) fn external(error: impl Classified) -> DataFusionError {
+    DataFusionError::External(Box::new(Classed {
+        class: error.class(),
+        error: Box::new(error),
+    }))
+}
+
 pub fn classify(error: &DataFusionError) -> ErrorClass {
     let root = error.find_root();
     if let DataFusionError::External(e) = root
@@ -58,33 +88,10 @@ pub fn classify(error: &DataFusionError) -> ErrorClass {
             _ => ErrorClass::Other,
         };
     }
-    if let DataFusionError::External(e) = root {
-        if e.is::<QueryTimeout>() {
-            return ErrorClass::Timeout;
-        }
-        if e.is::<UnknownVariable>() {
-            return ErrorClass::UnknownVariable;
-        }
-        if e.is::<OutOfRange>() {
-            return ErrorClass::OutOfRange;
-        }
-        if e.is::<FullScanRefused>() {
-            return ErrorClass::NotSupported;
-        }
-        if let Some(denied) = e.downcast_ref::<AccessDenied>() {
-            return match denied.kind {
-                Denied::Table => ErrorClass::TableAccessDenied,
-                Denied::Database => ErrorClass::DatabaseAccessDenied,
-                Denied::Global => ErrorClass::GlobalAccessDenied,
-            };
-        }
-        if let Some(account) = e.downcast_ref::<AccountError>() {
-            return match account.kind {
-                AccountErrorKind::CannotUser => ErrorClass::CannotUser,
-                AccountErrorKind::NoSuchGrant => ErrorClass::NoSuchGrant,
-                AccountErrorKind::GrantCreates => ErrorClass::GrantCreates,
-            };
-        }
+    if let DataFusionError::External(e) = root
+        && let Some(classed) = e.downcast_ref::<Classed>()
+    {
+        return classed.class;
     }
     match root {
         DataFusionError::SQL(..) => ErrorClass::Syntax,

@@ -80,7 +80,7 @@ mod tests {
     /// docs/sql.md lists every setting, so a new one is documented where users look.
     #[test]
     fn every_setting_is_in_the_sql_docs() {
-        let docs = include_str!("../../../docs/sql.md");
+        let docs = include_str!("../../docs/sql.md");
         for entry in SieveOptions::default().entries() {
             let name = format!("`sieve.{}`", entry.key.trim_start_matches("sieve."));
             assert!(docs.contains(&name), "docs/sql.md does not list {name}");

@@ -10,6 +10,7 @@ use datafusion::error::Result;
 
 use super::accounts::{Access, Account, account_name};
 use super::privileges::{Object, Privilege};
+use crate::error::{Classified, ErrorClass};
 
 #[derive(Debug, Clone)]
 pub struct Principal {
@@ -101,7 +102,7 @@ impl Principal {
                     .into(),
             },
         };
-        Err(DataFusionError::External(Box::new(denied)))
+        Err(crate::error::external(denied))
     }
 }
 
@@ -124,8 +125,18 @@ pub enum Denied {
 
 #[derive(Debug)]
 pub struct AccessDenied {
-    pub kind: Denied,
+    kind: Denied,
     message: String,
+}
+
+impl Classified for AccessDenied {
+    fn class(&self) -> ErrorClass {
+        match self.kind {
+            Denied::Table => ErrorClass::TableAccessDenied,
+            Denied::Database => ErrorClass::DatabaseAccessDenied,
+            Denied::Global => ErrorClass::GlobalAccessDenied,
+        }
+    }
 }
 
 impl std::fmt::Display for AccessDenied {

@@ -16,8 +16,8 @@ use crate::access::principal::CurrentPrincipal;
 use crate::access::privileges::Object;
 use crate::dialect::information_schema::{self, InformationSchema};
 use crate::error::to_df;
+use crate::processes::ServerProcesses;
 use crate::scan::provider::SieveTable;
-use crate::session::processes::ServerProcesses;
 
 pub const CATALOG_NAME: &str = "sieve";
 

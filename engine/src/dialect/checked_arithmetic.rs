@@ -35,6 +35,8 @@ use datafusion::logical_expr::{
 use datafusion::optimizer::AnalyzerRule;
 use datafusion::optimizer::utils::NamePreserver;
 
+use crate::error::{Classified, ErrorClass, external};
+
 /// The analyzer rule; add it after DataFusion's own rules.
 #[derive(Debug, Default)]
 pub struct CheckedArithmetic;
@@ -221,9 +223,9 @@ impl ScalarUDFImpl for Checked {
                         )));
                     };
                     let result = apply(op, &left, &right).map_err(|e| match e {
-                        ArrowError::ArithmeticOverflow(_) => DataFusionError::External(Box::new(
-                            OutOfRange::new(left.data_type(), op),
-                        )),
+                        ArrowError::ArithmeticOverflow(_) => {
+                            external(OutOfRange::new(left.data_type(), op))
+                        }
                         other => other.into(),
                     })?;
                     stack.push(result);
@@ -258,6 +260,12 @@ fn apply(op: Operator, left: &dyn Datum, right: &dyn Datum) -> Result<ArrayRef, 
 pub struct OutOfRange {
     kind: &'static str,
     op: Operator,
+}
+
+impl Classified for OutOfRange {
+    fn class(&self) -> ErrorClass {
+        ErrorClass::OutOfRange
+    }
 }
 
 impl OutOfRange {

@@ -22,7 +22,7 @@ use crate::access::principal::Principal;
 use crate::access::privileges::Object;
 use crate::dialect::types::mysql_type;
 use crate::error::to_df;
-use crate::session::processes::{Process, ProcessList};
+use crate::processes::{Process, ProcessList};
 
 pub const NAME: &str = "information_schema";
 const TABLES: [&str; 8] = [

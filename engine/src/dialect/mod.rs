@@ -10,6 +10,7 @@ pub(crate) mod having_aliases;
 pub(crate) mod information_schema;
 pub(crate) mod lax_group_by;
 pub(crate) mod rewrites;
+pub(crate) mod script;
 pub(crate) mod session_functions;
 pub(crate) mod set_variable;
 pub(crate) mod show;

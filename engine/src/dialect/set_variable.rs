@@ -5,17 +5,25 @@
 
 use datafusion::common::{not_impl_err, plan_err};
 use datafusion::config::ConfigOptions;
-use datafusion::error::{DataFusionError, Result};
+use datafusion::error::Result;
 use std::borrow::Cow;
 
 use datafusion::sql::sqlparser::ast::{ContextModifier, Expr, ObjectName, Set, Value};
 use datafusion::sql::sqlparser::dialect::MySqlDialect;
 use datafusion::sql::sqlparser::tokenizer::{Token, Tokenizer};
 
+use crate::error::{Classified, ErrorClass, external};
+
 /// The error of a variable Sieve does not have; MySQL's text (error 1193).
 #[derive(Debug, thiserror::Error)]
 #[error("Unknown system variable '{0}'")]
 pub struct UnknownVariable(pub String);
+
+impl Classified for UnknownVariable {
+    fn class(&self) -> ErrorClass {
+        ErrorClass::UnknownVariable
+    }
+}
 
 /// MySQL session variables that drivers and tools set and Sieve accepts with no effect: its
 /// character set is always utf8mb4, every statement commits on its own, there is one time zone
@@ -190,9 +198,7 @@ fn setting(
         v if is_setting(options, v) => Some(variable.clone()),
         v if ACCEPTED_MYSQL.contains(&v) => None,
         _ => {
-            return Err(DataFusionError::External(Box::new(UnknownVariable(
-                written,
-            ))));
+            return Err(external(UnknownVariable(written)));
         }
     };
     Ok((key, text))
@@ -230,7 +236,7 @@ mod tests {
     use datafusion::sql::sqlparser::parser::Parser;
 
     use super::*;
-    use crate::session::options::SieveOptions;
+    use crate::options::SieveOptions;
 
     fn set(options: &mut ConfigOptions, sql: &str) -> Result<()> {
         let Statement::Set(set) = Parser::parse_sql(&MySqlDialect {}, sql).unwrap().remove(0)

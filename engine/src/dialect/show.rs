@@ -15,9 +15,9 @@ use datafusion::sql::sqlparser::dialect::MySqlDialect;
 use datafusion::sql::sqlparser::tokenizer::{Token, Tokenizer};
 
 use crate::dialect::information_schema::NAME as SCHEMA;
+use crate::dialect::script::ByteOffsets;
 use crate::dialect::system_variables::{ServerLimits, VARIABLES, value};
-use crate::session::processes::Process;
-use crate::session::script::ByteOffsets;
+use crate::processes::Process;
 
 /// `text` as a MySQL string literal: quotes doubled, backslashes escaped.
 fn string(text: &str) -> String {

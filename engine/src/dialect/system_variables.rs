@@ -6,7 +6,7 @@
 
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::ScalarValue;
-use datafusion::error::{DataFusionError, Result};
+use datafusion::error::Result;
 use datafusion::logical_expr::var_provider::VarProvider;
 
 use crate::dialect::set_variable::UnknownVariable;
@@ -135,8 +135,7 @@ pub(crate) fn value(name: &str, limits: &ServerLimits) -> Option<ScalarValue> {
 impl VarProvider for SystemVariables {
     fn get_value(&self, var_names: Vec<String>) -> Result<ScalarValue> {
         let name = name(&var_names);
-        value(&name, &self.limits)
-            .ok_or_else(|| DataFusionError::External(Box::new(UnknownVariable(name))))
+        value(&name, &self.limits).ok_or_else(|| crate::error::external(UnknownVariable(name)))
     }
 
     /// Unknown names get a type too, so that the error is MySQL's "unknown system variable"

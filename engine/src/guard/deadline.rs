@@ -15,6 +15,8 @@ use datafusion::execution::{RecordBatchStream, SendableRecordBatchStream};
 use futures::{Future, Stream};
 use tokio::time::{Instant, Sleep};
 
+use crate::error::{Classified, ErrorClass, external};
+
 /// The error of a statement stopped by its deadline; its text is MySQL's (error 3024).
 #[derive(Debug, thiserror::Error)]
 #[error(
@@ -25,7 +27,13 @@ pub struct QueryTimeout(pub Duration);
 
 impl QueryTimeout {
     pub(crate) fn error(limit: Duration) -> DataFusionError {
-        DataFusionError::External(Box::new(Self(limit)))
+        external(Self(limit))
+    }
+}
+
+impl Classified for QueryTimeout {
+    fn class(&self) -> ErrorClass {
+        ErrorClass::Timeout
     }
 }
 

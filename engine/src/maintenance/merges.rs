@@ -19,7 +19,7 @@ use futures::FutureExt;
 use sieve_storage::Table;
 use tokio::sync::Notify;
 
-use crate::session::options::SieveOptions;
+use crate::options::SieveOptions;
 
 /// The merges a process runs, by table id: whether another round was asked for meanwhile.
 #[derive(Default)]

@@ -21,7 +21,7 @@ use datafusion::datasource::listing::PartitionedFile;
 use datafusion::datasource::physical_plan::parquet::ParquetRowSelection;
 use datafusion::datasource::physical_plan::{FileGroup, FileScanConfigBuilder, ParquetSource};
 use datafusion::datasource::source::DataSourceExec;
-use datafusion::error::{DataFusionError, Result};
+use datafusion::error::Result;
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::parquet::arrow::arrow_reader::RowSelection;
 use datafusion::physical_expr::utils::collect_columns;
@@ -41,13 +41,13 @@ use tokio::sync::OnceCell;
 
 use crate::catalog::storage_url::object_store_url;
 use crate::cluster::placement::Placement;
-use crate::error::to_df;
+use crate::error::{Classified, ErrorClass, external, to_df};
+use crate::options::SieveOptions;
 use crate::scan::live_rows::live_ranges;
 use crate::scan::page_read;
 use crate::scan::pruning::{PruneOutcome, prune_blocks, pruning_predicate};
 use crate::scan::routing::routing_of;
 use crate::scan::verified_reader::{BlockPages, VerifiedReaderFactory};
-use crate::session::options::SieveOptions;
 
 /// A filtered query that would read every block of a large table (seed 004: Cassandra's ALLOW
 /// FILTERING). Refused before any block is read, saying how to narrow it or run it anyway.
@@ -62,6 +62,12 @@ pub struct FullScanRefused {
     pub table: String,
     pub blocks: usize,
     pub index_columns: Vec<String>,
+}
+
+impl Classified for FullScanRefused {
+    fn class(&self) -> ErrorClass {
+        ErrorClass::NotSupported
+    }
 }
 
 /// Up to this many located slices (4096 rows each) a scan reads every column in one round trip
@@ -297,11 +303,11 @@ impl SieveScanExec {
             && outcome.total as u64 > limit
             && outcome.survivors.len() == outcome.total
         {
-            return Err(DataFusionError::External(Box::new(FullScanRefused {
+            return Err(external(FullScanRefused {
                 table: format!("{}.{}", table.def().database, table.def().name),
                 blocks: outcome.total,
                 index_columns: table.def().options.index_columns.clone(),
-            })));
+            }));
         }
         // What a point query costs before it reads any block: finding the snapshot and its
         // blocks, then pruning them.

@@ -26,10 +26,10 @@ use crate::cluster::coordinator::Cluster;
 use crate::cluster::node_filters::shares_to_ask;
 use crate::error::to_df;
 use crate::maintenance::delete::{DeleteExec, DeleteRequest};
+use crate::options::SieveOptions;
 use crate::progress::WriteProgress;
 use crate::scan::exec::{ScanRequest, SieveScanExec};
 use crate::scan::routing::RoutingFilters;
-use crate::session::options::SieveOptions;
 use crate::sink::SieveSink;
 
 /// Casts an INSERT's rows to the table's column types. DataFusion casts them when it plans the

@@ -26,7 +26,7 @@ use sieve_index::{KeyFilter, LocatorHeader};
 use sieve_storage::{BlockList, Table};
 use tokio::sync::{Notify, Semaphore};
 
-use crate::session::options::SieveOptions;
+use crate::options::SieveOptions;
 
 /// Filters of about a billion keys (one indexed column of t10b at 1B rows) by default.
 pub const DEFAULT_ROUTING_BYTES: usize = 2048 << 20;

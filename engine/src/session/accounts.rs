@@ -16,13 +16,23 @@ use crate::access::privileges::{self, Object, Privilege};
 use crate::access::user_statements::{UserName, UserStatement};
 use crate::dialect::information_schema;
 use crate::dialect::show_create::quoted;
-use crate::error::to_df;
+use crate::error::{Classified, ErrorClass, external, to_df};
 
 /// MySQL's errors for account statements.
 #[derive(Debug)]
 pub struct AccountError {
-    pub kind: AccountErrorKind,
+    kind: AccountErrorKind,
     message: String,
+}
+
+impl Classified for AccountError {
+    fn class(&self) -> ErrorClass {
+        match self.kind {
+            AccountErrorKind::CannotUser => ErrorClass::CannotUser,
+            AccountErrorKind::NoSuchGrant => ErrorClass::NoSuchGrant,
+            AccountErrorKind::GrantCreates => ErrorClass::GrantCreates,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,7 +54,7 @@ impl std::fmt::Display for AccountError {
 impl std::error::Error for AccountError {}
 
 fn account_error(kind: AccountErrorKind, message: String) -> DataFusionError {
-    DataFusionError::External(Box::new(AccountError { kind, message }))
+    external(AccountError { kind, message })
 }
 
 fn failed(operation: &str, users: &[&UserName]) -> DataFusionError {

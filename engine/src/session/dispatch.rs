@@ -22,7 +22,7 @@ use crate::guard::statement::check_complexity;
 use crate::ingest::copy_into::{self, CopyInto};
 use crate::maintenance::optimize::{self, Optimize};
 use crate::maintenance::vacuum::{self, Vacuum};
-use crate::session::options::SieveOptions;
+use crate::options::SieveOptions;
 use crate::session::prepared::allow_filtering;
 use crate::session::query_stream::QueryStream;
 use crate::session::recognized_texts::Recognized;

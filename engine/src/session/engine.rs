@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::runtime_env::{RuntimeEnv, RuntimeEnvBuilder};
 use sieve_storage::{Catalog, ExternalStores, Storage, Table};
@@ -9,13 +10,14 @@ use tokio::runtime::Handle;
 
 use super::{Session, Shared};
 use crate::access::accounts::Access;
+use crate::catalog::tables;
 use crate::cluster::coordinator::Cluster;
 use crate::error::to_df;
 use crate::guard::memory::{MemoryLimits, QueryPool};
 use crate::guard::spill::{SpillPlace, SpillSettings};
+use crate::options::SieveOptions;
 use crate::query_log::QueryLog;
 use crate::scan::routing::{DEFAULT_ROUTING_BYTES, RoutingFilters};
-use crate::session::options::SieveOptions;
 
 /// One storage location opened for SQL; cheap to clone, shared by its sessions.
 #[derive(Debug, Clone)]
@@ -187,8 +189,21 @@ impl Engine {
         self.catalog.storage()
     }
 
-    pub(crate) fn catalog(&self) -> &Catalog {
-        &self.catalog
+    /// The table `name` (in the default database) or `database.name`, for tools beside the
+    /// engine that read its blocks directly.
+    pub async fn open_table(&self, name: &str) -> Result<Table> {
+        tables::open_named(&self.catalog, name).await
+    }
+
+    /// `name`, made with `schema` and `options` if it does not exist
+    /// ([`tables::ensure_named`]), for tools beside the engine that write its blocks directly.
+    pub async fn ensure_table(
+        &self,
+        name: &str,
+        schema: SchemaRef,
+        options: &[(String, String)],
+    ) -> Result<Table> {
+        tables::ensure_named(&self.catalog, name, schema, options).await
     }
 
     pub fn session(&self) -> Result<Session> {

@@ -11,7 +11,7 @@ use crate::catalog::table_name::TableName;
 use crate::error::to_df;
 use crate::maintenance::optimize::{self, Optimize};
 use crate::maintenance::vacuum::{self, Vacuum};
-use crate::session::options::SieveOptions;
+use crate::options::SieveOptions;
 use crate::session::query_stream::QueryStream;
 
 impl Session {

@@ -55,11 +55,11 @@ use crate::cluster::placement::Placement;
 use crate::cluster::remote_lookup::RemoteLookup;
 use crate::error::to_df;
 use crate::guard::deadline::{DeadlineStream, QueryTimeout};
+use crate::options::SieveOptions;
 use crate::scan::exec::{ScanRequest, Shares, SieveScanExec};
 use crate::scan::lossless_cast::lossless_cast;
 use crate::scan::routing::RoutingFilters;
 use crate::session::lookup_results::{LookupKey, LookupResults, keeping};
-use crate::session::options::SieveOptions;
 use crate::session::query_stream::{ColumnOrigin, QueryStream};
 
 /// A literal of the statement's text, or the `n`th parameter (from 0) of a prepared statement.
