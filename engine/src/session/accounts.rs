@@ -1,8 +1,6 @@
 //! The account statements run: CREATE/DROP/ALTER USER, GRANT and REVOKE change the stored
 //! users (root's ALL on every database needed), SHOW GRANTS lists an account's privileges.
 
-use std::sync::Arc;
-
 use datafusion::common::DataFusionError;
 use datafusion::error::Result;
 use sieve_storage::{StoredUser, UserList};
@@ -14,7 +12,6 @@ use crate::access::password::{AuthPlugin, Credential};
 use crate::access::principal::Principal;
 use crate::access::privileges::{self, Object, Privilege};
 use crate::access::user_statements::{UserName, UserStatement};
-use crate::dialect::information_schema;
 use crate::dialect::show_create::quoted;
 use crate::error::{Classified, ErrorClass, external, to_df};
 
@@ -83,213 +80,187 @@ fn find<'a>(list: &'a mut UserList, name: &UserName) -> Option<&'a mut StoredUse
     list.users.iter_mut().find(|u| is(u, name))
 }
 
-impl Session {
-    /// Whom the session acts for.
-    pub fn principal(&self) -> Arc<Principal> {
-        self.principal.get()
+pub(super) async fn run_user_statement(
+    session: &Session,
+    statement: UserStatement,
+) -> Result<QueryStream> {
+    let principal = session.principal();
+    let access = principal.access.clone();
+    let root = access.root();
+    if let UserStatement::ShowGrants { user } = statement {
+        return show_grants(session, &principal, user).await;
     }
-
-    /// Refuses the statement unless the session's account holds `wanted` on `object`.
-    pub(super) fn require(&self, wanted: Privilege, object: &Object) -> Result<()> {
-        self.principal().require(wanted, object)
-    }
-
-    /// MySQL's 1044 for a database the account holds nothing in, whether it exists or not
-    /// (`information_schema` is everyone's).
-    pub(super) fn require_visible_database(&self, db: &str) -> Result<()> {
-        let database = Object::database(db);
-        if db.eq_ignore_ascii_case(information_schema::NAME) || self.principal().sees(&database) {
-            return Ok(());
+    principal.require(Privilege::All, &Object::global())?;
+    let is_root = |name: &UserName| name.user == root.user;
+    let default_plugin = root.plugin;
+    let database = session.database();
+    match statement {
+        UserStatement::Create {
+            if_not_exists,
+            users,
+        } => {
+            if let Some((name, _)) = users.iter().find(|(name, _)| is_root(name)) {
+                return Err(failed("CREATE USER", &[name]));
+            }
+            access
+                .change(|list| {
+                    let existing: Vec<&UserName> = users
+                        .iter()
+                        .map(|(name, _)| name)
+                        .filter(|name| list.users.iter().any(|u| is(u, name)))
+                        .collect();
+                    if !existing.is_empty() && !if_not_exists {
+                        return Err(failed("CREATE USER", &existing));
+                    }
+                    for (name, identified) in &users {
+                        if find(list, name).is_some() {
+                            continue;
+                        }
+                        let identified = identified.clone().unwrap_or_default();
+                        let plugin = identified.plugin.unwrap_or(default_plugin);
+                        let credential = Credential::hash(plugin, &identified.password);
+                        list.users.push(StoredUser {
+                            user: name.user.clone(),
+                            host: name.host.clone(),
+                            plugin: plugin.name().to_string(),
+                            authentication_string: credential.authentication_string(),
+                            grants: Vec::new(),
+                        });
+                    }
+                    Ok(())
+                })
+                .await?;
         }
-        self.require(Privilege::Select, &database)
-    }
-
-    /// Refuses `command` (CREATE, DROP, OPTIMIZE, VACUUM) unless the session's account holds
-    /// ALL on `object`.
-    pub(super) fn require_all_for(&self, command: &str, object: &Object) -> Result<()> {
-        self.principal()
-            .require_for(command, Privilege::All, object)
-    }
-
-    pub(super) async fn run_user_statement(&self, statement: UserStatement) -> Result<QueryStream> {
-        let principal = self.principal();
-        let access = principal.access.clone();
-        let root = access.root();
-        if let UserStatement::ShowGrants { user } = statement {
-            return self.show_grants(&principal, user).await;
+        UserStatement::Drop { if_exists, users } => {
+            access
+                .change(|list| {
+                    let missing: Vec<&UserName> = users
+                        .iter()
+                        .filter(|name| find(list, name).is_none())
+                        .collect();
+                    if !missing.is_empty() && !if_exists {
+                        return Err(failed("DROP USER", &missing));
+                    }
+                    list.users.retain(|u| !users.iter().any(|name| is(u, name)));
+                    Ok(())
+                })
+                .await?;
         }
-        principal.require(Privilege::All, &Object::global())?;
-        let is_root = |name: &UserName| name.user == root.user;
-        let default_plugin = root.plugin;
-        let database = self.database();
-        match statement {
-            UserStatement::Create {
-                if_not_exists,
-                users,
-            } => {
-                if let Some((name, _)) = users.iter().find(|(name, _)| is_root(name)) {
-                    return Err(failed("CREATE USER", &[name]));
-                }
-                access
-                    .change(|list| {
-                        let existing: Vec<&UserName> = users
-                            .iter()
-                            .map(|(name, _)| name)
-                            .filter(|name| list.users.iter().any(|u| is(u, name)))
-                            .collect();
-                        if !existing.is_empty() && !if_not_exists {
-                            return Err(failed("CREATE USER", &existing));
-                        }
-                        for (name, identified) in &users {
-                            if find(list, name).is_some() {
-                                continue;
-                            }
-                            let identified = identified.clone().unwrap_or_default();
-                            let plugin = identified.plugin.unwrap_or(default_plugin);
-                            let credential = Credential::hash(plugin, &identified.password);
-                            list.users.push(StoredUser {
-                                user: name.user.clone(),
-                                host: name.host.clone(),
-                                plugin: plugin.name().to_string(),
-                                authentication_string: credential.authentication_string(),
-                                grants: Vec::new(),
-                            });
-                        }
-                        Ok(())
-                    })
-                    .await?;
-            }
-            UserStatement::Drop { if_exists, users } => {
-                access
-                    .change(|list| {
-                        let missing: Vec<&UserName> = users
-                            .iter()
-                            .filter(|name| find(list, name).is_none())
-                            .collect();
-                        if !missing.is_empty() && !if_exists {
-                            return Err(failed("DROP USER", &missing));
-                        }
-                        list.users.retain(|u| !users.iter().any(|name| is(u, name)));
-                        Ok(())
-                    })
-                    .await?;
-            }
-            UserStatement::Alter {
-                if_exists,
-                user,
-                identified,
-            } => {
-                if is_root(&user) {
-                    return Err(DataFusionError::Plan(format!(
-                        "{} is configured, not stored: change its password in the server's configuration",
-                        account_name(&user.user, &user.host)
-                    )));
-                }
-                access
-                    .change(|list| {
-                        let Some(stored) = find(list, &user) else {
-                            return if if_exists {
-                                Ok(())
-                            } else {
-                                Err(failed("ALTER USER", &[&user]))
-                            };
-                        };
-                        let plugin = identified
-                            .plugin
-                            .or_else(|| AuthPlugin::named(&stored.plugin))
-                            .unwrap_or(default_plugin);
-                        stored.plugin = plugin.name().to_string();
-                        stored.authentication_string =
-                            Credential::hash(plugin, &identified.password).authentication_string();
-                        Ok(())
-                    })
-                    .await?;
-            }
-            UserStatement::Privileges { users, .. } if users.iter().any(is_root) => {
+        UserStatement::Alter {
+            if_exists,
+            user,
+            identified,
+        } => {
+            if is_root(&user) {
                 return Err(DataFusionError::Plan(format!(
-                    "{} holds every privilege, from the server's configuration",
-                    account_name(&root.user, &root.host)
+                    "{} is configured, not stored: change its password in the server's configuration",
+                    account_name(&user.user, &user.host)
                 )));
             }
-            UserStatement::Privileges {
-                grant,
-                privileges,
-                on,
-                users,
-            } => {
-                let object = on.object(&database);
-                access
-                    .change(|list| {
-                        let missing = users.iter().find(|name| find(list, name).is_none());
-                        match missing {
-                            Some(_) if grant => {
-                                return Err(account_error(
-                                    AccountErrorKind::GrantCreates,
-                                    "You are not allowed to create a user with GRANT".into(),
-                                ));
-                            }
-                            Some(name) => return Err(no_such_grant(name)),
-                            None => {}
-                        }
-                        for name in &users {
-                            let stored = find(list, name).expect("checked above");
-                            if grant {
-                                privileges::grant(&mut stored.grants, &privileges, &object);
-                            } else {
-                                privileges::revoke(&mut stored.grants, &privileges, &object);
-                            }
-                        }
-                        Ok(())
-                    })
-                    .await?;
-            }
-            UserStatement::ShowGrants { .. } => unreachable!("answered above"),
+            access
+                .change(|list| {
+                    let Some(stored) = find(list, &user) else {
+                        return if if_exists {
+                            Ok(())
+                        } else {
+                            Err(failed("ALTER USER", &[&user]))
+                        };
+                    };
+                    let plugin = identified
+                        .plugin
+                        .or_else(|| AuthPlugin::named(&stored.plugin))
+                        .unwrap_or(default_plugin);
+                    stored.plugin = plugin.name().to_string();
+                    stored.authentication_string =
+                        Credential::hash(plugin, &identified.password).authentication_string();
+                    Ok(())
+                })
+                .await?;
         }
-        Ok(self.affected(0))
+        UserStatement::Privileges { users, .. } if users.iter().any(is_root) => {
+            return Err(DataFusionError::Plan(format!(
+                "{} holds every privilege, from the server's configuration",
+                account_name(&root.user, &root.host)
+            )));
+        }
+        UserStatement::Privileges {
+            grant,
+            privileges,
+            on,
+            users,
+        } => {
+            let object = on.object(&database);
+            access
+                .change(|list| {
+                    let missing = users.iter().find(|name| find(list, name).is_none());
+                    match missing {
+                        Some(_) if grant => {
+                            return Err(account_error(
+                                AccountErrorKind::GrantCreates,
+                                "You are not allowed to create a user with GRANT".into(),
+                            ));
+                        }
+                        Some(name) => return Err(no_such_grant(name)),
+                        None => {}
+                    }
+                    for name in &users {
+                        let stored = find(list, name).expect("checked above");
+                        if grant {
+                            privileges::grant(&mut stored.grants, &privileges, &object);
+                        } else {
+                            privileges::revoke(&mut stored.grants, &privileges, &object);
+                        }
+                    }
+                    Ok(())
+                })
+                .await?;
+        }
+        UserStatement::ShowGrants { .. } => unreachable!("answered above"),
     }
+    Ok(session.affected(0))
+}
 
-    /// MySQL's `SHOW GRANTS`: `GRANT USAGE ON *.*` and a line per object granted on. Another
-    /// account's grants need ALL on every database.
-    async fn show_grants(
-        &self,
-        principal: &Principal,
-        user: Option<UserName>,
-    ) -> Result<QueryStream> {
-        let own = UserName {
-            user: principal.account.user.clone(),
-            host: principal.account.host.clone(),
-        };
-        let name = user.unwrap_or_else(|| own.clone());
-        if name != own {
-            principal.require(Privilege::All, &Object::global())?;
-        }
-        let who = format!("{}@{}", quoted(&name.user), quoted(&name.host));
-        let root = principal.access.root();
-        let lines = if name.user == root.user {
-            vec![format!("GRANT ALL PRIVILEGES ON *.* TO {who}")]
-        } else {
-            let users = principal.access.users().await.map_err(to_df)?;
-            let Some(stored) = users
-                .iter()
-                .find(|u| u.user == name.user && u.host == name.host)
-            else {
-                return Err(no_such_grant(&name));
-            };
-            let mut lines = vec![format!("GRANT USAGE ON *.* TO {who}")];
-            for grant in &stored.grants {
-                let on = Object::granted(grant);
-                lines.push(format!(
-                    "GRANT {} ON {on} TO {who}",
-                    grant.privileges.join(", ")
-                ));
-            }
-            lines
-        };
-        let column = format!("Grants for {}@{}", name.user, name.host);
-        QueryStream::table(
-            &[column.as_str()],
-            lines.into_iter().map(|l| vec![l]).collect(),
-            self.pool(),
-        )
+/// MySQL's `SHOW GRANTS`: `GRANT USAGE ON *.*` and a line per object granted on. Another
+/// account's grants need ALL on every database.
+async fn show_grants(
+    session: &Session,
+    principal: &Principal,
+    user: Option<UserName>,
+) -> Result<QueryStream> {
+    let own = UserName {
+        user: principal.account.user.clone(),
+        host: principal.account.host.clone(),
+    };
+    let name = user.unwrap_or_else(|| own.clone());
+    if name != own {
+        principal.require(Privilege::All, &Object::global())?;
     }
+    let who = format!("{}@{}", quoted(&name.user), quoted(&name.host));
+    let root = principal.access.root();
+    let lines = if name.user == root.user {
+        vec![format!("GRANT ALL PRIVILEGES ON *.* TO {who}")]
+    } else {
+        let users = principal.access.users().await.map_err(to_df)?;
+        let Some(stored) = users
+            .iter()
+            .find(|u| u.user == name.user && u.host == name.host)
+        else {
+            return Err(no_such_grant(&name));
+        };
+        let mut lines = vec![format!("GRANT USAGE ON *.* TO {who}")];
+        for grant in &stored.grants {
+            let on = Object::granted(grant);
+            lines.push(format!(
+                "GRANT {} ON {on} TO {who}",
+                grant.privileges.join(", ")
+            ));
+        }
+        lines
+    };
+    let column = format!("Grants for {}@{}", name.user, name.host);
+    QueryStream::table(
+        &[column.as_str()],
+        lines.into_iter().map(|l| vec![l]).collect(),
+        session.pool(),
+    )
 }

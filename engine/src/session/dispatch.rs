@@ -1,6 +1,12 @@
 //! Statement dispatch: a statement's text is recognised (SHOW, VACUUM, OPTIMIZE), parsed and
 //! rewritten for MySQL, then sent to Sieve's own handling or to DataFusion.
 
+use super::accounts;
+use super::copy;
+use super::ddl;
+use super::external_files;
+use super::load;
+use super::maintenance;
 use datafusion::common::{ScalarValue, plan_err};
 use datafusion::error::Result;
 use datafusion::sql::parser::{DFParser, Statement as DFStatement};
@@ -59,7 +65,7 @@ pub(super) fn recognise(sql: &str, database: &str) -> Option<Result<Recognised>>
     if let Some(copy) = copy_into::parse(sql, database) {
         return Some(copy.map(Recognised::Copy));
     }
-    Session::refuse_load_data(sql).map(Err)
+    load::refuse_load_data(sql).map(Err)
 }
 
 /// Statement texts longer than this are checked and parsed on the executor, not on the thread
@@ -137,11 +143,11 @@ impl Session {
 
     async fn run_recognised(&self, recognised: Recognised) -> Result<QueryStream> {
         match recognised {
-            Recognised::Account(statement) => self.run_user_statement(statement).await,
+            Recognised::Account(statement) => accounts::run_user_statement(self, statement).await,
             Recognised::Show(sql) => self.run_sql(&sql).await,
-            Recognised::Vacuum(vacuum) => self.vacuum(vacuum).await,
-            Recognised::Optimize(optimize) => self.optimize(optimize).await,
-            Recognised::Copy(copy) => self.copy_into(copy).await,
+            Recognised::Vacuum(vacuum) => maintenance::vacuum(self, vacuum).await,
+            Recognised::Optimize(optimize) => maintenance::optimize(self, optimize).await,
+            Recognised::Copy(copy) => copy::copy_into(self, copy).await,
         }
     }
 
@@ -188,7 +194,7 @@ impl Session {
 
     pub(super) async fn execute_statement(&self, statement: DFStatement) -> Result<QueryStream> {
         self.progress.reset();
-        let _files = self.resolve_files(&statement).await?;
+        let _files = external_files::resolve_files(self, &statement).await?;
         let DFStatement::Statement(sql) = statement else {
             return self.run_in_datafusion(statement).await;
         };
@@ -197,18 +203,12 @@ impl Session {
                 db_name,
                 if_not_exists,
                 ..
-            } => {
-                self.create_database(&object_parts(&db_name), if_not_exists)
-                    .await
-            }
+            } => ddl::create_database(self, &object_parts(&db_name), if_not_exists).await,
             Statement::CreateSchema {
                 schema_name: SchemaName::Simple(name),
                 if_not_exists,
                 ..
-            } => {
-                self.create_database(&object_parts(&name), if_not_exists)
-                    .await
-            }
+            } => ddl::create_database(self, &object_parts(&name), if_not_exists).await,
             Statement::ShowDatabases { show_options, .. }
             | Statement::ShowSchemas { show_options, .. } => {
                 let mut databases = self.catalog.list_databases().await.map_err(to_df)?;
@@ -256,7 +256,7 @@ impl Session {
                 obj_type: ShowCreateObject::Table,
                 obj_name,
             } => {
-                let (db, table) = self.resolve(&obj_name)?;
+                let (db, table) = ddl::resolve(self, &obj_name)?;
                 // Refused before looking, as MySQL does: a refusal says nothing of existence.
                 self.principal()
                     .require_visible(&Object::table(&db, &table))?;
@@ -268,7 +268,7 @@ impl Session {
                 )
             }
             Statement::ExplainTable { table_name, .. } => {
-                self.describe(&table_name, false, None).await
+                ddl::describe(self, &table_name, false, None).await
             }
             Statement::ShowColumns {
                 full, show_options, ..
@@ -277,9 +277,11 @@ impl Session {
                     return plan_err!("SHOW COLUMNS needs FROM table");
                 };
                 let filter = filter_of(show_options.filter_position);
-                self.describe(&table, full, filter).await
+                ddl::describe(self, &table, full, filter).await
             }
-            Statement::CreateTable(create) if !create.external => self.create_table(create).await,
+            Statement::CreateTable(create) if !create.external => {
+                ddl::create_table(self, create).await
+            }
             Statement::Set(set) => {
                 let (user, rest) = set_variable::take_user_assignments(set);
                 // Values first: a SET that fails changes nothing.
@@ -305,9 +307,9 @@ impl Session {
                 names,
                 ..
             } => match object_type {
-                ObjectType::Table => self.drop_tables(&names, if_exists).await,
+                ObjectType::Table => ddl::drop_tables(self, &names, if_exists).await,
                 ObjectType::Schema | ObjectType::Database => {
-                    self.drop_databases(&names, if_exists).await
+                    ddl::drop_databases(self, &names, if_exists).await
                 }
                 other => plan_err!("DROP {other} is not supported"),
             },

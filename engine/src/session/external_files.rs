@@ -19,46 +19,44 @@ impl Drop for ResolvedFiles<'_> {
     fn drop(&mut self) {
         self.session.read_parquet.forget();
         if let Some(max_tasks) = self.max_tasks {
-            self.session.set_max_tasks_per_stage(max_tasks);
+            set_max_tasks_per_stage(self.session, max_tasks);
         }
     }
 }
 
-impl Session {
-    /// Resolves `statement`'s read_parquet calls; the guard is to be kept until it is planned.
-    pub(super) async fn resolve_files(&self, statement: &DFStatement) -> Result<ResolvedFiles<'_>> {
-        let state = self.ctx.state();
-        let any = self
-            .read_parquet
-            .resolve(statement, &self.external, &state, || {
-                // It reads files the server may read, as COPY INTO does (MySQL's FILE privilege).
-                self.require_all_for("read_parquet", &Object::global())
-            })
-            .await?;
-        // Workers hold Sieve's storage only, not the locations' credentials: a statement that
-        // reads files is planned in one task per stage, which datafusion-distributed runs in
-        // this process (a stage and its consumer of one task each lose the boundary between
-        // them). Every part of it then runs here, Sieve's scans too.
-        let max_tasks = match any && self.cluster.is_some() {
-            true => self.set_max_tasks_per_stage(1),
-            false => None,
-        };
-        Ok(ResolvedFiles {
-            session: self,
-            max_tasks,
+/// Resolves `statement`'s read_parquet calls; the guard is to be kept until it is planned.
+pub(super) async fn resolve_files<'a>(
+    session: &'a Session,
+    statement: &DFStatement,
+) -> Result<ResolvedFiles<'a>> {
+    let state = session.ctx.state();
+    let any = session
+        .read_parquet
+        .resolve(statement, &session.external, &state, || {
+            // It reads files the server may read, as COPY INTO does (MySQL's FILE privilege).
+            session.require_all_for("read_parquet", &Object::global())
         })
-    }
+        .await?;
+    // Workers hold Sieve's storage only, not the locations' credentials: a statement that
+    // reads files is planned in one task per stage, which datafusion-distributed runs in
+    // this process (a stage and its consumer of one task each lose the boundary between
+    // them). Every part of it then runs here, Sieve's scans too.
+    let max_tasks = match any && session.cluster.is_some() {
+        true => set_max_tasks_per_stage(session, 1),
+        false => None,
+    };
+    Ok(ResolvedFiles { session, max_tasks })
+}
 
-    /// Sets datafusion-distributed's cap on tasks per stage; the one it replaces, if the
-    /// session plans with workers.
-    fn set_max_tasks_per_stage(&self, max_tasks: usize) -> Option<usize> {
-        let state = self.ctx.state_ref();
-        let mut state = state.write();
-        let config = state.config_mut().options_mut();
-        let distributed = config.extensions.get_mut::<DistributedConfig>()?;
-        Some(std::mem::replace(
-            &mut distributed.max_tasks_per_stage,
-            max_tasks,
-        ))
-    }
+/// Sets datafusion-distributed's cap on tasks per stage; the one it replaces, if the
+/// session plans with workers.
+fn set_max_tasks_per_stage(session: &Session, max_tasks: usize) -> Option<usize> {
+    let state = session.ctx.state_ref();
+    let mut state = state.write();
+    let config = state.config_mut().options_mut();
+    let distributed = config.extensions.get_mut::<DistributedConfig>()?;
+    Some(std::mem::replace(
+        &mut distributed.max_tasks_per_stage,
+        max_tasks,
+    ))
 }

@@ -12,49 +12,48 @@ use crate::ingest::local_load::LocalLoad;
 use crate::ingest::text_rows::TextRows;
 use crate::sink::SieveSink;
 
-impl Session {
-    /// The load `sql` asks for, ready for the client's file; None if `sql` is no LOAD DATA.
-    pub async fn load_data(&self, sql: &str) -> Option<Result<LocalLoad>> {
-        let statement = load_data::parse(sql, &self.database())?;
-        Some(self.open_load(statement).await)
-    }
+pub(super) async fn open_load(
+    session: &Session,
+    statement: Result<load_data::LoadData>,
+) -> Result<LocalLoad> {
+    let statement = statement?;
+    let name = &statement.table;
+    session.require(
+        Privilege::Insert,
+        &Object::table(&name.database, &name.table),
+    )?;
+    let table = session
+        .catalog
+        .open_table(&name.database, &name.table)
+        .await
+        .map_err(to_df)?;
+    let schema = table.def().schema.clone();
+    let rows = TextRows::new(schema, &statement.columns, statement.skip_bad_rows)?;
+    let sink = SieveSink::new(
+        session.catalog.clone(),
+        table,
+        Some(session.progress.clone()),
+    );
+    session.progress.reset();
+    Ok(LocalLoad {
+        statement,
+        rows,
+        sink,
+        context: session.ctx.task_ctx(),
+        executor: session.executor(),
+        tasks: session.tasks.clone(),
+    })
+}
 
-    async fn open_load(&self, statement: Result<load_data::LoadData>) -> Result<LocalLoad> {
-        let statement = statement?;
-        let name = &statement.table;
-        self.require(
-            Privilege::Insert,
-            &Object::table(&name.database, &name.table),
-        )?;
-        let table = self
-            .catalog
-            .open_table(&name.database, &name.table)
-            .await
-            .map_err(to_df)?;
-        let schema = table.def().schema.clone();
-        let rows = TextRows::new(schema, &statement.columns, statement.skip_bad_rows)?;
-        let sink = SieveSink::new(self.catalog.clone(), table, Some(self.progress.clone()));
-        self.progress.reset();
-        Ok(LocalLoad {
-            statement,
-            rows,
-            sink,
-            context: self.ctx.task_ctx(),
-            executor: self.executor(),
-            tasks: self.tasks.clone(),
-        })
-    }
-
-    /// Why a LOAD DATA reaching the SQL path cannot run (no client is there to send the
-    /// file); None if `sql` is no LOAD DATA.
-    pub(super) fn refuse_load_data(sql: &str) -> Option<DataFusionError> {
-        Some(match load_data::parse(sql, "")? {
-            Err(e) => e,
-            Ok(_) => DataFusionError::Plan(
-                "LOAD DATA LOCAL INFILE needs a client that sends the file: the mysql client \
-                 (with --local-infile=1), a driver that allows local infile, or `sieve sql`"
-                    .into(),
-            ),
-        })
-    }
+/// Why a LOAD DATA reaching the SQL path cannot run (no client is there to send the
+/// file); None if `sql` is no LOAD DATA.
+pub(super) fn refuse_load_data(sql: &str) -> Option<DataFusionError> {
+    Some(match load_data::parse(sql, "")? {
+        Err(e) => e,
+        Ok(_) => DataFusionError::Plan(
+            "LOAD DATA LOCAL INFILE needs a client that sends the file: the mysql client \
+             (with --local-infile=1), a driver that allows local infile, or `sieve sql`"
+                .into(),
+        ),
+    })
 }

@@ -2,6 +2,12 @@
 //! whose meaning lives in Sieve's catalog (databases, CREATE/DROP TABLE, CTAS, SHOW, USE) are
 //! handled here. Every statement sees the storage as it is now: a second process's tables and
 //! commits are visible at once.
+//!
+//! `Session` is what a statement runs in: whom it acts for, its options, the current database,
+//! its caches and runtime. Its methods take a statement from text to rows (here, `dispatch`,
+//! `execute`, `prepared`, `short_path`); the statements themselves are functions of the modules
+//! named for them, given the session: `ddl`, `accounts`, `copy`, `load`, `maintenance`,
+//! `external_files`.
 
 pub(crate) mod accounts;
 mod copy;
@@ -37,11 +43,13 @@ use tokio::runtime::Handle;
 
 use crate::access::accounts::Access;
 use crate::access::principal::{CurrentPrincipal, Principal};
+use crate::access::privileges::{Object, Privilege};
 use crate::access::redact::redacted;
 use crate::catalog::schemas::{CATALOG_NAME, SieveCatalog};
 use crate::catalog::storage_url::object_store_url;
 use crate::cluster::coordinator::Cluster;
 use crate::dialect::checked_arithmetic::CheckedArithmetic;
+use crate::dialect::information_schema;
 use crate::dialect::script::statement_texts;
 use crate::dialect::session_functions::{self, Client, RowCount};
 use crate::dialect::string_results;
@@ -53,6 +61,8 @@ use crate::guard::interrupt::StatementTasks;
 use crate::guard::panic;
 use crate::guard::spill::SpillPlace;
 use crate::guard::statement::check_complexity;
+use crate::ingest::load_data;
+use crate::ingest::local_load::LocalLoad;
 use crate::ingest::read_parquet::{self, ReadParquet};
 use crate::maintenance::index_stats::IndexStatsFunction;
 use crate::maintenance::merges::BackgroundMerges;
@@ -130,6 +140,39 @@ fn object_parts(name: &ObjectName) -> Vec<String> {
 }
 
 impl Session {
+    /// The load `sql` asks for, ready for the client's file; None if `sql` is no LOAD DATA.
+    pub async fn load_data(&self, sql: &str) -> Option<Result<LocalLoad>> {
+        let statement = load_data::parse(sql, &self.database())?;
+        Some(load::open_load(self, statement).await)
+    }
+
+    /// Whom the session acts for.
+    pub fn principal(&self) -> Arc<Principal> {
+        self.principal.get()
+    }
+
+    /// Refuses the statement unless the session's account holds `wanted` on `object`.
+    fn require(&self, wanted: Privilege, object: &Object) -> Result<()> {
+        self.principal().require(wanted, object)
+    }
+
+    /// MySQL's 1044 for a database the account holds nothing in, whether it exists or not
+    /// (`information_schema` is everyone's).
+    fn require_visible_database(&self, db: &str) -> Result<()> {
+        let database = Object::database(db);
+        if db.eq_ignore_ascii_case(information_schema::NAME) || self.principal().sees(&database) {
+            return Ok(());
+        }
+        self.require(Privilege::Select, &database)
+    }
+
+    /// Refuses `command` (CREATE, DROP, OPTIMIZE, VACUUM) unless the session's account holds
+    /// ALL on `object`.
+    fn require_all_for(&self, command: &str, object: &Object) -> Result<()> {
+        self.principal()
+            .require_for(command, Privilege::All, object)
+    }
+
     fn new(
         catalog: Catalog,
         runtime: Arc<RuntimeEnv>,
@@ -363,7 +406,7 @@ impl Session {
     pub async fn query(&self, sql: &str) -> Result<QueryStream> {
         // Logs and SHOW PROCESSLIST never show a password typed in CREATE or ALTER USER.
         let text = redacted(sql).into_owned();
-        let finished = self.starting(statement_kind(sql), text, None);
+        let finished = Finished::start(self, statement_kind(sql), text, None);
         let planning = RequestTrace::new();
         let output = panic::catch(planning.scope(self.parse_and_run(sql))).await;
         self.counted(output, planning, finished)

@@ -20,8 +20,9 @@ use datafusion::sql::sqlparser::ast::{
 use datafusion::sql::sqlparser::tokenizer::Location;
 use sieve_storage::RequestTrace;
 
-use super::Session;
 use super::dispatch::recognise;
+use super::statement_end::Finished;
+use super::{Session, external_files};
 use crate::access::redact::redacted;
 use crate::dialect::rewrites;
 use crate::guard::panic;
@@ -226,7 +227,7 @@ impl Session {
                 text: redacted(sql).into_owned(),
             });
         }
-        let files = self.resolve_files(&statement).await?;
+        let files = external_files::resolve_files(self, &statement).await?;
         let plan = self
             .ctx
             .state()
@@ -271,7 +272,7 @@ impl Session {
                 params.len()
             );
         }
-        let finished = self.starting(prepared.kind, prepared.text.clone(), Some(&params));
+        let finished = Finished::start(self, prepared.kind, prepared.text.clone(), Some(&params));
         let params = prepared.bind(params);
         let run = async move {
             if let Some(lookup) = &prepared.lookup
@@ -287,7 +288,7 @@ impl Session {
                 return self.execute_statement(statement).await;
             }
             self.progress.reset();
-            let _files = self.resolve_files(&statement).await?;
+            let _files = external_files::resolve_files(self, &statement).await?;
             let mut state = self.ctx.state();
             state.config_mut().options_mut().catalog.default_schema = prepared.database.clone();
             let plan = state.statement_to_plan(statement).await?;

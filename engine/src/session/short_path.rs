@@ -27,6 +27,7 @@ use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::logical_expr::physical_planning_context::PhysicalPlanningContext;
 use datafusion::logical_expr::{Expr as LogicalExpr, col, in_list, lit};
 use datafusion::optimizer::simplify_expressions::THRESHOLD_INLINE_INLIST;
+use datafusion::physical_expr::utils::reassign_expr_columns;
 use datafusion::physical_expr::{PhysicalExpr, create_physical_expr};
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::physical_plan::coalesce_partitions::CoalescePartitionsExec;
@@ -256,15 +257,12 @@ impl PointLookup {
         }
         read.sort_unstable();
         read.dedup();
-        let props = ExecutionProps::new();
-        let context = PhysicalPlanningContext::default();
-        let physical =
-            |schema: &DFSchema| create_physical_expr(condition, schema, &props, &context);
-        let whole = DFSchema::try_from(schema.as_ref().clone())?;
-        let scanned = DFSchema::try_from(schema.project(&read)?)?;
+        let predicate = Self::predicate(table, key)?;
+        // The same condition over the scan's columns: the table's, renumbered.
+        let scanned = reassign_expr_columns(predicate.clone(), &schema.project(&read)?)?;
         let mut request = ScanRequest::new(table.clone(), options);
         request.projection = Some(read.clone());
-        request.predicate = Some(physical(&whole)?);
+        request.predicate = Some(predicate);
         (request.pruning, request.locator) = (key.pruning.0, key.pruning.1);
         request.shares = key.owner.as_ref().map(|(placement, worker)| Shares {
             placement: placement.clone(),
@@ -280,7 +278,7 @@ impl PointLookup {
         let outputs = key.outputs.iter();
         Ok(LookupPlan {
             scan,
-            predicate: physical(&scanned)?,
+            predicate: scanned,
             outputs: outputs
                 .map(|(i, name)| (read.binary_search(i).expect("read"), name.clone()))
                 .collect(),

@@ -31,19 +31,20 @@ struct Running {
     parameters: Option<Vec<String>>,
 }
 
-impl Session {
-    /// A statement of `kind` starting now; `parameters` are a prepared statement's values.
-    pub(crate) fn starting(
-        &self,
+impl Finished {
+    /// A statement of `kind` `session` starts now; `parameters` are a prepared statement's
+    /// values.
+    pub(crate) fn start(
+        session: &Session,
         kind: &'static str,
         statement: String,
         parameters: Option<&[ScalarValue]>,
     ) -> Finished {
-        let log = self.query_log.clone();
+        let log = session.query_log.clone();
         let parameters = parameters
             .filter(|_| log.logs_parameters())
             .map(|values| values.iter().map(ToString::to_string).collect());
-        let client = self.server().1.clone();
+        let client = session.server().1.clone();
         Finished(Some(Running {
             kind,
             started: Instant::now(),
@@ -51,7 +52,7 @@ impl Session {
             log,
             user: client.user,
             connection_id: client.connection_id,
-            database: self.database(),
+            database: session.database(),
             statement,
             parameters,
         }))

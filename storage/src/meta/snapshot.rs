@@ -511,6 +511,75 @@ mod tests {
         assert_eq!((newest.version, newest.rows), (2, 20));
     }
 
+    /// Writers and readers of one table in a local directory, each writer a process of its own
+    /// (its own caches) and each reader alternately a fresh process (it lists the snapshots) and
+    /// one that has read the table (it checks the pointer), never fail because of each other;
+    /// no reader sees a version older than one it saw, and every commit counts once.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn concurrent_writers_and_readers_never_fail() {
+        const WRITERS: usize = 4;
+        const COMMITS: usize = 150;
+        let root = tempfile::tempdir().unwrap();
+        let location = root.path().to_str().unwrap().to_string();
+        let dir = Path::from("tables/t");
+        let named = Path::from("catalog/default/pointers/t.json");
+        let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        // The table exists before anyone reads it.
+        let first = Storage::open(&location).unwrap();
+        commit(&first, &dir, &named, &delta("first")).await.unwrap();
+        let writers: Vec<_> = (0..WRITERS)
+            .map(|w| {
+                let storage = Storage::open(&location).unwrap();
+                let (dir, named) = (dir.clone(), named.clone());
+                tokio::spawn(async move {
+                    for i in 0..COMMITS {
+                        let name = format!("w{w}-{i}");
+                        commit(&storage, &dir, &named, &delta(&name)).await.unwrap();
+                    }
+                })
+            })
+            .collect();
+        let readers: Vec<_> = (0..4)
+            .map(|_| {
+                let (location, dir, done) = (location.clone(), dir.clone(), done.clone());
+                tokio::spawn(async move {
+                    let kept = Storage::open(&location).unwrap();
+                    let (mut reads, mut seen) = (0u64, 0u64);
+                    while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                        // Every other read as a process's first (it lists the snapshots), the
+                        // others as a process that has read the table (it checks the pointer).
+                        let fresh = Storage::open(&location).unwrap();
+                        let storage = if reads % 2 == 0 { &fresh } else { &kept };
+                        let snapshot = (latest(storage, &dir).await)
+                            .unwrap_or_else(|e| panic!("a read after version {seen} failed: {e}"));
+                        assert!(
+                            snapshot.version >= seen,
+                            "{} after {seen}",
+                            snapshot.version
+                        );
+                        seen = snapshot.version;
+                        reads += 1;
+                    }
+                    reads
+                })
+            })
+            .collect();
+        for writer in writers {
+            writer.await.unwrap();
+        }
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        let mut reads = 0;
+        for reader in readers {
+            reads += reader.await.unwrap();
+        }
+        assert!(reads > 0);
+        let newest = latest(&Storage::open(&location).unwrap(), &dir)
+            .await
+            .unwrap();
+        let commits = (WRITERS * COMMITS) as u64 + 1;
+        assert_eq!((newest.version, newest.rows), (commits, 10 * commits));
+    }
+
     /// A listing that missed a version committed while it ran (and showed a later one) is not
     /// taken for a gap in the history; a version really missing still is.
     #[tokio::test]
