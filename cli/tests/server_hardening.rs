@@ -446,8 +446,10 @@ fn becomes_idle(pid: u32, what: &str) {
 /// A statement past its deadline stops computing whatever operators it runs. A cross join
 /// makes a batch per build row without polling its input, so the aggregate or TopK above it
 /// never yielded: the client had MySQL's timeout error and the server kept two cores busy.
+/// Sorts, windows, recursive CTEs, DISTINCT and functions computed per row over an
+/// always-ready source stop too.
 #[test]
-fn a_timed_out_cross_join_stops_computing() {
+fn a_timed_out_statement_stops_computing_whatever_it_runs() {
     let server = Server::start_with("max_execution_time = 500", None);
     for sql in [
         "select count(*) from numbers(1000000) a cross join numbers(1000000) b",
@@ -455,6 +457,16 @@ fn a_timed_out_cross_join_stops_computing() {
          order by (a.number * b.number) % 1000003 limit 5",
         "select a.number % 7, count(*) from numbers(1000000) a cross join numbers(1000000) b \
          group by a.number % 7",
+        "select number from numbers(30000000) order by (number * 7919) % 1000003 desc, number \
+         limit 1 offset 29999990",
+        "select max(s) from (select sum(number) over (order by number rows between 1000 \
+         preceding and current row) as s from numbers(100000000)) w",
+        "with recursive r(n) as (select 1 union all select n + 1 from r where n < 100000000) \
+         select count(*) from r",
+        "select count(*) from (select distinct number % 99999989 from numbers(200000000)) d",
+        "select count(*) from numbers(100000000) where length(concat(upper(cast(number as \
+         varchar)), lpad(cast(number % 977 as varchar), 12, 'x'), reverse(cast(number as \
+         varchar)))) > 100",
     ] {
         let out = server.mysql(&["-e", sql]);
         assert!(

@@ -12,10 +12,15 @@
 //! a TopK) never yields and is never aborted: `select count(*)` over a cross join of two
 //! million-row tables kept two cores busy long after its client had the timeout's error. Each
 //! join's streams end with an error once the statement is interrupted, and give their thread
-//! back every so often (DataFusion's cooperative budget). The other operators yield between
-//! batches of bounded work, so dropping the statement stops them. Joins below a network boundary
-//! run on workers and are left as they are (a worker's task is cancelled by its stream being
-//! dropped).
+//! back every so often (DataFusion's cooperative budget). Sources (`numbers(N)`, a scan, a
+//! file) run as one too: an operator pulling from a source that is always ready yields only when
+//! that budget is spent, 128 batches, a million rows of whatever it computes per row, so a
+//! string-heavy filter over `numbers(100000000)` went on computing on both cores for about a
+//! second after its timeout (a debug build); a source whose stream fails once the statement is
+//! interrupted stops the operators above it within a batch. The other operators yield between
+//! batches of bounded work, so dropping the statement stops them. Joins and sources below a
+//! network boundary run on workers and are left as they are (a worker's task is cancelled by its
+//! stream being dropped).
 //!
 //! [`StatementTasks`] counts the statement tasks and the join streams not yet stopped, so a test
 //! can wait for a statement's work to end instead of timing it.
@@ -35,6 +40,7 @@ use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_plan::coop::make_cooperative;
 use datafusion::physical_plan::joins::NestedLoopJoinExec;
 use datafusion::physical_plan::joins::utils::JoinFilter;
+use datafusion::physical_plan::work_table::WorkTableExec;
 use datafusion::physical_plan::metrics::MetricsSet;
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{
@@ -58,9 +64,9 @@ impl Interrupt {
         self.0.load(Ordering::Relaxed)
     }
 
-    /// `plan` with every join this process runs made interruptible ([`InterruptibleExec`]),
-    /// the filters of nested loop joins too, its streams counted in `tasks`. A plan without a
-    /// join is returned as it is.
+    /// `plan` with every join and every source this process runs made interruptible
+    /// ([`InterruptibleExec`]), the filters of nested loop joins too, their streams counted in
+    /// `tasks`.
     pub(crate) fn wrap(
         &self,
         plan: Arc<dyn ExecutionPlan>,
@@ -70,10 +76,16 @@ impl Interrupt {
             if node.is_network_boundary() {
                 return Ok(Transformed::new(node, false, TreeNodeRecursion::Jump));
             }
-            if !node.name().ends_with("JoinExec") {
+            // A recursive CTE's work table is found by its type and filled by the recursion:
+            // left as it is (the recursion's own sources are wrapped).
+            let source = node.children().is_empty() && !node.is::<WorkTableExec>();
+            if !source && !node.name().ends_with("JoinExec") {
                 return Ok(Transformed::no(node));
             }
-            let node = self.filtered(node)?;
+            let node = match source {
+                true => node,
+                false => self.filtered(node)?,
+            };
             Ok(Transformed::yes(Arc::new(InterruptibleExec {
                 inner: node,
                 interrupt: self.clone(),
@@ -119,7 +131,7 @@ fn interrupted() -> DataFusionError {
     DataFusionError::Execution("the statement was interrupted".into())
 }
 
-/// A join run as itself (shown, downcast, measured as it), whose streams fail once the
+/// A join or a source run as itself (shown, downcast, measured as it), whose streams fail once the
 /// statement is interrupted, yield to the runtime between batches when its budget is spent,
 /// and are counted in the statement's tasks until dropped.
 #[derive(Debug)]

@@ -51,7 +51,8 @@ impl ScanStats {
     /// the scan reports them. Complete once the plan has run.
     pub(crate) fn of(plan: &Arc<dyn ExecutionPlan>) -> Self {
         let mut stats = Self::default();
-        if let Some(scan) = (plan.as_ref() as &dyn std::any::Any).downcast_ref::<SieveScanExec>() {
+        // Through the interruptible wrapper a statement's sources run in.
+        if let Some(scan) = plan.downcast_ref::<SieveScanExec>() {
             if let Some(opened) = scan.opened() {
                 stats.blocks_total += opened.outcome.total as u64;
                 stats.blocks_read += opened.outcome.survivors.len() as u64;

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# How long a statement computes after its deadline: `bash scripts/bench-cancel.sh SIEVE [OTHER]`
+# serves an empty embedded store with `max_execution_time = 500` and sends each statement below
+# (cross joins, sorts, windows, DISTINCT, a recursive CTE, string functions per row over
+# numbers(N)); each should fail with MySQL's 1317 at about 0.5 s. For each it prints the
+# seconds until the client had its answer, then the server's CPU in clock ticks (100 a second
+# on one core) over each of the 8 half-seconds after it: a statement whose work stopped at its
+# deadline shows 0s. With OTHER (a second build, e.g. the baseline), each statement is run on
+# both, one after the other. Needs the stock mysql client.
+set -uo pipefail
+command -v mysql >/dev/null || { echo "the mysql client is not installed" >&2; exit 1; }
+[ $# -ge 1 ] || { echo "usage: $0 SIEVE [OTHER]" >&2; exit 1; }
+work=$(mktemp -d)
+trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$work"' EXIT
+statements=(
+  "select count(*) from numbers(1000000) a cross join numbers(1000000) b"
+  "select number from numbers(30000000) order by (number * 7919) % 1000003 desc, number limit 1 offset 29999990"
+  "select max(s) from (select sum(number) over (order by number rows between 1000 preceding and current row) as s from numbers(100000000)) w"
+  "with recursive r(n) as (select 1 union all select n + 1 from r where n < 100000000) select count(*) from r"
+  "select count(distinct number) from numbers(100000000)"
+  "select count(distinct concat(upper(cast(number as varchar)), reverse(cast(number as varchar)))) from numbers(100000000)"
+  "select count(*) from numbers(100000000) where length(concat(upper(cast(number as varchar)), lpad(cast(number % 977 as varchar), 12, 'x'), reverse(cast(number as varchar)))) > 100"
+)
+start() { # binary, name -> port on stdout
+  echo "max_execution_time = 500" > "$work/$2.toml"
+  SIEVE_PASSWORD=x SIEVE_TLS_DIR="$work/$2-tls" "$1" --storage "$work/$2-data" \
+    --config "$work/$2.toml" serve --port 0 2> "$work/$2.log" &
+  for _ in $(seq 100); do
+    port=$(grep -o "serving the MySQL protocol on [0-9.]*:[0-9]*" "$work/$2.log" | sed 's/.*://')
+    [ -n "$port" ] && { echo "$port $!"; return; }
+    sleep 0.1
+  done
+  echo "$1 did not start: $(cat "$work/$2.log")" >&2; exit 1
+}
+read -r port1 pid1 < <(start "$1" a)
+servers=("$1 $port1 $pid1")
+if [ $# -ge 2 ]; then read -r port2 pid2 < <(start "$2" b); servers+=("$2 $port2 $pid2"); fi
+ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+for sql in "${statements[@]}"; do
+  echo "$sql"
+  for server in "${servers[@]}"; do
+    read -r binary port pid <<< "$server"
+    began=$(date +%s.%N)
+    answer=$(mysql -h127.0.0.1 -P"$port" -uroot -px --batch -e "$sql" 2>&1 | tail -1 | cut -c1-40)
+    took=$(echo "$(date +%s.%N) - $began" | bc)
+    after=""; t0=$(ticks "$pid")
+    for _ in 1 2 3 4 5 6 7 8; do sleep 0.5; t1=$(ticks "$pid"); after="$after $((t1 - t0))"; t0=$t1; done
+    printf '  %-40s %5.2fs  ticks per 0.5 s after:%s  (%s)\n' "$binary" "$took" "$after" "$answer"
+  done
+done
