@@ -282,10 +282,9 @@ impl Server {
             .env("SIEVE_TLS_CA", self.tls_ca());
         let name = format!("{program:?}");
         let out = output_within(program, None, || format!("server log:\n{}", self.log()));
-        let program = name;
         assert!(
             out.status.success(),
-            "{program:?} failed:\n{}\n{}\nserver log:\n{}",
+            "{name} failed:\n{}\n{}\nserver log:\n{}",
             stdout(&out),
             stderr(&out),
             self.log()

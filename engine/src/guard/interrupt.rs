@@ -40,9 +40,9 @@ use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_plan::coop::make_cooperative;
 use datafusion::physical_plan::joins::NestedLoopJoinExec;
 use datafusion::physical_plan::joins::utils::JoinFilter;
-use datafusion::physical_plan::work_table::WorkTableExec;
 use datafusion::physical_plan::metrics::MetricsSet;
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+use datafusion::physical_plan::work_table::WorkTableExec;
 use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, PlanProperties, replace_children_if_necessary,
 };
