@@ -2,7 +2,7 @@
 # Runs every test suite of the workspace, with a real MinIO for the S3 tests, and ends with one
 # summary line ("N passed, N failed"). Installs what a fresh machine lacks: MinIO (built with
 # `go install` at a pinned version), the stock mysql client (mariadb-client), the Python MySQL
-# drivers, pyarrow with ADBC's Flight SQL driver, Node.js and mysql2; Go fetches go-sql-driver/mysql (pinned in cli/tests/go/go.sum) on
+# drivers, PyIceberg (which writes the Iceberg tests' tables), pyarrow with ADBC's Flight SQL driver, Node.js and mysql2; Go fetches go-sql-driver/mysql (pinned in cli/tests/go/go.sum) on
 # the first run. The target dir lives outside the clone so CI runs and later
 # clones reuse the build.
 set -uo pipefail
@@ -25,9 +25,10 @@ if ! command -v mysql >/dev/null 2>&1; then
   { $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq mariadb-client; } >/dev/null \
     || { echo "could not install mariadb-client" >&2; exit 1; }
 fi
-if ! python3 -c "import pymysql, cryptography, mysql.connector, pytest, sqlalchemy, pandas, pyarrow, adbc_driver_flightsql" 2>/dev/null; then
-  echo "installing PyMySQL (with cryptography, for caching_sha2_password without TLS), mysql-connector-python, SQLAlchemy, pandas, pyarrow, ADBC's Flight SQL driver and pytest"
-  python3 -m pip install -q pymysql cryptography mysql-connector-python "sqlalchemy>=2,<3" pandas pyarrow adbc-driver-flightsql pytest || exit 1
+if ! python3 -c "import pymysql, cryptography, mysql.connector, pytest, sqlalchemy, pandas, pyarrow, adbc_driver_flightsql, pyiceberg" 2>/dev/null \
+  || [ "$(python3 -c 'import pyiceberg; print(pyiceberg.__version__)' 2>/dev/null)" != 0.12.0 ]; then
+  echo "installing PyMySQL (with cryptography, for caching_sha2_password without TLS), mysql-connector-python, SQLAlchemy, pandas, pyarrow, ADBC's Flight SQL driver, pytest, and PyIceberg 0.12.0 (the Iceberg tests' writer)"
+  python3 -m pip install -q pymysql cryptography mysql-connector-python "sqlalchemy>=2,<3" pandas pyarrow adbc-driver-flightsql pytest "pyiceberg[sql-sqlite]==0.12.0" || exit 1
 fi
 
 if ! command -v java >/dev/null 2>&1; then

@@ -66,6 +66,15 @@
 //! access_key_id = "…"
 //! secret_access_key = "…"
 //! allow_http = false
+//!
+//! # Iceberg catalogs whose tables statements read as name.namespace.table (read-only). The SQL
+//! # catalog is the SQLite file PyIceberg's SqlCatalog and Java's JdbcCatalog keep; every file
+//! # its tables name must lie under the warehouse. S3 settings as for external locations.
+//! [[iceberg_catalogs]]
+//! name = "lake"
+//! uri = "sqlite:///var/lib/sieve/lake.db"
+//! catalog_name = "default"       # the name its writers gave the catalog (default: name)
+//! warehouse = "s3://bucket/warehouse"   # or file:///dir
 //! ```
 
 use std::net::IpAddr;
@@ -74,6 +83,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 use sieve_engine::{MemoryLimits, QueryLog, QueryLogSettings, SieveOptions, SpillSettings};
+use sieve_iceberg::CatalogConfig;
 use sieve_storage::ExternalLocation;
 
 use sieve_mysql::{GuardLimits, PendingLimits};
@@ -116,6 +126,7 @@ pub struct ConfigFile {
     pub long_query_time: Option<f64>,
     pub query_log_parameters: Option<bool>,
     pub external_locations: Option<Vec<ExternalLocation>>,
+    pub iceberg_catalogs: Option<Vec<CatalogConfig>>,
     pub workers: Option<Vec<String>>,
     pub cluster_secret: Option<String>,
     pub worker_tls_ca: Option<PathBuf>,

@@ -6,6 +6,9 @@ use std::fmt;
 use std::path::PathBuf;
 
 use sieve_engine::Engine;
+use std::sync::Arc;
+
+use sieve_iceberg::{CatalogConfig, IcebergCatalog};
 use sieve_storage::{ExternalLocation, ExternalStores, Storage};
 
 #[derive(Debug, Clone)]
@@ -19,6 +22,8 @@ pub struct Location {
     pub merge_io_mib_per_s: u64,
     /// Where COPY INTO may read files from.
     pub external_locations: Vec<ExternalLocation>,
+    /// The Iceberg catalogs statements may read tables of.
+    pub iceberg_catalogs: Vec<CatalogConfig>,
 }
 
 impl Location {
@@ -38,10 +43,18 @@ impl Location {
     pub async fn engine(&self) -> Result<Engine, String> {
         let external = ExternalStores::open(&self.external_locations)
             .map_err(|e| format!("external_locations: {e}"))?;
-        Ok(Engine::with_storage(self.storage()?)
+        let iceberg = self
+            .iceberg_catalogs
+            .iter()
+            .map(|c| IcebergCatalog::open(c).map(Arc::new))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| format!("iceberg_catalogs: {e}"))?;
+        Engine::with_storage(self.storage()?)
             .await
             .map_err(|e| e.to_string())?
-            .with_external_locations(external))
+            .with_external_locations(external)
+            .with_iceberg_catalogs(iceberg)
+            .map_err(|e| e.to_string())
     }
 }
 

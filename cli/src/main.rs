@@ -159,6 +159,7 @@ async fn run(cli: Cli, executor: Handle) -> Result<(), String> {
             .or(config.merge_io_mib_per_s)
             .unwrap_or(DEFAULT_MERGE_IO_MIB_PER_S),
         external_locations: config.external_locations.clone().unwrap_or_default(),
+        iceberg_catalogs: config.iceberg_catalogs.clone().unwrap_or_default(),
     };
     match cli.command {
         Command::Serve(args) => {

@@ -13,6 +13,7 @@ mod cluster;
 mod dialect;
 mod error;
 mod guard;
+mod iceberg;
 mod ingest;
 mod maintenance;
 pub mod metrics;

@@ -5,15 +5,16 @@
 use std::sync::Arc;
 
 use object_store::ObjectStore;
-use object_store::aws::AmazonS3Builder;
+use object_store::aws::{AmazonS3, AmazonS3Builder};
 use object_store::path::Path;
 use serde::Deserialize;
 use url::Url;
 
 use crate::error::{Result, StorageError};
 
-/// One location as the configuration names it. Settings left out come from the environment
-/// (AWS_ENDPOINT, AWS_ACCESS_KEY_ID, … as for the storage itself).
+/// One location as the configuration names it (an Iceberg catalog's warehouse is one too).
+/// Settings left out come from the environment (AWS_ENDPOINT, AWS_ACCESS_KEY_ID, … as for the
+/// storage itself).
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ExternalLocation {
@@ -24,6 +25,29 @@ pub struct ExternalLocation {
     pub access_key_id: Option<String>,
     pub secret_access_key: Option<String>,
     pub allow_http: Option<bool>,
+}
+
+impl ExternalLocation {
+    /// The store of `bucket` with this location's settings, the environment's where left out.
+    pub fn s3_store(&self, bucket: &str) -> Result<AmazonS3> {
+        let mut builder = AmazonS3Builder::from_env().with_bucket_name(bucket);
+        if let Some(endpoint) = &self.endpoint {
+            builder = builder.with_endpoint(endpoint);
+        }
+        if let Some(region) = &self.region {
+            builder = builder.with_region(region);
+        }
+        if let Some(key) = &self.access_key_id {
+            builder = builder.with_access_key_id(key);
+        }
+        if let Some(secret) = &self.secret_access_key {
+            builder = builder.with_secret_access_key(secret);
+        }
+        if let Some(allow) = self.allow_http {
+            builder = builder.with_allow_http(allow);
+        }
+        Ok(builder.build()?)
+    }
 }
 
 #[derive(Debug)]
@@ -70,26 +94,10 @@ impl ExternalStores {
         let mut opened = Vec::with_capacity(locations.len());
         for location in locations {
             let (bucket, prefix) = bucket_and_path(&location.url)?;
-            let mut builder = AmazonS3Builder::from_env().with_bucket_name(&bucket);
-            if let Some(endpoint) = &location.endpoint {
-                builder = builder.with_endpoint(endpoint);
-            }
-            if let Some(region) = &location.region {
-                builder = builder.with_region(region);
-            }
-            if let Some(key) = &location.access_key_id {
-                builder = builder.with_access_key_id(key);
-            }
-            if let Some(secret) = &location.secret_access_key {
-                builder = builder.with_secret_access_key(secret);
-            }
-            if let Some(allow) = location.allow_http {
-                builder = builder.with_allow_http(allow);
-            }
             opened.push(Opened {
+                store: Arc::new(location.s3_store(&bucket)?),
                 bucket,
                 prefix,
-                store: Arc::new(builder.build()?),
             });
         }
         Ok(Self { locations: opened })

@@ -20,6 +20,11 @@ pub fn live_ranges(
     ranges(rows, sliced, blocks.deleted(i))
 }
 
+/// The ranges of `rows` rows that `deleted` leaves, in order (a file's rows less its deletes).
+pub fn undeleted_ranges(rows: usize, deleted: &RoaringBitmap) -> Vec<Range<usize>> {
+    ranges(rows, None, Some(deleted)).unwrap_or_else(|| vec![0..rows])
+}
+
 /// The live row ranges of `rows` rows within `slices` of the given rows each, less `deleted`.
 fn ranges(
     rows: usize,

@@ -5,11 +5,13 @@ use std::sync::Arc;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::runtime_env::{RuntimeEnv, RuntimeEnvBuilder};
+use sieve_iceberg::IcebergCatalog;
 use sieve_storage::{Catalog, ExternalStores, Storage, Table};
 use tokio::runtime::Handle;
 
 use super::{Session, Shared};
 use crate::access::accounts::Access;
+use crate::catalog::schemas::CATALOG_NAME;
 use crate::catalog::tables;
 use crate::cluster::coordinator::Cluster;
 use crate::error::to_df;
@@ -63,6 +65,7 @@ impl Engine {
                 query_log: Arc::default(),
                 texts: Arc::default(),
                 access: Arc::new(Access::new(catalog)),
+                iceberg: Arc::new([]),
             },
         })
     }
@@ -105,6 +108,29 @@ impl Engine {
             },
             ..self
         }
+    }
+
+    /// The same storage, with `catalogs` attached: their tables are `name.namespace.table`.
+    /// Refuses a name taken by another attached catalog or by Sieve's own.
+    pub fn with_iceberg_catalogs(self, catalogs: Vec<Arc<IcebergCatalog>>) -> Result<Self> {
+        let mut names = std::collections::HashSet::new();
+        for catalog in &catalogs {
+            let name = catalog.name().to_ascii_lowercase();
+            if name == CATALOG_NAME || name == "datafusion" || !names.insert(name) {
+                return Err(DataFusionError::Configuration(format!(
+                    "iceberg_catalogs: the name {} is taken (by Sieve's own catalog or another \
+                     entry)",
+                    catalog.name()
+                )));
+            }
+        }
+        Ok(Self {
+            shared: Shared {
+                iceberg: catalogs.into(),
+                ..self.shared
+            },
+            ..self
+        })
     }
 
     /// The same storage with routing filters of at most `bytes` in all.

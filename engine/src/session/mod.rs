@@ -38,6 +38,7 @@ use datafusion::logical_expr::var_provider::VarType;
 use datafusion::optimizer::Analyzer;
 use datafusion::prelude::SessionConfig;
 use datafusion::sql::sqlparser::ast::ObjectName;
+use sieve_iceberg::IcebergCatalog;
 use sieve_storage::{Catalog, DEFAULT_DATABASE, ExternalStores, RequestTrace, StorageError};
 use tokio::runtime::Handle;
 
@@ -61,6 +62,7 @@ use crate::guard::interrupt::StatementTasks;
 use crate::guard::panic;
 use crate::guard::spill::SpillPlace;
 use crate::guard::statement::check_complexity;
+use crate::iceberg::catalog::{self as iceberg_catalog, IcebergCatalogProvider};
 use crate::ingest::load_data;
 use crate::ingest::local_load::LocalLoad;
 use crate::ingest::read_parquet::{self, ReadParquet};
@@ -129,6 +131,8 @@ pub(crate) struct Shared {
     pub texts: Arc<RecognizedTexts>,
     /// The accounts and their privileges.
     pub access: Arc<Access>,
+    /// The Iceberg catalogs the configuration attaches, by their place in it.
+    pub iceberg: Arc<[Arc<IcebergCatalog>]>,
 }
 
 fn object_parts(name: &ObjectName) -> Vec<String> {
@@ -184,6 +188,7 @@ impl Session {
         let progress = Arc::new(WriteProgress::default());
         let (tasks, spill) = (shared.statements.clone(), shared.spill.clone());
         let external = shared.external.clone();
+        let iceberg = shared.iceberg.clone();
         let query_log = shared.query_log.clone();
         let texts = shared.texts.clone();
         let principal = CurrentPrincipal::new(Principal::root(shared.access.clone()));
@@ -246,6 +251,12 @@ impl Session {
             Arc::new(functions),
         );
         ctx.register_catalog(CATALOG_NAME, Arc::new(schemas));
+        for (i, attached) in iceberg.iter().enumerate() {
+            let url = iceberg_catalog::store_url(i)?;
+            ctx.register_object_store(url.as_ref(), attached.warehouse().store().clone());
+            let provider = IcebergCatalogProvider::new(attached.clone(), url, principal.clone());
+            ctx.register_catalog(attached.name(), Arc::new(provider));
+        }
         let rand = datafusion::functions::math::random()
             .as_ref()
             .clone()

@@ -1,0 +1,106 @@
+"""Writes Iceberg tables with PyIceberg, as a user's other engines would, for cli/tests/iceberg.rs.
+
+    python3 tables.py WAREHOUSE make     # the tables below, in WAREHOUSE/catalog.db
+    python3 tables.py WAREHOUSE append   # one more commit to ns.people
+
+Prints, as one JSON object, what PyIceberg's own scan reads from each table: the rows Sieve must
+return. The SQL catalog is named "writers" (Sieve's configuration says catalog_name).
+"""
+import json
+import os
+import sys
+import uuid
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pyiceberg.catalog.sql import SqlCatalog
+from pyiceberg.manifest import (DataFile, DataFileContent, FileFormat, ManifestContent, ManifestEntry,
+                                ManifestEntryStatus, ManifestWriterV2, write_manifest_list)
+from pyiceberg.table.refs import SnapshotRefType
+from pyiceberg.table.snapshots import Operation, Snapshot, Summary
+from pyiceberg.table.update import AddSnapshotUpdate, AssertRefSnapshotId, SetSnapshotRefUpdate
+from pyiceberg.typedef import Record
+
+warehouse = os.path.abspath(sys.argv[1])
+os.makedirs(warehouse, exist_ok=True)
+catalog = SqlCatalog("writers", uri=f"sqlite:///{warehouse}/catalog.db", warehouse=f"file://{warehouse}")
+
+
+def people(ids, names):
+    return pa.table({"id": pa.array(ids, pa.int64()), "name": pa.array(names, pa.string())})
+
+
+class DeleteManifestWriter(ManifestWriterV2):
+    """PyIceberg 0.12 writes deletes only by rewriting files; a position delete file (what Spark
+    and Flink write) is committed here by hand through its manifest classes."""
+
+    def content(self):
+        return ManifestContent.DELETES
+
+    @property
+    def _meta(self):
+        return {**super()._meta, "content": "deletes"}
+
+
+def delete_positions(table, target, positions):
+    parent, md = table.current_snapshot(), table.metadata
+    field_id = lambda i: {b"PARQUET:field_id": str(i).encode()}
+    schema = pa.schema([pa.field("file_path", pa.string(), False, field_id(2147483546)),
+                        pa.field("pos", pa.int64(), False, field_id(2147483545))])
+    path = f"{md.location}/data/{uuid.uuid4()}-deletes.parquet"
+    local = path.removeprefix("file://")
+    pq.write_table(pa.table({"file_path": [target] * len(positions), "pos": positions}, schema=schema), local)
+    data_file = DataFile.from_args(content=DataFileContent.POSITION_DELETES, file_path=path,
+                                   file_format=FileFormat.PARQUET, partition=Record(),
+                                   record_count=len(positions), file_size_in_bytes=os.path.getsize(local))
+    data_file.spec_id = 0
+    snapshot_id = uuid.uuid4().int & ((1 << 63) - 1)
+    sequence = md.next_sequence_number()
+    out = table.io.new_output(f"{md.location}/metadata/{uuid.uuid4()}-m-deletes.avro")
+    with DeleteManifestWriter(md.spec(), md.schema(), out, snapshot_id, "deflate") as writer:
+        writer.add(ManifestEntry.from_args(status=ManifestEntryStatus.ADDED, snapshot_id=snapshot_id,
+                                           data_file=data_file))
+    manifests = [writer.to_manifest_file()] + parent.manifests(table.io)
+    list_path = f"{md.location}/metadata/snap-{snapshot_id}-0-{uuid.uuid4()}.avro"
+    with write_manifest_list(format_version=2, output_file=table.io.new_output(list_path), snapshot_id=snapshot_id,
+                             parent_snapshot_id=parent.snapshot_id, sequence_number=sequence,
+                             avro_compression="deflate") as lists:
+        lists.add_manifests(manifests)
+    snapshot = Snapshot(snapshot_id=snapshot_id, parent_snapshot_id=parent.snapshot_id, sequence_number=sequence,
+                        manifest_list=list_path, schema_id=md.current_schema_id,
+                        summary=Summary(Operation.DELETE, **{"added-delete-files": "1"}))
+    catalog.commit_table(table, requirements=(AssertRefSnapshotId(snapshot_id=parent.snapshot_id, ref="main"),),
+                         updates=(AddSnapshotUpdate(snapshot=snapshot),
+                                  SetSnapshotRefUpdate(snapshot_id=snapshot_id, parent_snapshot_id=parent.snapshot_id,
+                                                       ref_name="main", type=SnapshotRefType.BRANCH)))
+
+
+def make():
+    catalog.create_namespace_if_not_exists("ns")
+    catalog.create_namespace_if_not_exists("other")
+    t = catalog.create_table("ns.people", schema=people([], []).schema)
+    t.append(people(list(range(0, 10000)), [f"p{i}" for i in range(0, 10000)]))
+    t.append(people(list(range(10000, 10100)), [f"p{i}" for i in range(10000, 10100)]))
+    t.delete("id = 5")  # copy-on-write: the first file is rewritten without row 5
+    # Rows 0, 1 and 99 of the 100-row file (ids 10000, 10001, 10099) deleted by position.
+    small = [task.file.file_path for task in t.scan().plan_files() if task.file.record_count == 100]
+    delete_positions(catalog.load_table("ns.people"), small[0], [0, 1, 99])
+    catalog.create_table("ns.empty", schema=people([], []).schema)
+    renamed = catalog.create_table("ns.renamed", schema=people([], []).schema)
+    renamed.append(people([1], ["a"]))
+    with renamed.update_schema() as update:
+        update.rename_column("name", "label")
+    nested = pa.schema([pa.field("id", pa.int64()), pa.field("tags", pa.list_(pa.string()))])
+    catalog.create_table("other.nested", schema=nested)
+
+
+def append():
+    catalog.load_table("ns.people").append(people([20000], ["new"]))
+
+
+{"make": make, "append": append}[sys.argv[2]]()
+rows = {}
+for name in ["ns.people", "ns.empty"]:
+    table = catalog.load_table(name).scan().to_arrow().sort_by("id")
+    rows[name] = {"count": table.num_rows, "ids": table.column("id").to_pylist()}
+print(json.dumps(rows))

@@ -1,0 +1,104 @@
+//! An attached Iceberg catalog as DataFusion sees it: its namespaces are schemas, its tables
+//! tables. Each table is looked up in the catalog when a statement names it, so a commit by any
+//! writer is seen by the next statement. Privileges are those of a Sieve database named after
+//! the catalog, its tables named `namespace.table`: `GRANT SELECT ON lake.* TO …` opens a
+//! catalog, ``GRANT SELECT ON lake.`ns.orders` TO …`` one table.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use datafusion::catalog::{CatalogProvider, SchemaProvider, TableProvider};
+use datafusion::error::Result;
+use datafusion::execution::object_store::ObjectStoreUrl;
+use sieve_iceberg::IcebergCatalog;
+
+use super::table::IcebergTable;
+use crate::access::principal::CurrentPrincipal;
+use crate::access::privileges::Object;
+use crate::error::external;
+
+/// The privilege object of `namespace.table` in `catalog`.
+pub fn object(catalog: &str, namespace: &str, table: &str) -> Object {
+    Object::table(catalog, &format!("{namespace}.{table}"))
+}
+
+/// Where DataFusion finds the store of the `i`th attached catalog's warehouse.
+pub fn store_url(i: usize) -> Result<ObjectStoreUrl> {
+    ObjectStoreUrl::parse(format!("sieve-iceberg-{i}://warehouse"))
+}
+
+#[derive(Debug)]
+pub struct IcebergCatalogProvider {
+    catalog: Arc<IcebergCatalog>,
+    store_url: ObjectStoreUrl,
+    viewer: CurrentPrincipal,
+}
+
+impl IcebergCatalogProvider {
+    pub fn new(
+        catalog: Arc<IcebergCatalog>,
+        store_url: ObjectStoreUrl,
+        viewer: CurrentPrincipal,
+    ) -> Self {
+        Self {
+            catalog,
+            store_url,
+            viewer,
+        }
+    }
+}
+
+impl CatalogProvider for IcebergCatalogProvider {
+    /// Listing is async in the catalog and sync here; SHOW statements ask the catalog itself.
+    fn schema_names(&self) -> Vec<String> {
+        Vec::new()
+    }
+
+    fn schema(&self, name: &str) -> Option<Arc<dyn SchemaProvider>> {
+        Some(Arc::new(IcebergNamespace {
+            catalog: self.catalog.clone(),
+            store_url: self.store_url.clone(),
+            namespace: name.to_string(),
+            viewer: self.viewer.clone(),
+        }))
+    }
+}
+
+#[derive(Debug)]
+struct IcebergNamespace {
+    catalog: Arc<IcebergCatalog>,
+    store_url: ObjectStoreUrl,
+    namespace: String,
+    /// Whose plans resolve names here: a table it may not see is refused before the catalog is
+    /// asked, so no plan shows its columns or whether it exists.
+    viewer: CurrentPrincipal,
+}
+
+#[async_trait]
+impl SchemaProvider for IcebergNamespace {
+    fn table_names(&self) -> Vec<String> {
+        Vec::new()
+    }
+
+    async fn table(&self, name: &str) -> Result<Option<Arc<dyn TableProvider>>> {
+        let object = object(self.catalog.name(), &self.namespace, name);
+        self.viewer.get().require_visible(&object)?;
+        let Some(scan) = self
+            .catalog
+            .scan(&self.namespace, name)
+            .await
+            .map_err(external)?
+        else {
+            return Ok(None);
+        };
+        Ok(Some(Arc::new(IcebergTable::new(
+            object,
+            scan,
+            self.store_url.clone(),
+        ))))
+    }
+
+    fn table_exist(&self, _name: &str) -> bool {
+        false
+    }
+}

@@ -1,0 +1,19 @@
+//! Iceberg tables other engines write, served read-only: each catalog the configuration attaches
+//! ([`sieve_iceberg::IcebergCatalog`]) is a DataFusion catalog of its own, so
+//! `catalog.namespace.table` names a table wherever a table name goes.
+
+pub(crate) mod catalog;
+pub(crate) mod table;
+
+use sieve_iceberg::IcebergError;
+
+use crate::error::{Classified, ErrorClass};
+
+impl Classified for IcebergError {
+    fn class(&self) -> ErrorClass {
+        match self {
+            IcebergError::Unsupported(..) => ErrorClass::NotSupported,
+            _ => ErrorClass::Other,
+        }
+    }
+}

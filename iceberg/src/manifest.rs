@@ -1,0 +1,140 @@
+//! Manifest lists and manifests (spec: "Manifests", "Manifest Lists"): Avro object container
+//! files naming a snapshot's data and delete files. Fields are found by the spec's names, which
+//! every writer uses; fields a reader of v1 and v2 tables does not need are not decoded into
+//! anything. Sequence numbers left null are inherited as the spec's "Sequence Number
+//! Inheritance" says.
+
+use apache_avro::Reader;
+use apache_avro::types::Value;
+
+use crate::error::{IcebergError, Result};
+
+/// One manifest as its snapshot's manifest list names it.
+#[derive(Debug, Clone)]
+pub struct ManifestFile {
+    pub path: String,
+    /// Added entries whose sequence number is null inherit this one.
+    pub sequence_number: i64,
+}
+
+/// What a data or delete file holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileContent {
+    Data,
+    PositionDeletes,
+    EqualityDeletes,
+}
+
+/// A live (added or existing) file of a manifest.
+#[derive(Debug, Clone)]
+pub struct FileEntry {
+    pub content: FileContent,
+    pub path: String,
+    /// `PARQUET`, `AVRO`, `ORC` or `PUFFIN`, upper-cased.
+    pub format: String,
+    pub record_count: u64,
+    pub file_size: u64,
+    /// The data sequence number, inherited where null.
+    pub sequence_number: i64,
+}
+
+/// The manifests of a manifest list, read from `uri`.
+pub fn read_manifest_list(uri: &str, bytes: &[u8]) -> Result<Vec<ManifestFile>> {
+    let bad = |why: String| IcebergError::Manifest(uri.to_string(), why);
+    records(bytes, &bad)?
+        .iter()
+        .map(|record| {
+            Ok(ManifestFile {
+                path: string(field(record, "manifest_path"))
+                    .ok_or_else(|| bad("an entry without manifest_path".into()))?,
+                sequence_number: int(field(record, "sequence_number")).unwrap_or(0),
+            })
+        })
+        .collect()
+}
+
+/// The live files of the manifest `manifest` names, read from its bytes.
+pub fn read_manifest(manifest: &ManifestFile, bytes: &[u8]) -> Result<Vec<FileEntry>> {
+    let bad = |why: String| IcebergError::Manifest(manifest.path.clone(), why);
+    let mut live = Vec::new();
+    for record in records(bytes, &bad)? {
+        // 0 EXISTING, 1 ADDED, 2 DELETED: deleted entries only record a removal.
+        let status =
+            int(field(&record, "status")).ok_or_else(|| bad("an entry without status".into()))?;
+        if status == 2 {
+            continue;
+        }
+        let sequence_number = match int(field(&record, "sequence_number")) {
+            Some(n) => n,
+            None if status == 1 || manifest.sequence_number == 0 => manifest.sequence_number,
+            None => return Err(bad("an existing entry without its sequence number".into())),
+        };
+        let file =
+            field(&record, "data_file").ok_or_else(|| bad("an entry without data_file".into()))?;
+        let content = match int(field(file, "content")).unwrap_or(0) {
+            0 => FileContent::Data,
+            1 => FileContent::PositionDeletes,
+            2 => FileContent::EqualityDeletes,
+            other => return Err(bad(format!("data file content {other}"))),
+        };
+        let count = |name: &str| {
+            int(field(file, name))
+                .and_then(|n| u64::try_from(n).ok())
+                .ok_or_else(|| bad(format!("a data file without {name}")))
+        };
+        live.push(FileEntry {
+            content,
+            path: string(field(file, "file_path"))
+                .ok_or_else(|| bad("a data file without file_path".into()))?,
+            format: string(field(file, "file_format"))
+                .unwrap_or_default()
+                .to_ascii_uppercase(),
+            record_count: count("record_count")?,
+            file_size: count("file_size_in_bytes")?,
+            sequence_number,
+        });
+    }
+    Ok(live)
+}
+
+/// The records of an Avro object container file.
+fn records(bytes: &[u8], bad: &impl Fn(String) -> IcebergError) -> Result<Vec<Value>> {
+    let reader = Reader::new(bytes).map_err(|e| bad(e.to_string()))?;
+    reader
+        .map(|value| value.map_err(|e| bad(e.to_string())))
+        .collect()
+}
+
+/// A record's field by name, through the union an optional field is written as.
+fn field<'a>(record: &'a Value, name: &str) -> Option<&'a Value> {
+    let Value::Record(fields) = unwrap(record) else {
+        return None;
+    };
+    fields
+        .iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, v)| unwrap(v))
+        .filter(|v| !matches!(v, Value::Null))
+}
+
+fn unwrap(value: &Value) -> &Value {
+    match value {
+        Value::Union(_, inner) => unwrap(inner),
+        other => other,
+    }
+}
+
+fn int(value: Option<&Value>) -> Option<i64> {
+    match value? {
+        Value::Int(n) => Some(i64::from(*n)),
+        Value::Long(n) => Some(*n),
+        _ => None,
+    }
+}
+
+fn string(value: Option<&Value>) -> Option<String> {
+    match value? {
+        Value::String(s) => Some(s.clone()),
+        _ => None,
+    }
+}
