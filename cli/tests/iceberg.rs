@@ -1,6 +1,7 @@
 //! Iceberg tables written by PyIceberg (as a user's other engines write them: appends, a
-//! copy-on-write delete, a position delete file, a commit while Sieve serves) read through an
-//! attached SQL catalog, every answer compared with PyIceberg's own scan of the same snapshot.
+//! copy-on-write delete, a position delete file, a commit while Sieve serves), on a local
+//! warehouse and on MinIO, read through an attached SQL catalog, every answer compared with
+//! PyIceberg's own scan of the same snapshot.
 
 mod common;
 
@@ -9,11 +10,13 @@ use std::process::Command;
 
 use common::{Server, output_within, stderr, stdout};
 
-/// Runs cli/tests/iceberg/tables.py over `warehouse`; what PyIceberg reads from each table.
-fn pyiceberg(warehouse: &Path, step: &str) -> serde_json::Value {
+/// Runs cli/tests/iceberg/tables.py, its catalog in `dir` and its files there or under `s3`;
+/// what PyIceberg reads from each table.
+fn pyiceberg_at(dir: &Path, step: &str, s3: Option<&str>) -> serde_json::Value {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/iceberg/tables.py");
     let mut command = Command::new("python3");
-    command.args([script, warehouse.to_str().unwrap(), step]);
+    command.args([script, dir.to_str().unwrap(), step]);
+    command.args(s3);
     let out = output_within(command, None, String::new);
     assert!(
         out.status.success(),
@@ -24,12 +27,21 @@ fn pyiceberg(warehouse: &Path, step: &str) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
-fn config(warehouse: &Path) -> String {
-    let dir = warehouse.display();
+fn pyiceberg(warehouse: &Path, step: &str) -> serde_json::Value {
+    pyiceberg_at(warehouse, step, None)
+}
+
+/// A catalog named lake over `dir`'s catalog.db, its files in `warehouse`.
+fn config_at(dir: &Path, warehouse: &str) -> String {
+    let dir = dir.display();
     format!(
         "[[iceberg_catalogs]]\nname = \"lake\"\nuri = \"sqlite://{dir}/catalog.db\"\n\
-         catalog_name = \"writers\"\nwarehouse = \"file://{dir}\"\n"
+         catalog_name = \"writers\"\nwarehouse = \"{warehouse}\"\n"
     )
+}
+
+fn config(warehouse: &Path) -> String {
+    config_at(warehouse, &format!("file://{}", warehouse.display()))
 }
 
 fn ok(server: &Server, sql: &str) -> String {
@@ -113,6 +125,23 @@ fn attached_tables_read_as_pyiceberg_reads_them_and_follow_commits() {
         "0, 1000, …, 9000: 10000 is deleted, 11000 never written"
     );
 
+    // Listed as MySQL lists databases and tables: a namespace is `catalog.namespace`.
+    assert_eq!(
+        ok(&server, "show tables from lake.ns"),
+        "empty\npeople\nrenamed\n"
+    );
+    assert_eq!(
+        ok(&server, "show tables from lake.ns like 'p%'"),
+        "people\n"
+    );
+    let databases = ok(&server, "show databases");
+    assert!(databases.contains("\nlake.ns\nlake.other\n"), "{databases}");
+    refused(
+        &server,
+        "show tables from lake.nope",
+        "unknown database 'lake.nope'",
+    );
+
     refused(&server, "select * from lake.ns.renamed", "renamed");
     refused(&server, "select * from lake.other.nested", "nested");
     refused(&server, "select * from lake.ns.missing", "not found");
@@ -130,6 +159,32 @@ fn attached_tables_read_as_pyiceberg_reads_them_and_follow_commits() {
 }
 
 #[test]
+fn a_warehouse_on_minio_is_read_as_pyiceberg_reads_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let prefix = format!("{}/iceberg-{}", common::s3_base(), std::process::id());
+    let read = pyiceberg_at(dir.path(), "make", Some(&prefix));
+    // S3 settings from the environment, as scripts/minio.sh exports them.
+    let server = Server::start_with(&config_at(dir.path(), &prefix), None);
+    assert_eq!(
+        ok(&server, "select id from lake.ns.people order by id"),
+        ids(&read, "ns.people")
+    );
+    assert_eq!(
+        ok(&server, "select name from lake.ns.people where id = 10001"),
+        ""
+    );
+    assert_eq!(
+        ok(&server, "select name from lake.ns.people where id = 10002"),
+        "p10002\n"
+    );
+    let read = pyiceberg_at(dir.path(), "append", Some(&prefix));
+    assert_eq!(
+        ok(&server, "select count(*) from lake.ns.people"),
+        format!("{}\n", read["ns.people"]["count"])
+    );
+}
+
+#[test]
 fn a_user_reads_an_attached_catalog_only_when_granted() {
     let warehouse = tempfile::tempdir().unwrap();
     pyiceberg(warehouse.path(), "make");
@@ -138,9 +193,21 @@ fn a_user_reads_an_attached_catalog_only_when_granted() {
     let as_reader = |sql: &str| server.mysql(&["-ureader", "-ppw", "-e", sql]);
     let out = as_reader("select count(*) from lake.ns.people");
     assert!(stderr(&out).contains("1142"), "{}", stderr(&out));
-    ok(&server, "grant select on lake.* to reader");
+    let out = as_reader("show tables from lake.ns");
+    assert!(stderr(&out).contains("1044"), "{}", stderr(&out));
+    assert!(!stdout(&as_reader("show databases")).contains("lake."));
+    // One table granted: only it is listed and read.
+    ok(&server, "grant select on lake.`ns.people` to reader");
+    assert_eq!(stdout(&as_reader("show tables from lake.ns")), "people\n");
     let out = as_reader("select count(*) from lake.ns.people");
     assert_eq!(stdout(&out), "10096\n", "{}", stderr(&out));
+    let out = as_reader("select count(*) from lake.ns.empty");
+    assert!(stderr(&out).contains("1142"), "{}", stderr(&out));
+    ok(&server, "grant select on lake.* to reader");
+    assert_eq!(
+        stdout(&as_reader("select count(*) from lake.ns.empty")),
+        "0\n"
+    );
 }
 
 #[test]

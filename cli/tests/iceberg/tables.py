@@ -1,10 +1,12 @@
 """Writes Iceberg tables with PyIceberg, as a user's other engines would, for cli/tests/iceberg.rs.
 
-    python3 tables.py WAREHOUSE make     # the tables below, in WAREHOUSE/catalog.db
-    python3 tables.py WAREHOUSE append   # one more commit to ns.people
+    python3 tables.py DIR make [s3://bucket/prefix]   # the tables below, cataloged in DIR/catalog.db
+    python3 tables.py DIR append [s3://bucket/prefix] # one more commit to ns.people
 
-Prints, as one JSON object, what PyIceberg's own scan reads from each table: the rows Sieve must
-return. The SQL catalog is named "writers" (Sieve's configuration says catalog_name).
+The tables' files go to DIR, or to the S3 prefix (with AWS_ENDPOINT, AWS_ACCESS_KEY_ID, … from
+the environment, as scripts/minio.sh exports them). Prints, as one JSON object, what PyIceberg's
+own scan reads from each table: the rows Sieve must return. The SQL catalog is named "writers"
+(Sieve's configuration says catalog_name).
 """
 import json
 import os
@@ -21,9 +23,14 @@ from pyiceberg.table.snapshots import Operation, Snapshot, Summary
 from pyiceberg.table.update import AddSnapshotUpdate, AssertRefSnapshotId, SetSnapshotRefUpdate
 from pyiceberg.typedef import Record
 
-warehouse = os.path.abspath(sys.argv[1])
-os.makedirs(warehouse, exist_ok=True)
-catalog = SqlCatalog("writers", uri=f"sqlite:///{warehouse}/catalog.db", warehouse=f"file://{warehouse}")
+directory = os.path.abspath(sys.argv[1])
+os.makedirs(directory, exist_ok=True)
+warehouse = sys.argv[3] if len(sys.argv) > 3 else f"file://{directory}"
+s3 = {}
+if warehouse.startswith("s3://"):
+    s3 = {"s3.endpoint": os.environ["AWS_ENDPOINT"], "s3.access-key-id": os.environ["AWS_ACCESS_KEY_ID"],
+          "s3.secret-access-key": os.environ["AWS_SECRET_ACCESS_KEY"], "s3.region": os.environ["AWS_REGION"]}
+catalog = SqlCatalog("writers", uri=f"sqlite:///{directory}/catalog.db", warehouse=warehouse, **s3)
 
 
 def people(ids, names):
@@ -48,11 +55,11 @@ def delete_positions(table, target, positions):
     schema = pa.schema([pa.field("file_path", pa.string(), False, field_id(2147483546)),
                         pa.field("pos", pa.int64(), False, field_id(2147483545))])
     path = f"{md.location}/data/{uuid.uuid4()}-deletes.parquet"
-    local = path.removeprefix("file://")
-    pq.write_table(pa.table({"file_path": [target] * len(positions), "pos": positions}, schema=schema), local)
+    with table.io.new_output(path).create() as out:
+        pq.write_table(pa.table({"file_path": [target] * len(positions), "pos": positions}, schema=schema), out)
     data_file = DataFile.from_args(content=DataFileContent.POSITION_DELETES, file_path=path,
                                    file_format=FileFormat.PARQUET, partition=Record(),
-                                   record_count=len(positions), file_size_in_bytes=os.path.getsize(local))
+                                   record_count=len(positions), file_size_in_bytes=len(table.io.new_input(path)))
     data_file.spec_id = 0
     snapshot_id = uuid.uuid4().int & ((1 << 63) - 1)
     sequence = md.next_sequence_number()

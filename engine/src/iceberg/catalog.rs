@@ -13,13 +13,64 @@ use datafusion::execution::object_store::ObjectStoreUrl;
 use sieve_iceberg::IcebergCatalog;
 
 use super::table::IcebergTable;
-use crate::access::principal::CurrentPrincipal;
-use crate::access::privileges::Object;
-use crate::error::external;
+use sieve_storage::StorageError;
+
+use crate::access::principal::{CurrentPrincipal, Principal};
+use crate::access::privileges::{Object, Privilege};
+use crate::error::{external, to_df};
 
 /// The privilege object of `namespace.table` in `catalog`.
 pub fn object(catalog: &str, namespace: &str, table: &str) -> Object {
     Object::table(catalog, &format!("{namespace}.{table}"))
+}
+
+/// The namespaces of the attached catalogs that `principal` holds anything in, as
+/// `catalog.namespace`: SHOW DATABASES lists them beside Sieve's databases.
+pub async fn visible_namespaces(
+    attached: &[Arc<IcebergCatalog>],
+    principal: &Principal,
+) -> Result<Vec<String>> {
+    let mut names = Vec::new();
+    for catalog in attached {
+        if principal.sees(&Object::database(catalog.name())) {
+            let namespaces = catalog.namespaces().await.map_err(external)?;
+            names.extend(namespaces.iter().map(|n| format!("{}.{n}", catalog.name())));
+        }
+    }
+    Ok(names)
+}
+
+/// The tables `principal` sees in `catalog.namespace` when `parts` names an attached catalog's
+/// namespace (SHOW TABLES FROM lake.ns); None when it names no attached catalog.
+pub async fn visible_tables(
+    attached: &[Arc<IcebergCatalog>],
+    parts: &[String],
+    principal: &Principal,
+) -> Option<Result<Vec<String>>> {
+    let [catalog, namespace] = parts else {
+        return None;
+    };
+    let catalog = attached
+        .iter()
+        .find(|c| c.name().eq_ignore_ascii_case(catalog))?;
+    let listed = async {
+        let database = format!("{}.{namespace}", catalog.name());
+        if !principal.sees(&Object::database(catalog.name())) {
+            principal.require(Privilege::Select, &Object::database(&database))?;
+        }
+        if !catalog
+            .namespaces()
+            .await
+            .map_err(external)?
+            .contains(namespace)
+        {
+            return Err(to_df(StorageError::UnknownDatabase(database)));
+        }
+        let mut tables = catalog.tables(namespace).await.map_err(external)?;
+        tables.retain(|t| principal.sees(&object(catalog.name(), namespace, t)));
+        Ok(tables)
+    };
+    Some(listed.await)
 }
 
 /// Where DataFusion finds the store of the `i`th attached catalog's warehouse.

@@ -25,6 +25,7 @@ use crate::dialect::show_create::create_table_sql;
 use crate::dialect::show_filter::{filter_of, filtered_list};
 use crate::error::to_df;
 use crate::guard::statement::check_complexity;
+use crate::iceberg::catalog as iceberg_catalog;
 use crate::ingest::copy_into::{self, CopyInto};
 use crate::maintenance::optimize::{self, Optimize};
 use crate::maintenance::vacuum::{self, Vacuum};
@@ -215,6 +216,8 @@ impl Session {
                 let principal = self.principal();
                 databases.retain(|db| principal.sees(&Object::database(db)));
                 databases.push(information_schema::NAME.to_string());
+                databases
+                    .extend(iceberg_catalog::visible_namespaces(&self.iceberg, &principal).await?);
                 let filter = filter_of(show_options.filter_position);
                 let list = filtered_list(&self.ctx, "Database", databases, filter)?;
                 self.run_plan(list.into_unoptimized_plan()).await
@@ -228,8 +231,22 @@ impl Session {
             Statement::ShowTables {
                 full, show_options, ..
             } => {
-                let db = match show_options.show_in.and_then(|s| s.parent_name) {
-                    Some(name) => object_parts(&name).join("."),
+                let parts = show_options
+                    .show_in
+                    .and_then(|s| s.parent_name)
+                    .map(|n| object_parts(&n));
+                let filter = filter_of(show_options.filter_position);
+                let principal = self.principal();
+                if let Some(parts) = &parts
+                    && let Some(tables) =
+                        iceberg_catalog::visible_tables(&self.iceberg, parts, &principal).await
+                {
+                    let column = format!("Tables_in_{}", parts.join("."));
+                    let list = filtered_list(&self.ctx, &column, tables?, filter)?;
+                    return self.run_plan(list.into_unoptimized_plan()).await;
+                }
+                let db = match parts {
+                    Some(parts) => parts.join("."),
                     None => self.database(),
                 };
                 self.require_visible_database(&db)?;
@@ -238,7 +255,6 @@ impl Session {
                 {
                     return Err(to_df(StorageError::UnknownDatabase(db)));
                 }
-                let filter = filter_of(show_options.filter_position);
                 self.run_sql(&show::tables(&db, full, filter)).await
             }
             Statement::ShowVariables { filter, .. } => {

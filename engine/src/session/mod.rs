@@ -106,6 +106,8 @@ pub struct Session {
     texts: Arc<RecognizedTexts>,
     /// Whom its statements act for.
     principal: CurrentPrincipal,
+    /// The attached Iceberg catalogs, which SHOW lists beside Sieve's databases.
+    iceberg: Arc<[Arc<IcebergCatalog>]>,
 }
 
 /// What the sessions of an engine share besides its storage, reached by their tasks through the
@@ -290,6 +292,7 @@ impl Session {
             query_log,
             texts,
             principal,
+            iceberg,
         })
     }
 
