@@ -211,6 +211,25 @@ fn a_user_reads_an_attached_catalog_only_when_granted() {
 }
 
 #[test]
+fn a_coordinator_refuses_iceberg_reads_by_name() {
+    let warehouse = tempfile::tempdir().unwrap();
+    pyiceberg(warehouse.path(), "make");
+    // Refused when planned, before any worker is called: none listens at this address.
+    let worker = format!("http://127.0.0.1:{}", common::free_port());
+    // Top-level keys before the catalog's table.
+    let config = format!(
+        "workers = [\"{worker}\"]\ncluster_secret = \"test-cluster-secret-0123\"\n{}",
+        config(warehouse.path())
+    );
+    let server = Server::start_with(&config, None);
+    refused(
+        &server,
+        "select count(*) from lake.ns.people",
+        "Iceberg tables are not read through workers yet",
+    );
+}
+
+#[test]
 fn a_catalog_that_cannot_be_attached_stops_the_server_saying_why() {
     let said = common::serve_refused(
         "[[iceberg_catalogs]]\nname = \"lake\"\nuri = \"postgres://x\"\nwarehouse = \"file:///tmp\"\n",
