@@ -239,4 +239,8 @@ fn a_catalog_that_cannot_be_attached_stops_the_server_saying_why() {
         "[[iceberg_catalogs]]\nname = \"sieve\"\nuri = \"sqlite:///x.db\"\nwarehouse = \"file:///tmp\"\n",
     );
     assert!(said.contains("is taken"), "{said}");
+    let said = common::serve_refused(
+        "[[iceberg_catalogs]]\nname = \"Lake\"\nuri = \"sqlite:///x.db\"\nwarehouse = \"file:///tmp\"\n",
+    );
+    assert!(said.contains("lower-case identifier"), "{said}");
 }

@@ -46,10 +46,12 @@ pub struct IcebergCatalog {
 
 impl IcebergCatalog {
     pub fn open(config: &CatalogConfig) -> Result<Self> {
-        if config.name.is_empty() || config.name.contains('.') {
+        // SQL folds unquoted names to lower case: `Lake.ns.t` names catalog `lake`.
+        let name = &config.name;
+        if name.is_empty() || name.contains('.') || *name != name.to_ascii_lowercase() {
             return Err(IcebergError::Catalog {
-                catalog: config.name.clone(),
-                why: "a catalog's name is an identifier without dots".into(),
+                catalog: name.clone(),
+                why: "a catalog's name is a lower-case identifier without dots".into(),
             });
         }
         let warehouse = ExternalLocation {
