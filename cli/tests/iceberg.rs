@@ -141,6 +141,16 @@ fn attached_tables_read_as_pyiceberg_reads_them_and_follow_commits() {
         "show tables from lake.nope",
         "unknown database 'lake.nope'",
     );
+    assert_eq!(
+        ok(&server, "describe lake.ns.people"),
+        "id\tbigint\tYES\t\tNULL\t\nname\tvarchar(65535)\tYES\t\tNULL\t\n"
+    );
+    assert_eq!(
+        ok(&server, "show columns from lake.ns.people like 'n%'")
+            .lines()
+            .count(),
+        1
+    );
 
     refused(&server, "select * from lake.ns.renamed", "renamed");
     refused(&server, "select * from lake.other.nested", "nested");

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use datafusion::arrow::datatypes::SchemaRef;
-use datafusion::common::{exec_err, plan_err};
+use datafusion::common::{TableReference, exec_err, plan_err};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::logical_expr::{DdlStatement, LogicalPlan};
 use datafusion::sql::parser::Statement as DFStatement;
@@ -15,7 +15,7 @@ use super::{Session, object_parts};
 use crate::access::privileges::Object;
 use crate::catalog::table_name::TableName;
 use crate::catalog::table_options::{table_options, take_key_constraints, take_table_options};
-use crate::dialect::describe::columns_of;
+use crate::dialect::describe::{columns_of, columns_of_schema};
 use crate::dialect::information_schema;
 use crate::error::to_df;
 use crate::session::query_stream::QueryStream;
@@ -28,6 +28,18 @@ pub(super) async fn describe(
     full: bool,
     filter: Option<ShowStatementFilter>,
 ) -> Result<QueryStream> {
+    if let [catalog, namespace, table] = object_parts(name).as_slice()
+        && let Some(attached) = session
+            .iceberg
+            .iter()
+            .find(|c| c.name().eq_ignore_ascii_case(catalog))
+    {
+        // An attached Iceberg table: its provider checks the privilege and asks the catalog.
+        let name = TableReference::full(attached.name(), namespace.as_str(), table.as_str());
+        let provider = session.ctx.table_provider(name).await?;
+        let frame = columns_of_schema(&session.ctx, &provider.schema(), full, filter)?;
+        return session.run_plan(frame.into_unoptimized_plan()).await;
+    }
     let (db, table) = resolve(session, name)?;
     // Refused before looking, as MySQL does: a refusal says nothing of existence.
     session
