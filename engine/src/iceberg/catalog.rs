@@ -11,10 +11,9 @@ use datafusion::catalog::{CatalogProvider, SchemaProvider, TableProvider};
 use datafusion::error::Result;
 use datafusion::execution::object_store::ObjectStoreUrl;
 use sieve_iceberg::IcebergCatalog;
-
-use super::table::IcebergTable;
 use sieve_storage::StorageError;
 
+use super::table::IcebergTable;
 use crate::access::principal::{CurrentPrincipal, Principal};
 use crate::access::privileges::{Object, Privilege};
 use crate::error::{external, to_df};
