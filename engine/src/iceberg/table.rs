@@ -8,7 +8,6 @@ use async_trait::async_trait;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::catalog::{Session, TableProvider};
 use datafusion::common::{DFSchema, not_impl_err};
-use datafusion::config::TableParquetOptions;
 use datafusion::datasource::TableType;
 use datafusion::datasource::listing::PartitionedFile;
 use datafusion::datasource::physical_plan::parquet::ParquetRowSelection;
@@ -19,7 +18,6 @@ use datafusion::execution::object_store::ObjectStoreUrl;
 use datafusion::logical_expr::utils::conjunction;
 use datafusion::logical_expr::{Expr, TableProviderFilterPushDown};
 use datafusion::parquet::arrow::arrow_reader::RowSelection;
-use datafusion::physical_expr::utils::collect_columns;
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::physical_plan::empty::EmptyExec;
 use sieve_iceberg::TableScan;
@@ -27,6 +25,7 @@ use sieve_iceberg::TableScan;
 use crate::access::principal::require;
 use crate::access::privileges::{Object, Privilege};
 use crate::cluster::coordinator::Cluster;
+use crate::scan::exec::parquet_options;
 use crate::scan::live_rows::undeleted_ranges;
 
 #[derive(Debug)]
@@ -114,16 +113,10 @@ impl TableProvider for IcebergTable {
         let df_schema = DFSchema::try_from(schema.as_ref().clone())?;
         let predicate = conjunction(filters.iter().cloned())
             .map(|e| state.create_physical_expr(e, &df_schema))
-            .transpose()?
-            // Parquet leaves NaN out of its statistics: a float predicate would prune NaN rows
-            // (see the same note on Sieve's own scan).
-            .filter(|p| {
-                !collect_columns(p)
-                    .iter()
-                    .any(|c| schema.field(c.index()).data_type().is_floating())
-            });
-        let mut options = TableParquetOptions::default();
-        options.global.pushdown_filters = false;
+            .transpose()?;
+        // The options stay with the source when DataFusion pushes the filter above it down
+        // into it after this, so a float filter prunes nothing by Parquet's statistics either.
+        let options = parquet_options(predicate.as_ref(), &schema, false);
         let mut source = ParquetSource::new(schema.clone()).with_table_parquet_options(options);
         if let Some(predicate) = predicate {
             source = source.with_predicate(predicate);

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use datafusion::arrow::array::RecordBatch;
-use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::datatypes::{Schema, SchemaRef};
 use datafusion::common::config::{ConfigOptions, TableParquetOptions};
 use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::datasource::listing::PartitionedFile;
@@ -476,6 +476,27 @@ pub fn block_file(
     })
 }
 
+/// The options of a Parquet scan filtered by `predicate` over `schema`, filtering rows while
+/// decoding if `pushdown`. Parquet leaves NaN out of its statistics, so its own row-group and
+/// page pruning would drop NaN rows for `d = 'NaN'` or `d > 5`: a predicate on a float column
+/// prunes nothing by them.
+pub fn parquet_options(
+    predicate: Option<&Arc<dyn PhysicalExpr>>,
+    schema: &Schema,
+    pushdown: bool,
+) -> TableParquetOptions {
+    let on_floats = predicate.is_some_and(|p| {
+        collect_columns(p)
+            .iter()
+            .any(|c| schema.field(c.index()).data_type().is_floating())
+    });
+    let mut options = TableParquetOptions::default();
+    options.global.pruning = !on_floats;
+    options.global.enable_page_index = !on_floats;
+    options.global.pushdown_filters = pushdown;
+    options
+}
+
 /// DataFusion's Parquet scan of Sieve blocks, each file read through the verified reader
 /// ([`VerifiedReaderFactory`]), pruning pages with `predicate` and, when its flag is set,
 /// filtering rows with it while decoding. Pushdown reads the predicate's columns first and the
@@ -491,18 +512,13 @@ pub fn parquet_scan(
     context: &TaskContext,
 ) -> Result<Arc<dyn ExecutionPlan>> {
     let schema = table.def().schema.clone();
-    // Parquet leaves NaN out of its statistics, so its own row-group and page pruning would
-    // drop NaN rows for `d = 'NaN'` or `d > 5`; Sieve's block bounds include NaN (see
-    // sieve_storage's nan_bounds), so a float predicate is left to them.
-    let on_floats = predicate.is_some_and(|(p, _)| {
-        collect_columns(p)
-            .iter()
-            .any(|c| schema.field(c.index()).data_type().is_floating())
-    });
-    let mut options = TableParquetOptions::default();
-    options.global.pruning = !on_floats;
-    options.global.enable_page_index = !on_floats;
-    options.global.pushdown_filters = predicate.is_some_and(|(_, pushdown)| pushdown);
+    // Sieve's block bounds include NaN (see sieve_storage's nan_bounds): a float predicate is
+    // left to them.
+    let options = parquet_options(
+        predicate.map(|(p, _)| p),
+        &schema,
+        predicate.is_some_and(|(_, pushdown)| pushdown),
+    );
     let mut source = ParquetSource::new(schema.clone())
         .with_table_parquet_options(options)
         .with_parquet_file_reader_factory(Arc::new(reader_factory(table, context)));
