@@ -364,7 +364,14 @@ pub fn s3_base() -> String {
 /// `sieve sql -e statement` on `storage`, which must succeed; its output.
 pub fn must(storage: &str, statement: &str) -> String {
     let out = sql(storage, statement);
-    assert!(out.status.success(), "{statement}: {}", stderr(&out));
+    // The status too: a process killed by a signal says nothing on stderr.
+    assert!(
+        out.status.success(),
+        "{statement}: {} ({}; stdout: {})",
+        stderr(&out),
+        out.status,
+        stdout(&out)
+    );
     stdout(&out)
 }
 
