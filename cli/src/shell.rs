@@ -75,26 +75,33 @@ impl Target {
                 bar.tick();
             }
         };
-        if let Some(load) = session.load_data(statement).await {
-            let load = load.map_err(|e| e.to_string())?;
-            let file = read_local(load.file()).await?;
-            let loaded = session
-                .progress()
-                .watch(load.run(file), every, report)
-                .await;
-            bar.finish_and_clear();
-            let loaded = loaded.map_err(|e| e.to_string())?;
-            return Ok(format!(
-                "Query OK, {} affected ({:.3} sec)\nRecords: {}  Deleted: 0  Skipped: {}",
-                plural(loaded.rows, "row"),
-                started.elapsed().as_secs_f64(),
-                loaded.rows + loaded.skipped,
-                loaded.skipped
-            ));
-        }
+        let statement = match session.read(statement).await.into_load_data() {
+            Ok(load) => {
+                let load = session.open_load(load).await.map_err(|e| e.to_string())?;
+                let file = read_local(load.file()).await?;
+                let loaded = session
+                    .progress()
+                    .watch(load.run(file), every, report)
+                    .await;
+                bar.finish_and_clear();
+                let loaded = loaded.map_err(|e| e.to_string())?;
+                return Ok(format!(
+                    "Query OK, {} affected ({:.3} sec)\nRecords: {}  Deleted: 0  Skipped: {}",
+                    plural(loaded.rows, "row"),
+                    started.elapsed().as_secs_f64(),
+                    loaded.rows + loaded.skipped,
+                    loaded.skipped
+                ));
+            }
+            Err(statement) => statement,
+        };
         let output = session
             .progress()
-            .watch(session.execute(statement), every, report)
+            .watch(
+                async { session.run(statement).await?.collect().await },
+                every,
+                report,
+            )
             .await;
         bar.finish_and_clear();
         render(&output.map_err(|e| e.to_string())?, started.elapsed())

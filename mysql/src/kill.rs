@@ -1,5 +1,6 @@
 //! KILL [QUERY | CONNECTION] id: what JDBC's `Statement.cancel()` and the mysql client's Ctrl-C
-//! send, on a second connection, to stop a statement running on the first. Every connection
+//! send, on a second connection, to stop a statement running on the first (the engine's front
+//! door reads it, as every statement). Every connection
 //! registers here under its id; KILL QUERY interrupts the statement it is running (MySQL's error
 //! 1317 to its client, which keeps its connection), KILL closes the connection too. The same
 //! registry is SHOW PROCESSLIST's: each connection keeps what it is doing here.
@@ -150,31 +151,5 @@ impl ProcessList for Connections {
                 }
             })
             .collect()
-    }
-}
-
-/// `KILL [QUERY | CONNECTION] id` → (id, query only).
-pub fn kill_statement(query: &str) -> Option<(u32, bool)> {
-    let lower = query.trim().trim_end_matches(';').to_ascii_lowercase();
-    let words: Vec<&str> = lower.split_whitespace().collect();
-    let (query_only, id) = match words.as_slice() {
-        ["kill", id] | ["kill", "connection", id] => (false, id),
-        ["kill", "query", id] => (true, id),
-        _ => return None,
-    };
-    Some((id.parse().ok()?, query_only))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn kill_statements() {
-        assert_eq!(kill_statement("KILL QUERY 12"), Some((12, true)));
-        assert_eq!(kill_statement("kill 7;"), Some((7, false)));
-        assert_eq!(kill_statement("kill connection 7"), Some((7, false)));
-        assert_eq!(kill_statement("kill query x"), None);
-        assert_eq!(kill_statement("select 1"), None);
     }
 }

@@ -22,7 +22,6 @@ mod replies;
 mod rsa_key;
 mod server_status;
 mod tls;
-mod transaction_statements;
 mod wire;
 
 pub use connection::{Connection, Shared};

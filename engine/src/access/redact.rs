@@ -7,9 +7,10 @@
 use std::borrow::Cow;
 use std::sync::LazyLock;
 
-use datafusion::sql::sqlparser::dialect::MySqlDialect;
-use datafusion::sql::sqlparser::tokenizer::{Token, Tokenizer};
+use datafusion::sql::sqlparser::tokenizer::Token;
 use regex::Regex;
+
+use crate::dialect::tokens::Tokens;
 
 /// The words after which a string may be a password. Only texts holding one are tokenized,
 /// so a lookup or a large INSERT pays one scan for them.
@@ -23,9 +24,10 @@ pub fn redacted(sql: &str) -> Cow<'_, str> {
     let Some(first) = MAY_HOLD_PASSWORD.find(sql) else {
         return Cow::Borrowed(sql);
     };
-    let Ok(tokens) = Tokenizer::new(&MySqlDialect {}, sql).tokenize() else {
+    let Ok(tokens) = Tokens::new(sql) else {
         return Cow::Owned(format!("{}{SECRET}", &sql[..first.start()]));
     };
+    let tokens: Vec<&Token> = tokens.all().iter().map(|t| &t.token).collect();
     let mut out = String::with_capacity(sql.len());
     let mut masked = false;
     let is_set = tokens
@@ -35,7 +37,7 @@ pub fn redacted(sql: &str) -> Cow<'_, str> {
     // The last two tokens that were not whitespace: a password follows BY, AS, PASSWORD,
     // `PASSWORD(`, or in SET PASSWORD `=`.
     let mut last: [Option<&Token>; 2] = [None, None];
-    for token in &tokens {
+    for &token in &tokens {
         let introduced = match last {
             [_, Some(Token::Word(w))] => {
                 w.quote_style.is_none()

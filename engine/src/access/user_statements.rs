@@ -4,12 +4,12 @@
 
 use datafusion::common::DataFusionError;
 use datafusion::error::Result;
-use datafusion::sql::sqlparser::dialect::MySqlDialect;
 use datafusion::sql::sqlparser::parser::ParserError;
-use datafusion::sql::sqlparser::tokenizer::{Token, Tokenizer};
+use datafusion::sql::sqlparser::tokenizer::Token;
 
 use super::password::AuthPlugin;
 use super::privileges::{Object, Privilege};
+use crate::dialect::tokens::Tokens;
 
 /// `'user'@'host'`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -84,25 +84,16 @@ fn syntax_error(what: &str) -> DataFusionError {
     DataFusionError::SQL(Box::new(ParserError::ParserError(message)), None)
 }
 
-/// The words account statements start with: other texts are not tokenized here.
+/// The words account statements start with: the words of other statements are not copied.
 const FIRST_WORDS: [&str; 6] = ["create", "drop", "alter", "grant", "revoke", "show"];
 
-/// The account statement `sql` holds; None if it is another statement.
-pub fn parse(sql: &str) -> Option<Result<UserStatement>> {
-    let start = sql.trim_start();
-    let first = &start[..start
-        .find(|c: char| !c.is_ascii_alphabetic())
-        .unwrap_or(start.len())];
-    if !FIRST_WORDS.iter().any(|w| w.eq_ignore_ascii_case(first)) {
+/// The account statement `tokens` hold; None if it is another statement.
+pub fn parse(tokens: &Tokens) -> Option<Result<UserStatement>> {
+    if !FIRST_WORDS.iter().any(|w| tokens.starts_with(w)) {
         return None;
     }
-    let tokens: Vec<Token> = Tokenizer::new(&MySqlDialect {}, sql)
-        .tokenize()
-        .ok()?
-        .into_iter()
-        .filter(|t| !matches!(t, Token::Whitespace(_) | Token::SemiColon))
-        .collect();
-    let mut rest = Tokens(&tokens);
+    let tokens: Vec<Token> = tokens.words().cloned().collect();
+    let mut rest = Rest(&tokens);
     let statement = if rest.keywords(&["create", "user"]) {
         let if_not_exists = rest.keywords(&["if", "not", "exists"]);
         Some(
@@ -115,7 +106,7 @@ pub fn parse(sql: &str) -> Option<Result<UserStatement>> {
     } else if rest.keywords(&["drop", "user"]) {
         let if_exists = rest.keywords(&["if", "exists"]);
         Some(
-            rest.list(Tokens::user)
+            rest.list(Rest::user)
                 .map(|users| UserStatement::Drop { if_exists, users }),
         )
     } else if rest.keywords(&["alter", "user"]) {
@@ -157,9 +148,9 @@ pub fn parse(sql: &str) -> Option<Result<UserStatement>> {
     }))
 }
 
-struct Tokens<'a>(&'a [Token]);
+struct Rest<'a>(&'a [Token]);
 
-impl Tokens<'_> {
+impl Rest<'_> {
     fn peek_keyword(&self, offset: usize, k: &str) -> bool {
         matches!(self.0.get(offset), Some(Token::Word(w)) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case(k))
     }
@@ -302,7 +293,7 @@ impl Tokens<'_> {
                 direction.to_uppercase()
             )));
         }
-        let users = self.list(Tokens::user)?;
+        let users = self.list(Rest::user)?;
         Ok(UserStatement::Privileges {
             grant,
             privileges,
@@ -349,6 +340,10 @@ impl Tokens<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn parse(sql: &str) -> Option<Result<UserStatement>> {
+        super::parse(&Tokens::new(sql).unwrap())
+    }
 
     fn user(user: &str, host: &str) -> UserName {
         UserName {

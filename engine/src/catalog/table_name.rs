@@ -5,9 +5,9 @@
 
 use datafusion::common::plan_err;
 use datafusion::error::Result;
-use datafusion::sql::sqlparser::dialect::MySqlDialect;
-use datafusion::sql::sqlparser::parser::Parser;
 use datafusion::sql::sqlparser::tokenizer::Token;
+
+use crate::dialect::tokens::Tokens;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TableName {
@@ -36,7 +36,7 @@ impl TableName {
 
     /// From text, read as SQL identifiers in MySQL's dialect (backquotes included).
     pub fn parse(text: &str, default_database: &str) -> Result<Self> {
-        let mut parser = Parser::new(&MySqlDialect {}).try_with_sql(text)?;
+        let mut parser = Tokens::new(text)?.parser();
         let name = parser.parse_object_name(false)?;
         if parser.peek_token().token != Token::EOF {
             return plan_err!("table names are `table` or `database.table`, got {text:?}");

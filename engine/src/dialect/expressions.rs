@@ -137,17 +137,13 @@ fn if_arguments(expr: &Expr) -> Option<[Expr; 3]> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use datafusion::sql::parser::DFParser;
-    use datafusion::sql::sqlparser::dialect::MySqlDialect;
+    use crate::dialect::tokens::Tokens;
 
     #[test]
     fn mysql_expressions_become_datafusion_ones() {
         let sql = "select if(a > 1, 'x', if(b, 1, 2)), cast(c as signed integer), \
                    convert(c, unsigned integer), upper(d) from t";
-        let mut statement = DFParser::parse_sql_with_dialect(sql, &MySqlDialect {})
-            .unwrap()
-            .pop_front()
-            .unwrap();
+        let mut statement = Tokens::new(sql).and_then(|t| t.parse_one()).unwrap();
         rewrite_mysql_expressions(&mut statement);
         assert_eq!(
             statement.to_string(),

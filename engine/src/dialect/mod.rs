@@ -3,6 +3,7 @@
 
 pub(crate) mod checked_arithmetic;
 pub(crate) mod column_names;
+pub(crate) mod connection_statements;
 pub(crate) mod describe;
 pub(crate) mod expressions;
 pub(crate) mod functions;
@@ -19,6 +20,7 @@ pub(crate) mod show_filter;
 pub(crate) mod sleep;
 pub(crate) mod string_results;
 pub(crate) mod system_variables;
+pub(crate) mod tokens;
 pub(crate) mod types;
 pub(crate) mod user_variables;
 pub(crate) mod write_order;

@@ -37,11 +37,8 @@ fn outer_select(statement: &mut DFStatement) -> Option<&mut Select> {
 /// `sql` parsed and rewritten, as text, for the rewrites' tests.
 #[cfg(test)]
 pub(crate) fn rewritten(sql: &str, rewrite: impl FnOnce(&mut Select)) -> String {
-    use datafusion::sql::parser::DFParser;
-    use datafusion::sql::sqlparser::dialect::MySqlDialect;
-    let mut statement = DFParser::parse_sql_with_dialect(sql, &MySqlDialect {})
-        .unwrap()
-        .pop_front()
+    let mut statement = crate::dialect::tokens::Tokens::new(sql)
+        .and_then(|t| t.parse_one())
         .unwrap();
     if let Some(select) = outer_select(&mut statement) {
         rewrite(select);

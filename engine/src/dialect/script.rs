@@ -4,20 +4,19 @@
 //! statement. The tokenizer finds the semicolons, so one inside a string, a quoted name or a
 //! comment does not cut.
 
-use datafusion::error::{DataFusionError, Result};
-use datafusion::sql::sqlparser::dialect::MySqlDialect;
-use datafusion::sql::sqlparser::tokenizer::{Location, Token, Tokenizer};
+use datafusion::error::Result;
+use datafusion::sql::sqlparser::tokenizer::{Location, Token};
+
+use crate::dialect::tokens::Tokens;
 
 /// The statements of `sql`, each trimmed; stretches holding only whitespace and comments are
 /// not statements.
 pub fn statement_texts(sql: &str) -> Result<Vec<&str>> {
-    let tokens = Tokenizer::new(&MySqlDialect {}, sql)
-        .tokenize_with_location()
-        .map_err(|e| DataFusionError::SQL(Box::new(e.into()), None))?;
+    let tokens = Tokens::new(sql)?;
     let mut offsets = ByteOffsets::new(sql);
     let mut statements = Vec::new();
     let (mut start, mut has_content) = (0, false);
-    for token in tokens {
+    for token in tokens.all() {
         match token.token {
             Token::SemiColon => {
                 let end = offsets.of(token.span.start);
@@ -107,11 +106,9 @@ mod tests {
     fn offsets_in_order_walk_the_text_once() {
         let n = 150_000;
         let sql = format!("select {}é{};\nselect 2;", "(".repeat(n), ")".repeat(n));
-        let tokens = Tokenizer::new(&MySqlDialect {}, &sql)
-            .tokenize_with_location()
-            .unwrap();
+        let tokens = Tokens::new(&sql).unwrap();
         let mut offsets = ByteOffsets::new(&sql);
-        for token in &tokens {
+        for token in tokens.all() {
             let at = offsets.of(token.span.start);
             if token.token == Token::SemiColon {
                 assert_eq!(&sql[at..at + 1], ";");

@@ -6,12 +6,11 @@
 use datafusion::common::{not_impl_err, plan_err};
 use datafusion::config::ConfigOptions;
 use datafusion::error::Result;
-use std::borrow::Cow;
 
 use datafusion::sql::sqlparser::ast::{ContextModifier, Expr, ObjectName, Set, Value};
-use datafusion::sql::sqlparser::dialect::MySqlDialect;
-use datafusion::sql::sqlparser::tokenizer::{Token, Tokenizer};
+use datafusion::sql::sqlparser::tokenizer::Token;
 
+use crate::dialect::tokens::{Tokens, is_keyword};
 use crate::error::{Classified, ErrorClass, external};
 
 /// The error of a variable Sieve does not have; MySQL's text (error 1193).
@@ -57,28 +56,28 @@ const ACCEPTED_MYSQL: &[&str] = &[
     "wait_timeout",
 ];
 
-/// A SET whose list names `NAMES charset [COLLATE collation]` among other assignments, without
-/// it (MariaDB Connector/J sends `SET autocommit=1, …, NAMES utf8mb4`, which the parser only
+/// Takes `NAMES charset [COLLATE collation]` out of a SET's list when other assignments are
+/// in it (MariaDB Connector/J sends `SET autocommit=1, …, NAMES utf8mb4`, which the parser only
 /// takes alone). Sieve's character set is always utf8mb4, so the item changes nothing.
-pub fn without_names(sql: &str) -> Cow<'_, str> {
-    let Ok(tokens) = Tokenizer::new(&MySqlDialect {}, sql).tokenize() else {
-        return Cow::Borrowed(sql);
-    };
-    let word = |t: &Token, w: &str| matches!(t, Token::Word(x) if x.quote_style.is_none() && x.value.eq_ignore_ascii_case(w));
-    let meaningful: Vec<usize> = (0..tokens.len())
-        .filter(|&i| !matches!(tokens[i], Token::Whitespace(_)))
+pub fn without_names(statement: &mut Tokens) {
+    let all = statement.all();
+    let word = |i: usize, w: &str| is_keyword(Some(&all[i].token), w);
+    let meaningful: Vec<usize> = (0..all.len())
+        .filter(|&i| !matches!(all[i].token, Token::Whitespace(_)))
         .collect();
-    if meaningful.len() < 4 || !word(&tokens[meaningful[0]], "set") {
-        return Cow::Borrowed(sql);
+    if meaningful.len() < 4 || !word(meaningful[0], "set") {
+        return;
     }
-    // Items of the list, as ranges of meaningful tokens between top-level commas.
-    let mut items: Vec<Vec<usize>> = vec![Vec::new()];
+    // Items of the list, as meaningful tokens between top-level commas; commas[k] precedes
+    // items[k + 1].
+    let (mut items, mut commas): (Vec<Vec<usize>>, Vec<usize>) = (vec![Vec::new()], Vec::new());
     let mut depth = 0i32;
     for &i in &meaningful[1..] {
-        match &tokens[i] {
+        match &all[i].token {
             Token::LParen => depth += 1,
             Token::RParen => depth -= 1,
             Token::Comma if depth == 0 => {
+                commas.push(i);
                 items.push(Vec::new());
                 continue;
             }
@@ -86,21 +85,19 @@ pub fn without_names(sql: &str) -> Cow<'_, str> {
         }
         items.last_mut().expect("one item").push(i);
     }
-    let is_names = |item: &Vec<usize>| item.first().is_some_and(|&i| word(&tokens[i], "names"));
+    let is_names = |item: &Vec<usize>| item.first().is_some_and(|&i| word(i, "names"));
     if items.len() < 2 || !items.iter().any(is_names) {
-        return Cow::Borrowed(sql);
+        return;
     }
-    let kept: Vec<String> = items
-        .iter()
-        .filter(|item| !is_names(item))
-        .map(|item| {
-            item.iter()
-                .map(|&i| tokens[i].to_string())
-                .collect::<Vec<_>>()
-                .join(" ")
-        })
-        .collect();
-    Cow::Owned(format!("SET {}", kept.join(", ")))
+    // Each NAMES item goes with the comma before it (the first item, with the one after it).
+    let mut dropped = vec![false; all.len()];
+    for (k, item) in items.iter().enumerate().filter(|(_, item)| is_names(item)) {
+        for &i in item {
+            dropped[i] = true;
+        }
+        dropped[commas[k.saturating_sub(1)]] = true;
+    }
+    statement.remove(|i| dropped[i]);
 }
 
 /// Takes the assignments to MySQL user variables (`@name`, not `@@name`) out of a SET: their
@@ -231,19 +228,27 @@ fn value_text(value: &Expr) -> String {
 
 #[cfg(test)]
 mod tests {
+    use datafusion::sql::parser::Statement as DFStatement;
     use datafusion::sql::sqlparser::ast::Statement;
-    use datafusion::sql::sqlparser::dialect::MySqlDialect;
-    use datafusion::sql::sqlparser::parser::Parser;
 
     use super::*;
     use crate::options::SieveOptions;
 
+    /// The SET `sql` holds, without NAMES among others.
+    fn parsed(sql: &str) -> Set {
+        let mut tokens = Tokens::new(sql).unwrap();
+        without_names(&mut tokens);
+        match tokens.parse_one().unwrap() {
+            DFStatement::Statement(s) => match *s {
+                Statement::Set(set) => set,
+                other => panic!("{other} is not a SET"),
+            },
+            other => panic!("{other} is not a SET"),
+        }
+    }
+
     fn set(options: &mut ConfigOptions, sql: &str) -> Result<()> {
-        let Statement::Set(set) = Parser::parse_sql(&MySqlDialect {}, sql).unwrap().remove(0)
-        else {
-            panic!("{sql} is not a SET")
-        };
-        apply(options, set)
+        apply(options, parsed(sql))
     }
 
     fn sieve(options: &ConfigOptions) -> &SieveOptions {
@@ -273,15 +278,15 @@ mod tests {
         );
         set(&mut options, "set sieve.prunning = false").unwrap_err();
         set(&mut options, "SET GLOBAL max_execution_time = 5").unwrap_err();
-        let names = without_names(
-            "set autocommit=1, sql_mode = concat(@@sql_mode,',X'), NAMES utf8mb4 COLLATE utf8mb4_unicode_ci",
-        );
+        let names = "set autocommit=1, sql_mode = concat(@@sql_mode,',X'), NAMES utf8mb4 COLLATE utf8mb4_unicode_ci";
         assert_eq!(
-            names,
-            "SET autocommit = 1, sql_mode = concat ( @@sql_mode , ',X' )"
+            parsed(names).to_string(),
+            "SET autocommit = 1, sql_mode = concat(@@sql_mode, ',X')"
         );
-        set(&mut options, &names).unwrap();
-        assert_eq!(without_names("SET NAMES utf8mb4"), "SET NAMES utf8mb4");
+        set(&mut options, names).unwrap();
+        let first = "SET NAMES utf8mb4, autocommit = 1";
+        assert_eq!(parsed(first).to_string(), "SET autocommit = 1");
+        assert_eq!(parsed("SET NAMES utf8mb4").to_string(), "SET NAMES utf8mb4");
         // A failing assignment leaves the others of its statement unapplied.
         set(&mut options, "SET sieve.pruning = false, bogus = 1").unwrap_err();
         assert!(sieve(&options).pruning);

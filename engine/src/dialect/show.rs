@@ -11,12 +11,11 @@
 use datafusion::common::plan_err;
 use datafusion::error::Result;
 use datafusion::sql::sqlparser::ast::ShowStatementFilter;
-use datafusion::sql::sqlparser::dialect::MySqlDialect;
-use datafusion::sql::sqlparser::tokenizer::{Token, Tokenizer};
+use datafusion::sql::sqlparser::tokenizer::Token;
 
 use crate::dialect::information_schema::NAME as SCHEMA;
-use crate::dialect::script::ByteOffsets;
 use crate::dialect::system_variables::{ServerLimits, VARIABLES, value};
+use crate::dialect::tokens::Tokens;
 use crate::processes::Process;
 
 /// `text` as a MySQL string literal: quotes doubled, backslashes escaped.
@@ -234,22 +233,6 @@ pub(crate) fn processlist(processes: &[Process], full: bool) -> String {
     )
 }
 
-/// The words and literals of a statement, without whitespace and comments, and where each
-/// starts in the text; None if the tokenizer rejects it (the parser then reports it).
-fn words(sql: &str) -> Option<(Vec<Token>, Vec<usize>)> {
-    let tokens = Tokenizer::new(&MySqlDialect {}, sql)
-        .tokenize_with_location()
-        .ok()?;
-    let mut offsets = ByteOffsets::new(sql);
-    Some(
-        tokens
-            .into_iter()
-            .filter(|t| !matches!(t.token, Token::Whitespace(_) | Token::SemiColon))
-            .map(|t| (t.token, offsets.of(t.span.start)))
-            .unzip(),
-    )
-}
-
 fn keyword(token: &Token, word: &str) -> bool {
     matches!(token, Token::Word(w) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case(word))
 }
@@ -302,14 +285,15 @@ fn trailing_filter(sql: &str, starts: &[usize], tokens: &[Token]) -> Result<Filt
 
 /// SHOW statements the SQL parser does not know, as the query that answers them; None for any
 /// other statement.
-pub(crate) fn rewrite(sql: &str, database: &str) -> Option<Result<String>> {
-    let (tokens, starts) = words(sql)?;
-    let [show, rest @ ..] = tokens.as_slice() else {
-        return None;
-    };
-    if !keyword(show, "show") {
+pub(crate) fn rewrite(statement: &Tokens, database: &str) -> Option<Result<String>> {
+    if !statement.starts_with("show") {
         return None;
     }
+    let sql = statement.text();
+    let (tokens, starts): (Vec<Token>, Vec<usize>) = (statement.words_at().into_iter())
+        .map(|(token, at)| (token.clone(), at))
+        .unzip();
+    let rest = &tokens[1..];
     match rest {
         [index, from, rest @ ..]
             if ["index", "indexes", "keys"]
@@ -434,6 +418,10 @@ fn table_status(database: &str, filter: Filter) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn rewrite(sql: &str, database: &str) -> Option<Result<String>> {
+        super::rewrite(&Tokens::new(sql).unwrap(), database)
+    }
 
     #[test]
     fn statements_the_parser_does_not_know_are_rewritten() {

@@ -20,8 +20,9 @@ use datafusion::error::Result;
 use datafusion::sql::sqlparser::tokenizer::Token;
 
 use crate::catalog::table_name::TableName;
+use crate::dialect::tokens::Tokens;
 use crate::ingest::delimited::Delimiters;
-use crate::ingest::words::Words;
+use crate::ingest::words::{Words, starts_with};
 
 #[derive(Debug, Clone)]
 pub struct CopyInto {
@@ -46,16 +47,13 @@ pub enum FileFormat {
     Ndjson,
 }
 
-/// Whether `sql` is a COPY INTO statement; if so, the statement or why it cannot run.
-pub fn parse(sql: &str, default_database: &str) -> Option<Result<CopyInto>> {
-    let mut words = sql.split_whitespace();
-    let copy = words.next()?.eq_ignore_ascii_case("copy");
-    let into = words.next().is_some_and(|w| w.eq_ignore_ascii_case("into"));
-    (copy && into).then(|| read(sql, default_database))
+/// Whether `statement` is a COPY INTO statement; if so, the statement or why it cannot run.
+pub fn parse(statement: &Tokens, default_database: &str) -> Option<Result<CopyInto>> {
+    starts_with(statement, "copy", "into").then(|| read(statement, default_database))
 }
 
-fn read(sql: &str, default_database: &str) -> Result<CopyInto> {
-    let mut s = Words::new(sql, "COPY INTO")?;
+fn read(statement: &Tokens, default_database: &str) -> Result<CopyInto> {
+    let mut s = Words::new(statement, "COPY INTO");
     s.expect("COPY")?;
     s.expect("INTO")?;
     let table = s.table_name(default_database)?;
@@ -181,11 +179,13 @@ mod tests {
     use super::*;
 
     fn copy(sql: &str) -> CopyInto {
-        parse(sql, "db").expect("a COPY INTO").unwrap()
+        parse(&Tokens::new(sql).unwrap(), "db")
+            .expect("a COPY INTO")
+            .unwrap()
     }
 
     fn refused(sql: &str) -> String {
-        parse(sql, "db")
+        parse(&Tokens::new(sql).unwrap(), "db")
             .expect("a COPY INTO")
             .unwrap_err()
             .to_string()
@@ -247,6 +247,6 @@ mod tests {
             refused("copy into t from 's3://in/' file_format = (type = csv) on_error = skip")
                 .contains("ABORT or CONTINUE")
         );
-        assert!(parse("copy t to 'x'", "db").is_none());
+        assert!(parse(&Tokens::new("copy t to 'x'").unwrap(), "db").is_none());
     }
 }

@@ -20,8 +20,9 @@ use datafusion::error::Result;
 use datafusion::sql::sqlparser::tokenizer::Token;
 
 use crate::catalog::table_name::TableName;
+use crate::dialect::tokens::Tokens;
 use crate::ingest::delimited::Delimiters;
-use crate::ingest::words::Words;
+use crate::ingest::words::{Words, starts_with};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LoadData {
@@ -38,16 +39,13 @@ pub struct LoadData {
     pub skip_bad_rows: bool,
 }
 
-/// Whether `sql` is a LOAD DATA statement; if so, the statement or why it cannot run.
-pub fn parse(sql: &str, default_database: &str) -> Option<Result<LoadData>> {
-    let mut words = sql.split_whitespace();
-    let load = words.next()?.eq_ignore_ascii_case("load");
-    let data = words.next().is_some_and(|w| w.eq_ignore_ascii_case("data"));
-    (load && data).then(|| read(sql, default_database))
+/// Whether `statement` is a LOAD DATA statement; if so, the statement or why it cannot run.
+pub fn parse(statement: &Tokens, default_database: &str) -> Option<Result<LoadData>> {
+    starts_with(statement, "load", "data").then(|| read(statement, default_database))
 }
 
-fn read(sql: &str, default_database: &str) -> Result<LoadData> {
-    let mut s = Words::new(sql, "LOAD DATA")?;
+fn read(statement: &Tokens, default_database: &str) -> Result<LoadData> {
+    let mut s = Words::new(statement, "LOAD DATA");
     s.expect("LOAD")?;
     s.expect("DATA")?;
     for refused in ["LOW_PRIORITY", "CONCURRENT"] {
@@ -164,11 +162,13 @@ mod tests {
     use super::*;
 
     fn load(sql: &str) -> LoadData {
-        parse(sql, "db").expect("a LOAD DATA").unwrap()
+        parse(&Tokens::new(sql).unwrap(), "db")
+            .expect("a LOAD DATA")
+            .unwrap()
     }
 
     fn refused(sql: &str) -> String {
-        parse(sql, "db")
+        parse(&Tokens::new(sql).unwrap(), "db")
             .expect("a LOAD DATA")
             .unwrap_err()
             .to_string()
@@ -233,6 +233,6 @@ mod tests {
             refused("load data local infile 'f' into table t lines")
                 .contains("STARTING BY or TERMINATED BY")
         );
-        assert!(parse("select 'load data'", "db").is_none());
+        assert!(parse(&Tokens::new("select 'load data'").unwrap(), "db").is_none());
     }
 }

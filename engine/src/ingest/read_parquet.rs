@@ -268,9 +268,8 @@ mod tests {
     #[test]
     fn calls_are_found_wherever_a_statement_names_them() {
         let parsed = |sql: &str| {
-            datafusion::sql::parser::DFParser::parse_sql(sql)
-                .unwrap()
-                .pop_front()
+            crate::dialect::tokens::Tokens::new(sql)
+                .and_then(|t| t.parse_one())
                 .unwrap()
         };
         let found = calls(&parsed(

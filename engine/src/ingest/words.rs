@@ -4,23 +4,30 @@
 
 use datafusion::common::plan_err;
 use datafusion::error::Result;
-use datafusion::sql::sqlparser::dialect::MySqlDialect;
 use datafusion::sql::sqlparser::parser::Parser;
 use datafusion::sql::sqlparser::tokenizer::{Token, Word};
 
 use crate::catalog::table_name::TableName;
+use crate::dialect::tokens::{Tokens, is_keyword};
 
-pub struct Words<'a> {
-    pub parser: Parser<'a>,
+pub struct Words {
+    pub parser: Parser<'static>,
     statement: &'static str,
 }
 
-impl<'a> Words<'a> {
-    pub fn new(sql: &'a str, statement: &'static str) -> Result<Self> {
-        Ok(Self {
-            parser: Parser::new(&MySqlDialect {}).try_with_sql(sql)?,
+/// Whether the statement starts with the two words `first` and `second`: a statement of the
+/// kind [`Words`] walks.
+pub fn starts_with(statement: &Tokens, first: &str, second: &str) -> bool {
+    let mut words = statement.words();
+    is_keyword(words.next(), first) && is_keyword(words.next(), second)
+}
+
+impl Words {
+    pub fn new(tokens: &Tokens, statement: &'static str) -> Self {
+        Self {
+            parser: tokens.parser(),
             statement,
-        })
+        }
     }
 
     /// Takes the next token if it is the bare word `word` (any case).

@@ -14,9 +14,10 @@ use datafusion::sql::sqlparser::tokenizer::Token;
 use futures::{StreamExt, TryStreamExt};
 use sieve_storage::{Optimized, Rewrite, RoaringBitmap, StorageError, Table, TableWriter};
 
+use crate::dialect::tokens::{Tokens, is_keyword};
 use crate::error::to_df;
 use crate::maintenance::delete::{key_changes, live_rows};
-use crate::maintenance::table_statement::{after_keyword, is_keyword, table_name};
+use crate::maintenance::table_statement::{after_keyword, table_name};
 use crate::progress::WriteProgress;
 
 const SYNTAX: &str = "OPTIMIZE [NO_WRITE_TO_BINLOG | LOCAL] [TABLE] <table>";
@@ -33,9 +34,9 @@ pub struct Optimize {
     pub table: Vec<String>,
 }
 
-/// The OPTIMIZE statement `sql` holds; None if it is another statement.
-pub fn parse(sql: &str) -> Option<Result<Optimize>> {
-    let tokens = after_keyword(sql, "optimize")?;
+/// The OPTIMIZE statement `statement` holds; None if it is another statement.
+pub fn parse(statement: &Tokens) -> Option<Result<Optimize>> {
+    let tokens = after_keyword(statement, "optimize")?;
     let mut rest = tokens.as_slice();
     if is_keyword(rest.first(), "no_write_to_binlog") || is_keyword(rest.first(), "local") {
         rest = &rest[1..];
@@ -121,6 +122,10 @@ async fn merge_groups(table: &Table, done: Optimized) -> Result<Optimized> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn parse(sql: &str) -> Option<Result<Optimize>> {
+        super::parse(&Tokens::new(sql).unwrap())
+    }
 
     #[test]
     fn parses_optimize_and_nothing_else() {

@@ -1,25 +1,16 @@
 //! Statements about one table that Sieve recognises before parsing SQL (VACUUM, OPTIMIZE), as
 //! DataFusion's parser knows neither in MySQL's dialect: their words, and the table they name.
 
-use datafusion::sql::sqlparser::dialect::MySqlDialect;
-use datafusion::sql::sqlparser::tokenizer::{Token, Tokenizer};
+use datafusion::sql::sqlparser::tokenizer::Token;
 
-/// The tokens after `keyword` when `sql` starts with it (without whitespace and semicolons);
-/// None if it does not.
-pub fn after_keyword(sql: &str, keyword: &str) -> Option<Vec<Token>> {
-    let tokens = Tokenizer::new(&MySqlDialect {}, sql).tokenize().ok()?;
-    let mut words = tokens
-        .into_iter()
-        .filter(|t| !matches!(t, Token::Whitespace(_) | Token::SemiColon));
-    match words.next() {
-        Some(Token::Word(w)) if w.value.eq_ignore_ascii_case(keyword) => Some(words.collect()),
-        _ => None,
-    }
-}
+use crate::dialect::tokens::Tokens;
 
-/// Whether `token` is the unquoted keyword `k`.
-pub fn is_keyword(token: Option<&Token>, k: &str) -> bool {
-    matches!(token, Some(Token::Word(w)) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case(k))
+/// The words after `keyword` when the statement starts with it (without whitespace and
+/// semicolons); None if it does not.
+pub fn after_keyword(statement: &Tokens, keyword: &str) -> Option<Vec<Token>> {
+    statement
+        .starts_with(keyword)
+        .then(|| statement.words().skip(1).cloned().collect())
 }
 
 /// `table` or `database.table` at the start of `rest`, which it then skips; None if there is

@@ -8,7 +8,8 @@ use datafusion::common::plan_err;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::sql::sqlparser::tokenizer::Token;
 
-use crate::maintenance::table_statement::{after_keyword, is_keyword, table_name};
+use crate::dialect::tokens::{Tokens, is_keyword};
+use crate::maintenance::table_statement::{after_keyword, table_name};
 
 /// Delta Lake's default: a week covers any query or write that is still running.
 pub const DEFAULT_RETAIN: Duration = Duration::from_secs(7 * 24 * 3600);
@@ -26,9 +27,9 @@ pub struct Vacuum {
     pub retain: Duration,
 }
 
-/// The VACUUM statement `sql` holds; None if it is another statement.
-pub fn parse(sql: &str) -> Option<Result<Vacuum>> {
-    Some(parse_rest(after_keyword(sql, "vacuum")?))
+/// The VACUUM statement `statement` holds; None if it is another statement.
+pub fn parse(statement: &Tokens) -> Option<Result<Vacuum>> {
+    Some(parse_rest(after_keyword(statement, "vacuum")?))
 }
 
 fn parse_rest(tokens: Vec<Token>) -> Result<Vacuum> {
@@ -57,6 +58,10 @@ fn parse_rest(tokens: Vec<Token>) -> Result<Vacuum> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn parse(sql: &str) -> Option<Result<Vacuum>> {
+        super::parse(&Tokens::new(sql).unwrap())
+    }
 
     #[test]
     fn parses_vacuum_and_nothing_else() {

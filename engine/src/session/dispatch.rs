@@ -1,5 +1,5 @@
-//! Statement dispatch: a statement's text is recognised (SHOW, VACUUM, OPTIMIZE), parsed and
-//! rewritten for MySQL, then sent to Sieve's own handling or to DataFusion.
+//! Statement dispatch: a statement's text is read by the front door ([`statement_text`]), then
+//! sent to the short path, to Sieve's own handling, or to DataFusion.
 
 use super::accounts;
 use super::copy;
@@ -7,121 +7,145 @@ use super::ddl;
 use super::external_files;
 use super::load;
 use super::maintenance;
-use datafusion::common::{ScalarValue, plan_err};
+use datafusion::common::{ScalarValue, not_impl_err, plan_err};
 use datafusion::error::Result;
-use datafusion::sql::parser::{DFParser, Statement as DFStatement};
-use datafusion::sql::sqlparser::ast::{ObjectType, SchemaName, ShowCreateObject, Statement, Use};
-use datafusion::sql::sqlparser::dialect::MySqlDialect;
+use datafusion::sql::parser::Statement as DFStatement;
+use datafusion::sql::sqlparser::ast::{
+    ObjectType, SchemaName, ShowCreateObject, Statement as SqlStatement, Use,
+};
 use sieve_storage::StorageError;
 
 use super::{Session, object_parts};
 use crate::access::privileges::Object;
-use crate::access::user_statements::{self, UserStatement};
+use crate::dialect::connection_statements::ConnectionStatement;
 use crate::dialect::information_schema;
-use crate::dialect::rewrites;
 use crate::dialect::set_variable;
 use crate::dialect::show;
 use crate::dialect::show_create::create_table_sql;
 use crate::dialect::show_filter::{filter_of, filtered_list};
 use crate::error::to_df;
-use crate::guard::statement::check_complexity;
 use crate::iceberg::catalog as iceberg_catalog;
-use crate::ingest::copy_into::{self, CopyInto};
-use crate::maintenance::optimize::{self, Optimize};
-use crate::maintenance::vacuum::{self, Vacuum};
+use crate::ingest::load_data::LoadData;
 use crate::options::SieveOptions;
-use crate::session::prepared::allow_filtering;
 use crate::session::query_stream::QueryStream;
 use crate::session::recognized_texts::Recognized;
 use crate::session::short_path::PointLookup;
 use crate::session::statement_task::run_on;
+use crate::statement_text::{self, Statement};
 
-/// A statement Sieve recognises before SQL parsing: DataFusion's parser knows none of these in
-/// the form MySQL users write them.
-pub(super) enum Recognised {
-    Account(UserStatement),
-    /// SHOW statements, rewritten as queries of `information_schema`.
-    Show(String),
-    Vacuum(Vacuum),
-    Optimize(Optimize),
-    Copy(CopyInto),
+/// Statement texts longer than this are read on the executor, not on the thread that serves
+/// clients: three clients sending 150,000 nested parentheses or a 150,000-item IN list held the
+/// serving threads for seconds between them, and another client's `select 1` waited up to 3 s.
+/// Shorter texts (every point lookup) are read where they arrive, without a hop to another
+/// thread.
+const READ_ASIDE_BYTES: usize = 16 << 10;
+
+/// A statement's text, read by the front door ([`statement_text`]): what the front end answers
+/// itself ([`Self::connection_statement`], [`Self::into_load_data`]) or gives to
+/// [`Session::run`]. A text that is no statement Sieve can run keeps its error, which
+/// [`Session::run`] reports and records as the statement's.
+pub struct ReadStatement {
+    text: String,
+    read: Result<Read>,
 }
 
-/// The statement `sql` holds if it is one Sieve recognises before parsing (or the error that
-/// says why it is a malformed one); None for the others. A LOAD DATA is an error here: only a
-/// client that sends the file can run it.
-pub(super) fn recognise(sql: &str, database: &str) -> Option<Result<Recognised>> {
-    if let Some(statement) = user_statements::parse(sql) {
-        return Some(statement.map(Recognised::Account));
-    }
-    if let Some(rewritten) = show::rewrite(sql, database) {
-        return Some(rewritten.map(Recognised::Show));
-    }
-    if let Some(vacuum) = vacuum::parse(sql) {
-        return Some(vacuum.map(Recognised::Vacuum));
-    }
-    if let Some(optimize) = optimize::parse(sql) {
-        return Some(optimize.map(Recognised::Optimize));
-    }
-    if let Some(copy) = copy_into::parse(sql, database) {
-        return Some(copy.map(Recognised::Copy));
-    }
-    load::refuse_load_data(sql).map(Err)
+enum Read {
+    /// A point lookup whose text was read before ([`crate::session::recognized_texts`]).
+    Known(Recognized),
+    /// With the point lookup it is, if one.
+    Read(Statement, Option<PointLookup>),
 }
 
-/// Statement texts longer than this are checked and parsed on the executor, not on the thread
-/// that serves clients: three clients sending 150,000 nested parentheses or a 150,000-item IN
-/// list held the serving threads for seconds between them, and another client's `select 1`
-/// waited up to 3 s. Shorter texts (every point lookup) are parsed where they arrive, without a
-/// hop to another thread.
-const PARSED_ASIDE_BYTES: usize = 16 << 10;
-
-/// A statement's text made ready to run: one Sieve recognises, or a statement parsed and
-/// rewritten for MySQL, with the point lookup it is (if one) and whether it allows filtering.
-enum Parsed {
-    Recognised(Recognised),
-    Statement(DFStatement, Option<PointLookup>, bool),
-}
-
-fn parse_text(text: &str, database: &str, normalize: bool) -> Result<Parsed> {
-    check_complexity(text)?;
-    let (sql, allow_filtering) = allow_filtering(text);
-    let sql = set_variable::without_names(sql);
-    let sql = sql.as_ref();
-    if let Some(recognised) = recognise(sql, database) {
-        return recognised.map(Parsed::Recognised);
+impl ReadStatement {
+    /// KILL or a transaction statement, which the front end answers itself.
+    pub fn connection_statement(&self) -> Option<ConnectionStatement> {
+        match &self.read {
+            Ok(Read::Read(Statement::Connection(statement), _)) => Some(*statement),
+            _ => None,
+        }
     }
-    let mut statement = Session::parse_one(sql)?;
-    rewrites::rewrite(&mut statement);
-    let lookup = PointLookup::recognize(&statement, normalize);
-    Ok(Parsed::Statement(statement, lookup, allow_filtering))
+
+    /// The LOAD DATA this is, for the front end to ask its client for the file; itself if it
+    /// is none.
+    pub fn into_load_data(self) -> std::result::Result<LoadData, Self> {
+        match self.read {
+            Ok(Read::Read(Statement::LoadData(load), _)) => Ok(load),
+            read => Err(Self { read, ..self }),
+        }
+    }
+
+    pub fn text(&self) -> &str {
+        &self.text
+    }
 }
 
 impl Session {
-    pub(super) async fn parse_and_run(&self, text: &str) -> Result<QueryStream> {
+    /// Reads one statement's text (see [`ReadStatement`]).
+    pub async fn read(&self, text: &str) -> ReadStatement {
+        let read = self.read_text(text).await;
+        ReadStatement {
+            text: text.to_string(),
+            read,
+        }
+    }
+
+    async fn read_text(&self, text: &str) -> Result<Read> {
+        let keep_texts = self.options(|o| o.short_path && o.text_lookups);
+        match self.texts.get(text, self.normalizes_identifiers()) {
+            Some(known) if keep_texts => Ok(Read::Known(known)),
+            _ => self.read_new(text).await,
+        }
+    }
+
+    /// Reads `text` without asking whether it was read before.
+    async fn read_new(&self, text: &str) -> Result<Read> {
+        let (database, normalize) = (self.database(), self.normalizes_identifiers());
+        let read = move |text: &str| {
+            let statement = statement_text::read(text, &database)?;
+            let lookup = match &statement {
+                Statement::Sql { statement, .. } => PointLookup::recognize(statement, normalize),
+                _ => None,
+            };
+            Ok(Read::Read(statement, lookup))
+        };
+        if text.len() > READ_ASIDE_BYTES {
+            let text = text.to_string();
+            let work = async move { read(&text) };
+            run_on(&self.executor(), &self.tasks, work).await
+        } else {
+            read(text)
+        }
+    }
+
+    /// Runs a statement the front door read.
+    pub(super) async fn run_read(&self, statement: ReadStatement) -> Result<QueryStream> {
+        let ReadStatement { text, read } = statement;
         let normalize = self.normalizes_identifiers();
         let keep_texts = self.options(|o| o.short_path && o.text_lookups);
-        if let Some(known) = self.texts.get(text, normalize).filter(|_| keep_texts) {
-            let short = self.allowing_full_scan(known.allow_filtering, async {
-                self.short_path(&known.lookup, &self.database(), &[]).await
-            });
-            // None when the table changed so that the full path must plan it: then as below.
-            match short.await? {
-                Some(rows) => return Ok(rows),
-                None => self.texts.remove(text),
+        let (statement, lookup) = match read? {
+            Read::Known(known) => {
+                let short = self.allowing_full_scan(known.allow_filtering, async {
+                    self.short_path(&known.lookup, &self.database(), &[]).await
+                });
+                // None when the table changed so that the full path must plan it: it is read
+                // again, and planned.
+                if let Some(rows) = short.await? {
+                    return Ok(rows);
+                }
+                self.texts.remove(&text);
+                match self.read_new(&text).await? {
+                    Read::Read(statement, lookup) => (statement, lookup),
+                    Read::Known(known) => unreachable!("read_new reads: {known:?}"),
+                }
             }
-        }
-        let database = self.database();
-        let parsed = if text.len() > PARSED_ASIDE_BYTES {
-            let text = text.to_string();
-            let work = async move { parse_text(&text, &database, normalize) };
-            run_on(&self.executor(), &self.tasks, work).await?
-        } else {
-            parse_text(text, &database, normalize)?
+            Read::Read(statement, lookup) => (statement, lookup),
         };
-        let (statement, lookup, allow_filtering) = match parsed {
-            Parsed::Recognised(recognised) => return self.run_recognised(recognised).await,
-            Parsed::Statement(statement, lookup, allow) => (statement, lookup, allow),
+        let (statement, allow_filtering) = match statement {
+            Statement::Sql {
+                statement,
+                allow_filtering,
+            } => (statement, allow_filtering),
+            other => return self.run_recognised(other).await,
         };
         self.allowing_full_scan(allow_filtering, async {
             if let Some(lookup) = lookup
@@ -133,7 +157,7 @@ impl Session {
                     normalize,
                 };
                 if keep_texts {
-                    self.texts.insert(text, known);
+                    self.texts.insert(&text, known);
                 }
                 return Ok(rows);
             }
@@ -142,13 +166,39 @@ impl Session {
         .await
     }
 
-    async fn run_recognised(&self, recognised: Recognised) -> Result<QueryStream> {
-        match recognised {
-            Recognised::Account(statement) => accounts::run_user_statement(self, statement).await,
-            Recognised::Show(sql) => self.run_sql(&sql).await,
-            Recognised::Vacuum(vacuum) => maintenance::vacuum(self, vacuum).await,
-            Recognised::Optimize(optimize) => maintenance::optimize(self, optimize).await,
-            Recognised::Copy(copy) => copy::copy_into(self, copy).await,
+    /// Runs a statement the front door read, other than through the short path.
+    async fn run_recognised(&self, statement: Statement) -> Result<QueryStream> {
+        match statement {
+            Statement::Connection(statement) => self.connection_statement(statement),
+            Statement::LoadData(_) => Err(load::needs_a_client()),
+            Statement::Account(statement) => accounts::run_user_statement(self, statement).await,
+            Statement::Show(sql) => self.run_sql(&sql).await,
+            Statement::Vacuum(vacuum) => maintenance::vacuum(self, vacuum).await,
+            Statement::Optimize(optimize) => maintenance::optimize(self, optimize).await,
+            Statement::Copy(copy) => copy::copy_into(self, copy).await,
+            Statement::Sql {
+                statement,
+                allow_filtering,
+            } => {
+                self.allowing_full_scan(allow_filtering, self.execute_statement(statement))
+                    .await
+            }
+        }
+    }
+
+    /// KILL and the transaction statements where no MySQL connection answers them (Flight
+    /// SQL, `sieve sql`): BEGIN and COMMIT change nothing, as every statement commits on its
+    /// own; the others cannot be done here.
+    fn connection_statement(&self, statement: ConnectionStatement) -> Result<QueryStream> {
+        match statement {
+            ConnectionStatement::Begin | ConnectionStatement::Commit => Ok(self.affected(0)),
+            ConnectionStatement::Rollback => not_impl_err!(
+                "ROLLBACK cannot undo anything: Sieve has no transactions, each statement \
+                 committed on its own"
+            ),
+            ConnectionStatement::Kill { .. } => not_impl_err!(
+                "KILL stops a statement of a MySQL connection: send it over the MySQL protocol"
+            ),
         }
     }
 
@@ -182,17 +232,6 @@ impl Session {
         sieve.is_some_and(|o| std::mem::replace(&mut o.allow_full_scan, value))
     }
 
-    pub(super) fn parse_one(sql: &str) -> Result<DFStatement> {
-        let mut statements = DFParser::parse_sql_with_dialect(sql, &MySqlDialect {})?;
-        match (statements.pop_front(), statements.is_empty()) {
-            (Some(statement), true) => Ok(statement),
-            (None, _) => plan_err!("no statement to run"),
-            (Some(_), false) => {
-                plan_err!("one statement expected; split scripts with split_statements")
-            }
-        }
-    }
-
     pub(super) async fn execute_statement(&self, statement: DFStatement) -> Result<QueryStream> {
         self.progress.reset();
         let _files = external_files::resolve_files(self, &statement).await?;
@@ -200,18 +239,18 @@ impl Session {
             return self.run_in_datafusion(statement).await;
         };
         match *sql {
-            Statement::CreateDatabase {
+            SqlStatement::CreateDatabase {
                 db_name,
                 if_not_exists,
                 ..
             } => ddl::create_database(self, &object_parts(&db_name), if_not_exists).await,
-            Statement::CreateSchema {
+            SqlStatement::CreateSchema {
                 schema_name: SchemaName::Simple(name),
                 if_not_exists,
                 ..
             } => ddl::create_database(self, &object_parts(&name), if_not_exists).await,
-            Statement::ShowDatabases { show_options, .. }
-            | Statement::ShowSchemas { show_options, .. } => {
+            SqlStatement::ShowDatabases { show_options, .. }
+            | SqlStatement::ShowSchemas { show_options, .. } => {
                 let mut databases = self.catalog.list_databases().await.map_err(to_df)?;
                 let principal = self.principal();
                 databases.retain(|db| principal.sees(&Object::database(db)));
@@ -222,13 +261,13 @@ impl Session {
                 let list = filtered_list(&self.ctx, "Database", databases, filter)?;
                 self.run_plan(list.into_unoptimized_plan()).await
             }
-            Statement::Use(Use::Object(name) | Use::Database(name) | Use::Schema(name)) => {
+            SqlStatement::Use(Use::Object(name) | Use::Database(name) | Use::Schema(name)) => {
                 match object_parts(&name).as_slice() {
                     [db] => self.use_database(db).await.map(|()| self.affected(0)),
                     _ => plan_err!("USE takes one database name, got {name}"),
                 }
             }
-            Statement::ShowTables {
+            SqlStatement::ShowTables {
                 full, show_options, ..
             } => {
                 let parts = show_options
@@ -257,18 +296,20 @@ impl Session {
                 }
                 self.run_sql(&show::tables(&db, full, filter)).await
             }
-            Statement::ShowVariables { filter, .. } => {
+            SqlStatement::ShowVariables { filter, .. } => {
                 let limits = self.server().0;
                 self.run_sql(&show::variables(&limits, filter)).await
             }
-            Statement::ShowStatus { filter, .. } => self.run_sql(&show::status(filter)).await,
-            Statement::ShowCollation { filter } => self.run_sql(&show::collations(filter)).await,
-            Statement::ShowCharset(charset) => self.run_sql(&show::charsets(charset.filter)).await,
-            Statement::ShowProcessList { full, .. } => {
+            SqlStatement::ShowStatus { filter, .. } => self.run_sql(&show::status(filter)).await,
+            SqlStatement::ShowCollation { filter } => self.run_sql(&show::collations(filter)).await,
+            SqlStatement::ShowCharset(charset) => {
+                self.run_sql(&show::charsets(charset.filter)).await
+            }
+            SqlStatement::ShowProcessList { full, .. } => {
                 let sql = show::processlist(&self.processes(), full);
                 self.run_sql(&sql).await
             }
-            Statement::ShowCreate {
+            SqlStatement::ShowCreate {
                 obj_type: ShowCreateObject::Table,
                 obj_name,
             } => {
@@ -283,10 +324,10 @@ impl Session {
                     self.pool(),
                 )
             }
-            Statement::ExplainTable { table_name, .. } => {
+            SqlStatement::ExplainTable { table_name, .. } => {
                 ddl::describe(self, &table_name, false, None).await
             }
-            Statement::ShowColumns {
+            SqlStatement::ShowColumns {
                 full, show_options, ..
             } => {
                 let Some(table) = show_options.show_in.and_then(|s| s.parent_name) else {
@@ -295,10 +336,10 @@ impl Session {
                 let filter = filter_of(show_options.filter_position);
                 ddl::describe(self, &table, full, filter).await
             }
-            Statement::CreateTable(create) if !create.external => {
+            SqlStatement::CreateTable(create) if !create.external => {
                 ddl::create_table(self, create).await
             }
-            Statement::Set(set) => {
+            SqlStatement::Set(set) => {
                 let (user, rest) = set_variable::take_user_assignments(set);
                 // Values first: a SET that fails changes nothing.
                 let mut values = Vec::with_capacity(user.len());
@@ -316,8 +357,8 @@ impl Session {
             }
             // Each statement reads one snapshot of the tables it names, which is what a read
             // lock would give; Sieve takes no locks (mariadb-dump sends these).
-            Statement::LockTables { .. } | Statement::UnlockTables => Ok(self.affected(0)),
-            Statement::Drop {
+            SqlStatement::LockTables { .. } | SqlStatement::UnlockTables => Ok(self.affected(0)),
+            SqlStatement::Drop {
                 object_type,
                 if_exists,
                 names,

@@ -7,16 +7,12 @@ use datafusion::error::{DataFusionError, Result};
 use super::Session;
 use crate::access::privileges::{Object, Privilege};
 use crate::error::to_df;
-use crate::ingest::load_data;
+use crate::ingest::load_data::LoadData;
 use crate::ingest::local_load::LocalLoad;
 use crate::ingest::text_rows::TextRows;
 use crate::sink::SieveSink;
 
-pub(super) async fn open_load(
-    session: &Session,
-    statement: Result<load_data::LoadData>,
-) -> Result<LocalLoad> {
-    let statement = statement?;
+pub(super) async fn open_load(session: &Session, statement: LoadData) -> Result<LocalLoad> {
     let name = &statement.table;
     session.require(
         Privilege::Insert,
@@ -45,15 +41,11 @@ pub(super) async fn open_load(
     })
 }
 
-/// Why a LOAD DATA reaching the SQL path cannot run (no client is there to send the
-/// file); None if `sql` is no LOAD DATA.
-pub(super) fn refuse_load_data(sql: &str) -> Option<DataFusionError> {
-    Some(match load_data::parse(sql, "")? {
-        Err(e) => e,
-        Ok(_) => DataFusionError::Plan(
-            "LOAD DATA LOCAL INFILE needs a client that sends the file: the mysql client \
-             (with --local-infile=1), a driver that allows local infile, or `sieve sql`"
-                .into(),
-        ),
-    })
+/// Why a LOAD DATA reaching the SQL path cannot run: no client is there to send the file.
+pub(super) fn needs_a_client() -> DataFusionError {
+    DataFusionError::Plan(
+        "LOAD DATA LOCAL INFILE needs a client that sends the file: the mysql client \
+         (with --local-infile=1), a driver that allows local infile, or `sieve sql`"
+            .into(),
+    )
 }

@@ -26,6 +26,7 @@ pub(crate) mod short_path;
 mod statement_end;
 pub(crate) mod statement_task;
 
+pub use dispatch::ReadStatement;
 pub use engine::Engine;
 
 use std::sync::Arc;
@@ -61,9 +62,8 @@ use crate::error::to_df;
 use crate::guard::interrupt::StatementTasks;
 use crate::guard::panic;
 use crate::guard::spill::SpillPlace;
-use crate::guard::statement::check_complexity;
 use crate::iceberg::catalog::{self as iceberg_catalog, IcebergCatalogProvider};
-use crate::ingest::load_data;
+use crate::ingest::load_data::LoadData;
 use crate::ingest::local_load::LocalLoad;
 use crate::ingest::read_parquet::{self, ReadParquet};
 use crate::maintenance::index_stats::IndexStatsFunction;
@@ -146,10 +146,10 @@ fn object_parts(name: &ObjectName) -> Vec<String> {
 }
 
 impl Session {
-    /// The load `sql` asks for, ready for the client's file; None if `sql` is no LOAD DATA.
-    pub async fn load_data(&self, sql: &str) -> Option<Result<LocalLoad>> {
-        let statement = load_data::parse(sql, &self.database())?;
-        Some(load::open_load(self, statement).await)
+    /// The load a LOAD DATA statement asks for ([`ReadStatement::into_load_data`]), checked
+    /// against its table and ready for the client's file.
+    pub async fn open_load(&self, statement: LoadData) -> Result<LocalLoad> {
+        load::open_load(self, statement).await
     }
 
     /// Whom the session acts for.
@@ -404,7 +404,6 @@ impl Session {
 
     /// Splits a script into its statements (as SQL text), so callers can run and time each.
     pub fn split_statements(sql: &str) -> Result<Vec<String>> {
-        check_complexity(sql)?;
         Ok(statement_texts(sql)?
             .into_iter()
             .map(str::to_string)
@@ -416,13 +415,19 @@ impl Session {
         self.query(sql).await?.collect().await
     }
 
-    /// Runs one statement; a query's rows stream as the caller reads them.
+    /// Reads and runs one statement; a query's rows stream as the caller reads them.
     pub async fn query(&self, sql: &str) -> Result<QueryStream> {
+        let statement = self.read(sql).await;
+        self.run(statement).await
+    }
+
+    /// Runs one statement the front door read ([`Self::read`]).
+    pub async fn run(&self, statement: ReadStatement) -> Result<QueryStream> {
         // Logs and SHOW PROCESSLIST never show a password typed in CREATE or ALTER USER.
-        let text = redacted(sql).into_owned();
-        let finished = Finished::start(self, statement_kind(sql), text, None);
+        let text = redacted(statement.text()).into_owned();
+        let finished = Finished::start(self, statement_kind(statement.text()), text, None);
         let planning = RequestTrace::new();
-        let output = panic::catch(planning.scope(self.parse_and_run(sql))).await;
+        let output = panic::catch(planning.scope(self.run_read(statement))).await;
         self.counted(output, planning, finished)
     }
 

@@ -20,17 +20,15 @@ use datafusion::sql::sqlparser::ast::{
 use datafusion::sql::sqlparser::tokenizer::Location;
 use sieve_storage::RequestTrace;
 
-use super::dispatch::recognise;
 use super::statement_end::Finished;
 use super::{Session, external_files};
 use crate::access::redact::redacted;
-use crate::dialect::rewrites;
 use crate::guard::panic;
-use crate::guard::statement::check_complexity;
 use crate::metrics::statement_kind;
 use crate::scan::lossless_cast::lossless_cast;
 use crate::session::query_stream::QueryStream;
 use crate::session::short_path::PointLookup;
+use crate::statement_text;
 
 /// A parsed statement whose `?` are numbered, and what its parameters are.
 #[derive(Debug, Clone)]
@@ -57,27 +55,9 @@ pub struct Prepared {
 #[derive(Debug, Clone)]
 pub(crate) enum Body {
     Parsed(DFStatement),
-    /// A statement Sieve recognises before parsing (OPTIMIZE, GRANT, SHOW …): it takes no
-    /// parameters and runs as its text does.
+    /// A statement Sieve recognises before parsing (OPTIMIZE, GRANT, SHOW, KILL …): it takes
+    /// no parameters and runs as its text does.
     Recognised(String),
-}
-
-/// A statement without Cassandra's trailing `ALLOW FILTERING` (which Sieve takes to mean "this
-/// statement may read a large table in full"), and whether it had it.
-pub(crate) fn allow_filtering(sql: &str) -> (&str, bool) {
-    let trimmed = sql.trim_end().trim_end_matches(';').trim_end();
-    match last_word(trimmed, "filtering").and_then(|rest| last_word(rest, "allow")) {
-        Some(rest) => (rest, true),
-        None => (sql, false),
-    }
-}
-
-/// `text` without its last word if that is `word` (any case) after whitespace.
-fn last_word<'a>(text: &'a str, word: &str) -> Option<&'a str> {
-    let at = text.len().checked_sub(word.len())?;
-    let (rest, tail) = (text.get(..at)?, text.get(at..)?);
-    (tail.eq_ignore_ascii_case(word) && rest.ends_with(char::is_whitespace))
-        .then(|| rest.trim_end())
 }
 
 impl Prepared {
@@ -193,22 +173,24 @@ impl Session {
     /// Parses a statement whose `?` placeholders are bound at each [`Self::execute_prepared`];
     /// fails as the statement would (bad SQL, unknown table) before anything runs.
     pub async fn prepare(&self, sql: &str) -> Result<Prepared> {
-        check_complexity(sql)?;
-        let (sql, allow_full_scan) = allow_filtering(sql);
-        if recognise(sql, &self.database()).is_some() {
-            return Ok(Prepared {
-                body: Body::Recognised(sql.to_string()),
-                param_types: Vec::new(),
-                result_fields: Vec::new(),
-                allow_full_scan,
-                database: self.database(),
-                lookup: None,
-                kind: statement_kind(sql),
-                text: redacted(sql).into_owned(),
-            });
-        }
-        let mut statement = Self::parse_one(sql)?;
-        rewrites::rewrite(&mut statement);
+        let (mut statement, allow_full_scan) = match statement_text::read(sql, &self.database())? {
+            statement_text::Statement::Sql {
+                statement,
+                allow_filtering,
+            } => (statement, allow_filtering),
+            _ => {
+                return Ok(Prepared {
+                    body: Body::Recognised(sql.to_string()),
+                    param_types: Vec::new(),
+                    result_fields: Vec::new(),
+                    allow_full_scan: false,
+                    database: self.database(),
+                    lookup: None,
+                    kind: statement_kind(sql),
+                    text: redacted(sql).into_owned(),
+                });
+            }
+        };
         let placeholders = number_placeholders(&mut statement)?;
         let params = placeholders.count;
         let lookup = PointLookup::recognize(&statement, self.normalizes_identifiers());
@@ -282,7 +264,7 @@ impl Session {
             }
             let statement = match &prepared.body {
                 Body::Parsed(statement) => statement.clone(),
-                Body::Recognised(text) => return self.parse_and_run(text).await,
+                Body::Recognised(text) => return self.run_read(self.read(text).await).await,
             };
             if params.is_empty() {
                 return self.execute_statement(statement).await;
@@ -304,13 +286,10 @@ impl Session {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use datafusion::sql::parser::DFParser;
-    use datafusion::sql::sqlparser::dialect::MySqlDialect;
+    use crate::dialect::tokens::Tokens;
 
     fn numbered(sql: &str) -> Result<(usize, String)> {
-        let mut statement = DFParser::parse_sql_with_dialect(sql, &MySqlDialect {})?
-            .pop_front()
-            .expect("one statement");
+        let mut statement = Tokens::new(sql)?.parse_one()?;
         let n = number_placeholders(&mut statement)?.count;
         Ok((n, statement.to_string()))
     }
@@ -341,30 +320,11 @@ mod tests {
 
     #[test]
     fn row_counts_are_known() {
-        let mut statement = DFParser::parse_sql_with_dialect(
-            "select a from t where b = ? and c in (select d from u limit ?) limit ?, ?",
-            &MySqlDialect {},
-        )
-        .unwrap()
-        .pop_front()
-        .unwrap();
+        let sql = "select a from t where b = ? and c in (select d from u limit ?) limit ?, ?";
+        let mut statement = Tokens::new(sql).and_then(|t| t.parse_one()).unwrap();
         let numbered = number_placeholders(&mut statement).unwrap();
         assert_eq!(numbered.count, 4);
         assert_eq!(numbered.row_counts, [1, 2, 3]);
-    }
-
-    #[test]
-    fn allow_filtering_is_a_suffix() {
-        assert_eq!(
-            allow_filtering("select * from t where b > 1 ALLOW\n FILTERING;"),
-            ("select * from t where b > 1", true)
-        );
-        assert_eq!(
-            allow_filtering("select * from t where b > 1 allow filtering ; "),
-            ("select * from t where b > 1", true)
-        );
-        assert!(!allow_filtering("select 'allow filtering'").1);
-        assert!(!allow_filtering("allow filtering").1);
     }
 
     #[test]

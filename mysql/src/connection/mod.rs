@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 use datafusion::arrow::datatypes::{DataType, Field};
 use datafusion::error::DataFusionError;
 use sieve_engine::{
-    Access, Account, AuthPlugin, Client, ErrorClass, MYSQL_VERSION, Prepared, Principal,
-    QueryStream, Session, classify, redacted,
+    Access, Account, AuthPlugin, Client, ConnectionStatement, ErrorClass, MYSQL_VERSION, Prepared,
+    Principal, QueryStream, ReadStatement, Session, classify, redacted,
 };
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
@@ -35,10 +35,9 @@ use super::replies::{
 use super::server_status::ServerStatus;
 use super::tls;
 use crate::auth::{Proof, fast_sha2, verify};
-use crate::kill::{Connections, Killable, kill_statement};
+use crate::kill::{Connections, Killable};
 use crate::pending_logins::PendingLogins;
 use crate::rsa_key::RsaKey;
-use crate::transaction_statements::{Transaction, transaction_statement};
 use sieve_engine::access::privileges::{Object, Privilege};
 use sieve_engine::rate;
 

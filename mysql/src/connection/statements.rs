@@ -50,14 +50,15 @@ impl Connection {
         w: &mut Writer<W>,
     ) -> io::Result<Outcome> {
         self.shared.status.question();
-        if let Some((id, query_only)) = kill_statement(sql) {
-            self.kill(id, query_only, w);
-            return Ok(Outcome::Done);
-        }
-        match transaction_statement(sql) {
-            Some(Transaction::Begin) => self.transaction = Some(0),
-            Some(Transaction::Commit) => self.transaction = None,
-            Some(Transaction::Rollback) => {
+        let statement = self.session.read(sql).await;
+        match statement.connection_statement() {
+            Some(ConnectionStatement::Kill { id, query_only }) => {
+                self.kill(id, query_only, w);
+                return Ok(Outcome::Done);
+            }
+            Some(ConnectionStatement::Begin) => self.transaction = Some(0),
+            Some(ConnectionStatement::Commit) => self.transaction = None,
+            Some(ConnectionStatement::Rollback) => {
                 if let Some(writes) = self.transaction.take().filter(|&w| w > 0) {
                     let message = format!(
                         "ROLLBACK cannot undo the {writes} statement(s) that wrote since BEGIN: \
@@ -71,14 +72,16 @@ impl Connection {
                 }
             }
             None => {
-                return match self.session.load_data(sql).await {
-                    Some(Ok(load)) => self.load_local(sql, load, more, r, w).await,
-                    Some(Err(e)) => {
-                        let (code, message) = mysql_error(&e);
-                        w.packet(&error_payload(code, &message));
-                        Ok(Outcome::Failed)
-                    }
-                    None => self.stream(sql, None, format, more, w).await,
+                return match statement.into_load_data() {
+                    Ok(load) => match self.session.open_load(load).await {
+                        Ok(load) => self.load_local(sql, load, more, r, w).await,
+                        Err(e) => {
+                            let (code, message) = mysql_error(&e);
+                            w.packet(&error_payload(code, &message));
+                            Ok(Outcome::Failed)
+                        }
+                    },
+                    Err(statement) => self.stream(Run::Text(statement), format, more, w).await,
                 };
             }
         }
@@ -91,16 +94,12 @@ impl Connection {
         sql: &str,
         w: &mut Writer<W>,
     ) -> io::Result<()> {
-        let prepared = if transaction_statement(sql).is_some() || kill_statement(sql).is_some() {
-            None
-        } else {
-            match self.session.prepare(sql).await {
-                Ok(prepared) => Some(prepared).filter(|p| p.params() > 0),
-                Err(e) => {
-                    let (code, message) = mysql_error(&e);
-                    w.packet(&error_payload(code, &message));
-                    return Ok(());
-                }
+        let prepared = match self.session.prepare(sql).await {
+            Ok(prepared) => Some(prepared).filter(|p| p.params() > 0),
+            Err(e) => {
+                let (code, message) = mysql_error(&e);
+                w.packet(&error_payload(code, &message));
+                return Ok(());
             }
         };
         let params: Vec<ColumnDefinition> = prepared
@@ -168,8 +167,8 @@ impl Connection {
         match statement.prepared.clone() {
             Some(prepared) => {
                 self.shared.status.question();
-                let bound = Some((prepared, values));
-                self.stream(&sql, bound, RowFormat::Binary, 0, w).await?;
+                let run = Run::Prepared(&sql, prepared, values);
+                self.stream(run, RowFormat::Binary, 0, w).await?;
             }
             // Without parameters it runs as its text does (BEGIN, KILL and all).
             None => {
@@ -179,20 +178,18 @@ impl Connection {
         Ok(())
     }
 
-    /// Runs `sql` (or, given `bound`, that prepared statement with those values) and sends its
-    /// result, tracking writes for ROLLBACK, logging slow statements, and cancelling it if the
-    /// client goes away or KILL QUERY names it.
+    /// Runs a statement and sends its result, tracking writes for ROLLBACK, logging slow
+    /// statements, and cancelling it if the client goes away or KILL QUERY names it.
     pub(super) async fn stream<W: AsyncWrite + Unpin>(
         &mut self,
-        sql: &str,
-        bound: Option<(Arc<Prepared>, Vec<datafusion::common::ScalarValue>)>,
+        run: Run<'_>,
         format: RowFormat,
         more: u16,
         w: &mut Writer<W>,
     ) -> io::Result<Outcome> {
         let started = Instant::now();
         // What the processlist and the log show: never a password typed in the statement.
-        let shown = redacted(sql);
+        let shown = redacted(run.text()).into_owned();
         let _running = self.killable.running(&shown, self.session.database());
         let head: String = shown.chars().take(80).collect();
         let session = &self.session;
@@ -205,11 +202,11 @@ impl Connection {
         let statement = async {
             let planned = session.progress().watch(
                 async {
-                    match bound {
-                        Some((prepared, values)) => {
+                    match run {
+                        Run::Prepared(_, prepared, values) => {
                             session.execute_prepared(&prepared, values).await
                         }
-                        None => session.query(sql).await,
+                        Run::Text(statement) => session.run(statement).await,
                     }
                 },
                 PROGRESS_EVERY,
@@ -258,6 +255,22 @@ impl Connection {
             *writes += 1;
         }
         Ok(outcome)
+    }
+}
+
+/// What [`Connection::stream`] runs: a statement read from its text, or a prepared one (its
+/// text, and the values bound to it).
+pub(super) enum Run<'a> {
+    Text(ReadStatement),
+    Prepared(&'a str, Arc<Prepared>, Vec<datafusion::common::ScalarValue>),
+}
+
+impl Run<'_> {
+    fn text(&self) -> &str {
+        match self {
+            Run::Text(statement) => statement.text(),
+            Run::Prepared(text, ..) => text,
+        }
     }
 }
 
