@@ -54,7 +54,32 @@ extensions_options! {
     }
 }
 
+tokio::task_local! {
+    /// Set while a statement written with `… ALLOW FILTERING` runs: it may read a large table
+    /// in full. Scoped to the statement's future (and the work it runs on the executor, see
+    /// [`crate::session::statement_task::run_on`]), so it ends with the statement however that
+    /// ends (KILL, a timeout, a panic), and it never changes the session's options, which
+    /// other statements of the session read (Flight SQL runs a login's statements at once).
+    static ALLOW_FILTERING: bool;
+}
+
+/// Runs `statement` with full scans allowed if `allow` says so.
+pub async fn allowing_full_scan<F: Future>(allow: bool, statement: F) -> F::Output {
+    ALLOW_FILTERING.scope(allow, statement).await
+}
+
+/// Whether the statement running in this task was written with `… ALLOW FILTERING`.
+pub fn statement_allows_full_scan() -> bool {
+    ALLOW_FILTERING.try_with(|allow| *allow).unwrap_or(false)
+}
+
 impl SieveOptions {
+    /// Whether a scan may read every block of a large table: the session's setting, or the
+    /// statement's `ALLOW FILTERING`.
+    pub fn allows_full_scan(&self) -> bool {
+        self.allow_full_scan || statement_allows_full_scan()
+    }
+
     /// The settings of the session a task runs in; the defaults where it has none.
     pub fn of(context: &TaskContext) -> Self {
         context

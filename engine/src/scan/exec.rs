@@ -115,7 +115,7 @@ impl ScanRequest {
             pruning: sieve.is_none_or(|o| o.pruning),
             locator: sieve.is_none_or(|o| o.locator),
             full_scan_blocks: match sieve {
-                Some(o) if !o.allow_full_scan => Some(o.full_scan_blocks),
+                Some(o) if !o.allows_full_scan() => Some(o.full_scan_blocks),
                 _ => None,
             },
             partitions: options.execution.target_partitions,

@@ -26,7 +26,7 @@ use crate::dialect::show_filter::{filter_of, filtered_list};
 use crate::error::to_df;
 use crate::iceberg::catalog as iceberg_catalog;
 use crate::ingest::load_data::LoadData;
-use crate::options::SieveOptions;
+use crate::options::allowing_full_scan;
 use crate::session::query_stream::QueryStream;
 use crate::session::recognized_texts::Recognized;
 use crate::session::short_path::PointLookup;
@@ -203,33 +203,14 @@ impl Session {
     }
 
     /// Runs `statement` (which plans its scans before it returns) with full scans allowed if
-    /// `allow` says so, the session's setting as it was afterwards: also when the statement is
-    /// dropped mid-way (KILL, a timeout, a client gone) or panics, or the full-scan guard would
-    /// stay off for the session's next statements.
+    /// `allow` says so, for its span only ([`crate::options::allowing_full_scan`]).
     pub(super) async fn allowing_full_scan<T>(
         &self,
         allow: bool,
         statement: impl Future<Output = Result<T>>,
     ) -> Result<T> {
         // On the heap: a statement's future is large, and this one wraps every statement.
-        let statement = Box::pin(statement);
-        if !allow {
-            return statement.await;
-        }
-        let _restore = FullScanAllowed {
-            before: self.set_allow_full_scan(true),
-            session: self,
-        };
-        statement.await
-    }
-
-    /// Sets `allow_full_scan`, returning what it was.
-    fn set_allow_full_scan(&self, value: bool) -> bool {
-        let state = self.ctx.state_ref();
-        let mut state = state.write();
-        let options = state.config_mut().options_mut();
-        let sieve = options.extensions.get_mut::<SieveOptions>();
-        sieve.is_some_and(|o| std::mem::replace(&mut o.allow_full_scan, value))
+        allowing_full_scan(allow, Box::pin(statement)).await
     }
 
     pub(super) async fn execute_statement(&self, statement: DFStatement) -> Result<QueryStream> {
@@ -394,19 +375,6 @@ impl Session {
     }
 }
 
-/// Puts the session's `allow_full_scan` back as it was when dropped, however the statement
-/// that allowed full scans ended.
-struct FullScanAllowed<'a> {
-    session: &'a Session,
-    before: bool,
-}
-
-impl Drop for FullScanAllowed<'_> {
-    fn drop(&mut self) {
-        self.session.set_allow_full_scan(self.before);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use std::panic::AssertUnwindSafe;
@@ -414,27 +382,48 @@ mod tests {
 
     use futures::FutureExt;
 
+    use datafusion::error::DataFusionError;
+
     use super::*;
     use crate::Engine;
+    use crate::options::SieveOptions;
 
-    /// A statement with ALLOW FILTERING that is dropped mid-way (KILL, a timeout) or panics
-    /// leaves the session's full-scan guard on for the next statement.
+    /// A statement with ALLOW FILTERING may read tables in full while it runs, without the
+    /// session's setting changing; once it is dropped mid-way (KILL, a timeout) or panics, the
+    /// session's next statement is refused a full scan.
     #[tokio::test]
     async fn a_dropped_or_panicking_statement_leaves_full_scans_refused() {
         let engine = Engine::open("memory://").await.unwrap();
         let s = engine.session().unwrap();
-        let allowed = || s.options(|o| o.allow_full_scan);
-        let pending = s.allowing_full_scan(true, std::future::pending::<Result<()>>());
+        s.execute("create table t (k bigint) with (block_rows = 10)")
+            .await
+            .unwrap();
+        s.execute("insert into t select number from numbers(200)")
+            .await
+            .unwrap();
+        let full_scan = "select count(*) from t where k + 1 > 0";
+        let refused =
+            |e: DataFusionError| assert!(e.to_string().contains("ALLOW FILTERING"), "{e}");
+        refused(s.execute(full_scan).await.unwrap_err());
+        let allowed = || s.options(SieveOptions::allows_full_scan);
+        let pending = s.allowing_full_scan(true, async {
+            assert!(allowed() && !s.options(|o| o.allow_full_scan));
+            std::future::pending::<Result<()>>().await
+        });
         let dropped = tokio::time::timeout(Duration::from_millis(10), pending).await;
         assert!(dropped.is_err());
         assert!(!allowed(), "a dropped statement left full scans allowed");
+        refused(s.execute(full_scan).await.unwrap_err());
         let panicking = s.allowing_full_scan(true, async {
-            assert!(s.options(|o| o.allow_full_scan));
+            assert!(allowed());
             panic!("mid-statement")
         });
         let panicked: std::result::Result<Result<()>, _> =
             AssertUnwindSafe(panicking).catch_unwind().await;
         assert!(panicked.is_err());
         assert!(!allowed(), "a panicking statement left full scans allowed");
+        refused(s.execute(full_scan).await.unwrap_err());
+        let counted = s.execute(&format!("{full_scan} allow filtering")).await;
+        assert_eq!(counted.unwrap().batches[0].num_rows(), 1);
     }
 }

@@ -768,7 +768,7 @@ impl Session {
         let blocks = table.blocks(&snapshot).await.map_err(to_df)?;
         let answer = match &self.cluster {
             Some(cluster) => {
-                let allow = self.options(|o| o.allow_full_scan);
+                let allow = self.options(SieveOptions::allows_full_scan);
                 let Some(wire) = lookup.wire(database, params, &key, (cache, allow)) else {
                     return Ok(None);
                 };

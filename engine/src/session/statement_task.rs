@@ -19,6 +19,7 @@ use tokio::task::JoinSet;
 
 use crate::guard::interrupt::{Interrupt, StatementTasks};
 use crate::guard::panic;
+use crate::options::{allowing_full_scan, statement_allows_full_scan};
 
 /// Runs `work` on `executor` and waits for it, counted in `tasks` until it stops; a panic in it
 /// resumes in the caller.
@@ -28,11 +29,13 @@ pub(crate) async fn run_on<T: Send + 'static>(
     work: impl Future<Output = Result<T>> + Send + 'static,
 ) -> Result<T> {
     let running = tasks.started();
+    // The statement's own settings go with its work.
+    let allow = statement_allows_full_scan();
     let mut task = JoinSet::new();
     task.spawn_on(
         async move {
             let _running = running;
-            work.await
+            allowing_full_scan(allow, work).await
         },
         executor,
     );
