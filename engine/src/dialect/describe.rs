@@ -11,7 +11,7 @@ use datafusion::dataframe::DataFrame;
 use datafusion::error::Result;
 use datafusion::execution::context::SessionContext;
 use datafusion::logical_expr::{Expr, col, lit, when};
-use datafusion::sql::sqlparser::ast::ShowStatementFilter;
+use datafusion::sql::sqlparser::ast::{ExprWithAlias, ShowStatementFilter};
 
 use crate::dialect::show_filter::like;
 use crate::dialect::types::mysql_type;
@@ -132,8 +132,14 @@ fn described(
             | ShowStatementFilter::NoKeyword(p),
         ) => frame.filter(like(field, p, true))?,
         Some(ShowStatementFilter::Where(e)) => {
-            let predicate = frame.parse_sql_expr(&e.to_string())?;
-            frame.filter(predicate)?
+            // Planned from the parsed condition: the text is not parsed again.
+            let (state, plan) = frame.into_parts();
+            let condition = ExprWithAlias {
+                expr: e,
+                alias: None,
+            };
+            let predicate = state.create_logical_expr_from_sql_expr(condition, plan.schema())?;
+            DataFrame::new(state, plan).filter(predicate)?
         }
     };
     frame.select(

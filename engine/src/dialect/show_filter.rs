@@ -9,7 +9,9 @@ use datafusion::dataframe::DataFrame;
 use datafusion::error::Result;
 use datafusion::execution::context::SessionContext;
 use datafusion::logical_expr::{Expr, Like, lit};
-use datafusion::sql::sqlparser::ast::{ShowStatementFilter, ShowStatementFilterPosition};
+use datafusion::sql::sqlparser::ast::{
+    ExprWithAlias, ShowStatementFilter, ShowStatementFilterPosition,
+};
 use std::sync::Arc;
 
 /// MySQL's `expr LIKE 'pattern'`: `%` and `_`, escaped by `\`.
@@ -57,8 +59,14 @@ pub(crate) fn filtered_list(
         }
         Some(ShowStatementFilter::ILike(p)) => frame.filter(like(name.clone(), p, true))?,
         Some(ShowStatementFilter::Where(e)) => {
-            let predicate = frame.parse_sql_expr(&e.to_string())?;
-            frame.filter(predicate)?
+            // Planned from the parsed condition: the text is not parsed again.
+            let (state, plan) = frame.into_parts();
+            let condition = ExprWithAlias {
+                expr: e,
+                alias: None,
+            };
+            let predicate = state.create_logical_expr_from_sql_expr(condition, plan.schema())?;
+            DataFrame::new(state, plan).filter(predicate)?
         }
     };
     frame.select(vec![name.alias(column)])
