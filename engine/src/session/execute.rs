@@ -20,6 +20,7 @@ use tokio::time::Instant;
 
 use super::Session;
 use crate::cluster::coordinator::WorkerFailed;
+use crate::dialect::tokens::Tokens;
 use crate::guard::deadline::{DeadlineStream, QueryTimeout};
 use crate::guard::interrupt::Interrupt;
 use crate::guard::statement::check_confined;
@@ -37,8 +38,7 @@ async fn plan_physical(ctx: SessionContext, plan: LogicalPlan) -> Result<Arc<dyn
 impl Session {
     /// Runs a query Sieve wrote itself (the answer to a SHOW statement).
     pub(super) async fn run_sql(&self, sql: &str) -> Result<QueryStream> {
-        let plan = self.ctx.state().create_logical_plan(sql).await?;
-        self.run_plan(plan).await
+        self.run_in_datafusion(Tokens::new(sql)?.parse_one()?).await
     }
 
     pub(super) async fn run_in_datafusion(&self, statement: DFStatement) -> Result<QueryStream> {
