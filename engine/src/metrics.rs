@@ -214,7 +214,7 @@ pub fn register(registry: &mut Registry, engine: &Engine) {
         ),
         (
             "pages_read",
-            "8192-row pages statements' scans asked for",
+            "Pages (a locator slice of rows each) statements' scans asked for",
             &counters.pages_read,
         ),
         (

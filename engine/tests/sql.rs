@@ -198,7 +198,7 @@ async fn prepared_statements_resolve_names_where_they_were_prepared() {
     );
 }
 
-/// Cassandra's ALLOW FILTERING (seed 004): a filter that can skip no block of a table of more
+/// Cassandra's ALLOW FILTERING: a filter that can skip no block of a table of more
 /// than `sieve.full_scan_blocks` blocks is refused, saying how to narrow it or run it anyway;
 /// point lookups on indexed columns and filters that skip blocks run.
 #[tokio::test]

@@ -1,5 +1,5 @@
 //! A filter of the keys a locator group holds, for a coordinator deciding which workers to ask
-//! (seed 000's node filters): the locator's rows with their slot bits dropped and their
+//! (Mosharraf & Adnan's node filters): the locator's rows with their slot bits dropped and their
 //! fingerprints cut to at most [`KEY_FILTER_BITS`]. The locator's values are `fingerprint << s |
 //! slot`, and its retrieval is linear bit by bit ([`Retrieval::high_bits`]), so the top bits of
 //! its rows retrieve the top bits of every key's fingerprint: a key filter is derived from the

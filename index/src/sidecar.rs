@@ -414,7 +414,7 @@ pub struct KeyChanges {
 
 /// A new version of the sidecar `bytes` after a DELETE, or None if no entry changes. Cuckoo
 /// entries delete the forgotten keys. Xor, fuse and bloom entries cannot delete: once the keys
-/// they hold without a live row reach `stale_rebuild_fraction` of their keys (seed 003's lazy
+/// they hold without a live row reach `stale_rebuild_fraction` of their keys (Wei et al.'s lazy
 /// policy), they are built again from the live keys. A `minmax` entry of a column that held
 /// every integer of its range has no keys to forget: it becomes a filter of the table's
 /// `configured` kind built from the live keys, at once for a kind that can forget (as a cuckoo

@@ -1,4 +1,4 @@
-//! Node filters (seed 000): before a point lookup is sent anywhere, the coordinator asks which
+//! Node filters (Mosharraf & Adnan): before a point lookup is sent anywhere, the coordinator asks which
 //! workers can hold the key, and contacts only those, so an absent key contacts no worker and a
 //! present one only its owner. A worker's node filter is the routing filters
 //! ([`RoutingFilters`]) of the locator groups it owns under the current placement; a new

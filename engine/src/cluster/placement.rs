@@ -1,4 +1,4 @@
-//! Which worker owns which blocks: rendezvous (highest-random-weight) hashing, seed 001. Every
+//! Which worker owns which blocks: rendezvous (highest-random-weight) hashing (Elghamrawy & Hassanien). Every
 //! (worker, unit) pair gets a pseudo-random weight and a unit belongs to the worker of highest
 //! weight, so every coordinator agrees on the owner without talking to the others, each worker
 //! sees the same blocks query after query (and keeps their sidecars, locator pages and Parquet

@@ -1,4 +1,4 @@
-//! Tiered merging of locator groups as data arrives (seed 003; LSM trees' tiered compaction):
+//! Tiered merging of locator groups as data arrives (Wei et al.'s dynamic bloom filter arrays; LSM trees' tiered compaction):
 //! every commit of an INSERT or a CTAS asks for a merge of its table in the background, so a
 //! table keeps fewer than [`sieve_storage::MERGE_FAN_IN`] groups per tier without anyone running
 //! OPTIMIZE, and a lookup's cost grows with the logarithm of the table, not with it.

@@ -49,7 +49,7 @@ use crate::scan::pruning::{PruneOutcome, prune_blocks, pruning_predicate};
 use crate::scan::routing::routing_of;
 use crate::scan::verified_reader::{BlockPages, VerifiedReaderFactory};
 
-/// A filtered query that would read every block of a large table (seed 004: Cassandra's ALLOW
+/// A filtered query that would read every block of a large table (Cassandra's ALLOW
 /// FILTERING). Refused before any block is read, saying how to narrow it or run it anyway.
 #[derive(Debug, thiserror::Error)]
 #[error(

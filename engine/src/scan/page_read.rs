@@ -1,5 +1,5 @@
 //! A point lookup's located pages, decoded on the task that reads the lookup instead of by
-//! DataFusion's Parquet scan (issue 50).
+//! DataFusion's Parquet scan.
 //!
 //! The locator names the slices of a block that may hold a key, and the block's page table where
 //! their pages lie. Read through DataFusion's scan, those few KB cost a file scan config, the

@@ -9,7 +9,7 @@ use sieve_iceberg::IcebergCatalog;
 use sieve_storage::{Catalog, ExternalStores, Storage, Table};
 use tokio::runtime::Handle;
 
-use super::{Session, Shared};
+use super::{EngineShared, Session};
 use crate::access::accounts::Access;
 use crate::catalog::schemas::CATALOG_NAME;
 use crate::catalog::tables;
@@ -35,7 +35,7 @@ pub struct Engine {
     /// Workers that run scans; None runs everything in this process.
     cluster: Option<Arc<Cluster>>,
     /// Routing filters, background merges and lookup results, shared by every session.
-    shared: Shared,
+    shared: EngineShared,
 }
 
 impl Engine {
@@ -55,7 +55,7 @@ impl Engine {
             session_defaults: SieveOptions::default(),
             executor: None,
             cluster: None,
-            shared: Shared {
+            shared: EngineShared {
                 routing: Arc::new(RoutingFilters::new(DEFAULT_ROUTING_BYTES)),
                 merges: Arc::default(),
                 lookups: Arc::default(),
@@ -102,7 +102,7 @@ impl Engine {
     /// The same storage, COPY INTO reading files from `external` (and nowhere else).
     pub fn with_external_locations(self, external: ExternalStores) -> Self {
         Self {
-            shared: Shared {
+            shared: EngineShared {
                 external: Arc::new(external),
                 ..self.shared
             },
@@ -125,7 +125,7 @@ impl Engine {
             }
         }
         Ok(Self {
-            shared: Shared {
+            shared: EngineShared {
                 iceberg: catalogs.into(),
                 ..self.shared
             },
@@ -136,7 +136,7 @@ impl Engine {
     /// The same storage with routing filters of at most `bytes` in all.
     pub fn with_routing_budget(self, bytes: usize) -> Self {
         Self {
-            shared: Shared {
+            shared: EngineShared {
                 routing: Arc::new(RoutingFilters::new(bytes)),
                 ..self.shared
             },
@@ -175,7 +175,7 @@ impl Engine {
     /// Records statements as they end in `log` (and `sieve_query_log()`).
     pub fn with_query_log(self, log: QueryLog) -> Self {
         Self {
-            shared: Shared {
+            shared: EngineShared {
                 query_log: Arc::new(log),
                 ..self.shared
             },
@@ -203,7 +203,7 @@ impl Engine {
         let spill = spill_place(settings)?;
         Ok(Self {
             runtime: runtime(self.limits, &spill)?,
-            shared: Shared {
+            shared: EngineShared {
                 spill,
                 ..self.shared
             },

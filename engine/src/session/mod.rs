@@ -113,7 +113,7 @@ pub struct Session {
 /// What the sessions of an engine share besides its storage, reached by their tasks through the
 /// session config's extensions.
 #[derive(Debug, Clone)]
-pub(crate) struct Shared {
+pub(crate) struct EngineShared {
     /// The locator groups' key filters held in memory: lookups skip the groups they rule out,
     /// a coordinator the workers.
     pub routing: Arc<RoutingFilters>,
@@ -185,7 +185,7 @@ impl Session {
         options: SieveOptions,
         executor: Option<Handle>,
         cluster: Option<Arc<Cluster>>,
-        shared: Shared,
+        shared: EngineShared,
     ) -> Result<Self> {
         let progress = Arc::new(WriteProgress::default());
         let (tasks, spill) = (shared.statements.clone(), shared.spill.clone());

@@ -57,7 +57,7 @@ pub(crate) enum Body {
     Parsed(DFStatement),
     /// A statement Sieve recognises before parsing (OPTIMIZE, GRANT, SHOW, KILL …): it takes
     /// no parameters and runs as its text does.
-    Recognised(String),
+    Text(String),
 }
 
 impl Prepared {
@@ -180,7 +180,7 @@ impl Session {
             } => (statement, allow_filtering),
             _ => {
                 return Ok(Prepared {
-                    body: Body::Recognised(sql.to_string()),
+                    body: Body::Text(sql.to_string()),
                     param_types: Vec::new(),
                     result_fields: Vec::new(),
                     allow_full_scan: false,
@@ -264,7 +264,7 @@ impl Session {
             }
             let statement = match &prepared.body {
                 Body::Parsed(statement) => statement.clone(),
-                Body::Recognised(text) => return self.run_read(self.read(text).await).await,
+                Body::Text(text) => return self.run_read(self.read(text).await).await,
             };
             if params.is_empty() {
                 return self.execute_statement(statement).await;

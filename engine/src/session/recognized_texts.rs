@@ -1,10 +1,9 @@
-//! Text point lookups recognised once. A text statement's short path still checks, parses
-//! (sqlparser), rewrites for MySQL and recognises its text on every execution, which costs a
-//! served text lookup about as much CPU as everything else the short path does for it (issue
-//! 30: "text queries of the same shape reuse plans from a bounded cache"). The lookup a text was
-//! recognised as is kept by the exact text, shared by the engine's sessions, and an execution
-//! of the same text goes straight to [`Session::short_path`], which binds it to the table's
-//! current version as a prepared lookup is. Keyed by the text rather than its shape with the
+//! Text point lookups recognised once. Reading a statement's text (the front door: tokenizing,
+//! parsing, rewriting for MySQL) and recognising its lookup on every execution would cost a
+//! served text lookup about as much CPU as everything else the short path does for it. The
+//! lookup a text was recognised as is kept by the exact text, shared by the engine's sessions,
+//! and an execution of the same text goes straight to [`Session::short_path`], which binds it
+//! to the table's current version as a prepared lookup is. Keyed by the text rather than its shape with the
 //! literals taken out: finding the shape would mean tokenizing it, most of a parse's cost.
 //!
 //! What a recognised lookup means does not depend on the session (an unqualified table is

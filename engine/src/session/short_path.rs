@@ -2,7 +2,7 @@
 //! and `IN` on columns joined by AND and OR, with an optional `LIMIT`, planned straight into
 //! the plan DataFusion would make of it (a scan of the table, a filter, a projection) without
 //! DataFusion's SQL planner, its optimizer passes and its physical planner, which cost a served
-//! lookup more CPU than finding its row (issue 30). A prepared statement recognises its shape once
+//! lookup more CPU than finding its row. A prepared statement recognises its shape once
 //! and binds each execution's values into it.
 //!
 //! The short path only takes what it can plan exactly as the full path would, and hands

@@ -107,7 +107,7 @@ pub fn block_keys(hashes: &[u64], rows: &[u32], slice_rows: u32) -> BlockKeys {
 
 /// The fingerprint bits that keep the expected false reads of every group of a table, summed,
 /// under `max_false_reads`: the `k`-th group gets `max_false_reads / (k (k + 1))`, a series that
-/// sums to at most `max_false_reads` however many groups follow (seed 003 tightens its
+/// sums to at most `max_false_reads` however many groups follow (Wei et al. tighten their
 /// per-filter rate as the array grows; this does it without rebuilding the older groups).
 pub fn fingerprint_bits(ordinal: u64, max_false_reads: f64) -> u8 {
     let k = ordinal.max(1) as f64;

@@ -1,6 +1,6 @@
 //! Where each page of a block lies, kept in the segment so that a lookup the locator sent to a
 //! block's slice reads the slice's pages without the block's footer first: a cold present-key
-//! lookup then waits for one round trip less (issue 30's "no footer or page-index fetch").
+//! lookup then waits for one round trip less.
 //!
 //! A block's page table is the part of its Parquet footer a page read needs: per leaf column, the
 //! column chunk's start, its dictionary page's size and, per data page, its size and rows (pages

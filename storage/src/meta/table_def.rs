@@ -32,7 +32,7 @@ pub struct TableOptions {
     #[serde(default = "default_max_false_reads")]
     pub max_false_reads: f64,
     /// A DELETE rebuilds a block's xor, fuse or bloom entry from its live keys once this
-    /// fraction of the keys it holds have no live row left (seed 003's lazy policy; cuckoo
+    /// fraction of the keys it holds have no live row left (Wei et al.'s lazy policy; cuckoo
     /// entries forget keys at once instead).
     #[serde(default = "default_stale_rebuild_fraction")]
     pub stale_rebuild_fraction: f64,

@@ -1,4 +1,4 @@
-//! Bounded I/O per second for locator group merges (issue 34). A merge reads its blocks' indexed
+//! Bounded I/O per second for locator group merges. A merge reads its blocks' indexed
 //! columns again (whole blocks) and uploads the merged locator file; run in the background after
 //! every commit, unbounded it takes whatever bandwidth the store gives while lookups and loads
 //! wait behind it. The process's merges share one token bucket (governor's, whose cells are

@@ -28,8 +28,8 @@ use crate::meta::table_def::TableDef;
 use crate::read::cache::RangeKey;
 use crate::read::disk_cache::{DiskCache, EntryWriter};
 
-/// Sidecar GETs in flight at once for one query.
-const SIDECAR_FETCH_CONCURRENCY: usize = 32;
+/// Segment GETs (of sidecars and locators) in flight at once for one query.
+const SEGMENT_FETCH_CONCURRENCY: usize = 32;
 
 #[derive(Debug, Clone)]
 pub struct Table {
@@ -243,13 +243,13 @@ impl Table {
                     Ok::<_, StorageError>(decoded)
                 }
             })
-            .buffered(SIDECAR_FETCH_CONCURRENCY)
+            .buffered(SEGMENT_FETCH_CONCURRENCY)
             .try_collect()
             .await
     }
 
     /// Fetches (through the shared byte-bounded cache) `column`'s sidecar entry for the blocks
-    /// `which` of `blocks`, at most [`SIDECAR_FETCH_CONCURRENCY`] at a time. A query probes one
+    /// `which` of `blocks`, at most [`SEGMENT_FETCH_CONCURRENCY`] at a time. A query probes one
     /// or two columns, and a block's sidecar holds every indexed column: reading only the entry
     /// it needs halves a cold query's bytes on a table indexed on two columns. The segment says
     /// where each entry lies, so that is one exact ranged read per block (none for an entry with
@@ -312,7 +312,7 @@ impl Table {
                     }
                 }
             })
-            .buffer_unordered(SIDECAR_FETCH_CONCURRENCY)
+            .buffer_unordered(SEGMENT_FETCH_CONCURRENCY)
             .collect()
             .await;
         for (slot, entry, bytes, unreadable) in fetched {
