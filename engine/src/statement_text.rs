@@ -78,19 +78,21 @@ pub fn read(text: &str, database: &str) -> Result<Statement> {
 /// Takes Cassandra's trailing `ALLOW FILTERING` off a statement (Sieve takes it to mean "this
 /// statement may read a large table in full"); whether it was there.
 fn take_allow_filtering(statement: &mut Tokens) -> bool {
-    let words: Vec<usize> = (statement.all().iter().enumerate())
-        .filter(|(_, t)| !matches!(t.token, Token::Whitespace(_) | Token::SemiColon))
-        .map(|(i, _)| i)
-        .collect();
-    let word = |i: usize, w: &str| is_keyword(Some(&statement.all()[i].token), w);
-    match words.as_slice() {
-        [_, .., allow, filtering] if word(*allow, "allow") && word(*filtering, "filtering") => {
-            let allow = *allow;
-            statement.truncate(allow);
-            true
-        }
-        _ => false,
+    // The last three words, from the end: only the suffix is looked at.
+    let mut words = (statement.all().iter().enumerate().rev())
+        .filter(|(_, t)| !matches!(t.token, Token::Whitespace(_) | Token::SemiColon));
+    let (Some((_, filtering)), Some((allow, allow_word)), Some(_)) =
+        (words.next(), words.next(), words.next())
+    else {
+        return false;
+    };
+    if !is_keyword(Some(&allow_word.token), "allow")
+        || !is_keyword(Some(&filtering.token), "filtering")
+    {
+        return false;
     }
+    statement.truncate(allow);
+    true
 }
 
 #[cfg(test)]

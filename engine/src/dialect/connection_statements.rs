@@ -22,6 +22,10 @@ pub enum ConnectionStatement {
 
 /// The connection statement `tokens` hold; None for every other statement.
 pub fn recognise(tokens: &Tokens) -> Option<ConnectionStatement> {
+    const FIRST_WORDS: [&str; 5] = ["kill", "begin", "start", "commit", "rollback"];
+    if !FIRST_WORDS.iter().any(|w| tokens.starts_with(w)) {
+        return None;
+    }
     let words: Vec<&Token> = tokens.words().collect();
     let word = |i: usize, w: &str| is_keyword(words.get(i).copied(), w);
     let id = |i: usize| match words.get(i) {

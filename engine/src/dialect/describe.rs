@@ -11,9 +11,9 @@ use datafusion::dataframe::DataFrame;
 use datafusion::error::Result;
 use datafusion::execution::context::SessionContext;
 use datafusion::logical_expr::{Expr, col, lit, when};
-use datafusion::sql::sqlparser::ast::{ExprWithAlias, ShowStatementFilter};
+use datafusion::sql::sqlparser::ast::ShowStatementFilter;
 
-use crate::dialect::show_filter::like;
+use crate::dialect::show_filter::{filter_where, like};
 use crate::dialect::types::mysql_type;
 
 /// The columns of `database.table`, in order, that `filter` keeps; `full` adds Collation,
@@ -131,16 +131,7 @@ fn described(
             | ShowStatementFilter::ILike(p)
             | ShowStatementFilter::NoKeyword(p),
         ) => frame.filter(like(field, p, true))?,
-        Some(ShowStatementFilter::Where(e)) => {
-            // Planned from the parsed condition: the text is not parsed again.
-            let (state, plan) = frame.into_parts();
-            let condition = ExprWithAlias {
-                expr: e,
-                alias: None,
-            };
-            let predicate = state.create_logical_expr_from_sql_expr(condition, plan.schema())?;
-            DataFrame::new(state, plan).filter(predicate)?
-        }
+        Some(ShowStatementFilter::Where(e)) => filter_where(frame, e)?,
     };
     frame.select(
         shown

@@ -60,6 +60,9 @@ const ACCEPTED_MYSQL: &[&str] = &[
 /// in it (MariaDB Connector/J sends `SET autocommit=1, …, NAMES utf8mb4`, which the parser only
 /// takes alone). Sieve's character set is always utf8mb4, so the item changes nothing.
 pub fn without_names(statement: &mut Tokens) {
+    if !statement.starts_with("set") {
+        return;
+    }
     let all = statement.all();
     let word = |i: usize, w: &str| is_keyword(Some(&all[i].token), w);
     let meaningful: Vec<usize> = (0..all.len())

@@ -10,7 +10,7 @@ use datafusion::error::Result;
 use datafusion::execution::context::SessionContext;
 use datafusion::logical_expr::{Expr, Like, lit};
 use datafusion::sql::sqlparser::ast::{
-    ExprWithAlias, ShowStatementFilter, ShowStatementFilterPosition,
+    Expr as SqlExpr, ExprWithAlias, ShowStatementFilter, ShowStatementFilterPosition,
 };
 use std::sync::Arc;
 
@@ -58,16 +58,19 @@ pub(crate) fn filtered_list(
             frame.filter(like(name.clone(), p, false))?
         }
         Some(ShowStatementFilter::ILike(p)) => frame.filter(like(name.clone(), p, true))?,
-        Some(ShowStatementFilter::Where(e)) => {
-            // Planned from the parsed condition: the text is not parsed again.
-            let (state, plan) = frame.into_parts();
-            let condition = ExprWithAlias {
-                expr: e,
-                alias: None,
-            };
-            let predicate = state.create_logical_expr_from_sql_expr(condition, plan.schema())?;
-            DataFrame::new(state, plan).filter(predicate)?
-        }
+        Some(ShowStatementFilter::Where(e)) => filter_where(frame, e)?,
     };
     frame.select(vec![name.alias(column)])
+}
+
+/// `frame` filtered by a SHOW statement's `WHERE` condition, planned from the parsed
+/// condition: the text is not parsed again.
+pub(crate) fn filter_where(frame: DataFrame, condition: SqlExpr) -> Result<DataFrame> {
+    let (state, plan) = frame.into_parts();
+    let condition = ExprWithAlias {
+        expr: condition,
+        alias: None,
+    };
+    let predicate = state.create_logical_expr_from_sql_expr(condition, plan.schema())?;
+    DataFrame::new(state, plan).filter(predicate)
 }
