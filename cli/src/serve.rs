@@ -221,6 +221,8 @@ pub async fn serve(engine: Engine, args: ServeArgs, config: ConfigFile) -> Resul
         }
         None => None,
     };
+    // Held until the server stops: the attached tables' indexes follow their snapshots.
+    let _indexer = engine.follow_attached_tables();
     let connections = Arc::new(Connections::default());
     let shared = Arc::new(Shared {
         access: engine.access(),

@@ -7,6 +7,7 @@ mod common;
 
 use std::path::Path;
 use std::process::Command;
+use std::time::{Duration, Instant};
 
 use common::{Server, output_within, stderr, stdout};
 
@@ -42,6 +43,28 @@ fn config_at(dir: &Path, warehouse: &str) -> String {
 
 fn config(warehouse: &Path) -> String {
     config_at(warehouse, &format!("file://{}", warehouse.display()))
+}
+
+/// [`config`] with the indexer looking for new snapshots every `seconds`.
+fn config_indexing_every(warehouse: &Path, seconds: u64) -> String {
+    format!("{}index_interval_s = {seconds}\n", config(warehouse))
+}
+
+/// A counter of the attached table's scan in EXPLAIN ANALYZE.
+fn metric(server: &Server, query: &str, name: &str) -> u64 {
+    let plan = ok(server, &format!("explain analyze {query}"));
+    let scan = &plan[plan
+        .find("IcebergScanExec")
+        .unwrap_or_else(|| panic!("{plan}"))..];
+    let at = scan
+        .find(&format!(" {name}="))
+        .or_else(|| scan.find(&format!("[{name}=")))
+        .unwrap_or_else(|| panic!("{name}: {plan}"));
+    let digits: String = scan[at + name.len() + 2..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.parse().unwrap()
 }
 
 fn ok(server: &Server, sql: &str) -> String {
@@ -187,14 +210,16 @@ fn a_warehouse_on_minio_is_read_as_pyiceberg_reads_it() {
         ok(&server, "select id from lake.ns.people order by id"),
         ids(&read, "ns.people")
     );
+    // Indexed from MinIO: a lookup reads the one file that holds its key.
+    let made = ok(&server, "create index ix on lake.ns.people (id)");
+    assert!(made.starts_with("2\t10099\t"), "{made}");
     assert_eq!(
         ok(&server, "select name from lake.ns.people where id = 10001"),
         ""
     );
-    assert_eq!(
-        ok(&server, "select name from lake.ns.people where id = 10002"),
-        "p10002\n"
-    );
+    let lookup = "select name from lake.ns.people where id = 10002";
+    assert_eq!(ok(&server, lookup), "p10002\n");
+    assert_eq!(metric(&server, lookup, "blocks_read"), 1);
     let read = pyiceberg_at(dir.path(), "append", Some(&prefix));
     assert_eq!(
         ok(&server, "select count(*) from lake.ns.people"),
@@ -261,4 +286,150 @@ fn a_catalog_that_cannot_be_attached_stops_the_server_saying_why() {
         "[[iceberg_catalogs]]\nname = \"Lake\"\nuri = \"sqlite:///x.db\"\nwarehouse = \"file:///tmp\"\n",
     );
     assert!(said.contains("lower-case identifier"), "{said}");
+}
+
+/// Every file of a key's lookup, by id and by name, as PyIceberg wrote it; `id + 0` names no
+/// key, so it reads every file: the same query without the index.
+fn lookups_match_unpruned(server: &Server, keys: impl IntoIterator<Item = i64>) {
+    for key in keys {
+        let want = match (0..8000).contains(&key) || (9000..9100).contains(&key) {
+            true => format!("{key}\tk{key}\n"),
+            false => String::new(),
+        };
+        let by_id = format!("select id, name from lake.ns.keys where id = {key}");
+        assert_eq!(ok(server, &by_id), want, "{by_id}");
+        let unpruned = format!("select id, name from lake.ns.keys where id + 0 = {key}");
+        assert_eq!(ok(server, &unpruned), want, "{unpruned}");
+        let by_name = format!("select id, name from lake.ns.keys where name = 'k{key}'");
+        assert_eq!(ok(server, &by_name), want, "{by_name}");
+    }
+}
+
+#[test]
+fn an_index_leaves_out_the_files_that_cannot_hold_a_key() {
+    let warehouse = tempfile::tempdir().unwrap();
+    pyiceberg(warehouse.path(), "make");
+    pyiceberg(warehouse.path(), "keys");
+    // The indexer does not run during the test: only CREATE INDEX indexes.
+    let mut server = Server::start_with(&config_indexing_every(warehouse.path(), 3600), None);
+    let made = ok(&server, "create index ix_id on lake.ns.keys (id)");
+    assert!(made.starts_with("8\t8000\t"), "{made}");
+    let made = ok(
+        &server,
+        "create index ix_name on lake.ns.keys (name) using xor8",
+    );
+    assert!(made.starts_with("8\t8000\t"), "{made}");
+
+    let lookup = "select name from lake.ns.keys where id = 4242";
+    assert_eq!(metric(&server, lookup, "blocks_total"), 8);
+    assert_eq!(metric(&server, lookup, "blocks_pruned_by_filter"), 7);
+    assert_eq!(metric(&server, lookup, "blocks_read"), 1);
+    assert_eq!(metric(&server, lookup, "files_not_indexed"), 0);
+    let both = "select name from lake.ns.keys where id in (17, 7999)";
+    assert_eq!(metric(&server, both, "blocks_read"), 2);
+    let by_name = "select id from lake.ns.keys where name = 'k4242' or name = 'k5000'";
+    assert_eq!(metric(&server, by_name, "blocks_read"), 2);
+    let absent = "select name from lake.ns.keys where id = 123456";
+    assert_eq!(metric(&server, absent, "blocks_read"), 0);
+    // Present and absent keys, each file's first and last, as the unpruned query answers.
+    lookups_match_unpruned(&server, [0, 999, 1000, 4242, 7999, 8000, -1, 123456]);
+
+    // Rows a position delete removed stay removed in the files an index keeps.
+    ok(&server, "create index ix on lake.ns.people (id)");
+    for (id, want) in [
+        (10000, ""),
+        (10001, ""),
+        (10002, "p10002\n"),
+        (5, ""),
+        (6, "p6\n"),
+    ] {
+        let sql = format!("select name from lake.ns.people where id = {id}");
+        assert_eq!(ok(&server, &sql), want, "{sql}");
+    }
+
+    // Another writer commits a file the index does not cover yet: it is read, never skipped.
+    pyiceberg(warehouse.path(), "more_keys");
+    let new_key = "select name from lake.ns.keys where id = 9050";
+    assert_eq!(ok(&server, new_key), "k9050\n");
+    assert_eq!(metric(&server, new_key, "files_not_indexed"), 1);
+    assert_eq!(metric(&server, new_key, "blocks_read"), 1);
+    lookups_match_unpruned(&server, [9000, 9099, 4242, 8999]);
+
+    // The index is in Sieve's storage, not the table's location, and outlives the server.
+    let mut in_warehouse = vec![warehouse.path().to_path_buf()];
+    while let Some(dir) = in_warehouse.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.display().to_string();
+            assert!(
+                !name.contains("attached") && !name.ends_with(".part"),
+                "{name}"
+            );
+            if path.is_dir() {
+                in_warehouse.push(path);
+            }
+        }
+    }
+    server.restart();
+    assert_eq!(metric(&server, lookup, "blocks_read"), 1);
+
+    // Dropped, it prunes nothing; its name is free again.
+    ok(&server, "drop index ix_name on lake.ns.keys");
+    let by_name = "select id from lake.ns.keys where name = 'k4242'";
+    assert_eq!(metric(&server, by_name, "blocks_read"), 9);
+    assert_eq!(ok(&server, by_name), "4242\n");
+    refused(
+        &server,
+        "drop index ix_name on lake.ns.keys",
+        "Can't DROP 'ix_name'",
+    );
+    refused(
+        &server,
+        "create index ix_id on lake.ns.keys (name)",
+        "Duplicate key name 'ix_id'",
+    );
+    refused(
+        &server,
+        "create index ix_x on lake.ns.keys (nope)",
+        "Key column 'nope' doesn't exist",
+    );
+    refused(
+        &server,
+        "create index ix_x on lake.ns.nope (id)",
+        "unknown table",
+    );
+    ok(&server, "create table t (a int)");
+    refused(&server, "create index ix_x on t (a)", "index_columns");
+    ok(&server, "create user reader identified by 'pw'");
+    ok(&server, "grant select on lake.* to reader");
+    let out = server.mysql(&[
+        "-ureader",
+        "-ppw",
+        "-e",
+        "create index ix_r on lake.ns.keys (id)",
+    ]);
+    assert!(stderr(&out).contains("1142"), "{}", stderr(&out));
+}
+
+#[test]
+fn the_indexer_indexes_the_files_new_snapshots_add() {
+    let warehouse = tempfile::tempdir().unwrap();
+    pyiceberg(warehouse.path(), "keys");
+    let server = Server::start_with(&config_indexing_every(warehouse.path(), 1), None);
+    ok(&server, "create index ix_id on lake.ns.keys (id)");
+    pyiceberg(warehouse.path(), "more_keys");
+    let new_key = "select name from lake.ns.keys where id = 9050";
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while metric(&server, new_key, "files_not_indexed") != 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the new file was not indexed in 60 s: {}",
+            server.log()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert_eq!(metric(&server, new_key, "blocks_read"), 1);
+    assert_eq!(metric(&server, new_key, "blocks_pruned_by_filter"), 8);
+    assert_eq!(ok(&server, new_key), "k9050\n");
+    assert!(server.log().contains("1 new data files indexed (100 rows)"));
 }

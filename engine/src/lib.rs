@@ -45,6 +45,7 @@ pub use guard::deadline::QueryTimeout;
 pub use guard::memory::MemoryLimits;
 pub use guard::spill::SpillSettings;
 pub use guard::statement::{MAX_OPERATORS, QUERY_THREAD_STACK};
+pub use iceberg::indexer::Following;
 pub use ingest::local_load::{Loaded, LocalLoad};
 pub use options::SieveOptions;
 pub use processes::{Process, ProcessList};

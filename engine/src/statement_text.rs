@@ -13,6 +13,7 @@ use crate::dialect::connection_statements::{self, ConnectionStatement};
 use crate::dialect::tokens::{Tokens, is_keyword};
 use crate::dialect::{rewrites, set_variable, show};
 use crate::guard::statement::check_complexity;
+use crate::iceberg::index_statement::{self, IndexStatement};
 use crate::ingest::copy_into::{self, CopyInto};
 use crate::ingest::load_data::{self, LoadData};
 use crate::maintenance::optimize::{self, Optimize};
@@ -30,6 +31,8 @@ pub enum Statement {
     Show(String),
     Vacuum(Vacuum),
     Optimize(Optimize),
+    /// CREATE INDEX and DROP INDEX over an attached table.
+    Index(IndexStatement),
     Copy(CopyInto),
     /// Any other statement, parsed and rewritten for MySQL; `allow_filtering` when it ended
     /// with `ALLOW FILTERING`.
@@ -60,6 +63,9 @@ pub fn read(text: &str, database: &str) -> Result<Statement> {
     }
     if let Some(optimize) = optimize::parse(&tokens) {
         return optimize.map(Statement::Optimize);
+    }
+    if let Some(index) = index_statement::parse(&tokens) {
+        return index.map(Statement::Index);
     }
     if let Some(copy) = copy_into::parse(&tokens, database) {
         return copy.map(Statement::Copy);
@@ -128,6 +134,7 @@ mod tests {
             Statement::Show(_) => "show",
             Statement::Vacuum(_) => "vacuum",
             Statement::Optimize(_) => "optimize",
+            Statement::Index(_) => "index",
             Statement::Copy(_) => "copy",
             Statement::Sql {
                 allow_filtering: true,
@@ -138,6 +145,8 @@ mod tests {
         assert_eq!(kind("kill query 3"), "connection");
         assert_eq!(kind("begin"), "connection");
         assert_eq!(kind("load data local infile 'x' into table t"), "load");
+        assert_eq!(kind("create index ix on lake.ns.t (a)"), "index");
+        assert_eq!(kind("drop index ix on lake.ns.t"), "index");
         assert_eq!(kind("create user a identified by 'x'"), "account");
         assert_eq!(kind("show index from t"), "show");
         assert_eq!(kind("vacuum t"), "vacuum");

@@ -34,11 +34,18 @@ pub struct CatalogConfig {
     pub access_key_id: Option<String>,
     pub secret_access_key: Option<String>,
     pub allow_http: Option<bool>,
+    /// Seconds between the indexer's looks at the catalog for snapshots its indexed tables
+    /// committed (default [`DEFAULT_INDEX_INTERVAL_S`]).
+    pub index_interval_s: Option<u64>,
 }
+
+/// How often, by default, the indexer looks for new snapshots of indexed tables.
+pub const DEFAULT_INDEX_INTERVAL_S: u64 = 30;
 
 #[derive(Debug)]
 pub struct IcebergCatalog {
     name: String,
+    index_interval: std::time::Duration,
     sql: SqlCatalog,
     warehouse: Warehouse,
     scans: quick_cache::sync::Cache<String, Arc<TableScan>>,
@@ -65,6 +72,12 @@ impl IcebergCatalog {
         let writers_name = config.catalog_name.as_deref().unwrap_or(&config.name);
         Ok(Self {
             name: config.name.clone(),
+            index_interval: std::time::Duration::from_secs(
+                config
+                    .index_interval_s
+                    .unwrap_or(DEFAULT_INDEX_INTERVAL_S)
+                    .max(1),
+            ),
             sql: SqlCatalog::new(writers_name, &config.uri)?,
             warehouse: Warehouse::open(&warehouse).map_err(|e| IcebergError::Catalog {
                 catalog: config.name.clone(),
@@ -76,6 +89,11 @@ impl IcebergCatalog {
 
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// How often the indexer looks for new snapshots of this catalog's indexed tables.
+    pub fn index_interval(&self) -> std::time::Duration {
+        self.index_interval
     }
 
     pub fn warehouse(&self) -> &Warehouse {

@@ -17,6 +17,8 @@ pub const MAX_FORMAT_VERSION: u8 = 2;
 pub struct TableMetadata {
     pub format_version: u8,
     pub location: String,
+    /// Required from v2; a v1 table may lack it, and then cannot be indexed.
+    pub table_uuid: Option<String>,
     pub current_schema_id: Option<i32>,
     #[serde(default)]
     pub schemas: Vec<Schema>,

@@ -26,6 +26,8 @@ pub struct TableScan {
     pub files: Vec<DataFile>,
     /// The snapshot read; None for a table without one (no rows).
     pub snapshot_id: Option<i64>,
+    /// What Sieve keys the table's indexes by; None for a v1 table without one.
+    pub table_uuid: Option<String>,
 }
 
 #[derive(Debug)]
@@ -52,6 +54,7 @@ impl TableScan {
                 schema,
                 files: Vec::new(),
                 snapshot_id: None,
+                table_uuid: metadata.table_uuid,
             });
         };
         let manifests = match (&snapshot.manifest_list, &snapshot.manifests) {
@@ -121,6 +124,7 @@ impl TableScan {
             schema,
             files,
             snapshot_id: Some(snapshot.snapshot_id),
+            table_uuid: metadata.table_uuid.clone(),
         })
     }
 }

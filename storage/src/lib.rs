@@ -4,6 +4,7 @@
 //! Knows nothing about SQL: the engine hands it Arrow batches to write and asks it which blocks a
 //! table version holds and what their sidecars say.
 
+mod attached_index;
 mod catalog;
 mod error;
 mod external;
@@ -15,6 +16,7 @@ mod read;
 mod users;
 mod write;
 
+pub use attached_index::{AttachedIndexDef, AttachedIndexes, IndexedFile, IndexedFileEntry};
 pub use catalog::{Catalog, DEFAULT_DATABASE};
 pub use error::{Result, StorageError};
 pub use external::{ExternalLocation, ExternalPath, ExternalStores};

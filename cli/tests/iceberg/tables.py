@@ -2,6 +2,8 @@
 
     python3 tables.py DIR make [s3://bucket/prefix]   # the tables below, cataloged in DIR/catalog.db
     python3 tables.py DIR append [s3://bucket/prefix] # one more commit to ns.people
+    python3 tables.py DIR keys                        # ns.keys: 8 appends of 1000 rows each
+    python3 tables.py DIR more_keys                   # one more file of ns.keys (ids 9000-9099)
 
 The tables' files go to DIR, or to the S3 prefix (with AWS_ENDPOINT, AWS_ACCESS_KEY_ID, … from
 the environment, as scripts/minio.sh exports them). Prints, as one JSON object, what PyIceberg's
@@ -108,9 +110,31 @@ def append():
     catalog.load_table("ns.people").append(people([20000], ["new"]))
 
 
-{"make": make, "append": append}[sys.argv[2]]()
+def keys_file(table, first, count):
+    ids = list(range(first, first + count))
+    table.append(pa.table({"id": pa.array(ids, pa.int64()), "name": pa.array([f"k{i}" for i in ids], pa.string()),
+                           "score": pa.array([i * 0.5 for i in ids], pa.float64())}))
+
+
+def keys():
+    """A data file per append, each its own range of ids: an index over id or name leaves out
+    every file but the key's."""
+    catalog.create_namespace_if_not_exists("ns")
+    schema = pa.schema([pa.field("id", pa.int64()), pa.field("name", pa.string()), pa.field("score", pa.float64())])
+    table = catalog.create_table("ns.keys", schema=schema)
+    for i in range(8):
+        keys_file(table, i * 1000, 1000)
+
+
+def more_keys():
+    keys_file(catalog.load_table("ns.keys"), 9000, 100)
+
+
+{"make": make, "append": append, "keys": keys, "more_keys": more_keys}[sys.argv[2]]()
 rows = {}
-for name in ["ns.people", "ns.empty"]:
+for name in ["ns.people", "ns.empty", "ns.keys"]:
+    if not catalog.table_exists(name):
+        continue
     table = catalog.load_table(name).scan().to_arrow().sort_by("id")
     rows[name] = {"count": table.num_rows, "ids": table.column("id").to_pylist()}
 print(json.dumps(rows))

@@ -13,6 +13,7 @@ use datafusion::execution::object_store::ObjectStoreUrl;
 use sieve_iceberg::IcebergCatalog;
 use sieve_storage::StorageError;
 
+use super::file_indexes::FileIndexes;
 use super::table::IcebergTable;
 use crate::access::principal::{CurrentPrincipal, Principal};
 use crate::access::privileges::{Object, Privilege};
@@ -82,6 +83,7 @@ pub struct IcebergCatalogProvider {
     catalog: Arc<IcebergCatalog>,
     store_url: ObjectStoreUrl,
     viewer: CurrentPrincipal,
+    indexes: Arc<FileIndexes>,
 }
 
 impl IcebergCatalogProvider {
@@ -89,11 +91,13 @@ impl IcebergCatalogProvider {
         catalog: Arc<IcebergCatalog>,
         store_url: ObjectStoreUrl,
         viewer: CurrentPrincipal,
+        indexes: Arc<FileIndexes>,
     ) -> Self {
         Self {
             catalog,
             store_url,
             viewer,
+            indexes,
         }
     }
 }
@@ -110,6 +114,7 @@ impl CatalogProvider for IcebergCatalogProvider {
             store_url: self.store_url.clone(),
             namespace: name.to_string(),
             viewer: self.viewer.clone(),
+            indexes: self.indexes.clone(),
         }))
     }
 }
@@ -122,6 +127,7 @@ struct IcebergNamespace {
     /// Whose plans resolve names here: a table it may not see is refused before the catalog is
     /// asked, so no plan shows its columns or whether it exists.
     viewer: CurrentPrincipal,
+    indexes: Arc<FileIndexes>,
 }
 
 #[async_trait]
@@ -141,10 +147,13 @@ impl SchemaProvider for IcebergNamespace {
         else {
             return Ok(None);
         };
+        let full_name = format!("{}.{}.{name}", self.catalog.name(), self.namespace);
         Ok(Some(Arc::new(IcebergTable::new(
             object,
+            full_name,
             scan,
             self.store_url.clone(),
+            self.indexes.clone(),
         ))))
     }
 

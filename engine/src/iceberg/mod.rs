@@ -3,6 +3,11 @@
 //! `catalog.namespace.table` names a table wherever a table name goes.
 
 pub(crate) mod catalog;
+pub(crate) mod file_indexes;
+pub(crate) mod index_build;
+pub(crate) mod index_statement;
+pub(crate) mod indexer;
+pub(crate) mod scan_exec;
 pub(crate) mod table;
 
 use sieve_iceberg::IcebergError;

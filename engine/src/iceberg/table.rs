@@ -1,6 +1,8 @@
 //! An Iceberg table's current snapshot as a DataFusion table: its data files read by
 //! DataFusion's Parquet scan, each file's position-deleted rows left out by a row selection
-//! (never decoded), filters pruning row groups and pages by Parquet's statistics.
+//! (never decoded), filters pruning row groups and pages by Parquet's statistics. A lookup of
+//! keys of an indexed column first leaves out the files whose index rules the keys out; a file
+//! no index covers is read.
 
 use std::sync::Arc;
 
@@ -18,9 +20,10 @@ use datafusion::execution::object_store::ObjectStoreUrl;
 use datafusion::logical_expr::utils::conjunction;
 use datafusion::logical_expr::{Expr, TableProviderFilterPushDown};
 use datafusion::parquet::arrow::arrow_reader::RowSelection;
+use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::physical_plan::empty::EmptyExec;
-use sieve_iceberg::TableScan;
+use sieve_iceberg::{DataFile, TableScan};
 
 use crate::access::principal::require;
 use crate::access::privileges::{Object, Privilege};
@@ -28,43 +31,51 @@ use crate::cluster::coordinator::Cluster;
 use crate::scan::exec::parquet_options;
 use crate::scan::live_rows::undeleted_ranges;
 
+use super::file_indexes::FileIndexes;
+use super::scan_exec::{FileCounts, IcebergScanExec};
+
 #[derive(Debug)]
 pub struct IcebergTable {
     /// What privileges are checked on.
     object: Object,
+    /// `catalog.namespace.table`, as EXPLAIN shows it.
+    name: String,
     scan: Arc<TableScan>,
     store_url: ObjectStoreUrl,
+    indexes: Arc<FileIndexes>,
 }
 
 impl IcebergTable {
-    pub fn new(object: Object, scan: Arc<TableScan>, store_url: ObjectStoreUrl) -> Self {
+    pub fn new(
+        object: Object,
+        name: String,
+        scan: Arc<TableScan>,
+        store_url: ObjectStoreUrl,
+        indexes: Arc<FileIndexes>,
+    ) -> Self {
         Self {
             object,
+            name,
             scan,
             store_url,
+            indexes,
         }
     }
+}
 
-    /// The files to read, each asking for only its rows no position delete removed; a file
-    /// with none left is not read.
-    fn files(&self) -> Vec<PartitionedFile> {
-        self.scan
-            .files
-            .iter()
-            .filter_map(|f| {
-                let file = PartitionedFile::new(f.path.to_string(), f.file_size);
-                let Some(deleted) = &f.deleted else {
-                    return Some(file);
-                };
-                let rows = f.record_count as usize;
-                let ranges = undeleted_ranges(rows, deleted);
-                (!ranges.is_empty()).then(|| {
-                    let selection = RowSelection::from_consecutive_ranges(ranges.into_iter(), rows);
-                    file.with_extension(ParquetRowSelection::new(selection))
-                })
-            })
-            .collect()
-    }
+/// `file` as DataFusion reads it, asking for only its rows no position delete removed; None
+/// when none are left.
+fn partitioned(file: &DataFile) -> Option<PartitionedFile> {
+    let partitioned = PartitionedFile::new(file.path.to_string(), file.file_size);
+    let Some(deleted) = &file.deleted else {
+        return Some(partitioned);
+    };
+    let rows = file.record_count as usize;
+    let ranges = undeleted_ranges(rows, deleted);
+    (!ranges.is_empty()).then(|| {
+        let selection = RowSelection::from_consecutive_ranges(ranges.into_iter(), rows);
+        partitioned.with_extension(ParquetRowSelection::new(selection))
+    })
 }
 
 #[async_trait]
@@ -102,18 +113,19 @@ impl TableProvider for IcebergTable {
             );
         }
         let schema = self.schema();
-        let files = self.files();
+        let df_schema = DFSchema::try_from(schema.as_ref().clone())?;
+        let predicate = conjunction(filters.iter().cloned())
+            .map(|e| state.create_physical_expr(e, &df_schema))
+            .transpose()?;
+        let (files, counts) = self.choose_files(predicate.as_ref()).await;
         if files.is_empty() {
             let projected = match projection {
                 Some(p) => Arc::new(schema.project(p)?),
                 None => schema,
             };
-            return Ok(Arc::new(EmptyExec::new(projected)));
+            let empty = Arc::new(EmptyExec::new(projected));
+            return Ok(self.explained(counts, empty));
         }
-        let df_schema = DFSchema::try_from(schema.as_ref().clone())?;
-        let predicate = conjunction(filters.iter().cloned())
-            .map(|e| state.create_physical_expr(e, &df_schema))
-            .transpose()?;
         // The options stay with the source when DataFusion pushes the filter above it down
         // into it after this, so a float filter prunes nothing by Parquet's statistics either.
         let options = parquet_options(predicate.as_ref(), &schema, false);
@@ -127,6 +139,59 @@ impl TableProvider for IcebergTable {
             .with_projection_indices(projection.cloned())?
             .with_limit(limit)
             .build();
-        Ok(DataSourceExec::from_data_source(config))
+        Ok(self.explained(counts, DataSourceExec::from_data_source(config)))
+    }
+}
+
+impl IcebergTable {
+    /// The files to read: those with a live row that no index built from them rules out.
+    async fn choose_files(
+        &self,
+        predicate: Option<&Arc<dyn PhysicalExpr>>,
+    ) -> (Vec<PartitionedFile>, FileCounts) {
+        let all = &self.scan.files;
+        let mut counts = FileCounts {
+            total: all.len(),
+            ..Default::default()
+        };
+        let (loaded, probes) = match (&self.scan.table_uuid, predicate) {
+            (Some(uuid), Some(predicate)) => {
+                let loaded = self.indexes.loaded(uuid).await;
+                let probes = loaded.probes(predicate, &self.scan.schema);
+                (Some(loaded), probes)
+            }
+            _ => (None, Vec::new()),
+        };
+        let mut files = Vec::with_capacity(all.len());
+        for file in all {
+            let Some(partitioned) = partitioned(file) else {
+                counts.fully_deleted += 1;
+                continue;
+            };
+            if let Some(loaded) = &loaded {
+                if !loaded.covers(file) {
+                    counts.not_indexed += 1;
+                } else if !loaded.may_match(file, &probes) {
+                    counts.pruned_by_index += 1;
+                    continue;
+                }
+            }
+            files.push(partitioned);
+        }
+        counts.read = files.len();
+        (files, counts)
+    }
+
+    fn explained(
+        &self,
+        counts: FileCounts,
+        files: Arc<dyn ExecutionPlan>,
+    ) -> Arc<dyn ExecutionPlan> {
+        Arc::new(IcebergScanExec::new(
+            self.name.clone(),
+            self.scan.snapshot_id,
+            counts,
+            files,
+        ))
     }
 }

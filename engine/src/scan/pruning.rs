@@ -14,6 +14,7 @@ use std::sync::Arc;
 
 use datafusion::arrow::array::{ArrayRef, BooleanArray, UInt32Array};
 use datafusion::arrow::compute::take;
+use datafusion::arrow::datatypes::DataType;
 use datafusion::common::{Column, ScalarValue};
 use datafusion::error::Result;
 use datafusion::physical_expr::PhysicalExpr;
@@ -99,7 +100,7 @@ impl PruningStatistics for BlockStatistics<'_> {
 
 /// The hashes to probe for one `column IN (literals)` guarantee, or None if the literals cannot
 /// be hashed as the column's values were (then the guarantee prunes nothing).
-fn literal_hashes(table: &Table, guarantee: &LiteralGuarantee) -> Option<(String, Vec<u64>)> {
+fn guarantee_hashes(table: &Table, guarantee: &LiteralGuarantee) -> Option<(String, Vec<u64>)> {
     if guarantee.guarantee != Guarantee::In {
         return None; // a filter can say a value is absent, never that only some values are present
     }
@@ -109,9 +110,20 @@ fn literal_hashes(table: &Table, guarantee: &LiteralGuarantee) -> Option<(String
         return None;
     }
     let column_type = def.schema.field_with_name(name).ok()?.data_type();
-    let mut hashes = Vec::with_capacity(guarantee.literals.len());
-    for literal in &guarantee.literals {
-        // A lossy cast (5.5 into an integer column) could hash a different value: do not prune.
+    Some((
+        name.clone(),
+        literal_hashes(&guarantee.literals, column_type)?,
+    ))
+}
+
+/// The hashes of `literals` as values of a `column_type` column, or None if one cannot be cast
+/// to it without loss: a lossy cast (5.5 into an integer column) could hash another value.
+pub(crate) fn literal_hashes(
+    literals: &HashSet<ScalarValue>,
+    column_type: &DataType,
+) -> Option<Vec<u64>> {
+    let mut hashes = Vec::with_capacity(literals.len());
+    for literal in literals {
         let cast = lossless_cast(literal, column_type)?;
         hashes.extend(
             ColumnHashes::from_array(cast.to_array().ok()?.as_ref())
@@ -119,7 +131,7 @@ fn literal_hashes(table: &Table, guarantee: &LiteralGuarantee) -> Option<(String
                 .hashes,
         );
     }
-    Some((name.clone(), hashes))
+    Some(hashes)
 }
 
 /// Which slices of a surviving block to read: None for the whole block.
@@ -266,7 +278,7 @@ pub fn probes(table: &Table, predicate: &PruningPredicate) -> Vec<(String, Vec<u
     predicate
         .literal_guarantees()
         .iter()
-        .filter_map(|g| literal_hashes(table, g))
+        .filter_map(|g| guarantee_hashes(table, g))
         .collect()
 }
 

@@ -5,6 +5,7 @@ use super::accounts;
 use super::copy;
 use super::ddl;
 use super::external_files;
+use super::index_statements;
 use super::load;
 use super::maintenance;
 use datafusion::common::{ScalarValue, not_impl_err, plan_err};
@@ -175,6 +176,7 @@ impl Session {
             Statement::Show(sql) => self.run_sql(&sql).await,
             Statement::Vacuum(vacuum) => maintenance::vacuum(self, vacuum).await,
             Statement::Optimize(optimize) => maintenance::optimize(self, optimize).await,
+            Statement::Index(statement) => index_statements::run(self, statement).await,
             Statement::Copy(copy) => copy::copy_into(self, copy).await,
             Statement::Sql {
                 statement,

@@ -6,7 +6,7 @@ use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::runtime_env::{RuntimeEnv, RuntimeEnvBuilder};
 use sieve_iceberg::IcebergCatalog;
-use sieve_storage::{Catalog, ExternalStores, Storage, Table};
+use sieve_storage::{AttachedIndexes, Catalog, ExternalStores, Storage, Table};
 use tokio::runtime::Handle;
 
 use super::{EngineShared, Session};
@@ -17,6 +17,8 @@ use crate::cluster::coordinator::Cluster;
 use crate::error::to_df;
 use crate::guard::memory::{MemoryLimits, QueryPool};
 use crate::guard::spill::{SpillPlace, SpillSettings};
+use crate::iceberg::file_indexes::FileIndexes;
+use crate::iceberg::indexer::{self, Following};
 use crate::options::SieveOptions;
 use crate::query_log::QueryLog;
 use crate::scan::routing::{DEFAULT_ROUTING_BYTES, RoutingFilters};
@@ -64,8 +66,11 @@ impl Engine {
                 external: Arc::default(),
                 query_log: Arc::default(),
                 texts: Arc::default(),
-                access: Arc::new(Access::new(catalog)),
+                access: Arc::new(Access::new(catalog.clone())),
                 iceberg: Arc::new([]),
+                file_indexes: Arc::new(FileIndexes::new(AttachedIndexes::new(
+                    catalog.storage().clone(),
+                ))),
             },
         })
     }
@@ -131,6 +136,17 @@ impl Engine {
             },
             ..self
         })
+    }
+
+    /// Starts the indexer: the indexes of the attached catalogs' tables follow their snapshots,
+    /// each catalog looked at every `index_interval_s`, until the returned tasks are dropped.
+    pub fn follow_attached_tables(&self) -> Following {
+        let runtime = self.executor.clone().unwrap_or_else(Handle::current);
+        indexer::follow(
+            self.shared.file_indexes.clone(),
+            &self.shared.iceberg,
+            &runtime,
+        )
     }
 
     /// The same storage with routing filters of at most `bytes` in all.

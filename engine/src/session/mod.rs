@@ -16,6 +16,7 @@ mod dispatch;
 mod engine;
 mod execute;
 mod external_files;
+mod index_statements;
 mod load;
 pub(crate) mod lookup_results;
 mod maintenance;
@@ -63,6 +64,7 @@ use crate::guard::interrupt::StatementTasks;
 use crate::guard::panic;
 use crate::guard::spill::SpillPlace;
 use crate::iceberg::catalog::{self as iceberg_catalog, IcebergCatalogProvider};
+use crate::iceberg::file_indexes::FileIndexes;
 use crate::ingest::load_data::LoadData;
 use crate::ingest::local_load::LocalLoad;
 use crate::ingest::read_parquet::{self, ReadParquet};
@@ -108,6 +110,8 @@ pub struct Session {
     principal: CurrentPrincipal,
     /// The attached Iceberg catalogs, which SHOW lists beside Sieve's databases.
     iceberg: Arc<[Arc<IcebergCatalog>]>,
+    /// The indexes of their tables, as loaded.
+    file_indexes: Arc<FileIndexes>,
 }
 
 /// What the sessions of an engine share besides its storage, reached by their tasks through the
@@ -135,6 +139,8 @@ pub(crate) struct EngineShared {
     pub access: Arc<Access>,
     /// The Iceberg catalogs the configuration attaches, by their place in it.
     pub iceberg: Arc<[Arc<IcebergCatalog>]>,
+    /// The indexes of their tables, as loaded.
+    pub file_indexes: Arc<FileIndexes>,
 }
 
 fn object_parts(name: &ObjectName) -> Vec<String> {
@@ -191,6 +197,7 @@ impl Session {
         let (tasks, spill) = (shared.statements.clone(), shared.spill.clone());
         let external = shared.external.clone();
         let iceberg = shared.iceberg.clone();
+        let file_indexes = shared.file_indexes.clone();
         let query_log = shared.query_log.clone();
         let texts = shared.texts.clone();
         let principal = CurrentPrincipal::new(Principal::root(shared.access.clone()));
@@ -256,7 +263,12 @@ impl Session {
         for (i, attached) in iceberg.iter().enumerate() {
             let url = iceberg_catalog::store_url(i)?;
             ctx.register_object_store(url.as_ref(), attached.warehouse().store().clone());
-            let provider = IcebergCatalogProvider::new(attached.clone(), url, principal.clone());
+            let provider = IcebergCatalogProvider::new(
+                attached.clone(),
+                url,
+                principal.clone(),
+                file_indexes.clone(),
+            );
             ctx.register_catalog(attached.name(), Arc::new(provider));
         }
         let rand = datafusion::functions::math::random()
@@ -293,6 +305,7 @@ impl Session {
             texts,
             principal,
             iceberg,
+            file_indexes,
         })
     }
 

@@ -15,6 +15,7 @@ use futures::StreamExt;
 
 use sieve_storage::RequestTrace;
 
+use crate::iceberg::scan_exec::IcebergScanExec;
 use crate::metrics::Outcome;
 use crate::scan::exec::SieveScanExec;
 use crate::session::statement_end::Finished;
@@ -72,6 +73,10 @@ impl ScanStats {
                     scanned.map_or(opened.bytes_in_blocks_read, |v| v.as_usize() as u64);
             }
             return stats;
+        }
+        if let Some(scan) = plan.downcast_ref::<IcebergScanExec>() {
+            stats.blocks_total += scan.counts().total as u64;
+            stats.blocks_read += scan.counts().read as u64;
         }
         for child in plan.children() {
             stats.add(&Self::of(child));

@@ -150,7 +150,7 @@ impl TableDef {
     }
 }
 
-mod filter_name {
+pub(crate) mod filter_name {
     use serde::{Deserialize, Deserializer, Serializer};
     use sieve_index::FilterKind;
 

@@ -32,6 +32,10 @@ pub const PAGE_TABLE_FORMAT: u8 = 2;
 /// build writes and the newest it reads.
 pub const USERS_FORMAT: u32 = 1;
 
+/// The binary parts of an attached table's index (`attached/iceberg/<uuid>/indexes/<id>/*.part`,
+/// [`crate::attached_index`]): the version this build writes and the only one it reads.
+pub const ATTACHED_INDEX_PART_FORMAT: u32 = 1;
+
 /// The schema metadata key holding a segment's format version.
 pub const FORMAT_KEY: &str = "sieve.segment.format";
 

@@ -1,0 +1,192 @@
+//! The indexes of attached tables as this process holds them: every part of every index of a
+//! table, loaded whole and kept, by data file, so a lookup probes them in memory. Parts and data
+//! files never change, so what was loaded stays true; what can change is which parts exist (a
+//! pass of the indexer, an index created or dropped), and that is listed again at most every
+//! [`RELIST_AFTER`], or at once after this process changed it. A listing that fails keeps what
+//! was loaded; a part that cannot be read is left out, so its files are read unpruned.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use datafusion::arrow::datatypes::Schema;
+use datafusion::physical_expr::PhysicalExpr;
+use datafusion::physical_expr::utils::{Guarantee, LiteralGuarantee};
+use object_store::path::Path;
+use sieve_iceberg::DataFile;
+use sieve_index::SidecarColumn;
+use sieve_storage::{AttachedIndexDef, AttachedIndexes, IndexedFileEntry, Result};
+
+use crate::scan::pruning::literal_hashes;
+
+/// How stale this process's view of which parts exist may be: a part written by another process
+/// is used this much later at most (until then its files are read unpruned, never skipped).
+pub const RELIST_AFTER: Duration = Duration::from_secs(2);
+
+/// An entry of a loaded part: the part, and the entry's place in it.
+type EntryAt = (Arc<Vec<IndexedFileEntry>>, usize);
+
+/// What one table's indexes say, as last listed.
+#[derive(Debug, Default)]
+pub struct Loaded {
+    pub defs: Vec<AttachedIndexDef>,
+    parts: HashMap<Path, Arc<Vec<IndexedFileEntry>>>,
+    /// Per data file path, the entries of the parts that cover it.
+    files: HashMap<String, Vec<EntryAt>>,
+}
+
+impl Loaded {
+    fn new(defs: Vec<AttachedIndexDef>, parts: HashMap<Path, Arc<Vec<IndexedFileEntry>>>) -> Self {
+        let mut files: HashMap<String, Vec<_>> = HashMap::new();
+        for part in parts.values() {
+            for (i, entry) in part.iter().enumerate() {
+                files
+                    .entry(entry.path.clone())
+                    .or_default()
+                    .push((part.clone(), i));
+            }
+        }
+        Self { defs, parts, files }
+    }
+
+    /// `file`'s entry for `column`, if an index covers it and was built from the file as the
+    /// manifest now describes it.
+    fn entry(&self, file: &DataFile, column: &str) -> Option<&SidecarColumn> {
+        let path = file.path.as_ref();
+        self.files.get(path)?.iter().find_map(|(part, i)| {
+            let entry = &part[*i];
+            (entry.record_count == file.record_count && entry.file_size == file.file_size)
+                .then(|| entry.sidecar.column(column))
+                .flatten()
+        })
+    }
+
+    /// Whether any index of the table covers `file`.
+    pub fn covers(&self, file: &DataFile) -> bool {
+        self.defs
+            .iter()
+            .any(|d| self.covers_columns(file, &d.columns))
+    }
+
+    /// Whether an index covers each of `columns` in `file`.
+    pub fn covers_columns(&self, file: &DataFile, columns: &[String]) -> bool {
+        columns.iter().all(|c| self.entry(file, c).is_some())
+    }
+
+    /// The indexed columns' guarantees of `predicate` over `schema`, as the hashes a file must
+    /// hold one of: empty when the predicate names no key of an indexed column. A column whose
+    /// field id is not the one indexed (dropped and added again) is not indexed.
+    pub fn probes(&self, predicate: &Arc<dyn PhysicalExpr>, schema: &Schema) -> Vec<Probe> {
+        let indexed: HashSet<&String> = (self.defs.iter())
+            .flat_map(|d| d.columns.iter().zip(&d.field_ids))
+            .filter(|(c, id)| field_id(schema, c) == Some(**id))
+            .map(|(c, _)| c)
+            .collect();
+        LiteralGuarantee::analyze(predicate)
+            .iter()
+            .filter(|g| g.guarantee == Guarantee::In && indexed.contains(&g.column.name))
+            .filter_map(|g| {
+                let column_type = schema.field_with_name(&g.column.name).ok()?.data_type();
+                Some(Probe {
+                    column: g.column.name.clone(),
+                    hashes: literal_hashes(&g.literals, column_type)?,
+                })
+            })
+            .collect()
+    }
+
+    /// Whether `file` may hold a row every probe allows: false only when an index built from
+    /// this very file rules a probe's keys out.
+    pub fn may_match(&self, file: &DataFile, probes: &[Probe]) -> bool {
+        probes.iter().all(|probe| {
+            self.entry(file, &probe.column)
+                .is_none_or(|index| probe.hashes.iter().any(|&h| index.may_contain(h)))
+        })
+    }
+}
+
+/// The Iceberg field id of `column` in a table's Arrow schema.
+pub fn field_id(schema: &Schema, column: &str) -> Option<i32> {
+    let field = schema.field_with_name(column).ok()?;
+    field.metadata().get("PARQUET:field_id")?.parse().ok()
+}
+
+/// One column's keys a lookup asks for, hashed as the index hashed the column's values.
+#[derive(Debug)]
+pub struct Probe {
+    pub column: String,
+    pub hashes: Vec<u64>,
+}
+
+#[derive(Debug, Default)]
+struct TableState {
+    loaded: Arc<Loaded>,
+    listed: Option<Instant>,
+}
+
+/// Every attached table's loaded indexes, by table UUID; shared by the engine's sessions.
+#[derive(Debug)]
+pub struct FileIndexes {
+    store: AttachedIndexes,
+    tables: Mutex<HashMap<String, Arc<tokio::sync::Mutex<TableState>>>>,
+}
+
+impl FileIndexes {
+    pub fn new(store: AttachedIndexes) -> Self {
+        Self {
+            store,
+            tables: Mutex::default(),
+        }
+    }
+
+    pub fn store(&self) -> &AttachedIndexes {
+        &self.store
+    }
+
+    fn table(&self, table_uuid: &str) -> Arc<tokio::sync::Mutex<TableState>> {
+        let mut tables = self.tables.lock().unwrap_or_else(|e| e.into_inner());
+        tables.entry(table_uuid.to_string()).or_default().clone()
+    }
+
+    /// The table's indexes, listed again if the last listing is older than [`RELIST_AFTER`]
+    /// or [`Self::changed`] was called since. Lookups of one table wait for one listing.
+    pub async fn loaded(&self, table_uuid: &str) -> Arc<Loaded> {
+        let table = self.table(table_uuid);
+        let mut state = table.lock().await;
+        if state.listed.is_some_and(|at| at.elapsed() < RELIST_AFTER) {
+            return state.loaded.clone();
+        }
+        match self.list(table_uuid, &state.loaded).await {
+            Ok(loaded) => state.loaded = Arc::new(loaded),
+            Err(e) => log::warn!("indexes of attached table {table_uuid} not listed: {e}"),
+        }
+        state.listed = Some(Instant::now());
+        state.loaded.clone()
+    }
+
+    /// Makes the next [`Self::loaded`] list the table's indexes again: this process has just
+    /// created, dropped or added to one.
+    pub async fn changed(&self, table_uuid: &str) {
+        self.table(table_uuid).lock().await.listed = None;
+    }
+
+    async fn list(&self, table_uuid: &str, old: &Loaded) -> Result<Loaded> {
+        let defs = self.store.definitions(table_uuid).await?;
+        let mut parts = HashMap::new();
+        for def in &defs {
+            for path in self.store.parts(def).await? {
+                if let Some(kept) = old.parts.get(&path) {
+                    parts.insert(path, kept.clone());
+                    continue;
+                }
+                match self.store.read_part(&path).await {
+                    Ok(entries) => {
+                        parts.insert(path, Arc::new(entries));
+                    }
+                    Err(e) => log::warn!("index part {path} unusable, its files are read: {e}"),
+                }
+            }
+        }
+        Ok(Loaded::new(defs, parts))
+    }
+}

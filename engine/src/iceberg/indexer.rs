@@ -1,0 +1,141 @@
+//! Keeps attached tables' indexes up to date: one pass indexes, for every index, the data files
+//! of its table's current snapshot that no part of it covers yet. `CREATE INDEX` runs a pass
+//! over every file; in a server, a task per catalog runs one every `index_interval_s`. Files
+//! compaction or an overwrite removed stay in the parts: they are never looked up again, and a
+//! file's entry is used only while the manifest describes the file as it was indexed.
+
+use std::sync::Arc;
+
+use datafusion::error::Result;
+use sieve_iceberg::{DataFile, IcebergCatalog, TableScan};
+use sieve_storage::{AttachedIndexDef, parallelism};
+use tokio::task::JoinHandle;
+
+use super::file_indexes::FileIndexes;
+use super::index_build::{IndexSpec, index_files};
+use crate::error::{external, to_df};
+use crate::progress::WriteProgress;
+
+/// Data files per part: a part is written (and survives a failure later in the pass) every
+/// this many files.
+const PART_FILES: usize = 256;
+
+/// What a pass indexed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Indexed {
+    pub files: u64,
+    pub rows: u64,
+    pub bytes: u64,
+}
+
+/// Indexes `files` of the table `def` indexes into new parts of it.
+pub async fn index_into(
+    indexes: &FileIndexes,
+    catalog: &IcebergCatalog,
+    def: &AttachedIndexDef,
+    scan: &TableScan,
+    files: &[&DataFile],
+    progress: Arc<WriteProgress>,
+) -> Result<Indexed> {
+    let spec = Arc::new(IndexSpec {
+        schema: scan.schema.clone(),
+        columns: def.columns.clone(),
+        filter: def.filter,
+    });
+    let store = catalog.warehouse().store().clone();
+    let mut done = Indexed::default();
+    for chunk in files.chunks(PART_FILES) {
+        let built = index_files(
+            store.clone(),
+            spec.clone(),
+            chunk,
+            parallelism(),
+            progress.clone(),
+        )
+        .await?;
+        indexes
+            .store()
+            .write_part(def, &built)
+            .await
+            .map_err(to_df)?;
+        done.files += built.len() as u64;
+        done.rows += built.iter().map(|f| f.record_count).sum::<u64>();
+        done.bytes += built.iter().map(|f| f.sidecar.len() as u64).sum::<u64>();
+    }
+    Ok(done)
+}
+
+/// One pass over the indexes of `catalog`'s tables.
+pub async fn pass(indexes: &FileIndexes, catalog: &IcebergCatalog) -> Result<Indexed> {
+    let mut done = Indexed::default();
+    let defs = indexes.store().all_definitions().await.map_err(to_df)?;
+    for def in defs.iter().filter(|d| d.catalog == catalog.name()) {
+        let Some(scan) = (catalog.scan(&def.namespace, &def.table).await).map_err(external)? else {
+            continue; // dropped from the catalog
+        };
+        if scan.table_uuid.as_deref() != Some(def.table_uuid.as_str()) {
+            continue; // replaced by another table of the same name
+        }
+        let loaded = indexes.loaded(&def.table_uuid).await;
+        let missing: Vec<&DataFile> = (scan.files.iter())
+            .filter(|f| !loaded.covers_columns(f, &def.columns))
+            .collect();
+        if missing.is_empty() {
+            continue;
+        }
+        let progress = Arc::new(WriteProgress::default());
+        let indexed = index_into(indexes, catalog, def, &scan, &missing, progress).await?;
+        indexes.changed(&def.table_uuid).await;
+        log::info!(
+            "index {} on {}.{}.{}: {} new data files indexed ({} rows)",
+            def.name,
+            def.catalog,
+            def.namespace,
+            def.table,
+            indexed.files,
+            indexed.rows
+        );
+        done.files += indexed.files;
+        done.rows += indexed.rows;
+        done.bytes += indexed.bytes;
+    }
+    Ok(done)
+}
+
+/// Runs a pass over each catalog's indexes every `index_interval`, on `runtime`, until the
+/// handles are dropped.
+pub fn follow(
+    indexes: Arc<FileIndexes>,
+    catalogs: &[Arc<IcebergCatalog>],
+    runtime: &tokio::runtime::Handle,
+) -> Following {
+    let tasks = catalogs
+        .iter()
+        .map(|catalog| {
+            let (indexes, catalog) = (indexes.clone(), catalog.clone());
+            runtime.spawn(async move {
+                let mut ticks = tokio::time::interval(catalog.index_interval());
+                ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+                loop {
+                    ticks.tick().await;
+                    if let Err(e) = pass(&indexes, &catalog).await {
+                        log::warn!("indexing catalog {}: {e}", catalog.name());
+                    }
+                }
+            })
+        })
+        .collect();
+    Following(tasks)
+}
+
+/// The indexer's tasks; dropping this stops them.
+#[derive(Debug)]
+pub struct Following(Vec<JoinHandle<()>>);
+
+impl Drop for Following {
+    fn drop(&mut self) {
+        for task in &self.0 {
+            task.abort();
+        }
+    }
+}

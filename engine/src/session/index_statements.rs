@@ -1,0 +1,171 @@
+//! CREATE INDEX and DROP INDEX over an attached Iceberg table, as session statements: the table
+//! resolved and the account's ALL on it checked (as OPTIMIZE needs), then the index built by the
+//! indexer's pass over every data file, its definition written last.
+
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use datafusion::common::{not_impl_err, plan_err};
+use datafusion::error::Result;
+use sieve_iceberg::{DataFile, IcebergCatalog, TableScan};
+use sieve_index::{FilterKind, is_hashable};
+use sieve_storage::{AttachedIndexDef, StorageError};
+
+use super::Session;
+use crate::error::{external, to_df};
+use crate::iceberg::catalog::object;
+use crate::iceberg::file_indexes::field_id;
+use crate::iceberg::index_statement::IndexStatement;
+use crate::iceberg::indexer::index_into;
+use crate::session::query_stream::QueryStream;
+
+/// An attached table a statement names, with its current scan.
+struct Attached {
+    catalog: Arc<IcebergCatalog>,
+    namespace: String,
+    table: String,
+    scan: Arc<TableScan>,
+    table_uuid: String,
+}
+
+pub(super) async fn run(session: &Session, statement: IndexStatement) -> Result<QueryStream> {
+    match statement {
+        IndexStatement::Create {
+            name,
+            table,
+            columns,
+            filter,
+        } => create(session, name, &table, columns, filter).await,
+        IndexStatement::Drop { name, table } => drop(session, &name, &table).await,
+    }
+}
+
+async fn resolve(session: &Session, parts: &[String], command: &str) -> Result<Attached> {
+    let attached = match parts {
+        [catalog, namespace, table] => session
+            .iceberg
+            .iter()
+            .find(|c| c.name().eq_ignore_ascii_case(catalog))
+            .map(|c| (c.clone(), namespace, table)),
+        _ => None,
+    };
+    let Some((catalog, namespace, table)) = attached else {
+        return not_impl_err!(
+            "{command} works on attached Iceberg tables (catalog.namespace.table); a Sieve \
+             table indexes the columns its index_columns option names (CREATE TABLE … WITH \
+             (index_columns = '…'))"
+        );
+    };
+    session.require_all_for(command, &object(catalog.name(), namespace, table))?;
+    let scan = (catalog.scan(namespace, table).await)
+        .map_err(external)?
+        .ok_or_else(|| {
+            to_df(StorageError::UnknownTable(
+                format!("{}.{namespace}", catalog.name()),
+                table.clone(),
+            ))
+        })?;
+    let Some(table_uuid) = scan.table_uuid.clone() else {
+        return not_impl_err!(
+            "{}.{namespace}.{table} has no table-uuid in its metadata (a format v1 table \
+             written without one), which Sieve keys its indexes by",
+            catalog.name()
+        );
+    };
+    Ok(Attached {
+        catalog,
+        namespace: namespace.clone(),
+        table: table.clone(),
+        scan,
+        table_uuid,
+    })
+}
+
+async fn create(
+    session: &Session,
+    name: String,
+    table: &[String],
+    columns: Vec<String>,
+    filter: Option<FilterKind>,
+) -> Result<QueryStream> {
+    let attached = resolve(session, table, "CREATE INDEX").await?;
+    let schema = &attached.scan.schema;
+    let mut field_ids = Vec::with_capacity(columns.len());
+    for column in &columns {
+        let Ok(field) = schema.field_with_name(column) else {
+            return plan_err!("Key column '{column}' doesn't exist in table");
+        };
+        if !is_hashable(field.data_type()) {
+            return not_impl_err!(
+                "column {column} has type {}, which Sieve's filters do not index",
+                field.data_type()
+            );
+        }
+        field_ids.push(field_id(schema, column).unwrap_or(-1));
+    }
+    let indexes = &session.file_indexes;
+    let exists = (indexes.store().definitions(&attached.table_uuid).await)
+        .map_err(to_df)?
+        .iter()
+        .any(|d| d.name == name);
+    if exists {
+        return plan_err!("Duplicate key name '{name}'");
+    }
+    let def = AttachedIndexDef {
+        name,
+        id: uuid::Uuid::new_v4().simple().to_string(),
+        catalog: attached.catalog.name().to_string(),
+        namespace: attached.namespace,
+        table: attached.table,
+        table_uuid: attached.table_uuid,
+        columns,
+        field_ids,
+        filter: filter.unwrap_or_default(),
+        created_ms: SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as i64),
+    };
+    session.progress.reset();
+    let files: Vec<&DataFile> = attached.scan.files.iter().collect();
+    let built = index_into(
+        indexes,
+        &attached.catalog,
+        &def,
+        &attached.scan,
+        &files,
+        session.progress.clone(),
+    )
+    .await;
+    let made = match built {
+        Ok(indexed) => indexes.store().create(&def).await.map(|()| indexed),
+        Err(e) => Err(StorageError::Invalid(e.to_string())),
+    };
+    let indexed = match made {
+        Ok(indexed) => indexed,
+        Err(e) => {
+            // Parts no definition names are never read; removed so they take no space.
+            if let Err(removing) = indexes.store().remove_parts(&def).await {
+                log::warn!("parts of the failed index {} left: {removing}", def.name);
+            }
+            return Err(to_df(e));
+        }
+    };
+    indexes.changed(&def.table_uuid).await;
+    session
+        .run_sql(&format!(
+            "select {} as files_indexed, {} as rows_indexed, {} as index_bytes",
+            indexed.files, indexed.rows, indexed.bytes
+        ))
+        .await
+}
+
+async fn drop(session: &Session, name: &str, table: &[String]) -> Result<QueryStream> {
+    let attached = resolve(session, table, "DROP INDEX").await?;
+    let indexes = &session.file_indexes;
+    let dropped = (indexes.store().drop(&attached.table_uuid, name).await).map_err(to_df)?;
+    if !dropped {
+        return plan_err!("Can't DROP '{name}'; check that column/key exists");
+    }
+    indexes.changed(&attached.table_uuid).await;
+    Ok(session.affected(0))
+}

@@ -1,0 +1,9 @@
+//! Sieve's indexes over tables it serves but does not write (attached Iceberg tables): a filter
+//! sidecar per data file, in parts, under Sieve's own storage. The engine builds them and probes
+//! them; this module only says where they are and how their bytes are laid out.
+
+mod part;
+mod store;
+
+pub use part::{IndexedFile, IndexedFileEntry};
+pub use store::{AttachedIndexDef, AttachedIndexes};

@@ -1,0 +1,184 @@
+//! Where an attached table's indexes live in Sieve's storage, never in the table's own location
+//! (Spark's remove-orphan-files would delete them there):
+//!
+//! ```text
+//! attached/iceberg/<table uuid>/indexes/<name>.json       the definition (checked JSON)
+//! attached/iceberg/<table uuid>/indexes/<id>/<uuid>.part  its parts (crate::attached_index::part)
+//! ```
+//!
+//! Keyed by the table's UUID, so a table renamed in its catalog keeps its index, and one
+//! dropped and created again under the same name does not inherit it. A definition is written
+//! last, with a create-if-absent put, after the parts of the first pass: an index whose build
+//! failed or was interrupted does not exist, and its parts (under an id no definition names)
+//! are never read. Dropping removes the definition first, so no reader starts on a half-deleted
+//! index.
+
+use futures::{StreamExt, TryStreamExt};
+use object_store::path::Path;
+use object_store::{ObjectStoreExt, PutMode, PutOptions, PutPayload};
+use serde::{Deserialize, Serialize};
+use sieve_index::FilterKind;
+
+use super::part::{self, IndexedFile, IndexedFileEntry};
+use crate::error::{Result, StorageError};
+use crate::location::Storage;
+use crate::meta::checked_json;
+
+/// What `CREATE INDEX` over an attached table made.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AttachedIndexDef {
+    pub name: String,
+    /// Names the directory of its parts: a new index of the same name starts empty.
+    pub id: String,
+    /// The catalog, namespace and table it was made on, for the indexer to find the table
+    /// again; the table is checked to still have `table_uuid`.
+    pub catalog: String,
+    pub namespace: String,
+    pub table: String,
+    pub table_uuid: String,
+    pub columns: Vec<String>,
+    /// The Iceberg field ids of `columns`: a column renamed or replaced since is not the one
+    /// indexed.
+    pub field_ids: Vec<i32>,
+    #[serde(with = "crate::meta::table_def::filter_name")]
+    pub filter: FilterKind,
+    /// Milliseconds since the Unix epoch.
+    pub created_ms: i64,
+}
+
+fn table_dir(table_uuid: &str) -> Path {
+    Path::from_iter(["attached", "iceberg", table_uuid, "indexes"])
+}
+
+fn definition_path(table_uuid: &str, name: &str) -> Path {
+    table_dir(table_uuid).join(format!("{name}.json"))
+}
+
+fn parts_dir(def: &AttachedIndexDef) -> Path {
+    table_dir(&def.table_uuid).join(def.id.as_str())
+}
+
+/// Reads and writes attached tables' indexes in one Sieve storage.
+#[derive(Debug, Clone)]
+pub struct AttachedIndexes {
+    storage: Storage,
+}
+
+impl AttachedIndexes {
+    pub fn new(storage: Storage) -> Self {
+        Self { storage }
+    }
+
+    /// The indexes of the table whose UUID is `table_uuid`, by name.
+    pub async fn definitions(&self, table_uuid: &str) -> Result<Vec<AttachedIndexDef>> {
+        let store = self.storage.store();
+        let listed = store
+            .list_with_delimiter(Some(&table_dir(table_uuid)))
+            .await?;
+        let mut defs = Vec::new();
+        for object in listed.objects {
+            if object.location.extension() != Some("json") {
+                continue;
+            }
+            defs.push(self.definition_at(&object.location).await?);
+        }
+        defs.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(defs)
+    }
+
+    /// Every index of every attached table: what a background indexer keeps up to date.
+    pub async fn all_definitions(&self) -> Result<Vec<AttachedIndexDef>> {
+        let store = self.storage.store();
+        let tables = Path::from_iter(["attached", "iceberg"]);
+        let listed = store.list_with_delimiter(Some(&tables)).await?;
+        let mut defs = Vec::new();
+        for prefix in listed.common_prefixes {
+            if let Some(uuid) = prefix.filename() {
+                defs.extend(self.definitions(uuid).await?);
+            }
+        }
+        Ok(defs)
+    }
+
+    async fn definition_at(&self, path: &Path) -> Result<AttachedIndexDef> {
+        let bytes = self.storage.store().get(path).await?.bytes().await?;
+        checked_json::decode(path.as_ref(), &bytes)
+    }
+
+    /// Makes `def` visible to readers, once its first pass's parts are written; fails if the
+    /// table has an index of that name.
+    pub async fn create(&self, def: &AttachedIndexDef) -> Result<()> {
+        let opts = PutOptions {
+            mode: PutMode::Create,
+            ..Default::default()
+        };
+        let body = PutPayload::from(checked_json::encode(def)?);
+        let path = definition_path(&def.table_uuid, &def.name);
+        match self.storage.store().put_opts(&path, body, opts).await {
+            Ok(_) => Ok(()),
+            Err(object_store::Error::AlreadyExists { .. }) => Err(StorageError::Invalid(format!(
+                "index '{}' on {}.{}.{} already exists",
+                def.name, def.catalog, def.namespace, def.table
+            ))),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Removes the index `name` of the table: the definition, then its parts. False if there
+    /// was none.
+    pub async fn drop(&self, table_uuid: &str, name: &str) -> Result<bool> {
+        let path = definition_path(table_uuid, name);
+        let def = match self.definition_at(&path).await {
+            Ok(def) => def,
+            Err(StorageError::ObjectStore(object_store::Error::NotFound { .. })) => {
+                return Ok(false);
+            }
+            Err(e) => return Err(e),
+        };
+        self.storage.store().delete(&path).await?;
+        self.remove_parts(&def).await?;
+        Ok(true)
+    }
+
+    /// Deletes every part of `def` (an index dropped, or a first pass that failed).
+    pub async fn remove_parts(&self, def: &AttachedIndexDef) -> Result<()> {
+        let store = self.storage.store();
+        let parts = store
+            .list(Some(&parts_dir(def)))
+            .map_ok(|m| m.location)
+            .boxed();
+        store
+            .delete_stream(parts)
+            .try_for_each(|_| async { Ok(()) })
+            .await?;
+        Ok(())
+    }
+
+    /// Writes one part of `def` holding `files`; its path.
+    pub async fn write_part(&self, def: &AttachedIndexDef, files: &[IndexedFile]) -> Result<Path> {
+        let name = uuid::Uuid::new_v4().simple().to_string();
+        let path = parts_dir(def).join(format!("{name}.part"));
+        let body = PutPayload::from(part::encode(files)?);
+        self.storage.store().put(&path, body).await?;
+        Ok(path)
+    }
+
+    /// The parts of `def` written so far.
+    pub async fn parts(&self, def: &AttachedIndexDef) -> Result<Vec<Path>> {
+        let store = self.storage.store();
+        let mut parts: Vec<Path> = store
+            .list(Some(&parts_dir(def)))
+            .try_filter_map(|m| async move {
+                Ok((m.location.extension() == Some("part")).then_some(m.location))
+            })
+            .try_collect()
+            .await?;
+        parts.sort();
+        Ok(parts)
+    }
+
+    pub async fn read_part(&self, path: &Path) -> Result<Vec<IndexedFileEntry>> {
+        let bytes = self.storage.store().get(path).await?.bytes().await?;
+        part::decode(path.as_ref(), bytes)
+    }
+}
