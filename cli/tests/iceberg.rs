@@ -381,17 +381,17 @@ fn an_index_leaves_out_the_files_that_cannot_hold_a_key() {
     refused(
         &server,
         "drop index ix_name on lake.ns.keys",
-        "Can't DROP 'ix_name'",
+        "1091 (42000) at line 1: Can't DROP 'ix_name'",
     );
     refused(
         &server,
         "create index ix_id on lake.ns.keys (name)",
-        "Duplicate key name 'ix_id'",
+        "1061 (42000) at line 1: Duplicate key name 'ix_id'",
     );
     refused(
         &server,
         "create index ix_x on lake.ns.keys (nope)",
-        "Key column 'nope' doesn't exist",
+        "1072 (42000) at line 1: Key column 'nope' doesn't exist",
     );
     refused(
         &server,
@@ -409,6 +409,21 @@ fn an_index_leaves_out_the_files_that_cannot_hold_a_key() {
         "create index ix_r on lake.ns.keys (id)",
     ]);
     assert!(stderr(&out).contains("1142"), "{}", stderr(&out));
+}
+
+#[test]
+fn an_index_build_over_its_memory_budget_fails_and_leaves_no_index() {
+    let warehouse = tempfile::tempdir().unwrap();
+    pyiceberg(warehouse.path(), "big");
+    // 200,000 values' hashes and their sorted copy: 3.2 MB against a 1 MiB statement budget.
+    let config = format!("query_memory_limit_mib = 1\n{}", config(warehouse.path()));
+    let server = Server::start_with(&config, None);
+    for _ in 0..2 {
+        refused(&server, "create index ix on lake.ns.big (id)", "1041");
+    }
+    let lookup = "select id from lake.ns.big where id = 7";
+    assert_eq!(metric(&server, lookup, "files_not_indexed"), 1);
+    assert_eq!(ok(&server, lookup), "7\n");
 }
 
 #[test]

@@ -39,6 +39,12 @@ pub enum ErrorClass {
     NoSuchGrant,
     /// GRANT to an account that does not exist (1410).
     GrantCreates,
+    /// CREATE INDEX of a name the table's indexes have (1061).
+    DuplicateKeyName,
+    /// CREATE INDEX over a column the table lacks (1072).
+    KeyColumnMissing,
+    /// DROP INDEX of an index the table does not have (1091).
+    CannotDropKey,
     Other,
 }
 

@@ -122,12 +122,16 @@ type DoGetStream = <SieveFlight as FlightService>::DoGetStream;
 fn status(e: DataFusionError) -> Status {
     let message = e.to_string();
     match classify(&e) {
-        ErrorClass::UnknownTable | ErrorClass::UnknownDatabase => Status::not_found(message),
+        ErrorClass::UnknownTable | ErrorClass::UnknownDatabase | ErrorClass::CannotDropKey => {
+            Status::not_found(message)
+        }
         ErrorClass::Syntax
         | ErrorClass::TableExists
         | ErrorClass::DatabaseExists
         | ErrorClass::UnknownVariable
-        | ErrorClass::OutOfRange => Status::invalid_argument(message),
+        | ErrorClass::OutOfRange
+        | ErrorClass::DuplicateKeyName
+        | ErrorClass::KeyColumnMissing => Status::invalid_argument(message),
         ErrorClass::NotSupported => Status::unimplemented(message),
         ErrorClass::Timeout => Status::deadline_exceeded(message),
         ErrorClass::OutOfMemory => Status::resource_exhausted(message),

@@ -24,6 +24,9 @@ pub mod error {
     pub const BAD_DB: u16 = 1049;
     pub const DB_CREATE_EXISTS: u16 = 1007;
     pub const TABLE_EXISTS: u16 = 1050;
+    pub const DUP_KEYNAME: u16 = 1061;
+    pub const KEY_COLUMN_DOES_NOT_EXIST: u16 = 1072;
+    pub const CANT_DROP_FIELD_OR_KEY: u16 = 1091;
     pub const PARSE: u16 = 1064;
     pub const EMPTY_QUERY: u16 = 1065;
     pub const NO_SUCH_THREAD: u16 = 1094;
@@ -59,7 +62,10 @@ fn sql_state(code: u16) -> &'static str {
         | error::TABLE_ACCESS_DENIED
         | error::NONEXISTING_GRANT
         | error::SPECIFIC_ACCESS_DENIED
-        | error::CANT_CREATE_USER_WITH_GRANT => "42000",
+        | error::CANT_CREATE_USER_WITH_GRANT
+        | error::DUP_KEYNAME
+        | error::KEY_COLUMN_DOES_NOT_EXIST
+        | error::CANT_DROP_FIELD_OR_KEY => "42000",
         error::TABLE_EXISTS => "42S01",
         error::NO_SUCH_TABLE => "42S02",
         error::QUERY_INTERRUPTED => "70100",

@@ -4,6 +4,7 @@
     python3 tables.py DIR append [s3://bucket/prefix] # one more commit to ns.people
     python3 tables.py DIR keys                        # ns.keys: 8 appends of 1000 rows each
     python3 tables.py DIR more_keys                   # one more file of ns.keys (ids 9000-9099)
+    python3 tables.py DIR big                         # ns.big: one file of 200,000 rows
 
 The tables' files go to DIR, or to the S3 prefix (with AWS_ENDPOINT, AWS_ACCESS_KEY_ID, … from
 the environment, as scripts/minio.sh exports them). Prints, as one JSON object, what PyIceberg's
@@ -130,7 +131,13 @@ def more_keys():
     keys_file(catalog.load_table("ns.keys"), 9000, 100)
 
 
-{"make": make, "append": append, "keys": keys, "more_keys": more_keys}[sys.argv[2]]()
+def big():
+    catalog.create_namespace_if_not_exists("ns")
+    ids = pa.array(range(200_000), pa.int64())
+    catalog.create_table("ns.big", schema=pa.schema([pa.field("id", pa.int64())])).append(pa.table({"id": ids}))
+
+
+{"make": make, "append": append, "keys": keys, "more_keys": more_keys, "big": big}[sys.argv[2]]()
 rows = {}
 for name in ["ns.people", "ns.empty", "ns.keys"]:
     if not catalog.table_exists(name):

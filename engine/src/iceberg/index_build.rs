@@ -12,6 +12,7 @@ use datafusion::datasource::listing::PartitionedFile;
 use datafusion::datasource::physical_plan::ParquetFileReaderFactory;
 use datafusion::datasource::physical_plan::parquet::DefaultParquetFileReaderFactory;
 use datafusion::error::{DataFusionError, Result};
+use datafusion::execution::memory_pool::{MemoryConsumer, MemoryPool, MemoryReservation};
 use datafusion::parquet::arrow::ProjectionMask;
 use datafusion::parquet::arrow::async_reader::{AsyncFileReader, ParquetRecordBatchStreamBuilder};
 use datafusion::physical_plan::metrics::ExecutionPlanMetricsSet;
@@ -27,6 +28,10 @@ use crate::progress::WriteProgress;
 /// Rows decoded per batch: large, since only the key columns are decoded.
 const BATCH_ROWS: usize = 64 * 1024;
 
+/// Bytes of memory a file's build holds per value of an indexed column: its hash, and the copy
+/// sorting the hashes makes (`sieve_index`'s `sort_by_hash`).
+const BYTES_PER_VALUE: usize = 16;
+
 /// What an index is built over: the columns, as the table's schema types them, and the filter.
 #[derive(Debug, Clone)]
 pub struct IndexSpec {
@@ -36,13 +41,17 @@ pub struct IndexSpec {
 }
 
 /// The entries of `files`, `parallelism` files at a time, each on a task of its own; the rows
-/// read are added to `progress` as they are. Dropping the future stops every task.
+/// read are added to `progress` as they are. What a file's build holds (its values' hashes, all
+/// of them at once, as a filter is built from all its keys) is reserved in `pool` as it grows,
+/// so a file too large for the budget fails with the pool's error. Dropping the future stops
+/// every task.
 pub async fn index_files(
     store: Arc<dyn ObjectStore>,
     spec: Arc<IndexSpec>,
     files: &[&DataFile],
     parallelism: usize,
     progress: Arc<WriteProgress>,
+    pool: Arc<dyn MemoryPool>,
 ) -> Result<Vec<IndexedFile>> {
     let mut pending = files
         .iter()
@@ -55,8 +64,9 @@ pub async fn index_files(
                 break;
             };
             let (store, spec, progress) = (store.clone(), spec.clone(), progress.clone());
+            let held = MemoryConsumer::new(format!("index of {path}")).register(&pool);
             running.spawn(async move {
-                let sidecar = index_file(store, &spec, &path, file_size, &progress).await?;
+                let sidecar = index_file(store, &spec, &path, file_size, &progress, held).await?;
                 Ok::<_, DataFusionError>(IndexedFile {
                     path: path.to_string(),
                     record_count,
@@ -79,6 +89,7 @@ async fn index_file(
     path: &object_store::path::Path,
     file_size: u64,
     progress: &WriteProgress,
+    held: MemoryReservation,
 ) -> Result<Vec<u8>> {
     let file = PartitionedFile::new(path.to_string(), file_size);
     let reader: Box<dyn AsyncFileReader> = DefaultParquetFileReaderFactory::new(store)
@@ -99,6 +110,7 @@ async fn index_file(
         .build()?;
     let mut hashes = vec![ColumnHashes::default(); spec.columns.len()];
     while let Some(batch) = rows.try_next().await? {
+        held.try_grow(batch.num_rows() * spec.columns.len() * BYTES_PER_VALUE)?;
         for (column, hashes) in spec.columns.iter().zip(&mut hashes) {
             let values = batch.column(batch.schema().index_of(column)?);
             // Hashed as the table's type, which lookups cast their keys to.
@@ -115,6 +127,7 @@ async fn index_file(
     let (columns, filter) = (spec.columns.clone(), spec.filter);
     // Sorting and building a filter over millions of hashes: off the async threads.
     tokio::task::spawn_blocking(move || {
+        let _held = held;
         let built: Vec<ColumnIndex> = columns
             .into_iter()
             .zip(hashes)

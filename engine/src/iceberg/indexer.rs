@@ -7,6 +7,7 @@
 use std::sync::Arc;
 
 use datafusion::error::Result;
+use datafusion::execution::memory_pool::MemoryPool;
 use sieve_iceberg::{DataFile, IcebergCatalog, TableScan};
 use sieve_storage::{AttachedIndexDef, parallelism};
 use tokio::task::JoinHandle;
@@ -36,6 +37,7 @@ pub async fn index_into(
     scan: &TableScan,
     files: &[&DataFile],
     progress: Arc<WriteProgress>,
+    pool: &Arc<dyn MemoryPool>,
 ) -> Result<Indexed> {
     let spec = Arc::new(IndexSpec {
         schema: scan.schema.clone(),
@@ -51,6 +53,7 @@ pub async fn index_into(
             chunk,
             parallelism(),
             progress.clone(),
+            pool.clone(),
         )
         .await?;
         indexes
@@ -65,8 +68,12 @@ pub async fn index_into(
     Ok(done)
 }
 
-/// One pass over the indexes of `catalog`'s tables.
-pub async fn pass(indexes: &FileIndexes, catalog: &IcebergCatalog) -> Result<Indexed> {
+/// One pass over the indexes of `catalog`'s tables, its memory reserved in `pool`.
+pub async fn pass(
+    indexes: &FileIndexes,
+    catalog: &IcebergCatalog,
+    pool: &Arc<dyn MemoryPool>,
+) -> Result<Indexed> {
     let mut done = Indexed::default();
     let defs = indexes.store().all_definitions().await.map_err(to_df)?;
     for def in defs.iter().filter(|d| d.catalog == catalog.name()) {
@@ -84,7 +91,7 @@ pub async fn pass(indexes: &FileIndexes, catalog: &IcebergCatalog) -> Result<Ind
             continue;
         }
         let progress = Arc::new(WriteProgress::default());
-        let indexed = index_into(indexes, catalog, def, &scan, &missing, progress).await?;
+        let indexed = index_into(indexes, catalog, def, &scan, &missing, progress, pool).await?;
         indexes.changed(&def.table_uuid).await;
         log::info!(
             "index {} on {}.{}.{}: {} new data files indexed ({} rows)",
@@ -103,22 +110,23 @@ pub async fn pass(indexes: &FileIndexes, catalog: &IcebergCatalog) -> Result<Ind
 }
 
 /// Runs a pass over each catalog's indexes every `index_interval`, on `runtime`, until the
-/// handles are dropped.
+/// handles are dropped; their memory is reserved in `pool` (the server's, for every statement).
 pub fn follow(
     indexes: Arc<FileIndexes>,
     catalogs: &[Arc<IcebergCatalog>],
     runtime: &tokio::runtime::Handle,
+    pool: Arc<dyn MemoryPool>,
 ) -> Following {
     let tasks = catalogs
         .iter()
         .map(|catalog| {
-            let (indexes, catalog) = (indexes.clone(), catalog.clone());
+            let (indexes, catalog, pool) = (indexes.clone(), catalog.clone(), pool.clone());
             runtime.spawn(async move {
                 let mut ticks = tokio::time::interval(catalog.index_interval());
                 ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
                 loop {
                     ticks.tick().await;
-                    if let Err(e) = pass(&indexes, &catalog).await {
+                    if let Err(e) = pass(&indexes, &catalog, &pool).await {
                         log::warn!("indexing catalog {}: {e}", catalog.name());
                     }
                 }

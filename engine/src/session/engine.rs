@@ -146,6 +146,7 @@ impl Engine {
             self.shared.file_indexes.clone(),
             &self.shared.iceberg,
             &runtime,
+            self.runtime.memory_pool.clone(),
         )
     }
 

@@ -5,19 +5,40 @@
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use datafusion::common::{not_impl_err, plan_err};
-use datafusion::error::Result;
+use datafusion::common::not_impl_err;
+use datafusion::error::{DataFusionError, Result};
 use sieve_iceberg::{DataFile, IcebergCatalog, TableScan};
 use sieve_index::{FilterKind, is_hashable};
 use sieve_storage::{AttachedIndexDef, StorageError};
 
 use super::Session;
-use crate::error::{external, to_df};
+use crate::error::{Classified, ErrorClass, external, to_df};
 use crate::iceberg::catalog::object;
 use crate::iceberg::file_indexes::field_id;
 use crate::iceberg::index_statement::IndexStatement;
 use crate::iceberg::indexer::index_into;
 use crate::session::query_stream::QueryStream;
+
+/// What MySQL numbers among CREATE and DROP INDEX's refusals, in its words.
+#[derive(Debug, thiserror::Error)]
+enum IndexRefusal {
+    #[error("Duplicate key name '{0}'")]
+    Duplicate(String),
+    #[error("Key column '{0}' doesn't exist in table")]
+    NoColumn(String),
+    #[error("Can't DROP '{0}'; check that column/key exists")]
+    NotThere(String),
+}
+
+impl Classified for IndexRefusal {
+    fn class(&self) -> ErrorClass {
+        match self {
+            Self::Duplicate(_) => ErrorClass::DuplicateKeyName,
+            Self::NoColumn(_) => ErrorClass::KeyColumnMissing,
+            Self::NotThere(_) => ErrorClass::CannotDropKey,
+        }
+    }
+}
 
 /// An attached table a statement names, with its current scan.
 struct Attached {
@@ -93,7 +114,7 @@ async fn create(
     let mut field_ids = Vec::with_capacity(columns.len());
     for column in &columns {
         let Ok(field) = schema.field_with_name(column) else {
-            return plan_err!("Key column '{column}' doesn't exist in table");
+            return Err(external(IndexRefusal::NoColumn(column.clone())));
         };
         if !is_hashable(field.data_type()) {
             return not_impl_err!(
@@ -109,7 +130,7 @@ async fn create(
         .iter()
         .any(|d| d.name == name);
     if exists {
-        return plan_err!("Duplicate key name '{name}'");
+        return Err(external(IndexRefusal::Duplicate(name)));
     }
     let def = AttachedIndexDef {
         name,
@@ -127,27 +148,28 @@ async fn create(
     };
     session.progress.reset();
     let files: Vec<&DataFile> = attached.scan.files.iter().collect();
-    let built = index_into(
-        indexes,
-        &attached.catalog,
-        &def,
-        &attached.scan,
-        &files,
-        session.progress.clone(),
-    )
-    .await;
-    let made = match built {
-        Ok(indexed) => indexes.store().create(&def).await.map(|()| indexed),
-        Err(e) => Err(StorageError::Invalid(e.to_string())),
+    let made = async {
+        let indexed = index_into(
+            indexes,
+            &attached.catalog,
+            &def,
+            &attached.scan,
+            &files,
+            session.progress.clone(),
+            &session.ctx.task_ctx().memory_pool().clone(),
+        )
+        .await?;
+        indexes.store().create(&def).await.map_err(to_df)?;
+        Ok::<_, DataFusionError>(indexed)
     };
-    let indexed = match made {
+    let indexed = match made.await {
         Ok(indexed) => indexed,
         Err(e) => {
             // Parts no definition names are never read; removed so they take no space.
             if let Err(removing) = indexes.store().remove_parts(&def).await {
                 log::warn!("parts of the failed index {} left: {removing}", def.name);
             }
-            return Err(to_df(e));
+            return Err(e);
         }
     };
     indexes.changed(&def.table_uuid).await;
@@ -164,7 +186,7 @@ async fn drop(session: &Session, name: &str, table: &[String]) -> Result<QuerySt
     let indexes = &session.file_indexes;
     let dropped = (indexes.store().drop(&attached.table_uuid, name).await).map_err(to_df)?;
     if !dropped {
-        return plan_err!("Can't DROP '{name}'; check that column/key exists");
+        return Err(external(IndexRefusal::NotThere(name.to_string())));
     }
     indexes.changed(&attached.table_uuid).await;
     Ok(session.affected(0))

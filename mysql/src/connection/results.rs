@@ -91,6 +91,9 @@ pub(super) fn mysql_error(e: &DataFusionError) -> (u16, String) {
         ErrorClass::CannotUser => error::CANNOT_USER,
         ErrorClass::NoSuchGrant => error::NONEXISTING_GRANT,
         ErrorClass::GrantCreates => error::CANT_CREATE_USER_WITH_GRANT,
+        ErrorClass::DuplicateKeyName => error::DUP_KEYNAME,
+        ErrorClass::KeyColumnMissing => error::KEY_COLUMN_DOES_NOT_EXIST,
+        ErrorClass::CannotDropKey => error::CANT_DROP_FIELD_OR_KEY,
         ErrorClass::Other => error::UNKNOWN,
     };
     let message = match code {
@@ -100,7 +103,10 @@ pub(super) fn mysql_error(e: &DataFusionError) -> (u16, String) {
         | error::SPECIFIC_ACCESS_DENIED
         | error::CANNOT_USER
         | error::NONEXISTING_GRANT
-        | error::CANT_CREATE_USER_WITH_GRANT => match e.find_root() {
+        | error::CANT_CREATE_USER_WITH_GRANT
+        | error::DUP_KEYNAME
+        | error::KEY_COLUMN_DOES_NOT_EXIST
+        | error::CANT_DROP_FIELD_OR_KEY => match e.find_root() {
             DataFusionError::External(inner) => inner.to_string(),
             root => root.to_string(),
         },
