@@ -53,18 +53,10 @@ fn config_indexing_every(warehouse: &Path, seconds: u64) -> String {
 /// A counter of the attached table's scan in EXPLAIN ANALYZE.
 fn metric(server: &Server, query: &str, name: &str) -> u64 {
     let plan = ok(server, &format!("explain analyze {query}"));
-    let scan = &plan[plan
+    let scan = plan
         .find("IcebergScanExec")
-        .unwrap_or_else(|| panic!("{plan}"))..];
-    let at = scan
-        .find(&format!(" {name}="))
-        .or_else(|| scan.find(&format!("[{name}=")))
-        .unwrap_or_else(|| panic!("{name}: {plan}"));
-    let digits: String = scan[at + name.len() + 2..]
-        .chars()
-        .take_while(char::is_ascii_digit)
-        .collect();
-    digits.parse().unwrap()
+        .unwrap_or_else(|| panic!("{plan}"));
+    common::plan_counter(&plan[scan..], name)
 }
 
 fn ok(server: &Server, sql: &str) -> String {
@@ -319,6 +311,15 @@ fn an_index_leaves_out_the_files_that_cannot_hold_a_key() {
         "create index ix_name on lake.ns.keys (name) using xor8",
     );
     assert!(made.starts_with("8\t8000\t"), "{made}");
+    let shown = ok(&server, "show index from lake.ns.keys");
+    assert_eq!(
+        shown,
+        "keys\t1\tix_id\t1\tid\tA\tNULL\tNULL\tNULL\tNULL\tbinary_fuse8\t\t\tYES\tNULL\n\
+         keys\t1\tix_name\t1\tname\tA\tNULL\tNULL\tNULL\tNULL\txor8\t\t\tYES\tNULL\n"
+    );
+    let listed = "select index_name, column_name from information_schema.statistics \
+                  where table_schema = 'lake.ns' order by index_name";
+    assert_eq!(ok(&server, listed), "ix_id\tid\nix_name\tname\n");
 
     let lookup = "select name from lake.ns.keys where id = 4242";
     assert_eq!(metric(&server, lookup, "blocks_total"), 8);

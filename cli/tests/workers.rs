@@ -157,16 +157,7 @@ fn asked(server: &Server, query: &str) -> std::collections::BTreeSet<String> {
 
 /// A counter of the scan's in EXPLAIN ANALYZE (summed over its tasks).
 fn metric(server: &Server, query: &str, name: &str) -> u64 {
-    let plan = answer(server, &format!("explain analyze {query}"));
-    let at = [' ', '[']
-        .iter()
-        .find_map(|c| plan.find(&format!("{c}{name}=")))
-        .unwrap_or_else(|| panic!("{name}: {plan}"));
-    let digits: String = plan[at + name.len() + 2..]
-        .chars()
-        .take_while(char::is_ascii_digit)
-        .collect();
-    digits.parse().unwrap()
+    common::plan_counter(&answer(server, &format!("explain analyze {query}")), name)
 }
 
 /// Waits until `query` contacts no worker: node filters load in the background.

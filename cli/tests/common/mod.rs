@@ -384,3 +384,16 @@ pub fn number(storage: &str, query: &str) -> u64 {
         .unwrap_or_else(|| panic!("no number in {text}"));
     line.trim_matches(['|', ' ']).parse().unwrap()
 }
+
+/// The first counter `name` in an EXPLAIN ANALYZE `plan` (one node's metrics, as printed).
+pub fn plan_counter(plan: &str, name: &str) -> u64 {
+    let at = [' ', '[']
+        .iter()
+        .find_map(|c| plan.find(&format!("{c}{name}=")))
+        .unwrap_or_else(|| panic!("{name}: {plan}"));
+    let digits: String = plan[at + name.len() + 2..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.parse().unwrap()
+}

@@ -10,12 +10,14 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use datafusion::catalog::{CatalogProvider, SchemaProvider, TableProvider};
 use datafusion::error::Result;
+use sieve_iceberg::IcebergCatalog;
 use sieve_storage::{Catalog, StorageError};
 
 use crate::access::principal::CurrentPrincipal;
 use crate::access::privileges::Object;
 use crate::dialect::information_schema::{self, InformationSchema};
 use crate::error::to_df;
+use crate::iceberg::file_indexes::FileIndexes;
 use crate::processes::ServerProcesses;
 use crate::scan::provider::SieveTable;
 
@@ -24,6 +26,9 @@ pub const CATALOG_NAME: &str = "sieve";
 #[derive(Debug)]
 pub struct SieveCatalog {
     catalog: Catalog,
+    /// The attached Iceberg catalogs and their tables' indexes, which `information_schema`
+    /// lists too.
+    attached: (Arc<[Arc<IcebergCatalog>]>, Arc<FileIndexes>),
     processes: ServerProcesses,
     /// The session's principal: `information_schema` lists what it sees.
     viewer: CurrentPrincipal,
@@ -35,12 +40,14 @@ pub struct SieveCatalog {
 impl SieveCatalog {
     pub fn new(
         catalog: Catalog,
+        attached: (Arc<[Arc<IcebergCatalog>]>, Arc<FileIndexes>),
         processes: ServerProcesses,
         viewer: CurrentPrincipal,
         functions: Arc<HashSet<String>>,
     ) -> Self {
         Self {
             catalog,
+            attached,
             processes,
             viewer,
             functions,
@@ -58,6 +65,7 @@ impl CatalogProvider for SieveCatalog {
             let processes = self.processes.get().cloned();
             return Some(Arc::new(InformationSchema::new(
                 self.catalog.clone(),
+                self.attached.clone(),
                 processes,
                 self.viewer.get(),
             )));

@@ -16,12 +16,15 @@ use datafusion::arrow::array::{ArrayRef, RecordBatch, StringArray, UInt64Array};
 use datafusion::arrow::datatypes::{DataType, Field, Schema};
 use datafusion::catalog::{MemTable, SchemaProvider, TableProvider};
 use datafusion::error::Result;
+use sieve_iceberg::IcebergCatalog;
 use sieve_storage::{Catalog, StorageError, TableDef};
 
 use crate::access::principal::Principal;
 use crate::access::privileges::Object;
 use crate::dialect::types::mysql_type;
 use crate::error::to_df;
+use crate::iceberg::catalog as iceberg_catalog;
+use crate::iceberg::file_indexes::FileIndexes;
 use crate::processes::{Process, ProcessList};
 
 pub const NAME: &str = "information_schema";
@@ -41,6 +44,9 @@ const CATALOG: &str = "def";
 #[derive(Debug)]
 pub struct InformationSchema {
     catalog: Catalog,
+    /// The attached Iceberg catalogs, and their tables' indexes.
+    attached: Arc<[Arc<IcebergCatalog>]>,
+    indexes: Arc<FileIndexes>,
     /// The server's connections, for PROCESSLIST; None in a session no server serves.
     processes: Option<Arc<dyn ProcessList>>,
     /// Whose listings these are.
@@ -50,11 +56,14 @@ pub struct InformationSchema {
 impl InformationSchema {
     pub fn new(
         catalog: Catalog,
+        (attached, indexes): (Arc<[Arc<IcebergCatalog>]>, Arc<FileIndexes>),
         processes: Option<Arc<dyn ProcessList>>,
         viewer: Arc<Principal>,
     ) -> Self {
         Self {
             catalog,
+            attached,
+            indexes,
             processes,
             viewer,
         }
@@ -303,53 +312,95 @@ impl InformationSchema {
     }
 
     async fn statistics(&self) -> Result<Arc<dyn TableProvider>> {
-        let defs = self.definitions().await?;
-        let mut rows: Vec<(&TableDef, &Field)> = Vec::new();
-        for def in &defs {
+        let mut rows = Vec::new();
+        for def in self.definitions().await? {
             for column in &def.options.index_columns {
                 if let Ok(field) = def.schema.field_with_name(column) {
-                    rows.push((def, field));
+                    rows.push(IndexRow {
+                        schema: def.database.clone(),
+                        table: def.name.clone(),
+                        index: column.clone(),
+                        seq: 1,
+                        column: column.clone(),
+                        nullable: Some(field.is_nullable()),
+                        kind: def.options.filter.to_string(),
+                    });
                 }
             }
         }
+        rows.extend(self.attached_indexes().await?);
         let n = rows.len();
+        let text = |f: fn(&IndexRow) -> &str| texts(rows.iter().map(f));
         Columns::default()
-            .tables_of(rows.iter().map(|r| r.0))
+            .text("table_catalog", same(CATALOG, n))
+            .text("table_schema", text(|r| &r.schema))
+            .text("table_name", text(|r| &r.table))
             .number("non_unique", vec![Some(1); n])
-            .text(
-                "index_schema",
-                texts(rows.iter().map(|r| r.0.database.as_str())),
-            )
-            .text(
-                "index_name",
-                texts(rows.iter().map(|r| r.1.name().as_str())),
-            )
-            .number("seq_in_index", vec![Some(1); n])
-            .text(
-                "column_name",
-                texts(rows.iter().map(|r| r.1.name().as_str())),
-            )
+            .text("index_schema", text(|r| &r.schema))
+            .text("index_name", text(|r| &r.index))
+            .number("seq_in_index", rows.iter().map(|r| Some(r.seq)).collect())
+            .text("column_name", text(|r| &r.column))
             .text("collation", vec![None; n])
             .number("cardinality", vec![None; n])
             .number("sub_part", vec![None; n])
             .text("packed", vec![None; n])
             .text(
                 "nullable",
-                texts(
-                    rows.iter()
-                        .map(|r| if r.1.is_nullable() { "YES" } else { "" }),
-                ),
-            )
-            .text(
-                "index_type",
-                rows.iter()
-                    .map(|r| Some(r.0.options.filter.to_string()))
+                (rows.iter())
+                    .map(|r| r.nullable.map(|n| if n { "YES" } else { "" }.to_string()))
                     .collect(),
             )
+            .text("index_type", text(|r| &r.kind))
             .text("comment", same("", n))
             .text("index_comment", same("", n))
             .table()
     }
+
+    /// The indexes over attached tables the viewer sees: a row per column, the table's schema
+    /// `catalog.namespace` as SHOW DATABASES lists it. Whether a column may be null is not
+    /// known without reading the table's metadata, so it is left NULL.
+    async fn attached_indexes(&self) -> Result<Vec<IndexRow>> {
+        if self.attached.is_empty() {
+            return Ok(Vec::new());
+        }
+        let defs = self
+            .indexes
+            .store()
+            .all_definitions()
+            .await
+            .map_err(to_df)?;
+        let mut rows = Vec::new();
+        for def in defs {
+            let attached = self.attached.iter().any(|c| c.name() == def.catalog);
+            let object = iceberg_catalog::object(&def.catalog, &def.namespace, &def.table);
+            if !attached || !self.viewer.sees(&object) {
+                continue;
+            }
+            for (i, column) in def.columns.iter().enumerate() {
+                rows.push(IndexRow {
+                    schema: format!("{}.{}", def.catalog, def.namespace),
+                    table: def.table.clone(),
+                    index: def.name.clone(),
+                    seq: i as u64 + 1,
+                    column: column.clone(),
+                    nullable: None,
+                    kind: def.filter.to_string(),
+                });
+            }
+        }
+        Ok(rows)
+    }
+}
+
+/// One row of STATISTICS: a column of an index.
+struct IndexRow {
+    schema: String,
+    table: String,
+    index: String,
+    seq: u64,
+    column: String,
+    nullable: Option<bool>,
+    kind: String,
 }
 
 impl InformationSchema {

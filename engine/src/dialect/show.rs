@@ -244,9 +244,22 @@ fn name(token: &Token) -> Option<String> {
     }
 }
 
-/// `name` or `db.name` at the front of `tokens`, and what follows it.
+/// `name`, `db.name` or `catalog.namespace.name` at the front of `tokens`, and what follows it.
 fn object(tokens: &[Token]) -> Option<(Option<String>, String, &[Token])> {
     match tokens {
+        // An attached catalog's table: its database is `catalog.namespace`.
+        [
+            catalog,
+            Token::Period,
+            namespace,
+            Token::Period,
+            table,
+            rest @ ..,
+        ] => Some((
+            Some(format!("{}.{}", name(catalog)?, name(namespace)?)),
+            name(table)?,
+            rest,
+        )),
         [db, Token::Period, table, rest @ ..] => Some((Some(name(db)?), name(table)?, rest)),
         [table, rest @ ..] => Some((None, name(table)?, rest)),
         [] => None,
@@ -449,5 +462,10 @@ mod tests {
         // A name cannot leave its literal.
         let sql = rewrite("show index from `a'b`", "db").unwrap().unwrap();
         assert!(sql.contains("table_name = 'a''b'"), "{sql}");
+        let sql = rewrite("show index from lake.ns.t", "db").unwrap().unwrap();
+        assert!(
+            sql.contains("table_schema = 'lake.ns' and table_name = 't'"),
+            "{sql}"
+        );
     }
 }

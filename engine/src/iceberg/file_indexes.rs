@@ -157,7 +157,8 @@ impl FileIndexes {
             return state.loaded.clone();
         }
         match self.list(table_uuid, &state.loaded).await {
-            Ok(loaded) => state.loaded = Arc::new(loaded),
+            Ok(Some(loaded)) => state.loaded = Arc::new(loaded),
+            Ok(None) => {}
             Err(e) => log::warn!("indexes of attached table {table_uuid} not listed: {e}"),
         }
         state.listed = Some(Instant::now());
@@ -170,7 +171,8 @@ impl FileIndexes {
         self.table(table_uuid).lock().await.listed = None;
     }
 
-    async fn list(&self, table_uuid: &str, old: &Loaded) -> Result<Loaded> {
+    /// The table's indexes as listed now; None if they are what `old` holds.
+    async fn list(&self, table_uuid: &str, old: &Loaded) -> Result<Option<Loaded>> {
         let defs = self.store.definitions(table_uuid).await?;
         let mut parts = HashMap::new();
         for def in &defs {
@@ -187,6 +189,9 @@ impl FileIndexes {
                 }
             }
         }
-        Ok(Loaded::new(defs, parts))
+        let unchanged = defs == old.defs
+            && parts.len() == old.parts.len()
+            && parts.keys().all(|p| old.parts.contains_key(p));
+        Ok((!unchanged).then(|| Loaded::new(defs, parts)))
     }
 }

@@ -255,6 +255,7 @@ impl Session {
         let functions = ctx.state().table_functions().keys().cloned().collect();
         let schemas = SieveCatalog::new(
             catalog.clone(),
+            (iceberg.clone(), file_indexes.clone()),
             process_list.clone(),
             principal.clone(),
             Arc::new(functions),
