@@ -24,6 +24,16 @@ pub fn object(catalog: &str, namespace: &str, table: &str) -> Object {
     Object::table(catalog, &format!("{namespace}.{table}"))
 }
 
+/// The attached catalog a statement's `name` names (SQL folds names, so case aside).
+pub fn named<'a>(
+    attached: &'a [Arc<IcebergCatalog>],
+    name: &str,
+) -> Option<&'a Arc<IcebergCatalog>> {
+    attached
+        .iter()
+        .find(|c| c.name().eq_ignore_ascii_case(name))
+}
+
 /// The namespaces of the attached catalogs that `principal` holds anything in, as
 /// `catalog.namespace`: SHOW DATABASES lists them beside Sieve's databases.
 pub async fn visible_namespaces(
@@ -50,9 +60,7 @@ pub async fn visible_tables(
     let [catalog, namespace] = parts else {
         return None;
     };
-    let catalog = attached
-        .iter()
-        .find(|c| c.name().eq_ignore_ascii_case(catalog))?;
+    let catalog = named(attached, catalog)?;
     let listed = async {
         let database = format!("{}.{namespace}", catalog.name());
         if !principal.sees(&Object::database(catalog.name())) {

@@ -122,7 +122,11 @@ pub fn follow(
         .map(|catalog| {
             let (indexes, catalog, pool) = (indexes.clone(), catalog.clone(), pool.clone());
             runtime.spawn(async move {
-                let mut ticks = tokio::time::interval(catalog.index_interval());
+                // The first pass one interval after the start, not at it: a server's first
+                // statements never race a pass they did not ask for.
+                let every = catalog.index_interval();
+                let mut ticks =
+                    tokio::time::interval_at(tokio::time::Instant::now() + every, every);
                 ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
                 loop {
                     ticks.tick().await;

@@ -18,6 +18,7 @@ use crate::catalog::table_options::{table_options, take_key_constraints, take_ta
 use crate::dialect::describe::{columns_of, columns_of_schema};
 use crate::dialect::information_schema;
 use crate::error::to_df;
+use crate::iceberg::catalog as iceberg_catalog;
 use crate::session::query_stream::QueryStream;
 use crate::sink::write_stream;
 
@@ -29,10 +30,7 @@ pub(super) async fn describe(
     filter: Option<ShowStatementFilter>,
 ) -> Result<QueryStream> {
     if let [catalog, namespace, table] = object_parts(name).as_slice()
-        && let Some(attached) = session
-            .iceberg
-            .iter()
-            .find(|c| c.name().eq_ignore_ascii_case(catalog))
+        && let Some(attached) = iceberg_catalog::named(&session.iceberg, catalog)
     {
         // An attached Iceberg table: its provider checks the privilege and asks the catalog.
         let name = TableReference::full(attached.name(), namespace.as_str(), table.as_str());

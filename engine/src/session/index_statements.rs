@@ -13,7 +13,7 @@ use sieve_storage::{AttachedIndexDef, StorageError};
 
 use super::Session;
 use crate::error::{Classified, ErrorClass, external, to_df};
-use crate::iceberg::catalog::object;
+use crate::iceberg::catalog::{named, object};
 use crate::iceberg::file_indexes::field_id;
 use crate::iceberg::index_statement::IndexStatement;
 use crate::iceberg::indexer::index_into;
@@ -63,11 +63,9 @@ pub(super) async fn run(session: &Session, statement: IndexStatement) -> Result<
 
 async fn resolve(session: &Session, parts: &[String], command: &str) -> Result<Attached> {
     let attached = match parts {
-        [catalog, namespace, table] => session
-            .iceberg
-            .iter()
-            .find(|c| c.name().eq_ignore_ascii_case(catalog))
-            .map(|c| (c.clone(), namespace, table)),
+        [catalog, namespace, table] => {
+            named(&session.iceberg, catalog).map(|c| (c.clone(), namespace, table))
+        }
         _ => None,
     };
     let Some((catalog, namespace, table)) = attached else {
