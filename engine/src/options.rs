@@ -51,6 +51,10 @@ extensions_options! {
         /// VACUUM refuses a retention under an hour: a write running longer than it could lose
         /// the blocks it uploaded before it commits. Off when no write runs (tests, maintenance).
         pub vacuum_retention_check: bool, default = true
+        /// Run `string_agg` and `array_agg` in one aggregate stage, whose state is reserved in
+        /// the statement's memory budget where it is built; off, in DataFusion's partial and
+        /// final stages (the baseline), which copy it outside the budget.
+        pub one_stage_collect: bool, default = true
     }
 }
 

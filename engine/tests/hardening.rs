@@ -471,3 +471,113 @@ async fn names_with_any_characters_are_listed_as_written_and_usable() {
     assert_eq!(first(&run(&s, "show tables from `données`").await), "été");
     assert_eq!(first(&run(&s, "select a from `données`.`été`").await), "2");
 }
+
+/// Issue 53.5: writers and readers of one table, through SQL, never fail because of each other,
+/// and a statement sees every commit that completed before it started. Two engines on one
+/// location stand for two server processes; each serves 8 writer connections (5-row INSERTs)
+/// and 8 reader connections (a lookup of the newest key some writer has committed, and counts).
+/// `SIEVE_RACE_STATEMENTS` sets the total (1,000 by default: a debug build takes about 45 s per 1,000, and more as the table grows).
+async fn writers_and_readers_never_fail_each_other(location: String) {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    const WRITERS: usize = 16;
+    const READERS: usize = 16;
+    let statements: usize = std::env::var("SIEVE_RACE_STATEMENTS")
+        .map(|n| n.parse().expect("SIEVE_RACE_STATEMENTS is a number"))
+        .unwrap_or(1000);
+    let per_connection = statements / (WRITERS + READERS);
+    let engines = [
+        Engine::open(&location).await.unwrap(),
+        Engine::open(&location).await.unwrap(),
+    ];
+    run(
+        &engines[0].session().unwrap(),
+        "create table t (k bigint, w int, v varchar) with (index_columns = 'k')",
+    )
+    .await;
+    // Inserts each writer has seen committed.
+    let committed: Arc<Vec<AtomicU64>> =
+        Arc::new((0..WRITERS).map(|_| AtomicU64::new(0)).collect());
+    let mut connections = tokio::task::JoinSet::new();
+    for w in 0..WRITERS {
+        let session = engines[w % 2].session().unwrap();
+        let committed = committed.clone();
+        connections.spawn(async move {
+            for i in 0..per_connection as u64 {
+                let rows: Vec<String> = (0..5)
+                    .map(|j| format!("({}, {w}, 'w{w}i{i}')", (w as u64) << 32 | i * 5 + j))
+                    .collect();
+                let sql = format!("insert into t values {}", rows.join(", "));
+                session
+                    .execute(&sql)
+                    .await
+                    .unwrap_or_else(|e| panic!("writer {w}, insert {i}: {e}"));
+                committed[w].store(i + 1, Ordering::SeqCst);
+            }
+        });
+    }
+    for r in 0..READERS {
+        let session = engines[r % 2].session().unwrap();
+        let committed = committed.clone();
+        connections.spawn(async move {
+            for i in 0..per_connection {
+                let seen: Vec<u64> = committed.iter().map(|c| c.load(Ordering::SeqCst)).collect();
+                if i % 4 == 3 {
+                    let sql = "select count(*) from t";
+                    let out = session
+                        .execute(sql)
+                        .await
+                        .unwrap_or_else(|e| panic!("reader {r}, {sql}: {e}"));
+                    let count: u64 = first(&out).parse().unwrap();
+                    let before: u64 = seen.iter().sum::<u64>() * 5;
+                    assert!(
+                        count >= before && count % 5 == 0,
+                        "reader {r} counted {count} rows after {before} were committed"
+                    );
+                    continue;
+                }
+                let w = (r + i) % WRITERS;
+                let Some(newest) = seen[w].checked_sub(1) else {
+                    continue;
+                };
+                let k = (w as u64) << 32 | newest * 5 + 4;
+                let sql = format!("select v from t where k = {k}");
+                let out = session
+                    .execute(&sql)
+                    .await
+                    .unwrap_or_else(|e| panic!("reader {r}, {sql}: {e}"));
+                assert_eq!(
+                    common::rows(&out),
+                    [format!("w{w}i{newest}")],
+                    "reader {r}: {sql} after writer {w} committed it"
+                );
+            }
+        });
+    }
+    while let Some(done) = connections.join_next().await {
+        done.unwrap();
+    }
+    let total: u64 = committed.iter().map(|c| c.load(Ordering::SeqCst)).sum();
+    for engine in &engines {
+        let out = run(
+            &engine.session().unwrap(),
+            "select count(*), count(distinct k) from t",
+        )
+        .await;
+        assert_eq!(common::rows(&out), [format!("{}|{}", total * 5, total * 5)]);
+    }
+}
+
+#[test]
+fn writers_and_readers_never_fail_each_other_on_local_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let location = dir.path().to_str().unwrap().to_string();
+    on_query_threads(writers_and_readers_never_fail_each_other(location));
+}
+
+#[test]
+fn writers_and_readers_never_fail_each_other_on_s3() {
+    let location = format!("{}/race-{:x}", common::s3_base(), rand::random::<u64>());
+    on_query_threads(writers_and_readers_never_fail_each_other(location));
+}

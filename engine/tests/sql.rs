@@ -445,3 +445,47 @@ async fn an_insert_writes_its_rows_in_order_by_order() {
         );
     }
 }
+
+/// `string_agg` and `array_agg` run as one aggregate stage, whose state is reserved in the
+/// statement's budget where it is built (issue 53: DataFusion's partial stage emits it to the final
+/// stage instead, copying it outside every budget). They answer as the two stages do, grouped or
+/// not, with ORDER BY, DISTINCT and NULLs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn collecting_aggregates_answer_in_one_stage_as_in_two() {
+    let session = memory_session().await;
+    let rows = "with c as (select number % 7 as g, cast(number as varchar) as s, number as n \
+                from numbers(2000))";
+    for (query, stages) in [
+        (
+            "select g, string_agg(s, ',' order by n), count(*) from c group by g order by g",
+            "mode=SinglePartitioned",
+        ),
+        (
+            "select g, array_agg(n order by n desc) from c where n % 3 = 0 group by g order by g",
+            "mode=SinglePartitioned",
+        ),
+        (
+            "select g, sum(n), length(string_agg(s, '')), array_agg(distinct g) from c group by g \
+             order by g",
+            "mode=SinglePartitioned",
+        ),
+        (
+            "select g, array_agg(case when n > 1900 then n end order by n) from c group by g order by g",
+            "mode=SinglePartitioned",
+        ),
+        (
+            "select array_agg(n order by n), length(string_agg(s, '')), max(n) from c",
+            "mode=Single,",
+        ),
+    ] {
+        let sql = format!("{rows} {query}");
+        let plan = text(&run(&session, &format!("explain {sql}")).await);
+        assert!(plan.contains(stages), "{query}:\n{plan}");
+        let one_stage = text(&run(&session, &sql).await);
+        run(&session, "set sieve.one_stage_collect = false").await;
+        let plan = text(&run(&session, &format!("explain {sql}")).await);
+        assert!(plan.contains("mode=Partial"), "{query}:\n{plan}");
+        assert_eq!(text(&run(&session, &sql).await), one_stage, "{query}");
+        run(&session, "set sieve.one_stage_collect = true").await;
+    }
+}

@@ -7,3 +7,4 @@ pub(crate) mod memory;
 pub(crate) mod panic;
 pub(crate) mod spill;
 pub(crate) mod statement;
+pub(crate) mod whole_value_aggregates;

@@ -63,6 +63,7 @@ use crate::error::to_df;
 use crate::guard::interrupt::StatementTasks;
 use crate::guard::panic;
 use crate::guard::spill::SpillPlace;
+use crate::guard::whole_value_aggregates::WholeValueAggregates;
 use crate::iceberg::catalog::{self as iceberg_catalog, IcebergCatalogProvider};
 use crate::iceberg::file_indexes::FileIndexes;
 use crate::ingest::load_data::LoadData;
@@ -223,7 +224,8 @@ impl Session {
                 rules.push(Arc::new(CheckedArithmetic));
                 rules
             })
-            .with_physical_optimizer_rule(Arc::new(WriteOrder));
+            .with_physical_optimizer_rule(Arc::new(WriteOrder))
+            .with_physical_optimizer_rule(Arc::new(WholeValueAggregates));
         let state = match &cluster {
             Some(cluster) => {
                 crate::cluster::coordinator::distribute(state, cluster, catalog.storage())?
