@@ -29,15 +29,10 @@ cat > "$work/sieve.toml" <<EOF
 query_memory_limit_mib = $query_mib
 memory_limit_mib = $server_mib
 EOF
-SIEVE_PASSWORD=x SIEVE_TLS_DIR="$work/tls" "$1" --storage "$work/data" --config "$work/sieve.toml" \
-  serve --port 0 2> "$work/log" &
-pid=$!
-for _ in $(seq 100); do
-  port=$(grep -o "serving the MySQL protocol on [0-9.]*:[0-9]*" "$work/log" | sed 's/.*://')
-  [ -n "$port" ] && break
-  sleep 0.1
-done
-[ -n "$port" ] || { echo "$1 did not start: $(cat "$work/log")" >&2; exit 1; }
+source "$(dirname "$0")/serving/start.sh"
+sieve_start "$1" "$work/data" "$work" "$work/sieve.toml"
+port=$SIEVE_PORT
+pid=$SIEVE_PID
 mib() { awk -v k="$1:" '$1 == k {print int($2 / 1024)}' "/proc/$pid/status"; }
 echo "budgets: $query_mib MiB a query, $server_mib MiB in all; bound on a peak: $((server_mib + 512)) MiB"
 printf '%-9s %-44s %7s %9s %9s %9s\n' collect answer seconds "before" peak after

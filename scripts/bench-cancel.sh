@@ -21,20 +21,16 @@ statements=(
   "select count(distinct concat(upper(cast(number as varchar)), reverse(cast(number as varchar)))) from numbers(100000000)"
   "select count(*) from numbers(100000000) where length(concat(upper(cast(number as varchar)), lpad(cast(number % 977 as varchar), 12, 'x'), reverse(cast(number as varchar)))) > 100"
 )
-start() { # binary, name -> port on stdout
-  echo "max_execution_time = 500" > "$work/$2.toml"
-  SIEVE_PASSWORD=x SIEVE_TLS_DIR="$work/$2-tls" "$1" --storage "$work/$2-data" \
-    --config "$work/$2.toml" serve --port 0 2> "$work/$2.log" &
-  for _ in $(seq 100); do
-    port=$(grep -o "serving the MySQL protocol on [0-9.]*:[0-9]*" "$work/$2.log" | sed 's/.*://')
-    [ -n "$port" ] && { echo "$port $!"; return; }
-    sleep 0.1
-  done
-  echo "$1 did not start: $(cat "$work/$2.log")" >&2; exit 1
+source "$(dirname "$0")/serving/start.sh"
+start() { # binary, name: sets port and pid
+  mkdir -p "$work/$2"
+  echo "max_execution_time = 500" > "$work/$2/sieve.toml"
+  sieve_start "$1" "$work/$2/data" "$work/$2" "$work/$2/sieve.toml"
+  port=$SIEVE_PORT pid=$SIEVE_PID
 }
-read -r port1 pid1 < <(start "$1" a)
-servers=("$1 $port1 $pid1")
-if [ $# -ge 2 ]; then read -r port2 pid2 < <(start "$2" b); servers+=("$2 $port2 $pid2"); fi
+start "$1" a
+servers=("$1 $port $pid")
+if [ $# -ge 2 ]; then start "$2" b; servers+=("$2 $port $pid"); fi
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 for sql in "${statements[@]}"; do
   echo "$sql"

@@ -10,13 +10,9 @@ set -uo pipefail
 python3 -c "import pymysql" 2>/dev/null || { echo "PyMySQL is not installed" >&2; exit 1; }
 work=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$work"' EXIT
-SIEVE_PASSWORD=x SIEVE_TLS_DIR="$work/tls" "$1" --storage "$work/data" serve --port 0 2> "$work/log" &
-for _ in $(seq 100); do
-  port=$(grep -o "serving the MySQL protocol on [0-9.]*:[0-9]*" "$work/log" | sed 's/.*://')
-  [ -n "$port" ] && break
-  sleep 0.1
-done
-[ -n "$port" ] || { echo "$1 did not start: $(cat "$work/log")" >&2; exit 1; }
+source "$(dirname "$0")/serving/start.sh"
+sieve_start "$1" "$work/data" "$work"
+port=$SIEVE_PORT
 PORT=$port SECONDS_EACH=${SIEVE_BENCH_SECONDS:-20} python3 - <<'EOF'
 import os, threading, time
 import pymysql
