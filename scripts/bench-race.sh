@@ -35,6 +35,10 @@ failures, missed = [], []
 def note(kind):
     with lock:
         ran[kind] += 1
+        done = sum(ran.values())
+        if done % 5000 == 0:
+            print(f"  {done} statements by {time.monotonic() - began:.0f} s: "
+                  f"{len(failures)} failed, {len(missed)} missed", flush=True)
 def work(i):
     c = connect()
     step = 0
