@@ -21,6 +21,7 @@ use crate::read::cache::{Caches, DEFAULT_DATA_CACHE_BYTES, DEFAULT_SIDECAR_CACHE
 use crate::read::disk_cache::DiskCache;
 use crate::read::freshness::Freshness;
 use crate::read::request_trace::TracedStore;
+use crate::write::group_commit::CommitQueues;
 
 /// An object store rooted at the storage URL (every path Sieve writes is relative to it), with
 /// the caches every query on it shares. Its requests are recorded in the entered
@@ -34,6 +35,8 @@ pub struct Storage {
     /// queries of every clone.
     snapshots: Arc<Freshness<Snapshot>>,
     definitions: Arc<Freshness<Option<TableDef>>>,
+    /// Appends waiting to commit, shared by every clone ([`crate::write::group_commit`]).
+    commits: Arc<CommitQueues>,
     /// What paces locator group merges' I/O; None: unbounded.
     merge_rate: Option<Arc<MergeRate>>,
 }
@@ -116,6 +119,7 @@ impl Storage {
             )),
             snapshots: Arc::default(),
             definitions: Arc::default(),
+            commits: Arc::default(),
             merge_rate: None,
         }
     }
@@ -169,6 +173,10 @@ impl Storage {
 
     pub(crate) fn definitions(&self) -> &Arc<Freshness<Option<TableDef>>> {
         &self.definitions
+    }
+
+    pub(crate) fn commits(&self) -> &CommitQueues {
+        &self.commits
     }
 
     pub fn store(&self) -> &Arc<dyn ObjectStore> {

@@ -90,6 +90,15 @@ impl ObjectStore for RequestLog {
         self.inner.list(prefix)
     }
 
+    fn list_with_offset(
+        &self,
+        prefix: Option<&Path>,
+        offset: &Path,
+    ) -> BoxStream<'static, Result<ObjectMeta>> {
+        self.record("LIST", prefix.map(|p| p.to_string()).unwrap_or_default());
+        self.inner.list_with_offset(prefix, offset)
+    }
+
     async fn list_with_delimiter(&self, prefix: Option<&Path>) -> Result<ListResult> {
         self.record("LIST", prefix.map(|p| p.to_string()).unwrap_or_default());
         self.inner.list_with_delimiter(prefix).await

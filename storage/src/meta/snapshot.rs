@@ -174,14 +174,17 @@ pub fn known_within(
 /// time, the pointer and the listing are sent at once (one round trip, not two). After that a
 /// query costs two small concurrent requests and no listing: a conditional GET of the pointer
 /// (not modified) and a HEAD of the version after the one known (not there, unless the pointer
-/// lags behind a commit, which is then found).
+/// lags behind a commit, which is then found). When the pointer has moved, only the versions
+/// after the one known are listed (S3's `start-after`): the history up to it was checked when
+/// it was found, and snapshots are never removed, so a busy table's check does not grow with its
+/// commits (it listed all of them after every commit).
 pub async fn latest(storage: &Storage, table_dir: &Path) -> Result<Snapshot> {
     let key = table_dir.to_string();
     let sent = Instant::now();
     let Some(known) = storage.caches().latest.get(&key) else {
         let (pointer, listed) = futures::join!(
             read_pointer(storage, table_dir, None),
-            list_versions(storage, table_dir)
+            list_versions(storage, table_dir, None)
         );
         let (pointer, etag, carried) = pointer?.ok_or_else(|| {
             StorageError::Invalid(format!(
@@ -193,9 +196,10 @@ pub async fn latest(storage: &Storage, table_dir: &Path) -> Result<Snapshot> {
         // of the listing. A pointer is written after its snapshot, so a listing sent after the
         // pointer was read holds every version it names.
         if versions.last().copied().unwrap_or(0) < pointer {
-            versions = list_versions(storage, table_dir).await?;
+            versions = list_versions(storage, table_dir, None).await?;
         }
-        return remember(storage, table_dir, (pointer, etag, carried), versions, sent).await;
+        let read = (pointer, etag, carried);
+        return remember(storage, table_dir, read, None, versions, sent).await;
     };
     // Both requests at once, one round trip: each is sent after the query started, so together
     // they still see every commit that completed before it.
@@ -223,20 +227,30 @@ pub async fn latest(storage: &Storage, table_dir: &Path) -> Result<Snapshot> {
     let read = pointer.unwrap_or((known.pointer, known.etag, None));
     // The pointer was read first, then the listing: a pointer is written after its snapshot, so
     // every version it names was already listable.
-    let versions = list_versions(storage, table_dir).await?;
-    remember(storage, table_dir, read, versions, sent).await
+    let versions = list_versions(storage, table_dir, Some(known.snapshot.version)).await?;
+    remember(
+        storage,
+        table_dir,
+        read,
+        Some(known.snapshot),
+        versions,
+        sent,
+    )
+    .await
 }
 
-/// The newest snapshot, checked against `versions` (a listing sent after the pointer was read,
-/// or one holding every version it names), kept as what the check sent at `sent` found.
+/// The newest snapshot, checked against `versions` (a listing of the versions after `base`'s,
+/// sent after the pointer was read or holding every version it names), kept as what the check
+/// sent at `sent` found.
 async fn remember(
     storage: &Storage,
     table_dir: &Path,
     (pointer, etag, carried): PointerRead,
+    base: Option<Snapshot>,
     versions: Vec<u64>,
     sent: Instant,
 ) -> Result<Snapshot> {
-    let snapshot = checked_newest(storage, table_dir, pointer, carried, versions).await?;
+    let snapshot = checked_newest(storage, table_dir, pointer, carried, base, versions).await?;
     storage.caches().latest.insert(
         table_dir.to_string(),
         KnownLatest {
@@ -249,11 +263,52 @@ async fn remember(
     Ok(snapshot)
 }
 
-/// The versions of the table's snapshots present, ascending.
-async fn list_versions(storage: &Storage, table_dir: &Path) -> Result<Vec<u64>> {
-    let mut versions: Vec<u64> = storage
-        .store()
-        .list(Some(&snapshots_dir(table_dir)))
+/// Keeps the version a commit created, and the ETag of the pointer it wrote, as the newest
+/// known, so the writer's next check is the two small requests and not a read of the pointer
+/// it wrote (a snapshot that grows with the table). No commit that completed before the
+/// snapshot's put was sent is missing from it: a later version needs this one first. A newer
+/// version known already is kept.
+fn remember_committed(
+    storage: &Storage,
+    table_dir: &Path,
+    committed: &Snapshot,
+    etag: Option<String>,
+    sent: Instant,
+) {
+    let key = table_dir.to_string();
+    let latest = &storage.caches().latest;
+    if latest
+        .get(&key)
+        .is_some_and(|known| known.snapshot.version >= committed.version)
+    {
+        return;
+    }
+    latest.insert(
+        key,
+        KnownLatest {
+            pointer: committed.version,
+            etag,
+            snapshot: committed.clone(),
+            confirmed: sent,
+        },
+    );
+}
+
+/// The versions of the table's snapshots present after `after` (all if None), ascending.
+async fn list_versions(
+    storage: &Storage,
+    table_dir: &Path,
+    after: Option<u64>,
+) -> Result<Vec<u64>> {
+    let dir = snapshots_dir(table_dir);
+    let listing = match after {
+        // Names are zero-padded, so their order is the versions'.
+        Some(version) => storage
+            .store()
+            .list_with_offset(Some(&dir), &snapshot_path(table_dir, version)),
+        None => storage.store().list(Some(&dir)),
+    };
+    let mut versions: Vec<u64> = listing
         .try_filter_map(|meta| async move {
             Ok(meta
                 .location
@@ -268,16 +323,19 @@ async fn list_versions(storage: &Storage, table_dir: &Path) -> Result<Vec<u64>> 
 }
 
 /// The newest snapshot after checking the listed history: versions run 1, 2, … without gaps up
-/// to at least `pointer`. `carried` is the pointer's copy of its version's snapshot, used when
+/// to at least `pointer`. `base` is a snapshot whose history was checked before, and `versions`
+/// those listed after it. `carried` is the pointer's copy of its version's snapshot, used when
 /// that version is the newest.
 async fn checked_newest(
     storage: &Storage,
     table_dir: &Path,
     pointer: u64,
     carried: Option<Snapshot>,
+    base: Option<Snapshot>,
     versions: Vec<u64>,
 ) -> Result<Snapshot> {
-    let newest = versions.last().copied().unwrap_or(0);
+    let checked = base.as_ref().map_or(0, |b| b.version);
+    let newest = versions.last().copied().unwrap_or(checked);
     if pointer > newest {
         return Err(missing(
             table_dir,
@@ -293,7 +351,7 @@ async fn checked_newest(
     // looked up before it is called missing. A commit that completed before the listing started
     // is always in it.
     let listed: std::collections::HashSet<u64> = versions.iter().copied().collect();
-    let gaps = (1..=newest)
+    let gaps = (checked + 1..=newest)
         .filter(|v| !listed.contains(v))
         .map(|v| async move {
             match storage.store().head(&snapshot_path(table_dir, v)).await {
@@ -305,10 +363,11 @@ async fn checked_newest(
             }
         });
     futures::future::try_join_all(gaps).await?;
-    match (newest, carried) {
-        (0, _) => Ok(Snapshot::default()),
-        (version, Some(carried)) if carried.version == version => Ok(carried),
-        (version, _) => read(storage, table_dir, version).await,
+    match (newest, carried, base) {
+        (0, _, _) => Ok(Snapshot::default()),
+        (version, Some(carried), _) if carried.version == version => Ok(carried),
+        (version, _, Some(base)) if base.version == version => Ok(base),
+        (version, _, _) => read(storage, table_dir, version).await,
     }
 }
 
@@ -356,17 +415,17 @@ pub async fn read(storage: &Storage, table_dir: &Path, version: u64) -> Result<S
     Ok(snapshot)
 }
 
-/// Commits `delta` on top of whatever is newest, retrying on conflict. For appends only: they
-/// never conflict, so the same delta lands on any base.
+/// Commits `deltas` as one version on top of whatever is newest, retrying on conflict. For
+/// appends only: they never conflict, so the same deltas land on any base.
 pub async fn commit(
     storage: &Storage,
     table_dir: &Path,
     named_pointer: &Path,
-    delta: &Delta,
+    deltas: &[Delta],
 ) -> Result<Snapshot> {
     for _ in 0..MAX_COMMIT_ATTEMPTS {
         let base = latest(storage, table_dir).await?;
-        if let Some(next) = try_commit(storage, table_dir, named_pointer, &base, delta).await? {
+        if let Some(next) = try_commit(storage, table_dir, named_pointer, &base, deltas).await? {
             return Ok(next);
         }
     }
@@ -379,37 +438,37 @@ pub fn too_contended() -> StorageError {
     ))
 }
 
-/// Commits `delta` as the version after `base`; None if another commit took that version first
-/// (the caller decides what its delta becomes on the newer base).
+/// Commits `deltas`, in order, as the version after `base`; None if another commit took that
+/// version first (the caller decides what its deltas become on the newer base).
 pub async fn try_commit(
     storage: &Storage,
     table_dir: &Path,
     named_pointer: &Path,
     base: &Snapshot,
-    delta: &Delta,
+    deltas: &[Delta],
 ) -> Result<Option<Snapshot>> {
-    let mut segments = base.segments.clone();
-    segments.push(delta.segment.clone());
-    let copies = match &delta.copies {
-        None => base.copies.clone(),
-        Some(change) if change.from == base.copies => Some(change.to.clone()),
-        Some(_) => {
-            return Err(StorageError::Invalid(
-                "another COPY INTO this table committed while this one ran; nothing was \
-                 committed: run it again (it skips the files the other one loaded)"
-                    .into(),
-            ));
-        }
-    };
-    let next = Snapshot {
+    let mut next = Snapshot {
         version: base.version + 1,
-        segments,
-        rows: base.rows + delta.rows - delta.deleted_rows,
-        blocks: base.blocks + delta.blocks,
-        data_bytes: base.data_bytes + delta.data_bytes,
-        sidecar_bytes: base.sidecar_bytes + delta.sidecar_bytes,
-        copies,
+        ..base.clone()
     };
+    for delta in deltas {
+        next.segments.push(delta.segment.clone());
+        next.copies = match &delta.copies {
+            None => next.copies,
+            Some(change) if change.from == next.copies => Some(change.to.clone()),
+            Some(_) => {
+                return Err(StorageError::Invalid(
+                    "another COPY INTO this table committed while this one ran; nothing was \
+                     committed: run it again (it skips the files the other one loaded)"
+                        .into(),
+                ));
+            }
+        };
+        next.rows = next.rows + delta.rows - delta.deleted_rows;
+        next.blocks += delta.blocks;
+        next.data_bytes += delta.data_bytes;
+        next.sidecar_bytes += delta.sidecar_bytes;
+    }
     try_put(storage, table_dir, named_pointer, next).await
 }
 
@@ -430,6 +489,7 @@ pub async fn try_put(
         ..Default::default()
     };
     let body = PutPayload::from(checked_json::encode(&next)?);
+    let sent = Instant::now();
     match storage
         .store()
         .put_opts(&snapshot_path(table_dir, next.version), body, opts)
@@ -452,6 +512,9 @@ pub async fn try_put(
                 store.put(&latest_path, PutPayload::from(latest)),
                 store.put(named_pointer, PutPayload::from(named)),
             );
+            if let Ok(put) = &latest {
+                remember_committed(storage, table_dir, &next, put.e_tag.clone(), sent);
+            }
             for (which, written) in [("latest.json", latest), (named_pointer.as_ref(), named)] {
                 if let Err(e) = written {
                     log::warn!(
@@ -495,15 +558,15 @@ mod tests {
         let storage = Storage::in_memory();
         let dir = Path::from("tables/t");
         let named = Path::from("catalog/default/pointers/t.json");
-        let base = commit(&storage, &dir, &named, &delta("a")).await.unwrap();
-        let landed = try_commit(&storage, &dir, &named, &base, &delta("b"))
+        let base = commit(&storage, &dir, &named, &[delta("a")]).await.unwrap();
+        let landed = try_commit(&storage, &dir, &named, &base, &[delta("b")])
             .await
             .unwrap();
-        let again = try_commit(&storage, &dir, &named, &base, &delta("b"))
+        let again = try_commit(&storage, &dir, &named, &base, &[delta("b")])
             .await
             .unwrap();
         assert_eq!(again, landed, "the retry finds its own snapshot");
-        let other = try_commit(&storage, &dir, &named, &base, &delta("c"))
+        let other = try_commit(&storage, &dir, &named, &base, &[delta("c")])
             .await
             .unwrap();
         assert_eq!(other, None, "version 2 is b's, not c's");
@@ -526,7 +589,9 @@ mod tests {
         let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         // The table exists before anyone reads it.
         let first = Storage::open(&location).unwrap();
-        commit(&first, &dir, &named, &delta("first")).await.unwrap();
+        commit(&first, &dir, &named, &[delta("first")])
+            .await
+            .unwrap();
         let writers: Vec<_> = (0..WRITERS)
             .map(|w| {
                 let storage = Storage::open(&location).unwrap();
@@ -534,7 +599,9 @@ mod tests {
                 tokio::spawn(async move {
                     for i in 0..COMMITS {
                         let name = format!("w{w}-{i}");
-                        commit(&storage, &dir, &named, &delta(&name)).await.unwrap();
+                        commit(&storage, &dir, &named, &[delta(&name)])
+                            .await
+                            .unwrap();
                     }
                 })
             })
@@ -588,18 +655,53 @@ mod tests {
         let dir = Path::from("tables/t");
         let named = Path::from("catalog/default/pointers/t.json");
         for name in ["a", "b", "c"] {
-            commit(&storage, &dir, &named, &delta(name)).await.unwrap();
+            commit(&storage, &dir, &named, &[delta(name)])
+                .await
+                .unwrap();
         }
-        let raced = checked_newest(&storage, &dir, 3, None, vec![1, 3]).await;
+        let raced = checked_newest(&storage, &dir, 3, None, None, vec![1, 3]).await;
         assert_eq!(raced.unwrap().version, 3);
         storage
             .store()
             .delete(&snapshot_path(&dir, 2))
             .await
             .unwrap();
-        let damaged = checked_newest(&storage, &dir, 3, None, vec![1, 3]).await;
+        let damaged = checked_newest(&storage, &dir, 3, None, None, vec![1, 3]).await;
         let error = damaged.unwrap_err().to_string();
         assert!(error.contains("00000000000000000002.json"), "{error}");
         assert!(error.contains("without gaps"), "{error}");
+    }
+
+    /// Once a process has checked a table's history up to a version, a moved pointer makes it
+    /// list only the versions after that one: a history it checked before is not listed again
+    /// (here a version it checked is gone, which a full listing would call a gap), and the new
+    /// versions are still checked for gaps.
+    #[tokio::test]
+    async fn a_moved_pointer_lists_only_the_versions_after_the_one_known() {
+        let root = tempfile::tempdir().unwrap();
+        let storage = Storage::open(root.path().to_str().unwrap()).unwrap();
+        let dir = Path::from("tables/t");
+        let named = Path::from("catalog/default/pointers/t.json");
+        for name in ["a", "b", "c"] {
+            commit(&storage, &dir, &named, &[delta(name)])
+                .await
+                .unwrap();
+        }
+        let reader = Storage::open(root.path().to_str().unwrap()).unwrap();
+        assert_eq!(latest(&reader, &dir).await.unwrap().version, 3);
+        let store = storage.store();
+        store.delete(&snapshot_path(&dir, 1)).await.unwrap();
+        commit(&storage, &dir, &named, &[delta("d")]).await.unwrap();
+        let newest = latest(&reader, &dir).await.unwrap();
+        assert_eq!((newest.version, newest.rows), (4, 40));
+        // Versions 5 and 6 committed, 5 lost: the check after 4 finds the gap.
+        for name in ["e", "f"] {
+            commit(&storage, &dir, &named, &[delta(name)])
+                .await
+                .unwrap();
+        }
+        store.delete(&snapshot_path(&dir, 5)).await.unwrap();
+        let error = latest(&reader, &dir).await.unwrap_err().to_string();
+        assert!(error.contains("00000000000000000005.json"), "{error}");
     }
 }

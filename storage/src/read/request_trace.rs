@@ -137,6 +137,29 @@ impl TracedStore {
     }
 }
 
+impl TracedStore {
+    /// A listing, sent when first polled and answered when it ends (a long one is several
+    /// pages, counted as one request).
+    fn traced_listing(
+        &self,
+        list: impl FnOnce(&dyn ObjectStore) -> BoxStream<'static, Result<ObjectMeta>> + Send + 'static,
+    ) -> BoxStream<'static, Result<ObjectMeta>> {
+        let inner = self.inner.clone();
+        stream::once(async move {
+            let request = RequestTrace::sent().await;
+            // Streamed as listed (VACUUM lists every block); the request is answered when the
+            // listing is dropped, at its end.
+            sent("list", 1);
+            list(inner.as_ref()).map(move |meta| {
+                let _answered_when_dropped = &request;
+                meta.inspect_err(|_| failed("list"))
+            })
+        })
+        .flatten()
+        .boxed()
+    }
+}
+
 impl fmt::Display for TracedStore {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         self.inner.fmt(f)
@@ -203,23 +226,20 @@ impl ObjectStore for TracedStore {
             .boxed()
     }
 
-    /// Sent when first polled, answered when the listing ends (a long one is several pages,
-    /// counted as one request).
     fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, Result<ObjectMeta>> {
-        let inner = self.inner.clone();
         let prefix = prefix.cloned();
-        stream::once(async move {
-            let request = RequestTrace::sent().await;
-            // Streamed as listed (VACUUM lists every block); the request is answered when the
-            // listing is dropped, at its end.
-            sent("list", 1);
-            inner.list(prefix.as_ref()).map(move |meta| {
-                let _answered_when_dropped = &request;
-                meta.inspect_err(|_| failed("list"))
-            })
-        })
-        .flatten()
-        .boxed()
+        self.traced_listing(move |inner| inner.list(prefix.as_ref()))
+    }
+
+    /// Forwarded, not left to the trait's default (a whole listing filtered here): S3 lists
+    /// from the offset on (`start-after`), and a local directory stats only the names after it.
+    fn list_with_offset(
+        &self,
+        prefix: Option<&Path>,
+        offset: &Path,
+    ) -> BoxStream<'static, Result<ObjectMeta>> {
+        let (prefix, offset) = (prefix.cloned(), offset.clone());
+        self.traced_listing(move |inner| inner.list_with_offset(prefix.as_ref(), &offset))
     }
 
     async fn list_with_delimiter(&self, prefix: Option<&Path>) -> Result<ListResult> {

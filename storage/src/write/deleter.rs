@@ -66,7 +66,7 @@ impl Table {
                 &self.dir(),
                 &self.named_pointer_path(),
                 &base,
-                &delta,
+                std::slice::from_ref(&delta),
             )
             .await?
             {

@@ -2,6 +2,7 @@
 //! deletes a DELETE commits.
 
 pub(crate) mod deleter;
+pub(crate) mod group_commit;
 pub(crate) mod group_keys;
 pub(crate) mod locator_builder;
 pub(crate) mod writer;

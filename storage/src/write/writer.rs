@@ -16,8 +16,9 @@ use tokio::task::JoinSet;
 use crate::error::{Result, StorageError};
 use crate::meta::block::{BlockColumn, BlockStats, encode_block};
 use crate::meta::segment::encode_segment;
-use crate::meta::snapshot::{self, CopiesChange, Delta, SegmentRef, Snapshot};
+use crate::meta::snapshot::{CopiesChange, Delta, SegmentRef, Snapshot};
 use crate::read::table::Table;
+use crate::write::group_commit;
 use crate::write::locator_builder::LocatorBuilder;
 
 pub struct TableWriter {
@@ -184,16 +185,17 @@ impl TableWriter {
             copies,
             ..written.delta()
         };
-        let committed = snapshot::commit(
+        let (rows, blocks) = (delta.rows, delta.blocks);
+        let committed = group_commit::commit(
             table.storage(),
             &table.dir(),
             &table.named_pointer_path(),
-            &delta,
+            delta,
         )
         .await?;
         Ok(Committed {
-            rows: delta.rows,
-            blocks: delta.blocks,
+            rows,
+            blocks,
             snapshot: Some(committed),
             locator_build,
         })
