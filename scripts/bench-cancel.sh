@@ -15,7 +15,7 @@ trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$work"' EXIT
 statements=(
   "select count(*) from numbers(1000000) a cross join numbers(1000000) b"
   "select number from numbers(30000000) order by (number * 7919) % 1000003 desc, number limit 1 offset 29999990"
-  "select max(s) from (select sum(number) over (order by number rows between 1000 preceding and current row) as s from numbers(100000000)) w"
+  "select max(s) from (select median(number) over (order by number rows between 10000 preceding and current row) as s from numbers(1000000)) w"
   "with recursive r(n) as (select 1 union all select n + 1 from r where n < 100000000) select count(*) from r"
   "select count(distinct number) from numbers(100000000)"
   "select count(distinct concat(upper(cast(number as varchar)), reverse(cast(number as varchar)))) from numbers(100000000)"
