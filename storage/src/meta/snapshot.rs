@@ -647,18 +647,22 @@ mod tests {
         assert_eq!((newest.version, newest.rows), (commits, 10 * commits));
     }
 
+    /// Table `t`'s directory and named pointer, after a commit per name.
+    async fn table_with(storage: &Storage, names: &[&str]) -> (Path, Path) {
+        let dir = Path::from("tables/t");
+        let named = Path::from("catalog/default/pointers/t.json");
+        for name in names {
+            commit(storage, &dir, &named, &[delta(name)]).await.unwrap();
+        }
+        (dir, named)
+    }
+
     /// A listing that missed a version committed while it ran (and showed a later one) is not
     /// taken for a gap in the history; a version really missing still is.
     #[tokio::test]
     async fn a_listing_that_raced_a_commit_is_not_a_gap() {
         let storage = Storage::in_memory();
-        let dir = Path::from("tables/t");
-        let named = Path::from("catalog/default/pointers/t.json");
-        for name in ["a", "b", "c"] {
-            commit(&storage, &dir, &named, &[delta(name)])
-                .await
-                .unwrap();
-        }
+        let (dir, _) = table_with(&storage, &["a", "b", "c"]).await;
         let raced = checked_newest(&storage, &dir, 3, None, None, vec![1, 3]).await;
         assert_eq!(raced.unwrap().version, 3);
         storage
@@ -680,26 +684,16 @@ mod tests {
     async fn a_moved_pointer_lists_only_the_versions_after_the_one_known() {
         let root = tempfile::tempdir().unwrap();
         let storage = Storage::open(root.path().to_str().unwrap()).unwrap();
-        let dir = Path::from("tables/t");
-        let named = Path::from("catalog/default/pointers/t.json");
-        for name in ["a", "b", "c"] {
-            commit(&storage, &dir, &named, &[delta(name)])
-                .await
-                .unwrap();
-        }
+        let (dir, _) = table_with(&storage, &["a", "b", "c"]).await;
         let reader = Storage::open(root.path().to_str().unwrap()).unwrap();
         assert_eq!(latest(&reader, &dir).await.unwrap().version, 3);
         let store = storage.store();
         store.delete(&snapshot_path(&dir, 1)).await.unwrap();
-        commit(&storage, &dir, &named, &[delta("d")]).await.unwrap();
+        table_with(&storage, &["d"]).await;
         let newest = latest(&reader, &dir).await.unwrap();
         assert_eq!((newest.version, newest.rows), (4, 40));
         // Versions 5 and 6 committed, 5 lost: the check after 4 finds the gap.
-        for name in ["e", "f"] {
-            commit(&storage, &dir, &named, &[delta(name)])
-                .await
-                .unwrap();
-        }
+        table_with(&storage, &["e", "f"]).await;
         store.delete(&snapshot_path(&dir, 5)).await.unwrap();
         let error = latest(&reader, &dir).await.unwrap_err().to_string();
         assert!(error.contains("00000000000000000005.json"), "{error}");
