@@ -311,6 +311,53 @@ fn the_deadline_answers_while_a_join_keeps_every_query_thread_busy() {
     queries.shutdown_background();
 }
 
+/// A long statement text is read (tokenized, checked, parsed) on the executor, not on the
+/// thread that serves connections: three clients sending 150,000-item IN lists held the serving
+/// threads between them and another client's `select 1` waited up to 3 s. Counted without a
+/// clock: with the executor's only thread held, a short text is still read in the first poll
+/// on the caller's thread, and a long one is not read until the executor is let go.
+#[test]
+fn long_statement_texts_are_read_on_the_executor() {
+    let queries = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let clients = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let executor = queries.handle().clone();
+    clients.block_on(async {
+        let engine = Engine::open("memory://").await.unwrap();
+        let s = engine.with_executor(executor.clone()).session().unwrap();
+        let (release, held) = std::sync::mpsc::channel::<()>();
+        let (holding, hold) = tokio::sync::oneshot::channel();
+        executor.spawn(async move {
+            holding.send(()).unwrap();
+            held.recv().unwrap();
+        });
+        hold.await.unwrap();
+        let items: Vec<String> = (0..5000).map(|i| i.to_string()).collect();
+        let long = format!("select 1 where 4999 in ({})", items.join(", "));
+        assert!(long.len() > 16 << 10);
+        assert!(
+            futures::FutureExt::now_or_never(s.read("select 1 where 4999 in (1, 4999)")).is_some(),
+            "a short text is read where it arrives"
+        );
+        let mut reading = std::pin::pin!(s.read(&long));
+        for _ in 0..100 {
+            assert!(futures::poll!(&mut reading).is_pending());
+            tokio::task::yield_now().await;
+        }
+        release.send(()).unwrap();
+        let read = reading.await;
+        let output = s.run(read).await.unwrap().collect().await.unwrap();
+        assert_eq!(first(&output), "1");
+    });
+    queries.shutdown_background();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn integer_overflow_is_an_error_and_sums_do_not_wrap() {
     let s = session().await;
