@@ -219,7 +219,11 @@ async fn concurrent_appends_both_land_without_loss_or_duplicates() {
             assert_eq!(w.await.unwrap(), 2_200);
         }
         let snapshot = table.snapshot().await.unwrap();
-        assert_eq!((snapshot.version, snapshot.rows), (4, 8_800));
+        assert_eq!(snapshot.rows, 8_800);
+        // A version per append, or fewer: appends of one storage that wait while its commit is
+        // in flight land together (storage/src/write/group_commit.rs).
+        assert!((1..=4).contains(&snapshot.version), "{}", snapshot.version);
+        assert_eq!(snapshot.segments.len(), 4, "a segment per append");
         let c1 = committed_c1(&table).await;
         assert_eq!(c1.len(), 8_800);
         assert_eq!(
