@@ -471,3 +471,28 @@ async fn an_optimize_keeps_what_landed_while_it_ran() {
     let refused = table.delete_rows(stale).await.unwrap_err();
     assert!(matches!(refused, StorageError::Rewritten(_)), "{refused}");
 }
+
+/// Decoded segments are weighed in the metadata cache by what they hold, not by the buffer
+/// their IPC file was read into, which every column of a segment shares: counted that way, a
+/// segment would weigh its file once per column, and the budget would keep far fewer segments
+/// than it has room for (a table past the budget fetches its evicted segments on every new
+/// version).
+#[tokio::test]
+async fn cached_segments_weigh_about_their_files() {
+    let storage = Storage::in_memory();
+    let table = new_table(&storage, 100).await;
+    for i in 0..20 {
+        append(&table, i * 1_000, 1_000, 1_000).await;
+    }
+    let snapshot = table.snapshot().await.unwrap();
+    let blocks = table.blocks(&snapshot).await.unwrap();
+    assert_eq!(blocks.len(), 200);
+    let files: u64 = snapshot.segments.iter().map(|s| s.bytes).sum();
+    let weighed = storage.caches().segments.weight();
+    assert!(
+        weighed > files / 4 && weighed < files * 4,
+        "segment files of {files} bytes weigh {weighed} in the cache"
+    );
+    let list = storage.caches().block_lists.weight();
+    assert!(list >= blocks.memory_size(), "{list}");
+}

@@ -58,6 +58,15 @@ pub struct LocatorGroup {
 }
 
 impl BlockList {
+    /// Bytes it holds in memory, for the cache's budget: the blocks' rows, the deletion
+    /// vectors, and about 128 bytes a block for the lookups built on first use.
+    pub fn memory_size(&self) -> u64 {
+        let deleted: usize = self.deleted.values().map(|d| d.serialized_size()).sum();
+        let sidecars: usize = self.sidecars.values().map(|n| n.len() + 16).sum();
+        let lookups = self.batch.num_rows() * 128;
+        (self.batch.get_array_memory_size() + deleted + sidecars + lookups) as u64
+    }
+
     /// Concatenates decoded segments ([`decode_segment`]), in commit order, and applies their
     /// deletes.
     pub fn new(def: &TableDef, segments: &[Arc<Segment>]) -> Result<Self> {

@@ -55,6 +55,25 @@ pub enum Segment {
     Deletes(Vec<(String, BlockDeletes)>),
 }
 
+impl Segment {
+    /// Bytes it holds in memory, for the cache's budget. A decoded IPC file's arrays share the
+    /// file's one buffer, so each counts its own slice of it, not the buffer's capacity.
+    pub fn memory_size(&self) -> u64 {
+        let bytes: usize = match self {
+            Segment::Blocks(batch) => batch
+                .columns()
+                .iter()
+                .map(|c| c.to_data().get_slice_memory_size().unwrap_or(0))
+                .sum(),
+            Segment::Deletes(blocks) => blocks
+                .iter()
+                .map(|(name, d)| name.len() + d.rows.serialized_size() + 64)
+                .sum(),
+        };
+        bytes as u64
+    }
+}
+
 /// The schema of a table's segment files; it follows from the table's definition.
 pub fn segment_schema(def: &TableDef) -> SchemaRef {
     let u64_field = |name: String| Field::new(name, DataType::UInt64, false);

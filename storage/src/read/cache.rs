@@ -28,10 +28,36 @@ pub const DEFAULT_SIDECAR_CACHE_BYTES: u64 = 256 << 20;
 /// rows (8 groups as `sieve load` writes them) — in a fixed budget beside the sidecars'.
 const LOCATOR_PAGE_BYTES: u64 = 128 << 20;
 
-const BLOCK_LIST_VERSIONS: usize = 64;
-/// Decoded segments kept, by count: a segment is one commit's blocks (256 of t10b's loads), so a
-/// few thousand hold the metadata of tables far past t10b's 10,000 blocks.
-const SEGMENTS: usize = 4096;
+/// Decoded segments and the block lists built from them (one per table version) are kept within
+/// a budget of bytes each. Kept by count (4,096 segments, 64 lists), a table of 5-row commits
+/// outgrew the segments, so each new version fetched the evicted ones again (thousands of GETs
+/// per read on MinIO), and 64 lists of 48,000 blocks held gigabytes. t10b's 10,000 blocks are a
+/// few MB of either.
+const SEGMENT_BYTES: u64 = 256 << 20;
+const BLOCK_LIST_BYTES: u64 = 256 << 20;
+
+/// Segments and block lists are cached by path or table id, and checksum or version.
+pub type MetaKey = (String, u64);
+
+/// Weighs a decoded segment by what it holds in memory (plus the key).
+#[derive(Clone)]
+pub struct SegmentBytes;
+
+impl Weighter<MetaKey, Arc<Segment>> for SegmentBytes {
+    fn weight(&self, key: &MetaKey, segment: &Arc<Segment>) -> u64 {
+        segment.memory_size() + key.0.len() as u64 + 64
+    }
+}
+
+/// Weighs a block list by what it holds in memory.
+#[derive(Clone)]
+pub struct BlockListBytes;
+
+impl Weighter<MetaKey, Arc<BlockList>> for BlockListBytes {
+    fn weight(&self, key: &MetaKey, list: &Arc<BlockList>) -> u64 {
+        list.memory_size() + key.0.len() as u64 + 64
+    }
+}
 /// Tables whose newest version is remembered.
 const TABLES: usize = 1024;
 
@@ -79,8 +105,9 @@ pub struct Caches {
     /// ([`crate::Catalog::table_known`]).
     pub definitions_fetched: Cache<String, Option<TableDef>>,
     /// By segment path and checksum.
-    pub segments: Cache<(String, u64), Arc<Segment>>,
-    pub block_lists: Cache<(String, u64), Arc<BlockList>>,
+    pub segments: Cache<MetaKey, Arc<Segment>, SegmentBytes>,
+    /// By table id and version.
+    pub block_lists: Cache<MetaKey, Arc<BlockList>, BlockListBytes>,
     pub sidecars: Cache<EntryKey, Arc<SidecarColumn>, EntryBytes>,
     /// Only pages whose checksums held: a damaged read is never cached.
     pub locator_pages: Cache<RangeKey, Bytes, RangeBytes>,
@@ -97,8 +124,17 @@ impl Caches {
             latest: Cache::new(TABLES),
             pointer_hints: Cache::new(TABLES),
             definitions_fetched: Cache::new(TABLES),
-            segments: Cache::new(SEGMENTS),
-            block_lists: Cache::new(BLOCK_LIST_VERSIONS),
+            // Sized for segments of about 16 KiB and lists of about 1 MiB.
+            segments: Cache::with_weighter(
+                (SEGMENT_BYTES >> 14) as usize,
+                SEGMENT_BYTES,
+                SegmentBytes,
+            ),
+            block_lists: Cache::with_weighter(
+                (BLOCK_LIST_BYTES >> 20) as usize,
+                BLOCK_LIST_BYTES,
+                BlockListBytes,
+            ),
             // Sized for entries of about a MiB each.
             sidecars: Cache::with_weighter(
                 (sidecar_bytes >> 20).max(1024) as usize,
