@@ -71,21 +71,19 @@ pub async fn commit(
         return snapshot::commit(storage, table_dir, named_pointer, alone).await;
     }
     let (reply, answer) = oneshot::channel();
-    let key = table_dir.to_string();
     {
         let mut tables = storage.commits().lock();
-        match tables.get_mut(&key) {
+        match tables.get_mut(table_dir.as_ref()) {
             Some(waiting) => {
                 waiting.deltas.push(delta);
                 waiting.replies.push(reply);
             }
             None => {
-                tables.insert(key.clone(), Waiting::default());
+                tables.insert(table_dir.to_string(), Waiting::default());
                 let rounds = Rounds {
                     storage: storage.clone(),
                     table_dir: table_dir.clone(),
                     named_pointer: named_pointer.clone(),
-                    key,
                     finished: false,
                 };
                 let first = Waiting {
@@ -111,7 +109,6 @@ struct Rounds {
     storage: Storage,
     table_dir: Path,
     named_pointer: Path,
-    key: String,
     finished: bool,
 }
 
@@ -129,7 +126,7 @@ impl Rounds {
                 Ok(answer) => answer.map_err(Arc::new),
                 Err(_) => Err(Arc::new(StorageError::Invalid(format!(
                     "the commit to {} panicked",
-                    self.key
+                    self.table_dir
                 )))),
             };
             for reply in round.replies {
@@ -138,10 +135,10 @@ impl Rounds {
             }
             let mut tables = self.storage.commits().lock();
             let waiting = tables
-                .get_mut(&self.key)
+                .get_mut(self.table_dir.as_ref())
                 .expect("a table with rounds running is listed");
             if waiting.deltas.is_empty() {
-                tables.remove(&self.key);
+                tables.remove(self.table_dir.as_ref());
                 self.finished = true;
                 return;
             }
@@ -154,7 +151,10 @@ impl Drop for Rounds {
     fn drop(&mut self) {
         if !self.finished {
             // Their replies dropped: each waiting append hears its commit ended unanswered.
-            self.storage.commits().lock().remove(&self.key);
+            self.storage
+                .commits()
+                .lock()
+                .remove(self.table_dir.as_ref());
         }
     }
 }
