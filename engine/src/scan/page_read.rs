@@ -4,22 +4,43 @@
 //! The locator names the slices of a block that may hold a key, and the block's page table where
 //! their pages lie. Read through DataFusion's scan, those few KB cost a file scan config, the
 //! opener's state machine, a metrics set of some twenty metrics per file, and a task of their own
-//! behind a channel: per lookup more CPU than the decoding itself. Here parquet-rs's async reader
-//! (what DataFusion's opener drives too) decodes the projected columns' pages of the selected
-//! rows straight from the verified reader: one request for all of them, every byte checked,
-//! through the data and disk caches, with the row selection the locator and the deletion vectors
-//! give ([`super::exec::block_file`]). Parquet's page and value pruning is not needed: the
-//! selection already names only the located pages. The rows are the scan's; the caller filters.
+//! behind a channel: per lookup more CPU than the decoding itself. Here the projected columns'
+//! pages of the selected rows are fetched straight from the verified reader (one request for all
+//! of them, every byte checked, through the data and disk caches, with the row selection the
+//! locator and the deletion vectors give: [`super::exec::block_file`]) and decoded by
+//! parquet-rs's own page and array readers over the bytes fetched ([`LocatedRowGroup`]).
+//! Parquet's page and value pruning is not needed: the selection already names only the
+//! located pages. The rows are the scan's; the caller filters.
+//!
+//! Pages are decompressed here, not by parquet-rs: its page reader makes a zstd codec per column
+//! chunk, a compression context and a decompression context, and creating each runs `cpuid`,
+//! which traps to the hypervisor on a virtual machine: 7 µs a context, a tenth of a lookup's
+//! CPU. [`Decompressed`] reuses one decompression context per thread instead.
 
+use std::cell::RefCell;
+use std::ops::Range;
+use std::sync::{Arc, LazyLock};
+
+use bytes::{Buf, Bytes};
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::common::internal_datafusion_err;
 use datafusion::datasource::listing::PartitionedFile;
 use datafusion::datasource::physical_plan::parquet::ParquetRowSelection;
 use datafusion::error::Result;
-use datafusion::parquet::arrow::{ParquetRecordBatchStreamBuilder, ProjectionMask};
+use datafusion::parquet::arrow::arrow_reader::{
+    ParquetRecordBatchReader, RowGroups, RowSelection, RowSelector,
+};
+use datafusion::parquet::arrow::async_reader::AsyncFileReader;
+use datafusion::parquet::arrow::{ProjectionMask, parquet_to_arrow_field_levels};
+use datafusion::parquet::basic::Compression;
+use datafusion::parquet::column::page::{Page, PageIterator, PageMetadata, PageReader};
+use datafusion::parquet::errors::{ParquetError, Result as ParquetResult};
+use datafusion::parquet::file::metadata::{ParquetMetaData, RowGroupMetaData};
+use datafusion::parquet::file::properties::{ReaderProperties, ReaderPropertiesPtr};
+use datafusion::parquet::file::reader::{ChunkReader, Length};
+use datafusion::parquet::file::serialized_reader::SerializedPageReader;
 use datafusion::physical_plan::metrics::{ExecutionPlanMetricsSet, MetricBuilder};
-use futures::TryStreamExt;
 use futures::future::try_join_all;
 
 use crate::scan::verified_reader::{ReadCounts, VerifiedReaderFactory};
@@ -39,25 +60,384 @@ pub(crate) async fn read_located(
         let path = file.object_meta.location.clone();
         let bytes_scanned = MetricBuilder::new(metrics).counter("bytes_scanned", 0);
         let counts = ReadCounts::new(metrics, 0, bytes_scanned);
-        let (reader, arrow) = factory.located(file.clone(), counts)?.ok_or_else(|| {
+        let (mut reader, arrow) = factory.located(file.clone(), counts)?.ok_or_else(|| {
             internal_datafusion_err!("{path} was chosen for a direct read without a page table")
         })?;
-        let mut builder = ParquetRecordBatchStreamBuilder::new_with_metadata(reader, arrow)
-            .with_batch_size(batch_size);
-        if let Some(selection) = file.extension::<ParquetRowSelection>() {
-            builder = builder.with_row_selection(selection.selection().clone());
-        }
-        if let Some(projection) = projection {
-            let mask = ProjectionMask::roots(builder.parquet_schema(), projection.iter().copied());
-            builder = builder.with_projection(mask);
-        }
-        let batches: Vec<RecordBatch> = builder.build()?.try_collect().await?;
+        let metadata = arrow.metadata();
+        let parquet_schema = metadata.file_metadata().schema_descr();
+        let mask = match projection {
+            Some(projection) => ProjectionMask::roots(parquet_schema, projection.iter().copied()),
+            None => ProjectionMask::all(),
+        };
+        let selection = file
+            .extension::<ParquetRowSelection>()
+            .map(|s| s.selection().clone());
+        let mut group = LocatedRowGroup::new(metadata)?;
+        let wanted = group.ranges(&mask, selection.as_ref())?;
+        let fetched = reader
+            .get_byte_ranges(wanted.iter().map(|(_, r)| r.clone()).collect())
+            .await?;
+        group.fill(wanted, fetched);
+        let levels =
+            parquet_to_arrow_field_levels(parquet_schema, mask, Some(arrow.schema().fields()))?;
+        let rows = ParquetRecordBatchReader::try_new_with_row_groups(
+            &levels, &group, batch_size, selection,
+        )?;
         // The block's columns are the table's (the page table was checked against its schema);
         // the batches take the scan's schema, field metadata included.
-        batches
-            .into_iter()
-            .map(|b| Ok(RecordBatch::try_new(schema.clone(), b.columns().to_vec())?))
-            .collect::<Result<Vec<_>>>()
+        rows.map(|batch| {
+            Ok(RecordBatch::try_new(
+                schema.clone(),
+                batch?.columns().to_vec(),
+            )?)
+        })
+        .collect::<Result<Vec<_>>>()
     });
     Ok(try_join_all(reads).await?.into_iter().flatten().collect())
+}
+
+/// A located block's one row group, holding the pages of it a read fetched: what parquet-rs's
+/// record batch reader decodes (the model is its own `InMemoryRowGroup`, which is not public).
+struct LocatedRowGroup<'a> {
+    metadata: &'a ParquetMetaData,
+    row_group: &'a RowGroupMetaData,
+    /// Per leaf column, the pages fetched of it; None for a column not read.
+    chunks: Vec<Option<Arc<FetchedPages>>>,
+}
+
+impl<'a> LocatedRowGroup<'a> {
+    fn new(metadata: &'a ParquetMetaData) -> Result<Self> {
+        let [row_group] = metadata.row_groups() else {
+            return Err(internal_datafusion_err!(
+                "a page table of several row groups"
+            ));
+        };
+        Ok(Self {
+            metadata,
+            row_group,
+            chunks: vec![None; row_group.num_columns()],
+        })
+    }
+
+    /// The byte ranges of the pages `selection` reads of the columns in `mask`, by leaf column:
+    /// a chunk's dictionary page, then its data pages holding selected rows; without a
+    /// selection, the whole chunk in one range.
+    ///
+    /// A selection of many short runs (deleted rows punched out of a slice) is one parquet-rs
+    /// reads as a mask, decoding every row between the first and the last selected within a
+    /// batch, skipped ones included: for one, the pages from its first selected row to its
+    /// last are read. The test is parquet-rs's own default (`RowSelectionPolicy::Auto`: a mask
+    /// when the runs average under 32 rows).
+    fn ranges(
+        &self,
+        mask: &ProjectionMask,
+        selection: Option<&RowSelection>,
+    ) -> Result<Vec<(usize, Range<u64>)>> {
+        let offsets = (self.metadata.offset_index())
+            .and_then(|index| index.first())
+            .ok_or_else(|| internal_datafusion_err!("a page table without an offset index"))?;
+        let covering = selection.filter(|s| read_as_mask(s)).map(covering);
+        let selection = covering.as_ref().or(selection);
+        let mut ranges = Vec::new();
+        for (column, chunk) in self.row_group.columns().iter().enumerate() {
+            if !mask.leaf_included(column) {
+                continue;
+            }
+            let (start, length) = chunk.byte_range();
+            let Some(selection) = selection else {
+                ranges.push((column, start..start + length));
+                continue;
+            };
+            let pages = &offsets[column].page_locations;
+            if let Some(first) = pages.first().filter(|p| p.offset as u64 != start) {
+                ranges.push((column, start..first.offset as u64));
+            }
+            let scanned = selection.scan_ranges(pages);
+            ranges.extend(scanned.into_iter().map(|r| (column, r)));
+        }
+        Ok(ranges)
+    }
+
+    /// Takes the bytes fetched for [`Self::ranges`]' ranges, in their order.
+    fn fill(&mut self, wanted: Vec<(usize, Range<u64>)>, fetched: Vec<Bytes>) {
+        let mut pages: Vec<Vec<(u64, Bytes)>> = vec![Vec::new(); self.chunks.len()];
+        for ((column, range), bytes) in wanted.into_iter().zip(fetched) {
+            pages[column].push((range.start, bytes));
+        }
+        for (column, pages) in pages.into_iter().enumerate() {
+            if !pages.is_empty() {
+                let length = self.row_group.column(column).byte_range().1;
+                self.chunks[column] = Some(Arc::new(FetchedPages { length, pages }));
+            }
+        }
+    }
+}
+
+/// Whether parquet-rs's default policy reads `selection` as a mask.
+fn read_as_mask(selection: &RowSelection) -> bool {
+    let (rows, runs) = (selection.iter())
+        .filter(|s| s.row_count > 0)
+        .fold((0, 0), |(rows, runs), s| (rows + s.row_count, runs + 1));
+    rows < runs * 32
+}
+
+/// A selection of every row from `selection`'s first selected row to its last.
+fn covering(selection: &RowSelection) -> RowSelection {
+    let (mut at, mut first, mut end) = (0, None, 0);
+    for selector in selection.iter() {
+        if !selector.skip && selector.row_count > 0 {
+            first.get_or_insert(at);
+            end = at + selector.row_count;
+        }
+        at += selector.row_count;
+    }
+    let first = first.unwrap_or(0);
+    RowSelection::from(vec![
+        RowSelector::skip(first),
+        RowSelector::select(end.saturating_sub(first)),
+    ])
+}
+
+/// Reader settings for the located pages: no page statistics decoded (nothing prunes by them
+/// here).
+static PROPERTIES: LazyLock<ReaderPropertiesPtr> = LazyLock::new(|| {
+    Arc::new(
+        ReaderProperties::builder()
+            .set_read_page_statistics(false)
+            .build(),
+    )
+});
+
+impl RowGroups for LocatedRowGroup<'_> {
+    fn num_rows(&self) -> usize {
+        self.row_group.num_rows() as usize
+    }
+
+    fn column_chunks(&self, i: usize) -> ParquetResult<Box<dyn PageIterator>> {
+        let pages = self.chunks[i].clone().ok_or_else(|| {
+            ParquetError::General(format!("column {i} of a located read was not fetched"))
+        })?;
+        let offsets = self.metadata.offset_index().and_then(|index| index.first());
+        let locations = offsets.map(|o| o[i].page_locations.clone());
+        // Read as stored, undecompressed: [`Decompressed`] decompresses.
+        let chunk = self.row_group.column(i);
+        if !matches!(chunk.compression(), Compression::ZSTD(_)) {
+            return Err(ParquetError::General(format!(
+                "a located read of a {} column chunk (only zstd's have page tables)",
+                chunk.compression()
+            )));
+        }
+        let stored = chunk
+            .clone()
+            .into_builder()
+            .set_compression(Compression::UNCOMPRESSED)
+            .build()?;
+        let rows = self.num_rows();
+        let reader = SerializedPageReader::new_with_properties(
+            pages,
+            &stored,
+            rows,
+            locations,
+            PROPERTIES.clone(),
+        )?;
+        let reader: Box<dyn PageReader> = Box::new(Decompressed(reader));
+        Ok(Box::new(OnePage(Some(Ok(reader)))))
+    }
+
+    fn row_groups(&self) -> Box<dyn Iterator<Item = &RowGroupMetaData> + '_> {
+        Box::new(std::iter::once(self.row_group))
+    }
+
+    fn metadata(&self) -> &ParquetMetaData {
+        self.metadata
+    }
+}
+
+/// A column chunk's one page reader, as parquet-rs's readers take it.
+struct OnePage(Option<ParquetResult<Box<dyn PageReader>>>);
+
+impl Iterator for OnePage {
+    type Item = ParquetResult<Box<dyn PageReader>>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.0.take()
+    }
+}
+
+impl PageIterator for OnePage {}
+
+/// What a located read fetched of a column chunk: some of its pages, or all of it, as ranges by
+/// file offset, sorted.
+struct FetchedPages {
+    /// The whole chunk's length.
+    length: u64,
+    pages: Vec<(u64, Bytes)>,
+}
+
+impl FetchedPages {
+    /// The bytes fetched from file offset `start` to the end of the range holding it.
+    fn at(&self, start: u64) -> ParquetResult<Bytes> {
+        let after = self.pages.partition_point(|(offset, _)| *offset <= start);
+        let (offset, bytes) = after
+            .checked_sub(1)
+            .map(|i| &self.pages[i])
+            .filter(|(offset, bytes)| start < offset + bytes.len() as u64)
+            .ok_or_else(|| {
+                ParquetError::General(format!("a located read did not fetch the page at {start}"))
+            })?;
+        Ok(bytes.slice((start - offset) as usize..))
+    }
+}
+
+impl Length for FetchedPages {
+    fn len(&self) -> u64 {
+        self.length
+    }
+}
+
+impl ChunkReader for FetchedPages {
+    type T = bytes::buf::Reader<Bytes>;
+
+    fn get_read(&self, start: u64) -> ParquetResult<Self::T> {
+        Ok(self.at(start)?.reader())
+    }
+
+    fn get_bytes(&self, start: u64, length: usize) -> ParquetResult<Bytes> {
+        let page = self.at(start)?;
+        if length > page.len() {
+            return Err(ParquetError::EOF(format!(
+                "a located page at {start} is shorter than {length} bytes"
+            )));
+        }
+        Ok(page.slice(..length))
+    }
+}
+
+thread_local! {
+    /// This thread's zstd decompression context, reused by every page it decompresses.
+    static ZSTD: RefCell<Option<zstd::bulk::Decompressor<'static>>> = const { RefCell::new(None) };
+}
+
+/// The zstd frame `compressed` decompressed, by this thread's context. Parquet-rs writes each
+/// page as one frame that records its size.
+fn decompress(compressed: &[u8]) -> ParquetResult<Bytes> {
+    let size = zstd::zstd_safe::get_frame_content_size(compressed)
+        .ok()
+        .flatten()
+        .ok_or_else(|| ParquetError::General("a zstd page without its size".into()))?;
+    let size =
+        usize::try_from(size).map_err(|_| ParquetError::General("a page over 4 GiB".into()))?;
+    ZSTD.with_borrow_mut(|context| {
+        let context = match context {
+            Some(context) => context,
+            None => context.insert(zstd::bulk::Decompressor::new()?),
+        };
+        let out = context.decompress(compressed, size)?;
+        if out.len() != size {
+            return Err(ParquetError::General(format!(
+                "a zstd page decompressed to {} bytes instead of {size}",
+                out.len()
+            )));
+        }
+        Ok(Bytes::from(out))
+    })
+}
+
+/// A page reader over zstd pages read as stored, whose pages it decompresses.
+struct Decompressed<P>(P);
+
+impl<P: PageReader> Iterator for Decompressed<P> {
+    type Item = ParquetResult<Page>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.get_next_page().transpose()
+    }
+}
+
+impl<P: PageReader> PageReader for Decompressed<P> {
+    fn get_next_page(&mut self) -> ParquetResult<Option<Page>> {
+        let Some(page) = self.0.get_next_page()? else {
+            return Ok(None);
+        };
+        Ok(Some(match page {
+            Page::DataPage {
+                buf,
+                num_values,
+                encoding,
+                def_level_encoding,
+                rep_level_encoding,
+                statistics,
+            } => Page::DataPage {
+                buf: decompress(&buf)?,
+                num_values,
+                encoding,
+                def_level_encoding,
+                rep_level_encoding,
+                statistics,
+            },
+            Page::DataPageV2 {
+                buf,
+                num_values,
+                encoding,
+                num_nulls,
+                num_rows,
+                def_levels_byte_len,
+                rep_levels_byte_len,
+                is_compressed,
+                statistics,
+            } => {
+                // Levels are stored uncompressed before the values.
+                let levels = (def_levels_byte_len + rep_levels_byte_len) as usize;
+                let buf = match is_compressed {
+                    true if buf.len() >= levels => {
+                        let values = decompress(&buf[levels..])?;
+                        let mut whole = Vec::with_capacity(levels + values.len());
+                        whole.extend_from_slice(&buf[..levels]);
+                        whole.extend_from_slice(&values);
+                        Bytes::from(whole)
+                    }
+                    true => {
+                        return Err(ParquetError::General(
+                            "a page shorter than its levels".into(),
+                        ));
+                    }
+                    false => buf,
+                };
+                Page::DataPageV2 {
+                    buf,
+                    num_values,
+                    encoding,
+                    num_nulls,
+                    num_rows,
+                    def_levels_byte_len,
+                    rep_levels_byte_len,
+                    is_compressed: false,
+                    statistics,
+                }
+            }
+            Page::DictionaryPage {
+                buf,
+                num_values,
+                encoding,
+                is_sorted,
+            } => Page::DictionaryPage {
+                buf: decompress(&buf)?,
+                num_values,
+                encoding,
+                is_sorted,
+            },
+        }))
+    }
+
+    fn peek_next_page(&mut self) -> ParquetResult<Option<PageMetadata>> {
+        self.0.peek_next_page()
+    }
+
+    fn skip_next_page(&mut self) -> ParquetResult<()> {
+        self.0.skip_next_page()
+    }
+
+    fn at_record_boundary(&mut self) -> ParquetResult<bool> {
+        self.0.at_record_boundary()
+    }
 }

@@ -251,14 +251,35 @@ impl AsyncFileReader for VerifiedReader {
             if !missing.is_empty() {
                 let total: u64 = missing.iter().map(|r| r.end - r.start).sum();
                 self.counts.bytes_scanned.add(total as usize);
-                // object_store coalesces ranges that widening made adjacent or overlapping.
-                let mut fetched = self
-                    .storage
-                    .store()
-                    .get_ranges(location, &missing)
+                // Ranges that follow each other (a chunk's dictionary page and its first data
+                // page; one column's last page and the next column's first) are fetched as one:
+                // a local directory reads every range of `get_ranges` alone. object_store
+                // coalesces the rest, on stores that do.
+                let mut joined: Vec<Range<u64>> = Vec::with_capacity(missing.len());
+                let mut into = Vec::with_capacity(missing.len());
+                for range in &missing {
+                    match joined.last_mut() {
+                        Some(last) if last.end == range.start => last.end = range.end,
+                        _ => joined.push(range.clone()),
+                    }
+                    into.push(joined.len() - 1);
+                }
+                let whole = (self.storage.store())
+                    .get_ranges(location, &joined)
                     .await
-                    .map_err(external)?
-                    .into_iter();
+                    .map_err(external)?;
+                if let Some((range, bytes)) =
+                    (joined.iter().zip(&whole)).find(|(r, b)| b.len() as u64 != r.end - r.start)
+                {
+                    return Err(ParquetError::General(format!(
+                        "{location}: {} bytes came back for the range {range:?}",
+                        bytes.len()
+                    )));
+                }
+                let mut fetched = missing.iter().zip(into).map(|(range, i)| {
+                    let start = (range.start - joined[i].start) as usize;
+                    whole[i].slice(start..start + (range.end - range.start) as usize)
+                });
                 let mut keep = Vec::new();
                 for (w, slot) in widened.iter().zip(&mut found) {
                     if slot.is_some() {
