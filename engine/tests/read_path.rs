@@ -188,6 +188,13 @@ async fn repeated_lookups_read_pages_from_the_data_cache() {
     }
 }
 
+/// A query's rows in order, for queries without ORDER BY.
+fn sorted(output: &QueryOutput) -> Vec<String> {
+    let mut r = rows(output);
+    r.sort();
+    r
+}
+
 /// A short-path lookup the locator sent to a block's slices decodes their pages on its own task
 /// (`sieve.direct_reads`), not through DataFusion's Parquet scan: the same rows, blocks and pages
 /// as that scan, deleted rows left out, a LIMIT kept, and no more bytes or requests (the scan
@@ -233,11 +240,6 @@ async fn a_located_lookup_decodes_its_pages_without_the_parquet_scan() {
         let scan_requests = log.take();
         assert!(direct.short_path && scanned.short_path, "{sql}");
         // Without ORDER BY, in any order: the scan merges its partitions as they finish.
-        let sorted = |o: &QueryOutput| {
-            let mut r = rows(o);
-            r.sort();
-            r
-        };
         assert_eq!(sorted(&direct), sorted(&scanned), "{sql}");
         assert_eq!(direct.schema, scanned.schema, "{sql}");
         let expected = if located { direct.stats.blocks_read } else { 0 };
@@ -289,11 +291,6 @@ async fn a_located_read_full_of_deleted_rows_reads_the_pages_between_its_slices(
     assert_eq!(direct.stats.blocks_read_directly, 1);
     run(&s, "set sieve.direct_reads = false").await;
     let scanned = run(&s, sql).await;
-    let sorted = |o: &QueryOutput| {
-        let mut r = rows(o);
-        r.sort();
-        r
-    };
     assert_eq!(sorted(&direct), sorted(&scanned));
     assert_eq!(direct.row_count(), 4, "{:?}", rows(&direct));
 }

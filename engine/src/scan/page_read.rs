@@ -356,77 +356,35 @@ impl<P: PageReader> Iterator for Decompressed<P> {
 
 impl<P: PageReader> PageReader for Decompressed<P> {
     fn get_next_page(&mut self) -> ParquetResult<Option<Page>> {
-        let Some(page) = self.0.get_next_page()? else {
+        let Some(mut page) = self.0.get_next_page()? else {
             return Ok(None);
         };
-        Ok(Some(match page {
-            Page::DataPage {
-                buf,
-                num_values,
-                encoding,
-                def_level_encoding,
-                rep_level_encoding,
-                statistics,
-            } => Page::DataPage {
-                buf: decompress(&buf)?,
-                num_values,
-                encoding,
-                def_level_encoding,
-                rep_level_encoding,
-                statistics,
-            },
+        match &mut page {
+            Page::DataPage { buf, .. } | Page::DictionaryPage { buf, .. } => {
+                *buf = decompress(buf)?;
+            }
             Page::DataPageV2 {
                 buf,
-                num_values,
-                encoding,
-                num_nulls,
-                num_rows,
                 def_levels_byte_len,
                 rep_levels_byte_len,
                 is_compressed,
-                statistics,
-            } => {
+                ..
+            } if *is_compressed => {
                 // Levels are stored uncompressed before the values.
-                let levels = (def_levels_byte_len + rep_levels_byte_len) as usize;
-                let buf = match is_compressed {
-                    true if buf.len() >= levels => {
-                        let values = decompress(&buf[levels..])?;
-                        let mut whole = Vec::with_capacity(levels + values.len());
-                        whole.extend_from_slice(&buf[..levels]);
-                        whole.extend_from_slice(&values);
-                        Bytes::from(whole)
-                    }
-                    true => {
-                        return Err(ParquetError::General(
-                            "a page shorter than its levels".into(),
-                        ));
-                    }
-                    false => buf,
-                };
-                Page::DataPageV2 {
-                    buf,
-                    num_values,
-                    encoding,
-                    num_nulls,
-                    num_rows,
-                    def_levels_byte_len,
-                    rep_levels_byte_len,
-                    is_compressed: false,
-                    statistics,
-                }
+                let levels = (*def_levels_byte_len + *rep_levels_byte_len) as usize;
+                let values = buf.get(levels..).ok_or_else(|| {
+                    ParquetError::General("a page shorter than its levels".into())
+                })?;
+                let values = decompress(values)?;
+                let mut whole = Vec::with_capacity(levels + values.len());
+                whole.extend_from_slice(&buf[..levels]);
+                whole.extend_from_slice(&values);
+                *buf = Bytes::from(whole);
+                *is_compressed = false;
             }
-            Page::DictionaryPage {
-                buf,
-                num_values,
-                encoding,
-                is_sorted,
-            } => Page::DictionaryPage {
-                buf: decompress(&buf)?,
-                num_values,
-                encoding,
-                is_sorted,
-            },
-        }))
+            Page::DataPageV2 { .. } => {}
+        }
+        Ok(Some(page))
     }
 
     fn peek_next_page(&mut self) -> ParquetResult<Option<PageMetadata>> {
