@@ -148,3 +148,103 @@ impl FlightService for LookupService {
         not_served()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+    use std::time::Duration;
+
+    use datafusion::arrow::array::{Array, AsArray};
+    use datafusion::arrow::datatypes::UInt64Type;
+    use datafusion::common::ScalarValue;
+
+    use super::*;
+    use crate::cluster::lookup_wire::{
+        LOOKUP_WIRE_VERSION, WireColumn, WireNode, WireOp, WireValue,
+    };
+
+    /// A worker answers a lookup at exactly the version its coordinator asked: a newer one than
+    /// it has seen (a stale worker), an older one after it has read a newer, and none that does
+    /// not exist yet, which it refuses instead of answering from the newest it knows.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_worker_answers_at_the_version_asked_and_refuses_one_not_committed() {
+        let dir = tempfile::tempdir().unwrap();
+        let storage = Storage::open(dir.path().to_str().unwrap()).unwrap();
+        let engine = Engine::with_storage(storage.clone()).await.unwrap();
+        let writer = engine.session().unwrap();
+        let mut versions = Vec::new();
+        for statement in [
+            "create table t as select number as c1, cast(number * 7 as varchar) as c2 from numbers(1000)",
+            "insert into t values (5000, 'new')",
+            "delete from t where c1 = 7",
+        ] {
+            writer.execute(statement).await.unwrap();
+            let table = engine.open_table("t").await.unwrap();
+            versions.push((
+                table.clone(),
+                table.snapshot_within(Duration::ZERO).await.unwrap().version,
+            ));
+        }
+        let service = LookupService::new(storage, MemoryLimits::default())
+            .await
+            .unwrap();
+        let ask = |version: u64| {
+            let table = &versions[0].0;
+            let values =
+                ["49", "new"].map(|k| WireValue::of(&ScalarValue::Utf8(Some(k.into()))).unwrap());
+            let wire = WireLookup {
+                wire_version: LOOKUP_WIRE_VERSION,
+                database: "default".into(),
+                table: "t".into(),
+                table_id: table.def().id.clone(),
+                version,
+                condition: vec![WireNode {
+                    op: WireOp::In as i32,
+                    column: "c2".into(),
+                    values: values.to_vec(),
+                }],
+                columns: vec![WireColumn {
+                    column: "c1".into(),
+                    name: "c1".into(),
+                }],
+                all_columns: false,
+                limit: None,
+                placement: vec!["http://127.0.0.1:1".into()],
+                worker: 0,
+                pruning: true,
+                locator: true,
+                routing: true,
+                lookup_cache: true,
+                allow_full_scan: false,
+            };
+            let session = &service.sessions[1][0];
+            async move {
+                let rows = session.answer_owned(&wire).await?;
+                let batches: Vec<_> = rows.try_collect().await?;
+                let mut found = BTreeSet::new();
+                for batch in batches {
+                    let c1 = batch.column(0).as_primitive::<UInt64Type>();
+                    found.extend((0..c1.len()).map(|i| c1.value(i)));
+                }
+                Ok::<_, datafusion::error::DataFusionError>(found)
+            }
+        };
+        let (v1, v2, v3) = (versions[0].1, versions[1].1, versions[2].1);
+        // The oldest first; then the newest, which this worker has not seen (it is stale); then
+        // older ones it has moved past.
+        for (version, expected) in [
+            (v1, vec![7]),
+            (v3, vec![5000]),
+            (v2, vec![7, 5000]),
+            (v1, vec![7]),
+        ] {
+            let found = ask(version).await.unwrap();
+            assert_eq!(found, expected.into_iter().collect(), "version {version}");
+        }
+        let refused = ask(v3 + 1).await.unwrap_err().to_string();
+        assert!(
+            refused.contains(&format!("version {} of default.t is not committed", v3 + 1)),
+            "{refused}"
+        );
+    }
+}

@@ -203,7 +203,17 @@ impl Table {
         if let Some(found) = self.storage.caches().block_lists.get(&key) {
             return Ok(found);
         }
-        let snapshot = snapshot::read(&self.storage, &self.dir(), version).await?;
+        let snapshot = match snapshot::read(&self.storage, &self.dir(), version).await {
+            Err(StorageError::ObjectStore(object_store::Error::NotFound { .. })) => {
+                // Asked by a coordinator (a worker's lookup, a pinned scan) that saw a version
+                // this storage never held: no answer from another version stands in for it.
+                return Err(StorageError::Invalid(format!(
+                    "version {version} of {}.{} is not committed in this storage: a coordinator                      and its workers must share one storage",
+                    self.def.database, self.def.name
+                )));
+            }
+            read => read?,
+        };
         self.blocks(&snapshot).await
     }
 
