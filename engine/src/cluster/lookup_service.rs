@@ -154,7 +154,7 @@ mod tests {
     use std::collections::BTreeSet;
     use std::time::Duration;
 
-    use datafusion::arrow::array::{Array, AsArray};
+    use datafusion::arrow::array::AsArray;
     use datafusion::arrow::datatypes::UInt64Type;
     use datafusion::common::ScalarValue;
 
@@ -180,23 +180,20 @@ mod tests {
         ] {
             writer.execute(statement).await.unwrap();
             let table = engine.open_table("t").await.unwrap();
-            versions.push((
-                table.clone(),
-                table.snapshot_within(Duration::ZERO).await.unwrap().version,
-            ));
+            versions.push(table.snapshot_within(Duration::ZERO).await.unwrap().version);
         }
+        let table_id = engine.open_table("t").await.unwrap().def().id.clone();
         let service = LookupService::new(storage, MemoryLimits::default())
             .await
             .unwrap();
         let ask = |version: u64| {
-            let table = &versions[0].0;
             let values =
                 ["49", "new"].map(|k| WireValue::of(&ScalarValue::Utf8(Some(k.into()))).unwrap());
             let wire = WireLookup {
                 wire_version: LOOKUP_WIRE_VERSION,
                 database: "default".into(),
                 table: "t".into(),
-                table_id: table.def().id.clone(),
+                table_id: table_id.clone(),
                 version,
                 condition: vec![WireNode {
                     op: WireOp::In as i32,
@@ -229,7 +226,9 @@ mod tests {
                 Ok::<_, datafusion::error::DataFusionError>(found)
             }
         };
-        let (v1, v2, v3) = (versions[0].1, versions[1].1, versions[2].1);
+        let [v1, v2, v3] = versions[..] else {
+            unreachable!("three statements, three versions")
+        };
         // The oldest first; then the newest, which this worker has not seen (it is stale); then
         // older ones it has moved past.
         for (version, expected) in [

@@ -219,14 +219,9 @@ impl RowGroups for LocatedRowGroup<'_> {
         })?;
         let offsets = self.metadata.offset_index().and_then(|index| index.first());
         let locations = offsets.map(|o| o[i].page_locations.clone());
-        // Read as stored, undecompressed: [`Decompressed`] decompresses.
+        // Read as stored, undecompressed: [`Decompressed`] decompresses. Only zstd chunks
+        // have page tables (`sieve_storage::meta::page_table`), so every chunk here is one.
         let chunk = self.row_group.column(i);
-        if !matches!(chunk.compression(), Compression::ZSTD(_)) {
-            return Err(ParquetError::General(format!(
-                "a located read of a {} column chunk (only zstd's have page tables)",
-                chunk.compression()
-            )));
-        }
         let stored = chunk
             .clone()
             .into_builder()
