@@ -199,9 +199,15 @@ fetched() {
     | awk '/^sieve_object_store_transferred_bytes_total\{.*operation="get"/ {sum += $NF} END {print sum + 0}'
 }
 
+# A coordinator's lookups sent to workers, and the calls that carried them.
+worker_calls() {
+  curl -s "http://127.0.0.1:${metrics_ports[$1]}/metrics" \
+    | awk '/^sieve_worker_lookups_total\{/ {l += $NF} /^sieve_worker_lookup_calls_total\{/ {c += $NF} END {print l + 0, c + 0}'
+}
+
 echo
-echo "| keys | connections | path | lookups/s | p95 ms | server CPU ms/lookup | requests/lookup | KB fetched/lookup |"
-echo "|---|---|---|---|---|---|---|---|"
+echo "| keys | connections | path | lookups/s | p95 ms | server CPU ms/lookup | requests/lookup | KB fetched/lookup | lookups/call |"
+echo "|---|---|---|---|---|---|---|---|---|"
 declare -A rate cost
 for keys in $key_sets; do
   file="$keys" text=""
@@ -221,6 +227,7 @@ for keys in $key_sets; do
       c0=$(cpu "$i")
       r0=$(requests)
       b0=$(fetched "$i")
+      read -r l0 k0 < <(worker_calls "$i")
       out=$(SIEVE_SET="$setting" SIEVE_TEXT="$text" SIEVE_KEYS="$work/$file.keys" sysbench scripts/serving/lookup.lua \
         --db-driver=mysql --mysql-host=127.0.0.1 --mysql-port="${ports[$i]}" --mysql-user=root \
         --mysql-db=default --threads="$threads" --time="$seconds" --percentile=95 run 2>&1) || {
@@ -229,6 +236,7 @@ for keys in $key_sets; do
       }
       c1=$(cpu "$i")
       b1=$(fetched "$i")
+      read -r l1 k1 < <(worker_calls "$i")
       r1=$(requests)
       n=$(echo "$out" | awk '/transactions:/ {print $2}')
       per_s=$(echo "$out" | awk '/transactions:/ {gsub(/\(/, "", $3); print $3}')
@@ -236,17 +244,21 @@ for keys in $key_sets; do
       ms=$(python3 -c "print(f'{($c1 - $c0) * 10 / $n:.3f}')")
       req=$(python3 -c "print(f'{($r1 - $r0) / $n:.2f}')")
       kb=$(python3 -c "print(f'{($b1 - $b0) / $n / 1000:.1f}')")
-      [ "${names[$i]}" = cluster ] && kb=-
+      per_call=-
+      if [ "${names[$i]}" = cluster ]; then
+        kb=-
+        per_call=$(python3 -c "print(f'{($l1 - $l0) / max($k1 - $k0, 1):.2f}')")
+      fi
       rate[$label]=$per_s
       cost[$label]=$ms
-      echo "| $keys | $threads | $label | $per_s | $p95 | $ms | $req | $kb |"
+      echo "| $keys | $threads | $label | $per_s | $p95 | $ms | $req | $kb | $per_call |"
     done
     # Against the first binary's last path.
     base=${paths##* }
     [ ${#binaries[@]} -gt 1 ] && base="${names[0]}:$base"
     for label in "${!rate[@]}"; do
       [ "$label" = "$base" ] && continue
-      python3 -c "print(f'| $keys | $threads | $label/$base | {${rate[$label]} / ${rate[$base]}:.2f}x | | {${cost[$label]} / ${cost[$base]}:.2f}x | | |')"
+      python3 -c "print(f'| $keys | $threads | $label/$base | {${rate[$label]} / ${rate[$base]}:.2f}x | | {${cost[$label]} / ${cost[$base]}:.2f}x | | | |')"
     done
     rate=() cost=()
   done

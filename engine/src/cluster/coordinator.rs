@@ -34,8 +34,11 @@ use url::Url;
 use sieve_storage::Storage;
 
 use crate::cluster::bounded_analyze::BoundedAnalyzePlanner;
+use crate::cluster::call_batches::{CallBatches, WorkerCalls};
 use crate::cluster::channels::{WorkerChannels, refusal};
+use crate::cluster::lookup_wire::WireLookup;
 use crate::cluster::placement::Placement;
+use crate::cluster::remote_lookup::LookupAnswer;
 use crate::cluster::scan_codec::ScanCodec;
 use crate::cluster::secret::ClusterSecret;
 use crate::cluster::worker_tls::{WorkerTls, is_loopback};
@@ -64,6 +67,7 @@ pub struct Cluster {
     live: Vec<AtomicBool>,
     secret: Option<ClusterSecret>,
     channels: WorkerChannels,
+    lookup_calls: WorkerCalls<WireLookup, LookupAnswer>,
 }
 
 impl Cluster {
@@ -118,6 +122,7 @@ impl Cluster {
             live,
             secret: settings.secret,
             channels: WorkerChannels::new(tls),
+            lookup_calls: WorkerCalls::new(),
         });
         cluster.probe().await;
         let weak = Arc::downgrade(&cluster);
@@ -189,6 +194,11 @@ impl Cluster {
         let url =
             Url::parse(url).map_err(|e| DataFusionError::Internal(format!("worker {url}: {e}")))?;
         self.channels.lookup_channel(&url)
+    }
+
+    /// The calls carrying point lookups to the worker named `url`.
+    pub(crate) fn lookup_calls(&self, url: &str) -> Arc<CallBatches<WireLookup, LookupAnswer>> {
+        self.lookup_calls.to(url)
     }
 
     /// After a call to the worker named `url` failed in transport: its next call opens a new

@@ -1,26 +1,33 @@
 //! A worker's answer to coordinators' point lookups ([`crate::cluster::remote_lookup`]): an
 //! Arrow Flight service beside datafusion-distributed's on the worker's port (gRPC tells the
-//! two apart by name), behind the same TLS and cluster secret. `DoGet` takes a ticket holding
-//! a [`WireLookup`] and streams the rows back as Arrow IPC; nothing else is served.
+//! two apart by name), behind the same TLS and cluster secret. A `DoAction` of type
+//! [`LOOKUPS_ACTION`] carries one or more lookups ([`WireLookups`]) and is answered with one
+//! [`WireAnswer`] per lookup, in order, each the lookup's rows as Arrow IPC or its error; a
+//! call's lookups are answered side by side, each in a task of its own. Nothing else is
+//! served.
 //!
 //! The worker runs the lookup through the same short path as one process
 //! ([`Session::answer_owned`]): its routing filters, locator pages, data cache and kept
 //! results are those of the groups it owns, which is what partitions memory by owner.
 
-use arrow_flight::encode::FlightDataEncoderBuilder;
-use arrow_flight::error::FlightError;
+use std::sync::Arc;
+
 use arrow_flight::flight_service_server::{FlightService, FlightServiceServer};
 use arrow_flight::{
     Action, ActionType, Criteria, Empty, FlightData, FlightDescriptor, FlightInfo,
     HandshakeRequest, HandshakeResponse, PollInfo, PutResult, SchemaResult, Ticket,
 };
+use datafusion::arrow::ipc::writer::StreamWriter;
 use datafusion::error::Result;
 use futures::stream::BoxStream;
 use futures::{StreamExt, TryStreamExt};
+use prost::Message;
 use sieve_storage::Storage;
 use tonic::{Request, Response, Status, Streaming};
 
-use crate::cluster::lookup_wire::WireLookup;
+use crate::cluster::lookup_wire::{
+    LOOKUPS_ACTION, WireAnswer, WireLookup, WireLookups, WireOutcome,
+};
 use crate::guard::memory::MemoryLimits;
 use crate::session::{Engine, Session};
 
@@ -29,7 +36,7 @@ pub struct LookupService {
     /// Sessions of one engine (shared caches), by the asking session's settings that a scan
     /// reads from its own: `[sieve.routing][sieve.allow_full_scan]` (routing off is a
     /// differential baseline; a full scan is allowed by ALLOW FILTERING).
-    sessions: [[Session; 2]; 2],
+    sessions: Arc<[[Session; 2]; 2]>,
 }
 
 type Answer<T> =
@@ -55,10 +62,10 @@ impl LookupService {
             }
         };
         Ok(Self {
-            sessions: [
+            sessions: Arc::new([
                 [session(false, false).await?, session(false, true).await?],
                 [session(true, false).await?, session(true, true).await?],
-            ],
+            ]),
         })
     }
 
@@ -69,9 +76,36 @@ impl LookupService {
 }
 
 fn not_served<T>() -> std::result::Result<T, Status> {
-    Err(Status::unimplemented(
-        "a Sieve worker serves only point lookups (DoGet) on its Flight service",
-    ))
+    Err(Status::unimplemented(format!(
+        "a Sieve worker serves only point lookups (the {LOOKUPS_ACTION} action) on its Flight \
+         service"
+    )))
+}
+
+/// The answer to one lookup of a call.
+async fn answer(sessions: Arc<[[Session; 2]; 2]>, wire: WireLookup) -> arrow_flight::Result {
+    let session = &sessions[usize::from(wire.routing)][usize::from(wire.allow_full_scan)];
+    let outcome = match rows(session, &wire).await {
+        Ok(ipc) => WireOutcome::Rows(ipc.into()),
+        Err(e) => WireOutcome::Error(e.to_string()),
+    };
+    let body = WireAnswer {
+        outcome: Some(outcome),
+    };
+    arrow_flight::Result {
+        body: body.encode_to_vec().into(),
+    }
+}
+
+/// The rows of `wire`'s lookup, as an Arrow IPC stream.
+async fn rows(session: &Session, wire: &WireLookup) -> Result<Vec<u8>> {
+    let rows = session.answer_owned(wire).await?;
+    let mut ipc = StreamWriter::try_new(Vec::new(), &rows.schema())?;
+    let batches: Vec<_> = rows.try_collect().await?;
+    for batch in &batches {
+        ipc.write(batch)?;
+    }
+    Ok(ipc.into_inner()?)
 }
 
 #[tonic::async_trait]
@@ -84,20 +118,8 @@ impl FlightService for LookupService {
     type ListActionsStream = BoxStream<'static, std::result::Result<ActionType, Status>>;
     type DoExchangeStream = BoxStream<'static, std::result::Result<FlightData, Status>>;
 
-    async fn do_get(&self, request: Request<Ticket>) -> Answer<FlightData> {
-        let wire = WireLookup::decode_ticket(&request.into_inner().ticket)
-            .map_err(|e| Status::invalid_argument(e.to_string()))?;
-        let session = &self.sessions[usize::from(wire.routing)][usize::from(wire.allow_full_scan)];
-        let rows = session
-            .answer_owned(&wire)
-            .await
-            .map_err(|e| Status::internal(e.to_string()))?;
-        let schema = rows.schema();
-        let data = FlightDataEncoderBuilder::new()
-            .with_schema(schema)
-            .build(rows.map_err(|e| FlightError::ExternalError(Box::new(e))))
-            .map_err(Status::from);
-        Ok(Response::new(data.boxed()))
+    async fn do_get(&self, _: Request<Ticket>) -> Answer<FlightData> {
+        not_served()
     }
 
     async fn handshake(
@@ -140,8 +162,36 @@ impl FlightService for LookupService {
         not_served()
     }
 
-    async fn do_action(&self, _: Request<Action>) -> Answer<arrow_flight::Result> {
-        not_served()
+    async fn do_action(&self, request: Request<Action>) -> Answer<arrow_flight::Result> {
+        let action = request.into_inner();
+        if action.r#type != LOOKUPS_ACTION {
+            return not_served();
+        }
+        let call = WireLookups::decode_body(&action.body)
+            .map_err(|e| Status::invalid_argument(e.to_string()))?;
+        let answers: BoxStream<'static, _> = match <[WireLookup; 1]>::try_from(call.lookups) {
+            // A lone lookup is answered on the call's own task.
+            Ok([wire]) => futures::stream::once(answer(self.sessions.clone(), wire)).boxed(),
+            Err(lookups) => {
+                let answering: Vec<_> = (lookups.into_iter())
+                    .map(|wire| tokio::spawn(answer(self.sessions.clone(), wire)))
+                    .collect();
+                futures::stream::iter(answering)
+                    .then(|answering| async move {
+                        answering.await.unwrap_or_else(|e| arrow_flight::Result {
+                            body: WireAnswer {
+                                outcome: Some(WireOutcome::Error(format!(
+                                    "answering the lookup failed: {e}"
+                                ))),
+                            }
+                            .encode_to_vec()
+                            .into(),
+                        })
+                    })
+                    .boxed()
+            }
+        };
+        Ok(Response::new(answers.map(Ok).boxed()))
     }
 
     async fn list_actions(&self, _: Request<Empty>) -> Answer<ActionType> {

@@ -1,18 +1,25 @@
-//! The message a coordinator sends the worker that owns a point lookup's blocks: a Flight
-//! ticket ([`crate::cluster::lookup_service`]) holding this protobuf. It names what the lookup
-//! asks and nothing about how to run it, so it is not a serialized plan: the table (by name,
-//! and its id, so a table made again under the same name is refused), the snapshot version the
-//! coordinator resolved, the condition's columns and values as written, the output columns, the
-//! LIMIT, the placement the coordinator used and which of its workers is asked, and the pruning
-//! settings of the asking session.
+//! The messages between a coordinator and the worker that owns a point lookup's blocks: a
+//! Flight action ([`LOOKUPS_ACTION`], [`crate::cluster::lookup_service`]) whose body holds the
+//! lookups waiting for that worker ([`WireLookups`], one or more: see
+//! [`crate::cluster::call_batches`]), answered by one [`WireAnswer`] per lookup, in order.
+//!
+//! A lookup names what it asks and nothing about how to run it, so it is not a serialized
+//! plan: the table (by name, and its id, so a table made again under the same name is
+//! refused), the snapshot version the coordinator resolved, the condition's columns and values
+//! as written, the output columns, the LIMIT, the placement the coordinator used and which of
+//! its workers is asked, and the pruning settings of the asking session.
 //!
 //! The condition travels in prefix order ([`WireNode`]): an AND or OR node is followed by its
 //! two sides, an IN node carries its column and values. Values are integers and strings as the
 //! statement or its parameters gave them; the worker binds them to its columns with the same
 //! lossless casts as the coordinator, so both ends agree on what matches.
 //!
-//! Versioned by [`LOOKUP_WIRE_VERSION`]: a worker refuses a ticket of another version rather
-//! than guess (coordinators and workers are upgraded together; the error says so).
+//! An answer is the lookup's rows as an Arrow IPC stream, or the error that lookup met (the
+//! others in its call are answered regardless).
+//!
+//! Versioned by [`LOOKUP_WIRE_VERSION`]: a worker refuses a lookup of another version rather
+//! than guess (coordinators and workers are upgraded together; the error says so). Version 1
+//! sent one lookup per `DoGet` ticket; version 2 sends lookups in calls of one or more.
 
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::ScalarValue;
@@ -20,7 +27,34 @@ use datafusion::error::{DataFusionError, Result};
 use prost::Message;
 
 /// Bumped whenever a field's meaning changes.
-pub const LOOKUP_WIRE_VERSION: u32 = 1;
+pub const LOOKUP_WIRE_VERSION: u32 = 2;
+
+/// The Flight action type of a call carrying [`WireLookups`].
+pub const LOOKUPS_ACTION: &str = "sieve.lookups";
+
+/// The lookups one call asks a worker.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct WireLookups {
+    #[prost(message, repeated, tag = "1")]
+    pub lookups: Vec<WireLookup>,
+}
+
+/// A worker's answer to one lookup of a call.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct WireAnswer {
+    #[prost(oneof = "WireOutcome", tags = "1, 2")]
+    pub outcome: Option<WireOutcome>,
+}
+
+#[derive(Clone, PartialEq, prost::Oneof)]
+pub enum WireOutcome {
+    /// The rows, as an Arrow IPC stream (a schema message, then the batches).
+    #[prost(bytes = "bytes", tag = "1")]
+    Rows(bytes::Bytes),
+    /// Why this lookup has no answer.
+    #[prost(string, tag = "2")]
+    Error(String),
+}
 
 /// One point lookup, as a coordinator asks one worker.
 #[derive(Clone, PartialEq, prost::Message)]
@@ -145,22 +179,20 @@ impl WireValue {
     }
 }
 
-impl WireLookup {
-    pub fn encode_ticket(&self) -> bytes::Bytes {
-        self.encode_to_vec().into()
-    }
-
-    /// A ticket's lookup; an error for bytes that are not one, or one of another version.
-    pub fn decode_ticket(ticket: &[u8]) -> Result<Self> {
-        let lookup = Self::decode(ticket).map_err(|e| malformed(&e.to_string()))?;
-        if lookup.wire_version != LOOKUP_WIRE_VERSION {
+impl WireLookups {
+    /// A call's lookups; an error for bytes that are not lookups, or lookups of another version.
+    pub fn decode_body(body: &[u8]) -> Result<Self> {
+        let lookups = Self::decode(body).map_err(|e| malformed(&e.to_string()))?;
+        if let Some(other) =
+            (lookups.lookups.iter()).find(|l| l.wire_version != LOOKUP_WIRE_VERSION)
+        {
             return Err(DataFusionError::Execution(format!(
                 "a coordinator sent a lookup of wire version {} to a worker of version {}: run \
                  coordinators and workers of one release",
-                lookup.wire_version, LOOKUP_WIRE_VERSION
+                other.wire_version, LOOKUP_WIRE_VERSION
             )));
         }
-        Ok(lookup)
+        Ok(lookups)
     }
 }
 
@@ -210,19 +242,20 @@ mod tests {
             lookup_cache: true,
             allow_full_scan: false,
         };
-        let back = WireLookup::decode_ticket(&lookup.encode_ticket()).unwrap();
-        assert_eq!(back, lookup);
+        let call = |lookups: Vec<WireLookup>| WireLookups { lookups }.encode_to_vec();
+        let back = WireLookups::decode_body(&call(vec![lookup.clone(), lookup.clone()])).unwrap();
+        assert_eq!(back.lookups, [lookup.clone(), lookup.clone()]);
         assert_eq!(
-            back.condition[1].values[0].scalar().unwrap(),
+            back.lookups[0].condition[1].values[0].scalar().unwrap(),
             ScalarValue::Int64(Some(-3))
         );
         let other = WireLookup {
             wire_version: LOOKUP_WIRE_VERSION + 1,
-            ..lookup
+            ..lookup.clone()
         };
-        let refused = WireLookup::decode_ticket(&other.encode_ticket()).unwrap_err();
+        let refused = WireLookups::decode_body(&call(vec![lookup, other])).unwrap_err();
         assert!(refused.to_string().contains("of one release"), "{refused}");
-        assert!(WireLookup::decode_ticket(b"\xff\xff\xff").is_err());
+        assert!(WireLookups::decode_body(b"\xff\xff\xff").is_err());
         assert!(WireValue::of(&ScalarValue::Float64(Some(1.0))).is_none());
         assert!(WireValue::of(&ScalarValue::Int32(None)).is_none());
         for (value, back) in [

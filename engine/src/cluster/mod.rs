@@ -3,6 +3,7 @@
 //! reaches its key's owner in one call.
 
 pub(crate) mod bounded_analyze;
+pub(crate) mod call_batches;
 pub(crate) mod channels;
 pub(crate) mod coordinator;
 pub(crate) mod lookup_service;

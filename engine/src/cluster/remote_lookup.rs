@@ -15,23 +15,25 @@
 
 use std::sync::Arc;
 
-use arrow_flight::Ticket;
-use arrow_flight::decode::FlightRecordBatchStream;
-use arrow_flight::error::FlightError;
+use arrow_flight::Action;
 use arrow_flight::flight_service_client::FlightServiceClient;
 use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::ipc::reader::StreamReader;
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::SendableRecordBatchStream;
 use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use futures::TryStreamExt;
+use prost::Message;
 use sieve_storage::{BlockList, Table};
 use tonic::Code;
 
 use crate::cluster::channels::{chain, refusal};
 use crate::cluster::coordinator::Cluster;
-use crate::cluster::lookup_wire::WireLookup;
+use crate::cluster::lookup_wire::{
+    LOOKUPS_ACTION, WireAnswer, WireLookup, WireLookups, WireOutcome,
+};
 use crate::cluster::node_filters::shares_to_ask;
 use crate::scan::routing::RoutingFilters;
 
@@ -51,12 +53,16 @@ pub(crate) struct RemoteLookup {
     pub schema: SchemaRef,
 }
 
-/// Why a worker did not answer.
-enum Failure {
+/// A worker's answer to one lookup: its rows, or why there are none.
+pub(crate) type LookupAnswer = std::result::Result<Vec<RecordBatch>, Failure>;
+
+/// Why a worker did not answer a lookup (each lookup of a failed call gets a copy).
+#[derive(Clone)]
+pub(crate) enum Failure {
     /// Its connection failed: it may be gone, and its groups another's once probed.
     Lost(String),
     /// It answered with an error, or refused the call: asking again would meet it again.
-    Refused(DataFusionError),
+    Refused(String),
 }
 
 impl RemoteLookup {
@@ -91,7 +97,7 @@ impl RemoteLookup {
                     ..self.wire.clone()
                 };
                 async move {
-                    ask_worker(cluster, &url, &wire, schema)
+                    ask_worker(cluster, &url, wire, schema)
                         .await
                         .map_err(|failure| (url, failure))
                 }
@@ -120,42 +126,100 @@ impl RemoteLookup {
     }
 }
 
-/// The rows of `wire` from the worker at `url`, as the coordinator's schema types them.
+/// The rows of `wire` from the worker at `url`, as the coordinator's schema types them: the
+/// lookup goes in the next call to that worker, with whatever else waits for it.
 async fn ask_worker(
-    cluster: &Cluster,
+    cluster: &Arc<Cluster>,
     url: &str,
-    wire: &WireLookup,
+    wire: WireLookup,
     schema: &SchemaRef,
-) -> std::result::Result<Vec<RecordBatch>, Failure> {
-    let channel = cluster.lookup_channel(url).map_err(Failure::Refused)?;
-    let mut client = FlightServiceClient::new(channel).max_decoding_message_size(usize::MAX);
-    let mut request = tonic::Request::new(Ticket {
-        ticket: wire.encode_ticket(),
-    });
-    if let Some(secret) = cluster.secret() {
-        *request.metadata_mut() = tonic::metadata::MetadataMap::from_headers(secret.headers());
-    }
+) -> LookupAnswer {
     crate::metrics::worker_lookup_sent(url);
-    let answer = client.do_get(request).await.map_err(failure)?;
-    let batches: Vec<RecordBatch> =
-        FlightRecordBatchStream::new_from_flight_data(answer.into_inner().map_err(Into::into))
-            .try_collect()
-            .await
-            .map_err(|e| match e {
-                FlightError::Tonic(status) => failure(*status),
-                other => Failure::Refused(DataFusionError::External(Box::new(other))),
-            })?;
+    let (to, at) = (cluster.clone(), url.to_string());
+    let call = move |lookups| call_worker(to.clone(), at.clone(), lookups);
+    let batches = cluster
+        .lookup_calls(url)
+        .ask(wire, call)
+        .await
+        .unwrap_or_else(|| {
+            Err(Failure::Refused(
+                "the call carrying the lookup ended without an answer".into(),
+            ))
+        })?;
     batches
         .into_iter()
         .map(|batch| {
             RecordBatch::try_new(schema.clone(), batch.columns().to_vec()).map_err(|e| {
-                Failure::Refused(DataFusionError::Execution(format!(
+                Failure::Refused(format!(
                     "its rows do not have the lookup's columns ({e}): run coordinators and \
                      workers of one release"
-                )))
+                ))
             })
         })
         .collect()
+}
+
+/// One answer per lookup, in order, from one call to the worker at `url`; a call that fails
+/// fails each of its lookups alike.
+async fn call_worker(
+    cluster: Arc<Cluster>,
+    url: String,
+    lookups: Vec<WireLookup>,
+) -> Vec<LookupAnswer> {
+    let asked = lookups.len();
+    match send(&cluster, &url, lookups).await {
+        Ok(answers) => answers,
+        Err(failure) => vec![Err(failure); asked],
+    }
+}
+
+async fn send(
+    cluster: &Cluster,
+    url: &str,
+    lookups: Vec<WireLookup>,
+) -> std::result::Result<Vec<LookupAnswer>, Failure> {
+    let channel = cluster
+        .lookup_channel(url)
+        .map_err(|e| Failure::Refused(e.to_string()))?;
+    let mut client = FlightServiceClient::new(channel).max_decoding_message_size(usize::MAX);
+    let asked = lookups.len();
+    let mut request = tonic::Request::new(Action {
+        r#type: LOOKUPS_ACTION.to_string(),
+        body: WireLookups { lookups }.encode_to_vec().into(),
+    });
+    if let Some(secret) = cluster.secret() {
+        *request.metadata_mut() = tonic::metadata::MetadataMap::from_headers(secret.headers());
+    }
+    crate::metrics::worker_call_sent(url);
+    let answers: Vec<arrow_flight::Result> = client
+        .do_action(request)
+        .await
+        .map_err(failure)?
+        .into_inner()
+        .try_collect()
+        .await
+        .map_err(failure)?;
+    if answers.len() != asked {
+        return Err(Failure::Refused(format!(
+            "it answered {} of the {asked} lookups sent: run coordinators and workers of one \
+             release",
+            answers.len()
+        )));
+    }
+    Ok(answers.into_iter().map(|a| answer(&a.body)).collect())
+}
+
+/// One lookup's rows, or the error the worker met answering it.
+fn answer(body: &[u8]) -> LookupAnswer {
+    let malformed = |why: String| Failure::Refused(format!("a malformed answer: {why}"));
+    let answer = WireAnswer::decode(body).map_err(|e| malformed(e.to_string()))?;
+    match answer.outcome {
+        Some(WireOutcome::Rows(ipc)) => StreamReader::try_new(std::io::Cursor::new(ipc), None)
+            .and_then(|rows| rows.collect())
+            .map_err(|e| malformed(e.to_string())),
+        Some(WireOutcome::Error(error)) => Err(Failure::Refused(error)),
+        None => Err(malformed("no outcome".into())),
+    }
 }
 
 /// A gRPC status as a lost worker (its transport failed) or an answer not to ask again.
@@ -163,12 +227,12 @@ fn failure(status: tonic::Status) -> Failure {
     // tonic's own message for a transport error is "transport error"; its sources say which.
     let text = chain(&status);
     if let Some(refused) = refusal(&text) {
-        return Failure::Refused(refused);
+        return Failure::Refused(refused.to_string());
     }
     match status.code() {
         // What tonic reports of a connection refused, reset or cut mid-answer.
         Code::Unavailable | Code::Unknown | Code::Cancelled => Failure::Lost(text),
-        _ => Failure::Refused(DataFusionError::Execution(text)),
+        _ => Failure::Refused(text),
     }
 }
 
