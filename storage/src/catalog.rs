@@ -8,7 +8,7 @@
 
 use futures::TryStreamExt;
 use object_store::path::Path;
-use object_store::{ObjectStoreExt, PutMode, PutOptions, PutPayload};
+use object_store::{GetOptions, ObjectStoreExt, PutMode, PutOptions, PutPayload};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Result, StorageError};
@@ -190,27 +190,41 @@ impl Catalog {
                 let (storage, path, pointer) = (storage.clone(), path.clone(), pointer.clone());
                 async move {
                     let fetched = &storage.caches().definitions_fetched;
-                    let first = fetched.get(path.as_ref()).is_none();
+                    let known = fetched.get(path.as_ref());
+                    let first = known.is_none();
                     if first {
                         fetched.insert(path.to_string(), None);
                     }
+                    let known = known.flatten();
+                    // Unchanged since it was last fetched: "not modified", and no body.
+                    let options = GetOptions {
+                        if_none_match: known.as_ref().and_then(|(_, etag)| etag.clone()),
+                        ..Default::default()
+                    };
                     let store = storage.store();
-                    let (def, hint) = futures::join!(store.get(&path), async {
+                    let (def, hint) = futures::join!(store.get_opts(&path, options), async {
                         if first {
                             Some(store.get(&pointer).await)
                         } else {
                             None
                         }
                     });
-                    let def: TableDef = match def {
-                        Ok(found) => checked_json::decode(path.as_ref(), &found.bytes().await?)?,
-                        Err(object_store::Error::NotFound { .. }) => {
+                    let (def, etag): (TableDef, _) = match (def, known) {
+                        (Ok(found), _) => {
+                            let etag = found.meta.e_tag.clone();
+                            let bytes = found.bytes().await?;
+                            (checked_json::decode(path.as_ref(), &bytes)?, etag)
+                        }
+                        (Err(object_store::Error::NotModified { .. }), Some((def, _))) => {
+                            return Ok(Some(def));
+                        }
+                        (Err(object_store::Error::NotFound { .. }), _) => {
                             fetched.insert(path.to_string(), None);
                             return Ok(None);
                         }
-                        Err(e) => return Err(e.into()),
+                        (Err(e), _) => return Err(e.into()),
                     };
-                    fetched.insert(path.to_string(), Some(def.clone()));
+                    fetched.insert(path.to_string(), Some((def.clone(), etag)));
                     if let Some(Ok(found)) = hint {
                         let hinted = async {
                             let bytes = found.bytes().await?;
@@ -246,7 +260,7 @@ impl Catalog {
         let path = table_path(db, name);
         let known = self.storage.caches().definitions_fetched.get(path.as_ref());
         match known.flatten() {
-            Some(def) if def.id == id => Ok(def),
+            Some((def, _)) if def.id == id => Ok(def),
             _ => self.table(db, name).await,
         }
     }

@@ -8,6 +8,7 @@ mod attached_index;
 mod catalog;
 mod error;
 mod external;
+mod local_store;
 mod location;
 mod meta;
 pub mod metrics;

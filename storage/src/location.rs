@@ -14,6 +14,7 @@ use object_store::prefix::PrefixStore;
 use url::Url;
 
 use crate::error::{Result, StorageError};
+use crate::local_store::LocalStore;
 use crate::meta::snapshot::Snapshot;
 use crate::meta::table_def::TableDef;
 use crate::operations::merge_rate::MergeRate;
@@ -81,7 +82,7 @@ impl Storage {
                     .to_file_path()
                     .map_err(|_| invalid("not a local path"))?;
                 std::fs::create_dir_all(&path).map_err(|e| invalid(&e.to_string()))?;
-                Arc::new(LocalFileSystem::new_with_prefix(&path)?)
+                Arc::new(LocalStore::new(LocalFileSystem::new_with_prefix(&path)?))
             }
             "memory" => {
                 let url = format!("memory://{}", uuid::Uuid::new_v4().simple());

@@ -99,11 +99,12 @@ pub struct Caches {
     /// Snapshots named pointers carried, by table directory, until the table's first check
     /// ([`crate::Table::snapshot`]).
     pub pointer_hints: Cache<String, Snapshot>,
-    /// Definitions this process has fetched, by path, as last found (None while the first fetch
-    /// runs, or when it found none): only a first fetch asks for the named pointer too, and a
-    /// table's definition, written once when it is made, serves a caller that names its id
-    /// ([`crate::Catalog::table_known`]).
-    pub definitions_fetched: Cache<String, Option<TableDef>>,
+    /// Definitions this process has fetched, by path, as last found with their ETags (None
+    /// while the first fetch runs, or when it found none): only a first fetch asks for the
+    /// named pointer too, a later one is a conditional GET (the definition, unchanged, is not
+    /// sent again), and a table's definition, written once when it is made, serves a caller
+    /// that names its id ([`crate::Catalog::table_known`]).
+    pub definitions_fetched: Cache<String, Option<(TableDef, Option<String>)>>,
     /// By segment path and checksum.
     pub segments: Cache<MetaKey, Arc<Segment>, SegmentBytes>,
     /// By table id and version.
