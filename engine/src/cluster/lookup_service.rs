@@ -85,15 +85,19 @@ fn not_served<T>() -> std::result::Result<T, Status> {
 /// The answer to one lookup of a call.
 async fn answer(sessions: Arc<[[Session; 2]; 2]>, wire: WireLookup) -> arrow_flight::Result {
     let session = &sessions[usize::from(wire.routing)][usize::from(wire.allow_full_scan)];
-    let outcome = match rows(session, &wire).await {
+    encoded(match rows(session, &wire).await {
         Ok(ipc) => WireOutcome::Rows(ipc.into()),
         Err(e) => WireOutcome::Error(e.to_string()),
-    };
-    let body = WireAnswer {
+    })
+}
+
+/// One lookup's outcome as the call's stream carries it.
+fn encoded(outcome: WireOutcome) -> arrow_flight::Result {
+    let answer = WireAnswer {
         outcome: Some(outcome),
     };
     arrow_flight::Result {
-        body: body.encode_to_vec().into(),
+        body: answer.encode_to_vec().into(),
     }
 }
 
@@ -178,14 +182,10 @@ impl FlightService for LookupService {
                     .collect();
                 futures::stream::iter(answering)
                     .then(|answering| async move {
-                        answering.await.unwrap_or_else(|e| arrow_flight::Result {
-                            body: WireAnswer {
-                                outcome: Some(WireOutcome::Error(format!(
-                                    "answering the lookup failed: {e}"
-                                ))),
-                            }
-                            .encode_to_vec()
-                            .into(),
+                        answering.await.unwrap_or_else(|e| {
+                            encoded(WireOutcome::Error(format!(
+                                "answering the lookup failed: {e}"
+                            )))
                         })
                     })
                     .boxed()
