@@ -31,8 +31,10 @@
 # publish no metrics); the table is then loaded in locator groups of SIEVE_BENCH_GROUP_ROWS rows
 # (default 25M, so 100M rows make 4 groups for the workers to share). uniform-absent: 20000 keys
 # not in the table, with kept results off. Every server looks up each uniform key once before
-# the runs, so their pages are in its data cache. The client runs on the same cores; keep the machine
-# otherwise idle.
+# the runs, so their pages are in its data cache. With SIEVE_BENCH_PERF=DIR, each run's server
+# processes are profiled (`perf record --call-graph dwarf` at 299 Hz) into
+# DIR/KEYS-CONNECTIONS-LABEL.data. The client runs on the same cores; keep the machine otherwise
+# idle.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ $# -ge 1 ] && [ $# -le 2 ] || { echo "usage: bench-serving.sh SIEVE [OTHER_SIEVE]" >&2; exit 2; }
@@ -228,6 +230,13 @@ for keys in $key_sets; do
       r0=$(requests)
       b0=$(fetched "$i")
       read -r l0 k0 < <(worker_calls "$i")
+      perf_pid=""
+      if [ -n "${SIEVE_BENCH_PERF:-}" ]; then
+        mkdir -p "$SIEVE_BENCH_PERF"
+        perf record -q -F 299 --call-graph dwarf,16384 -p "$(echo ${server_pids[$i]} | tr ' ' ,)" \
+          -o "$SIEVE_BENCH_PERF/$keys-$threads-${label/:/-}.data" >/dev/null 2>&1 &
+        perf_pid=$!
+      fi
       out=$(SIEVE_SET="$setting" SIEVE_TEXT="$text" SIEVE_KEYS="$work/$file.keys" sysbench scripts/serving/lookup.lua \
         --db-driver=mysql --mysql-host=127.0.0.1 --mysql-port="${ports[$i]}" --mysql-user=root \
         --mysql-db=default --threads="$threads" --time="$seconds" --percentile=95 run 2>&1) || {
@@ -235,6 +244,7 @@ for keys in $key_sets; do
         exit 1
       }
       c1=$(cpu "$i")
+      [ -n "$perf_pid" ] && { kill -INT "$perf_pid"; wait "$perf_pid" || true; }
       b1=$(fetched "$i")
       read -r l1 k1 < <(worker_calls "$i")
       r1=$(requests)
