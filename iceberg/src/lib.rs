@@ -6,7 +6,7 @@
 //! DataFusion versions Sieve pins (see docs/research/iceberg.md), and a read of v1 and v2 tables
 //! needs only the metadata JSON, two Avro files and the delete files, with apache-avro for the
 //! Avro. Parts of the format not read yet (equality deletes, deletion vectors, v3, nested
-//! columns, renamed columns) are refused by name, never read wrong.
+//! columns) are refused by name, never read wrong; columns are found by field id.
 //!
 //! The way through: [`IcebergCatalog::scan`] asks the SQL catalog for a table's metadata file,
 //! and [`TableScan::plan`] reads it, its snapshot's manifest list, manifests and position

@@ -1,10 +1,10 @@
 //! Iceberg schemas (spec: "Schemas and Data Types") as Arrow schemas. Each Arrow field carries
 //! its Iceberg field id as `PARQUET:field_id`, as Iceberg's Parquet files do.
 //!
-//! Sieve's Parquet scan reads columns by name. That is exact only while a field id and its name
-//! stay paired in every schema the table had: a rename, or a column dropped and another added
-//! under its name, would read the wrong column or none. Such tables are refused (see
-//! [`Schema::check_names_stable`]) until reads go by field id.
+//! Sieve's scan pairs a data file's columns with the table's by these ids (the engine's
+//! `iceberg::field_ids`), so renamed and replaced columns read as the spec says. Only a file
+//! without field ids falls back to names, which is exact only while every schema the table had
+//! paired each name with one id ([`Schema::names_stable`]).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -62,30 +62,14 @@ impl Schema {
         Ok(Arc::new(ArrowSchema::new(fields)))
     }
 
-    /// Refuses a table whose schemas paired a field id with another name, or a name with
-    /// another id, than `self` does: files written under them would be read by the wrong name.
-    pub fn check_names_stable<'a>(
-        &self,
-        table: &str,
-        others: impl Iterator<Item = &'a Schema>,
-    ) -> Result<()> {
-        for other in others {
-            for old in &other.fields {
-                for now in &self.fields {
-                    if (old.id == now.id) != (old.name == now.name) {
-                        return Err(IcebergError::Unsupported(
-                            table.to_string(),
-                            format!(
-                                "column {} (field id {}) was once {} (field id {}): renamed or \
-                                 replaced columns are not read yet",
-                                now.name, now.id, old.name, old.id
-                            ),
-                        ));
-                    }
-                }
-            }
-        }
-        Ok(())
+    /// Whether every schema in `others` paired each field id with the name `self` gives it, and
+    /// each name with the same id: then a data file's columns can be found by name.
+    pub fn names_stable<'a>(&self, mut others: impl Iterator<Item = &'a Schema>) -> bool {
+        others.all(|other| {
+            (other.fields.iter()).all(|old| {
+                (self.fields.iter()).all(|now| (old.id == now.id) == (old.name == now.name))
+            })
+        })
     }
 }
 
@@ -162,16 +146,13 @@ mod tests {
     }
 
     #[test]
-    fn renamed_or_replaced_columns_are_refused() {
+    fn renamed_or_replaced_columns_leave_names_unstable() {
         let now = schema(r#"{"fields":[{"id":1,"name":"a","required":true,"type":"long"}]}"#);
         let same = schema(r#"{"fields":[{"id":1,"name":"a","required":true,"type":"int"}]}"#);
         let renamed = schema(r#"{"fields":[{"id":1,"name":"b","required":true,"type":"long"}]}"#);
         let replaced = schema(r#"{"fields":[{"id":7,"name":"a","required":true,"type":"long"}]}"#);
-        assert!(now.check_names_stable("t", [&same].into_iter()).is_ok());
-        assert!(now.check_names_stable("t", [&renamed].into_iter()).is_err());
-        assert!(
-            now.check_names_stable("t", [&replaced].into_iter())
-                .is_err()
-        );
+        assert!(now.names_stable([&same].into_iter()));
+        assert!(!now.names_stable([&renamed].into_iter()));
+        assert!(!now.names_stable([&replaced].into_iter()));
     }
 }

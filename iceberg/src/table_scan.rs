@@ -28,6 +28,9 @@ pub struct TableScan {
     pub snapshot_id: Option<i64>,
     /// What Sieve keys the table's indexes by; None for a v1 table without one.
     pub table_uuid: Option<String>,
+    /// Whether every schema the table had paired each column name with one field id, so a
+    /// data file without field ids can be read by name.
+    pub names_stable: bool,
 }
 
 #[derive(Debug)]
@@ -47,7 +50,7 @@ impl TableScan {
         let bytes = warehouse.read(metadata_location).await?;
         let metadata = TableMetadata::parse(metadata_location, &bytes)?;
         let current = metadata.current_schema()?;
-        current.check_names_stable(table, metadata.all_schemas())?;
+        let names_stable = current.names_stable(metadata.all_schemas());
         let schema = current.to_arrow(table)?;
         let Some(snapshot) = metadata.current_snapshot()? else {
             return Ok(Self {
@@ -55,6 +58,7 @@ impl TableScan {
                 files: Vec::new(),
                 snapshot_id: None,
                 table_uuid: metadata.table_uuid,
+                names_stable,
             });
         };
         let manifests = match (&snapshot.manifest_list, &snapshot.manifests) {
@@ -125,6 +129,7 @@ impl TableScan {
             files,
             snapshot_id: Some(snapshot.snapshot_id),
             table_uuid: metadata.table_uuid.clone(),
+            names_stable,
         })
     }
 }

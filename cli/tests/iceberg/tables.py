@@ -5,6 +5,7 @@
     python3 tables.py DIR keys                        # ns.keys: 8 appends of 1000 rows each
     python3 tables.py DIR more_keys                   # one more file of ns.keys (ids 9000-9099)
     python3 tables.py DIR big                         # ns.big: one file of 200,000 rows
+    python3 tables.py DIR rename_again                # ns.renamed's label renamed tag, one more row
 
 The tables' files go to DIR, or to the S3 prefix (with AWS_ENDPOINT, AWS_ACCESS_KEY_ID, … from
 the environment, as scripts/minio.sh exports them). Prints, as one JSON object, what PyIceberg's
@@ -25,6 +26,7 @@ from pyiceberg.table.refs import SnapshotRefType
 from pyiceberg.table.snapshots import Operation, Snapshot, Summary
 from pyiceberg.table.update import AddSnapshotUpdate, AssertRefSnapshotId, SetSnapshotRefUpdate
 from pyiceberg.typedef import Record
+from pyiceberg.types import StringType
 
 directory = os.path.abspath(sys.argv[1])
 os.makedirs(directory, exist_ok=True)
@@ -99,10 +101,21 @@ def make():
     # NaN, which Parquet's statistics leave out: a row group of max 2.5 holds a row > 5.
     floats = pa.table({"d": pa.array([1.5, float("nan"), 2.5], pa.float64())})
     catalog.create_table("ns.floats", schema=floats.schema).append(floats)
+    # A file per schema (two keys each, so an index keeps them: Sieve leaves a file of one key
+    # to min/max): name renamed label after the first; name dropped and another name
+    # added (a new field id) after the first of ns.replaced.
     renamed = catalog.create_table("ns.renamed", schema=people([], []).schema)
-    renamed.append(people([1], ["a"]))
+    renamed.append(people([1, 11], ["a", "a2"]))
     with renamed.update_schema() as update:
         update.rename_column("name", "label")
+    renamed.append(people([2, 12], ["b", "b2"]).rename_columns(["id", "label"]))
+    replaced = catalog.create_table("ns.replaced", schema=people([], []).schema)
+    replaced.append(people([1], ["a"]))
+    with replaced.update_schema() as update:
+        update.delete_column("name")
+    with replaced.update_schema() as update:
+        update.add_column("name", StringType())
+    replaced.append(people([2], ["b"]))
     nested = pa.schema([pa.field("id", pa.int64()), pa.field("tags", pa.list_(pa.string()))])
     catalog.create_table("other.nested", schema=nested)
 
@@ -131,13 +144,21 @@ def more_keys():
     keys_file(catalog.load_table("ns.keys"), 9000, 100)
 
 
+def rename_again():
+    renamed = catalog.load_table("ns.renamed")
+    with renamed.update_schema() as update:
+        update.rename_column("label", "tag")
+    renamed.append(people([3, 13], ["c", "c2"]).rename_columns(["id", "tag"]))
+
+
 def big():
     catalog.create_namespace_if_not_exists("ns")
     ids = pa.array(range(200_000), pa.int64())
     catalog.create_table("ns.big", schema=pa.schema([pa.field("id", pa.int64())])).append(pa.table({"id": ids}))
 
 
-{"make": make, "append": append, "keys": keys, "more_keys": more_keys, "big": big}[sys.argv[2]]()
+{"make": make, "append": append, "keys": keys, "more_keys": more_keys, "big": big,
+ "rename_again": rename_again}[sys.argv[2]]()
 rows = {}
 for name in ["ns.people", "ns.empty", "ns.keys"]:
     if not catalog.table_exists(name):

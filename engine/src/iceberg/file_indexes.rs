@@ -5,7 +5,7 @@
 //! [`RELIST_AFTER`], or at once after this process changed it. A listing that fails keeps what
 //! was loaded; a part that cannot be read is left out, so its files are read unpruned.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -17,6 +17,7 @@ use sieve_iceberg::DataFile;
 use sieve_index::SidecarColumn;
 use sieve_storage::{AttachedIndexDef, AttachedIndexes, IndexedFileEntry, Result};
 
+use super::field_ids;
 use crate::scan::pruning::literal_hashes;
 
 /// How stale this process's view of which parts exist may be: a part written by another process
@@ -74,22 +75,22 @@ impl Loaded {
     }
 
     /// The indexed columns' guarantees of `predicate` over `schema`, as the hashes a file must
-    /// hold one of: empty when the predicate names no key of an indexed column. A column whose
-    /// field id is not the one indexed (dropped and added again) is not indexed.
+    /// hold one of: empty when the predicate names no key of an indexed column. Columns are
+    /// matched by field id: a renamed column is still the one indexed (its sidecars keep the
+    /// name it was indexed under), one dropped and added again is not.
     pub fn probes(&self, predicate: &Arc<dyn PhysicalExpr>, schema: &Schema) -> Vec<Probe> {
-        let indexed: HashSet<&String> = (self.defs.iter())
-            .flat_map(|d| d.columns.iter().zip(&d.field_ids))
-            .filter(|(c, id)| field_id(schema, c) == Some(**id))
-            .map(|(c, _)| c)
+        let indexed: HashMap<i32, &String> = (self.defs.iter())
+            .flat_map(|d| d.field_ids.iter().copied().zip(&d.columns))
             .collect();
         LiteralGuarantee::analyze(predicate)
             .iter()
-            .filter(|g| g.guarantee == Guarantee::In && indexed.contains(&g.column.name))
+            .filter(|g| g.guarantee == Guarantee::In)
             .filter_map(|g| {
-                let column_type = schema.field_with_name(&g.column.name).ok()?.data_type();
+                let field = schema.field_with_name(&g.column.name).ok()?;
+                let indexed_as = indexed.get(&field_ids::of(field)?)?;
                 Some(Probe {
-                    column: g.column.name.clone(),
-                    hashes: literal_hashes(&g.literals, column_type)?,
+                    column: indexed_as.to_string(),
+                    hashes: literal_hashes(&g.literals, field.data_type())?,
                 })
             })
             .collect()
@@ -105,15 +106,10 @@ impl Loaded {
     }
 }
 
-/// The Iceberg field id of `column` in a table's Arrow schema.
-pub fn field_id(schema: &Schema, column: &str) -> Option<i32> {
-    let field = schema.field_with_name(column).ok()?;
-    field.metadata().get("PARQUET:field_id")?.parse().ok()
-}
-
 /// One column's keys a lookup asks for, hashed as the index hashed the column's values.
 #[derive(Debug)]
 pub struct Probe {
+    /// The column as its index names it.
     pub column: String,
     pub hashes: Vec<u64>,
 }

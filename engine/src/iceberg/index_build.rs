@@ -1,12 +1,14 @@
 //! Builds an attached table's index over its data files: each file's indexed columns read alone
 //! (Parquet's projection, so a wide table costs what its key columns cost), hashed as Sieve
 //! hashes its own blocks' values, and made into one sidecar per file, sized by the file's
-//! distinct keys as a block's sidecar is.
+//! distinct keys as a block's sidecar is. A file's columns are found by field id
+//! ([`super::field_ids`]), so a column renamed since a file was written is still indexed from it.
 
 use std::sync::Arc;
 
+use datafusion::arrow::array::new_null_array;
 use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::datatypes::{FieldRef, Schema};
 use datafusion::common::{exec_datafusion_err, exec_err};
 use datafusion::datasource::listing::PartitionedFile;
 use datafusion::datasource::physical_plan::ParquetFileReaderFactory;
@@ -23,6 +25,7 @@ use sieve_index::{ColumnHashes, ColumnIndex, FilterKind, sidecar};
 use sieve_storage::IndexedFile;
 use tokio::task::JoinSet;
 
+use super::field_ids::{self, column_in_file};
 use crate::progress::WriteProgress;
 
 /// Rows decoded per batch: large, since only the key columns are decoded.
@@ -35,9 +38,58 @@ const BYTES_PER_VALUE: usize = 16;
 /// What an index is built over: the columns, as the table's schema types them, and the filter.
 #[derive(Debug, Clone)]
 pub struct IndexSpec {
-    pub schema: SchemaRef,
-    pub columns: Vec<String>,
+    pub columns: Vec<IndexedColumn>,
+    /// Whether a file without field ids may be read by name ([`field_ids::column_in_file`]).
+    pub names_stable: bool,
     pub filter: FilterKind,
+}
+
+/// A column an index covers.
+#[derive(Debug, Clone)]
+pub struct IndexedColumn {
+    /// The name the index was made with, which its sidecars keep whatever the column is called
+    /// since.
+    pub indexed_as: String,
+    pub field_id: i32,
+    /// The table's column of that field id now: its name, and the type values are hashed as
+    /// (lookups cast their keys to it).
+    pub field: FieldRef,
+}
+
+impl IndexSpec {
+    /// The spec of an index made over `columns` (names as made, with their field ids) of a
+    /// table whose schema is now `schema`; an error when the table no longer has one of them.
+    pub fn new(
+        schema: &Schema,
+        columns: impl IntoIterator<Item = (String, i32)>,
+        names_stable: bool,
+        filter: FilterKind,
+    ) -> Result<Self> {
+        let columns = columns
+            .into_iter()
+            .map(|(indexed_as, field_id)| {
+                let found = (schema.fields().iter())
+                    .find(|f| field_ids::of(f) == Some(field_id))
+                    .cloned();
+                match found {
+                    Some(field) => Ok(IndexedColumn {
+                        indexed_as,
+                        field_id,
+                        field,
+                    }),
+                    None => exec_err!(
+                        "column {indexed_as} (field id {field_id}) is no longer in the table: \
+                         drop the index"
+                    ),
+                }
+            })
+            .collect::<Result<_>>()?;
+        Ok(Self {
+            columns,
+            names_stable,
+            filter,
+        })
+    }
 }
 
 /// The entries of `files`, `parallelism` files at a time, each on a task of its own; the rows
@@ -96,14 +148,17 @@ async fn index_file(
         .create_reader(0, file, None, &ExecutionPlanMetricsSet::new())?;
     let builder = ParquetRecordBatchStreamBuilder::new(reader).await?;
     let file_schema = builder.schema().clone();
-    let mut roots = Vec::with_capacity(spec.columns.len());
+    // Where the file holds each indexed column; None: written before the column was added.
+    let mut in_file = Vec::with_capacity(spec.columns.len());
     for column in &spec.columns {
-        match file_schema.index_of(column) {
-            Ok(i) => roots.push(i),
-            Err(_) => return exec_err!("data file {path} has no column {column}"),
-        }
+        let name = column.field.name();
+        let at = column_in_file(&file_schema, column.field_id, name, spec.names_stable)
+            .map_err(|e| exec_datafusion_err!("data file {path}: {e}"))?;
+        in_file.push(at.map(|i| file_schema.field(i).name().clone()));
     }
-    let mask = ProjectionMask::roots(builder.parquet_schema(), roots.iter().copied());
+    let roots = (spec.columns.iter().zip(&in_file))
+        .filter_map(|(_, name)| file_schema.index_of(name.as_deref()?).ok());
+    let mask = ProjectionMask::roots(builder.parquet_schema(), roots);
     let mut rows = builder
         .with_projection(mask)
         .with_batch_size(BATCH_ROWS)
@@ -111,20 +166,24 @@ async fn index_file(
     let mut hashes = vec![ColumnHashes::default(); spec.columns.len()];
     while let Some(batch) = rows.try_next().await? {
         held.try_grow(batch.num_rows() * spec.columns.len() * BYTES_PER_VALUE)?;
-        for (column, hashes) in spec.columns.iter().zip(&mut hashes) {
-            let values = batch.column(batch.schema().index_of(column)?);
+        for ((column, name), hashes) in spec.columns.iter().zip(&in_file).zip(&mut hashes) {
             // Hashed as the table's type, which lookups cast their keys to.
-            let to = spec.schema.field_with_name(column)?.data_type();
+            let to = column.field.data_type();
+            let values = match name {
+                Some(name) => batch.column(batch.schema().index_of(name)?).clone(),
+                None => new_null_array(to, batch.num_rows()),
+            };
             let values = match values.data_type() == to {
-                true => values.clone(),
-                false => cast(values, to)?,
+                true => values,
+                false => cast(&values, to)?,
             };
             (hashes.extend_from_array(values.as_ref()))
                 .map_err(|e| DataFusionError::External(Box::new(e)))?;
         }
         progress.add(batch.num_rows() as u64);
     }
-    let (columns, filter) = (spec.columns.clone(), spec.filter);
+    let columns: Vec<String> = spec.columns.iter().map(|c| c.indexed_as.clone()).collect();
+    let filter = spec.filter;
     // Sorting and building a filter over millions of hashes: off the async threads.
     tokio::task::spawn_blocking(move || {
         let _held = held;

@@ -39,11 +39,17 @@ pub async fn index_into(
     progress: Arc<WriteProgress>,
     pool: &Arc<dyn MemoryPool>,
 ) -> Result<Indexed> {
-    let spec = Arc::new(IndexSpec {
-        schema: scan.schema.clone(),
-        columns: def.columns.clone(),
-        filter: def.filter,
-    });
+    let columns = def
+        .columns
+        .iter()
+        .cloned()
+        .zip(def.field_ids.iter().copied());
+    let spec = Arc::new(IndexSpec::new(
+        &scan.schema,
+        columns,
+        scan.names_stable,
+        def.filter,
+    )?);
     let store = catalog.warehouse().store().clone();
     let mut done = Indexed::default();
     for chunk in files.chunks(PART_FILES) {

@@ -3,6 +3,7 @@
 //! `catalog.namespace.table` names a table wherever a table name goes.
 
 pub(crate) mod catalog;
+pub(crate) mod field_ids;
 pub(crate) mod file_indexes;
 pub(crate) mod index_build;
 pub(crate) mod index_statement;

@@ -2,7 +2,8 @@
 //! DataFusion's Parquet scan, each file's position-deleted rows left out by a row selection
 //! (never decoded), filters pruning row groups and pages by Parquet's statistics. A lookup of
 //! keys of an indexed column first leaves out the files whose index rules the keys out; a file
-//! no index covers is read.
+//! no index covers is read. Each file's columns are paired with the table's by field id
+//! ([`super::field_ids`]).
 
 use std::sync::Arc;
 
@@ -31,6 +32,7 @@ use crate::cluster::coordinator::Cluster;
 use crate::scan::exec::parquet_options;
 use crate::scan::live_rows::undeleted_ranges;
 
+use super::field_ids::ByFieldId;
 use super::file_indexes::FileIndexes;
 use super::scan_exec::{FileCounts, IcebergScanExec};
 
@@ -134,8 +136,12 @@ impl TableProvider for IcebergTable {
             source = source.with_predicate(predicate);
         }
         let groups = FileGroup::new(files).split_files(state.config().target_partitions());
+        let by_field_id = ByFieldId {
+            names_stable: self.scan.names_stable,
+        };
         let config = FileScanConfigBuilder::new(self.store_url.clone(), Arc::new(source))
             .with_file_groups(groups)
+            .with_expr_adapter(Some(Arc::new(by_field_id)))
             .with_projection_indices(projection.cloned())?
             .with_limit(limit)
             .build();

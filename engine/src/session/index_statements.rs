@@ -14,7 +14,7 @@ use sieve_storage::{AttachedIndexDef, StorageError};
 use super::Session;
 use crate::error::{Classified, ErrorClass, external, to_df};
 use crate::iceberg::catalog::{named, object};
-use crate::iceberg::file_indexes::field_id;
+use crate::iceberg::field_ids;
 use crate::iceberg::index_statement::IndexStatement;
 use crate::iceberg::indexer::index_into;
 use crate::session::query_stream::QueryStream;
@@ -109,7 +109,7 @@ async fn create(
 ) -> Result<QueryStream> {
     let attached = resolve(session, table, "CREATE INDEX").await?;
     let schema = &attached.scan.schema;
-    let mut field_ids = Vec::with_capacity(columns.len());
+    let mut ids = Vec::with_capacity(columns.len());
     for column in &columns {
         let Ok(field) = schema.field_with_name(column) else {
             return Err(external(IndexRefusal::NoColumn(column.clone())));
@@ -120,7 +120,7 @@ async fn create(
                 field.data_type()
             );
         }
-        field_ids.push(field_id(schema, column).unwrap_or(-1));
+        ids.push(field_ids::of(field).unwrap_or(-1));
     }
     let indexes = &session.file_indexes;
     let exists = (indexes.store().definitions(&attached.table_uuid).await)
@@ -138,7 +138,7 @@ async fn create(
         table: attached.table,
         table_uuid: attached.table_uuid,
         columns,
-        field_ids,
+        field_ids: ids,
         filter: filter.unwrap_or_default(),
         created_ms: SystemTime::now()
             .duration_since(UNIX_EPOCH)

@@ -1,0 +1,195 @@
+//! Columns of an Iceberg table's data files found by field id, as the spec requires ("Column
+//! Projection"): a file written before a rename holds the column under its old name, and a
+//! file written before a column was dropped and another added under its name holds a column of
+//! that name that is not the table's. DataFusion's Parquet scan pairs columns by name, so each
+//! file's columns are paired here first, by the `PARQUET:field_id` both the table's Arrow
+//! schema ([`sieve_iceberg::TableScan::schema`]) and Iceberg's Parquet files carry, and
+//! DataFusion's own adapter does the rest (casts of promoted types, nulls for a column the file
+//! lacks).
+//!
+//! A file without field ids (one a migration added) is read by name only while every schema
+//! the table had paired each name with one id ([`sieve_iceberg::TableScan::names_stable`]);
+//! otherwise it is refused: its columns could only be told apart by the table's name mapping,
+//! which is not read yet.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use datafusion::arrow::datatypes::{Field, Schema, SchemaRef};
+use datafusion::common::tree_node::{Transformed, TransformedResult, TreeNode};
+use datafusion::error::{DataFusionError, Result};
+use datafusion::physical_expr::PhysicalExpr;
+use datafusion::physical_expr::expressions::Column;
+use datafusion::physical_expr_adapter::{
+    DefaultPhysicalExprAdapterFactory, PhysicalExprAdapter, PhysicalExprAdapterFactory,
+};
+
+const FIELD_ID: &str = "PARQUET:field_id";
+
+/// The Iceberg field id of `field`.
+pub fn of(field: &Field) -> Option<i32> {
+    field.metadata().get(FIELD_ID)?.parse().ok()
+}
+
+/// Where a data file holds the table's column with field id `id` (named `name` now): None when
+/// the file has no such column (written before it was added: its values are null).
+pub fn column_in_file(
+    file: &Schema,
+    id: i32,
+    name: &str,
+    names_stable: bool,
+) -> Result<Option<usize>> {
+    if file.fields().iter().any(|f| of(f).is_some()) {
+        return Ok(file.fields().iter().position(|f| of(f) == Some(id)));
+    }
+    if names_stable {
+        return Ok(file.index_of(name).ok());
+    }
+    Err(DataFusionError::NotImplemented(
+        "a data file without Iceberg field ids, in a table whose columns were renamed or \
+         replaced: such files are paired with the table's columns by its name mapping, which \
+         Sieve does not read yet"
+            .into(),
+    ))
+}
+
+/// Pairs each file's columns with the table's by field id before DataFusion's adapter runs.
+#[derive(Debug)]
+pub struct ByFieldId {
+    pub names_stable: bool,
+}
+
+impl PhysicalExprAdapterFactory for ByFieldId {
+    fn create(
+        &self,
+        logical: SchemaRef,
+        physical: SchemaRef,
+    ) -> Result<Arc<dyn PhysicalExprAdapter>> {
+        // Each table column is renamed to the file's name for its field id, or, when the file
+        // lacks it, to a name no file column has, so that a column of the same name but
+        // another id is never read in its place.
+        let mut renamed = HashMap::new();
+        let fields = (logical.fields().iter())
+            .map(|field| {
+                let id = of(field).unwrap_or(-1);
+                let in_file = column_in_file(&physical, id, field.name(), self.names_stable)?;
+                let name = match in_file {
+                    Some(i) => physical.field(i).name().clone(),
+                    None => format!("{}\u{0}field {id} not in this file", field.name()),
+                };
+                if &name != field.name() {
+                    renamed.insert(field.name().clone(), name.clone());
+                }
+                Ok(field.as_ref().clone().with_name(name))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let logical = Arc::new(Schema::new_with_metadata(
+            fields,
+            logical.metadata().clone(),
+        ));
+        Ok(Arc::new(Renaming {
+            renamed,
+            inner: DefaultPhysicalExprAdapterFactory.create(logical, physical)?,
+        }))
+    }
+}
+
+#[derive(Debug)]
+struct Renaming {
+    /// Table column name → the name the file's column of the same field id has.
+    renamed: HashMap<String, String>,
+    inner: Arc<dyn PhysicalExprAdapter>,
+}
+
+impl PhysicalExprAdapter for Renaming {
+    fn rewrite(&self, expr: Arc<dyn PhysicalExpr>) -> Result<Arc<dyn PhysicalExpr>> {
+        let expr = if self.renamed.is_empty() {
+            expr
+        } else {
+            expr.transform(|e| {
+                let Some(column) = e.downcast_ref::<Column>() else {
+                    return Ok(Transformed::no(e));
+                };
+                Ok(match self.renamed.get(column.name()) {
+                    Some(name) => Transformed::yes(Arc::new(Column::new(name, column.index()))),
+                    None => Transformed::no(e),
+                })
+            })
+            .data()?
+        };
+        self.inner.rewrite(expr)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use datafusion::arrow::datatypes::DataType;
+    use datafusion::logical_expr::Operator;
+    use datafusion::physical_expr::expressions::{BinaryExpr, lit};
+
+    use super::*;
+
+    fn field(name: &str, id: Option<i32>) -> Field {
+        let field = Field::new(name, DataType::Int64, true);
+        match id {
+            Some(id) => field.with_metadata([(FIELD_ID.to_string(), id.to_string())].into()),
+            None => field,
+        }
+    }
+
+    fn schema(fields: &[(&str, Option<i32>)]) -> SchemaRef {
+        Arc::new(Schema::new(
+            fields
+                .iter()
+                .map(|(n, id)| field(n, *id))
+                .collect::<Vec<_>>(),
+        ))
+    }
+
+    fn rewritten(expr: &dyn PhysicalExpr) -> String {
+        format!("{expr}")
+    }
+
+    /// The table's `b` (id 2) is the file's `a`; the table's `c` (id 3) is not in the file,
+    /// whose `c` is another field (id 9): it reads as null, never as the file's `c`.
+    #[test]
+    fn columns_are_paired_by_field_id_not_by_name() {
+        let table = schema(&[("b", Some(2)), ("c", Some(3))]);
+        let file = schema(&[("a", Some(2)), ("c", Some(9))]);
+        let adapter = ByFieldId {
+            names_stable: false,
+        }
+        .create(table.clone(), file.clone())
+        .unwrap();
+        let b_eq_1 = Arc::new(BinaryExpr::new(
+            Arc::new(Column::new("b", 0)),
+            Operator::Eq,
+            lit(1i64),
+        ));
+        assert_eq!(
+            rewritten(adapter.rewrite(b_eq_1).unwrap().as_ref()),
+            "a@0 = 1"
+        );
+        let c = adapter.rewrite(Arc::new(Column::new("c", 1))).unwrap();
+        assert_eq!(rewritten(c.as_ref()), "NULL");
+    }
+
+    /// A file without field ids is read by name only while the table's names are stable.
+    #[test]
+    fn a_file_without_field_ids_is_read_by_name_only_while_names_are_stable() {
+        let table = schema(&[("b", Some(2))]);
+        let file = schema(&[("b", None)]);
+        let adapter = ByFieldId { names_stable: true }
+            .create(table.clone(), file.clone())
+            .unwrap();
+        // Read as the file's b (cast to the table's field, whose metadata differs).
+        let b = adapter.rewrite(Arc::new(Column::new("b", 0))).unwrap();
+        assert_eq!(rewritten(b.as_ref()), "CAST(b@0 AS Int64)");
+        let refused = ByFieldId {
+            names_stable: false,
+        }
+        .create(table, file)
+        .unwrap_err();
+        assert!(refused.to_string().contains("name mapping"), "{refused}");
+    }
+}
