@@ -159,6 +159,41 @@ fn attached_tables_read_as_pyiceberg_reads_them_and_follow_commits() {
     );
     let databases = ok(&server, "show databases");
     assert!(databases.contains("\nlake.ns\nlake.other\n"), "{databases}");
+    // information_schema, which JDBC's and SQLAlchemy's metadata calls read: every attached
+    // table, and the columns of those Sieve reads (not the nested one's).
+    assert_eq!(
+        ok(
+            &server,
+            "select schema_name from information_schema.schemata \
+             where schema_name like 'lake.%' order by 1"
+        ),
+        "lake.ns\nlake.other\n"
+    );
+    assert_eq!(
+        ok(
+            &server,
+            "select table_schema, table_name, engine from information_schema.tables \
+             where table_schema like 'lake.%' order by 1, 2"
+        ),
+        "lake.ns\tempty\tIceberg\nlake.ns\tfloats\tIceberg\nlake.ns\tpeople\tIceberg\n\
+         lake.ns\trenamed\tIceberg\nlake.ns\treplaced\tIceberg\nlake.other\tnested\tIceberg\n"
+    );
+    assert_eq!(
+        ok(
+            &server,
+            "select column_name, ordinal_position, data_type, is_nullable \
+             from information_schema.columns \
+             where table_schema = 'lake.ns' and table_name = 'people' order by 2"
+        ),
+        "id\t1\tbigint\tYES\nname\t2\tvarchar\tYES\n"
+    );
+    assert_eq!(
+        ok(
+            &server,
+            "select count(*) from information_schema.columns where table_schema = 'lake.other'"
+        ),
+        "0\n"
+    );
     refused(
         &server,
         "show tables from lake.nope",
@@ -282,9 +317,18 @@ fn a_user_reads_an_attached_catalog_only_when_granted() {
     let out = as_reader("show tables from lake.ns");
     assert!(stderr(&out).contains("1044"), "{}", stderr(&out));
     assert!(!stdout(&as_reader("show databases")).contains("lake."));
+    let listed = as_reader(
+        "select count(*) from information_schema.tables where table_schema like 'lake.%'",
+    );
+    assert_eq!(stdout(&listed), "0\n", "{}", stderr(&listed));
     // One table granted: only it is listed and read.
     ok(&server, "grant select on lake.`ns.people` to reader");
     assert_eq!(stdout(&as_reader("show tables from lake.ns")), "people\n");
+    let listed = as_reader(
+        "select table_schema, table_name from information_schema.tables \
+         where table_schema like 'lake.%'",
+    );
+    assert_eq!(stdout(&listed), "lake.ns\tpeople\n", "{}", stderr(&listed));
     let out = as_reader("select count(*) from lake.ns.people");
     assert_eq!(stdout(&out), "10096\n", "{}", stderr(&out));
     let out = as_reader("select count(*) from lake.ns.empty");

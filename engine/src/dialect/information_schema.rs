@@ -5,6 +5,9 @@
 //! ([`crate::dialect::types`]); each indexed column is an index named after it, of its filter kind.
 //!
 //! A user sees the databases and tables it holds a privilege on, as in MySQL (root, all).
+//! Attached Iceberg catalogs' namespaces are databases `catalog.namespace` here as in SHOW
+//! DATABASES, their tables listed with engine `Iceberg` and their columns as their current
+//! schema types them (a table Sieve cannot read yet is listed without its columns).
 //!
 //! Column names are lower case: DataFusion folds unquoted names to lower case, so that is what
 //! `SELECT TABLE_NAME FROM information_schema.TABLES` finds.
@@ -16,13 +19,13 @@ use datafusion::arrow::array::{ArrayRef, RecordBatch, StringArray, UInt64Array};
 use datafusion::arrow::datatypes::{DataType, Field, Schema};
 use datafusion::catalog::{MemTable, SchemaProvider, TableProvider};
 use datafusion::error::Result;
-use sieve_iceberg::IcebergCatalog;
+use sieve_iceberg::{IcebergCatalog, IcebergError, TableScan};
 use sieve_storage::{Catalog, StorageError, TableDef};
 
 use crate::access::principal::Principal;
 use crate::access::privileges::Object;
 use crate::dialect::types::mysql_type;
-use crate::error::to_df;
+use crate::error::{external, to_df};
 use crate::iceberg::catalog as iceberg_catalog;
 use crate::iceberg::file_indexes::FileIndexes;
 use crate::processes::{Process, ProcessList};
@@ -94,6 +97,59 @@ impl InformationSchema {
         }
         Ok(defs)
     }
+
+    /// Every attached table the viewer sees, with its catalog and namespace.
+    async fn attached_tables(&self) -> Result<Vec<(TableName, &IcebergCatalog, String)>> {
+        let mut tables = Vec::new();
+        for catalog in self.attached.iter() {
+            if !self.viewer.sees(&Object::database(catalog.name())) {
+                continue;
+            }
+            for namespace in catalog.namespaces().await.map_err(external)? {
+                for table in catalog.tables(&namespace).await.map_err(external)? {
+                    let object = iceberg_catalog::object(catalog.name(), &namespace, &table);
+                    if self.viewer.sees(&object) {
+                        let schema = format!("{}.{namespace}", catalog.name());
+                        let name = TableName {
+                            schema,
+                            name: table,
+                        };
+                        tables.push((name, catalog.as_ref(), namespace.clone()));
+                    }
+                }
+            }
+        }
+        Ok(tables)
+    }
+}
+
+/// The current snapshot's scan of an attached table; None for one Sieve does not read yet
+/// (nested columns, equality deletes…) or one dropped meanwhile.
+async fn readable(
+    catalog: &IcebergCatalog,
+    namespace: &str,
+    table: &str,
+) -> Result<Option<Arc<TableScan>>> {
+    match catalog.scan(namespace, table).await {
+        Ok(scan) => Ok(scan),
+        Err(IcebergError::Unsupported(..)) => Ok(None),
+        Err(e) => Err(external(e)),
+    }
+}
+
+/// Where a row of TABLES or COLUMNS is: TABLE_SCHEMA and TABLE_NAME.
+struct TableName {
+    schema: String,
+    name: String,
+}
+
+impl From<&TableDef> for TableName {
+    fn from(def: &TableDef) -> Self {
+        Self {
+            schema: def.database.clone(),
+            name: def.name.clone(),
+        }
+    }
 }
 
 /// Builds a batch column by column: text (nullable) and unsigned integer columns.
@@ -117,14 +173,14 @@ impl Columns {
     }
 
     /// TABLE_CATALOG, TABLE_SCHEMA and TABLE_NAME: the table each row is about.
-    fn tables_of<'a>(self, tables: impl Iterator<Item = &'a TableDef> + Clone) -> Self {
+    fn tables_of<'a>(self, tables: impl Iterator<Item = &'a TableName> + Clone) -> Self {
         let n = tables.clone().count();
         self.text("table_catalog", same(CATALOG, n))
             .text(
                 "table_schema",
-                texts(tables.clone().map(|d| d.database.as_str())),
+                texts(tables.clone().map(|t| t.schema.as_str())),
             )
-            .text("table_name", texts(tables.map(|d| d.name.as_str())))
+            .text("table_name", texts(tables.map(|t| t.name.as_str())))
     }
 
     fn table(self) -> Result<Arc<dyn TableProvider>> {
@@ -189,6 +245,7 @@ fn texts<'a>(values: impl IntoIterator<Item = &'a str>) -> Vec<Option<String>> {
 impl InformationSchema {
     async fn schemata(&self) -> Result<Arc<dyn TableProvider>> {
         let mut names = self.databases().await?;
+        names.extend(iceberg_catalog::visible_namespaces(&self.attached, &self.viewer).await?);
         names.push(NAME.to_string());
         let n = names.len();
         Columns::default()
@@ -202,8 +259,9 @@ impl InformationSchema {
 
     async fn tables(&self) -> Result<Arc<dyn TableProvider>> {
         let defs = self.definitions().await?;
-        let n = defs.len();
-        let options = defs
+        let mut names: Vec<TableName> = defs.iter().map(TableName::from).collect();
+        let mut engines = vec!["Sieve"; defs.len()];
+        let mut options: Vec<Option<String>> = defs
             .iter()
             .map(|d| {
                 let o = &d.options;
@@ -216,10 +274,16 @@ impl InformationSchema {
                 ))
             })
             .collect();
+        for (name, ..) in self.attached_tables().await? {
+            names.push(name);
+            engines.push("Iceberg");
+            options.push(Some(String::new()));
+        }
+        let n = names.len();
         Columns::default()
-            .tables_of(defs.iter())
+            .tables_of(names.iter())
             .text("table_type", same("BASE TABLE", n))
-            .text("engine", same("Sieve", n))
+            .text("engine", texts(engines))
             .number("table_rows", vec![None; n])
             .text("table_collation", same("utf8mb4_general_ci", n))
             .text("create_options", options)
@@ -229,10 +293,28 @@ impl InformationSchema {
 
     async fn columns(&self) -> Result<Arc<dyn TableProvider>> {
         let defs = self.definitions().await?;
-        let mut rows: Vec<(&TableDef, usize, &Field)> = Vec::new();
-        for def in &defs {
-            for (i, field) in def.schema.fields().iter().enumerate() {
-                rows.push((def, i + 1, field));
+        let mut scans = Vec::new();
+        for (name, catalog, namespace) in self.attached_tables().await? {
+            if let Some(scan) = readable(catalog, &namespace, &name.name).await? {
+                scans.push((name, scan));
+            }
+        }
+        // Per table: where it is, its schema, and its indexed columns (an attached table's
+        // indexes are listed by STATISTICS alone).
+        let mut tables: Vec<(TableName, &Schema, &[String])> = (defs.iter())
+            .map(|d| (d.into(), d.schema.as_ref(), &d.options.index_columns[..]))
+            .collect();
+        for (name, scan) in &scans {
+            let name = TableName {
+                schema: name.schema.clone(),
+                name: name.name.clone(),
+            };
+            tables.push((name, scan.schema.as_ref(), &[]));
+        }
+        let mut rows: Vec<(&TableName, usize, &Field, bool)> = Vec::new();
+        for (name, schema, keys) in &tables {
+            for (i, field) in schema.fields().iter().enumerate() {
+                rows.push((name, i + 1, field, keys.contains(field.name())));
             }
         }
         let types: Vec<_> = rows.iter().map(|r| mysql_type(r.2.data_type())).collect();
@@ -297,13 +379,7 @@ impl InformationSchema {
             )
             .text(
                 "column_key",
-                texts(rows.iter().map(|r| {
-                    if r.0.options.index_columns.contains(r.2.name()) {
-                        "MUL"
-                    } else {
-                        ""
-                    }
-                })),
+                texts(rows.iter().map(|r| if r.3 { "MUL" } else { "" })),
             )
             .text("extra", same("", n))
             .text("column_comment", same("", n))
