@@ -159,6 +159,21 @@ fn attached_tables_read_as_pyiceberg_reads_them_and_follow_commits() {
     );
     let databases = ok(&server, "show databases");
     assert!(databases.contains("\nlake.ns\nlake.other\n"), "{databases}");
+    // The database `lake.ns` as SHOW DATABASES lists it, quoted back as one name.
+    assert_eq!(
+        ok(&server, "use `lake.ns`; select count(*) from people"),
+        "10096\n"
+    );
+    assert_eq!(
+        ok(&server, "show full tables from `lake.ns` like 'p%'"),
+        "people\tBASE TABLE\n"
+    );
+    assert_eq!(
+        ok(&server, "select name from `lake.ns`.people where id = 6"),
+        "p6\n"
+    );
+    assert!(ok(&server, "describe `lake.ns`.people").starts_with("id\tbigint"));
+    refused(&server, "use `lake.nope`", "unknown database");
     // information_schema, which JDBC's and SQLAlchemy's metadata calls read: every attached
     // table, and the columns of those Sieve reads (not the nested one's).
     assert_eq!(
@@ -338,6 +353,30 @@ fn a_user_reads_an_attached_catalog_only_when_granted() {
         stdout(&as_reader("select count(*) from lake.ns.empty")),
         "0\n"
     );
+}
+
+/// What DBeaver or DataGrip shows of an attached namespace: MySQL's and MariaDB's Connector/J
+/// connect to the database `lake.ns` as SHOW DATABASES lists it, list its tables and columns
+/// through DatabaseMetaData (SHOW FULL TABLES / COLUMNS FROM `lake.ns`, or
+/// information_schema), and read a table by its bare name (tests/java/DriverTest.java).
+#[test]
+fn jdbc_drivers_list_and_read_an_attached_namespace() {
+    let warehouse = tempfile::tempdir().unwrap();
+    pyiceberg(warehouse.path(), "make");
+    let server = Server::start_with(&config(warehouse.path()), None);
+    let jars = std::env::var("SIEVE_JDBC_JARS")
+        .expect("SIEVE_JDBC_JARS names the JDBC drivers' jars (scripts/test.sh fetches them)");
+    for driver in ["mysql", "mariadb"] {
+        let mut java = Command::new("java");
+        java.args([
+            "-cp",
+            &jars,
+            concat!(env!("CARGO_MANIFEST_DIR"), "/tests/java/DriverTest.java"),
+            driver,
+            "lake.ns",
+        ]);
+        assert_eq!(server.run_client(java).trim(), "ok", "{driver}");
+    }
 }
 
 #[test]

@@ -2,6 +2,9 @@
 // with server-side prepared statements: connect, typed query results and their metadata,
 // prepared statements in a loop, DatabaseMetaData, and Statement.cancel(). Run by
 // cli/tests/java_drivers.rs as `java -cp <driver jars> DriverTest.java <driver>`; prints "ok".
+// With a second argument, an attached Iceberg namespace (`lake.ns`, cli/tests/iceberg.rs), it
+// connects to that database instead and checks that DatabaseMetaData lists and types its
+// tables as a tool's tree would, and that a query reads one.
 
 import java.math.BigDecimal;
 import java.sql.*;
@@ -35,6 +38,13 @@ public class DriverTest {
         Properties first = (Properties) props.clone();
         first.setProperty("allowPublicKeyRetrieval", "true");
         first.setProperty("sslMode", driver.equals("mysql") ? "DISABLED" : "disable");
+        if (args.length > 1) {
+            try (Connection c = DriverManager.getConnection(base + args[1], first)) {
+                attached(c, args[1]);
+            }
+            System.out.println("ok");
+            return;
+        }
         try (Connection c = DriverManager.getConnection(base, first); Statement s = c.createStatement()) {
             s.execute("create database " + db);
             s.execute("create table " + db + ".t (c1 bigint not null, c2 varchar, i int, d decimal(10,2), b boolean,"
@@ -167,6 +177,25 @@ public class DriverTest {
             while (rs.next()) indexed.add(rs.getString("COLUMN_NAME"));
         }
         equal(indexed, new TreeSet<>(List.of("c1", "c2")), "getIndexInfo");
+    }
+
+    /** An attached Iceberg namespace `db` (cli/tests/iceberg/tables.py's ns), connected to. */
+    static void attached(Connection c, String db) throws SQLException {
+        DatabaseMetaData md = c.getMetaData();
+        List<String> tables = new ArrayList<>();
+        try (ResultSet rs = md.getTables(db, null, "%", new String[] {"TABLE"})) {
+            while (rs.next()) tables.add(rs.getString("TABLE_NAME"));
+        }
+        equal(tables, List.of("empty", "floats", "people", "renamed", "replaced"), "getTables of " + db);
+        Map<String, String> columns = new LinkedHashMap<>();
+        try (ResultSet rs = md.getColumns(db, null, "people", "%")) {
+            while (rs.next()) columns.put(rs.getString("COLUMN_NAME"), rs.getString("TYPE_NAME"));
+        }
+        equal(columns, new LinkedHashMap<>(Map.of("id", "BIGINT", "name", "VARCHAR")), "getColumns of people");
+        try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery("select count(*) from people")) {
+            check(rs.next(), "a count");
+            equal(rs.getLong(1), 10096L, "rows of people");
+        }
     }
 
     /** Statement.cancel() from another thread stops a long statement; the connection goes on. */

@@ -3,6 +3,8 @@
 //! once. Listing is async in storage and sync here, so SHOW DATABASES / SHOW TABLES are answered by
 //! the session from storage directly, and the listing methods below return nothing; MySQL's
 //! `information_schema` is a schema of its own ([`crate::dialect::information_schema`]), listed when read.
+//! A schema named `catalog.namespace` (one identifier, as SHOW DATABASES lists an attached
+//! Iceberg namespace and tools quote it back) is that namespace.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -17,6 +19,7 @@ use crate::access::principal::CurrentPrincipal;
 use crate::access::privileges::Object;
 use crate::dialect::information_schema::{self, InformationSchema};
 use crate::error::to_df;
+use crate::iceberg::catalog::{IcebergCatalogProvider, namespace_named};
 use crate::iceberg::file_indexes::FileIndexes;
 use crate::processes::ServerProcesses;
 use crate::scan::provider::SieveTable;
@@ -29,6 +32,8 @@ pub struct SieveCatalog {
     /// The attached Iceberg catalogs and their tables' indexes, which `information_schema`
     /// lists too.
     attached: (Arc<[Arc<IcebergCatalog>]>, Arc<FileIndexes>),
+    /// The attached catalogs as DataFusion reads them, for schemas named `catalog.namespace`.
+    providers: Arc<[Arc<IcebergCatalogProvider>]>,
     processes: ServerProcesses,
     /// The session's principal: `information_schema` lists what it sees.
     viewer: CurrentPrincipal,
@@ -41,6 +46,7 @@ impl SieveCatalog {
     pub fn new(
         catalog: Catalog,
         attached: (Arc<[Arc<IcebergCatalog>]>, Arc<FileIndexes>),
+        providers: Arc<[Arc<IcebergCatalogProvider>]>,
         processes: ServerProcesses,
         viewer: CurrentPrincipal,
         functions: Arc<HashSet<String>>,
@@ -48,6 +54,7 @@ impl SieveCatalog {
         Self {
             catalog,
             attached,
+            providers,
             processes,
             viewer,
             functions,
@@ -69,6 +76,10 @@ impl CatalogProvider for SieveCatalog {
                 processes,
                 self.viewer.get(),
             )));
+        }
+        if let Some((attached, namespace)) = namespace_named(&self.attached.0, name) {
+            let provider = (self.providers.iter()).find(|p| p.name() == attached.name())?;
+            return provider.schema(namespace);
         }
         Some(Arc::new(SieveSchema {
             catalog: self.catalog.clone(),

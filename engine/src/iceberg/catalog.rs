@@ -34,6 +34,17 @@ pub fn named<'a>(
         .find(|c| c.name().eq_ignore_ascii_case(name))
 }
 
+/// The attached catalog and namespace a database name `catalog.namespace` names, as SHOW
+/// DATABASES lists it and tools quote it back (`USE \`lake.ns\``); None when it names no
+/// attached catalog.
+pub fn namespace_named<'a, 'b>(
+    attached: &'a [Arc<IcebergCatalog>],
+    database: &'b str,
+) -> Option<(&'a Arc<IcebergCatalog>, &'b str)> {
+    let (catalog, namespace) = database.split_once('.')?;
+    Some((named(attached, catalog)?, namespace))
+}
+
 /// The namespaces of the attached catalogs that `principal` holds anything in, as
 /// `catalog.namespace`: SHOW DATABASES lists them beside Sieve's databases.
 pub async fn visible_namespaces(
@@ -51,16 +62,18 @@ pub async fn visible_namespaces(
 }
 
 /// The tables `principal` sees in `catalog.namespace` when `parts` names an attached catalog's
-/// namespace (SHOW TABLES FROM lake.ns); None when it names no attached catalog.
+/// namespace (SHOW TABLES FROM lake.ns, or FROM \`lake.ns\`); None when it names no attached
+/// catalog; an error when the namespace does not exist or the principal may not see it.
 pub async fn visible_tables(
     attached: &[Arc<IcebergCatalog>],
     parts: &[String],
     principal: &Principal,
 ) -> Option<Result<Vec<String>>> {
-    let [catalog, namespace] = parts else {
-        return None;
+    let (catalog, namespace) = match parts {
+        [catalog, namespace] => (named(attached, catalog)?, namespace.as_str()),
+        [database] => namespace_named(attached, database)?,
+        _ => return None,
     };
-    let catalog = named(attached, catalog)?;
     let listed = async {
         let database = format!("{}.{namespace}", catalog.name());
         if !principal.sees(&Object::database(catalog.name())) {
@@ -70,7 +83,8 @@ pub async fn visible_tables(
             .namespaces()
             .await
             .map_err(external)?
-            .contains(namespace)
+            .iter()
+            .any(|n| n == namespace)
         {
             return Err(to_df(StorageError::UnknownDatabase(database)));
         }
@@ -95,6 +109,10 @@ pub struct IcebergCatalogProvider {
 }
 
 impl IcebergCatalogProvider {
+    pub fn name(&self) -> &str {
+        self.catalog.name()
+    }
+
     pub fn new(
         catalog: Arc<IcebergCatalog>,
         store_url: ObjectStoreUrl,

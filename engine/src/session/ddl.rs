@@ -29,11 +29,18 @@ pub(super) async fn describe(
     full: bool,
     filter: Option<ShowStatementFilter>,
 ) -> Result<QueryStream> {
-    if let [catalog, namespace, table] = object_parts(name).as_slice()
-        && let Some(attached) = iceberg_catalog::named(&session.iceberg, catalog)
-    {
-        // An attached Iceberg table: its provider checks the privilege and asks the catalog.
-        let name = TableReference::full(attached.name(), namespace.as_str(), table.as_str());
+    // An attached Iceberg table, `lake.ns.t` or `\`lake.ns\`.t` (or `t` after USE `lake.ns`).
+    let attached = match object_parts(name).as_slice() {
+        [catalog, namespace, table] => iceberg_catalog::named(&session.iceberg, catalog)
+            .map(|c| (c.name().to_string(), namespace.clone(), table.clone())),
+        _ => resolve(session, name).ok().and_then(|(db, table)| {
+            let (catalog, namespace) = iceberg_catalog::namespace_named(&session.iceberg, &db)?;
+            Some((catalog.name().to_string(), namespace.to_string(), table))
+        }),
+    };
+    if let Some((catalog, namespace, table)) = attached {
+        // Its provider checks the privilege and asks the catalog.
+        let name = TableReference::full(catalog, namespace, table);
         let provider = session.ctx.table_provider(name).await?;
         let frame = columns_of_schema(&session.ctx, &provider.schema(), full, filter)?;
         return session.run_plan(frame.into_unoptimized_plan()).await;

@@ -259,12 +259,16 @@ impl Session {
                     .map(|n| object_parts(&n));
                 let filter = filter_of(show_options.filter_position);
                 let principal = self.principal();
-                if let Some(parts) = &parts
-                    && let Some(tables) =
-                        iceberg_catalog::visible_tables(&self.iceberg, parts, &principal).await
+                let named = parts.clone().unwrap_or_else(|| vec![self.database()]);
+                if let Some(tables) =
+                    iceberg_catalog::visible_tables(&self.iceberg, &named, &principal).await
                 {
-                    let column = format!("Tables_in_{}", parts.join("."));
-                    let list = filtered_list(&self.ctx, &column, tables?, filter)?;
+                    let column = format!("Tables_in_{}", named.join("."));
+                    let mut list = filtered_list(&self.ctx, &column, tables?, filter)?;
+                    if full {
+                        let kind = datafusion::logical_expr::lit("BASE TABLE");
+                        list = list.with_column("Table_type", kind)?;
+                    }
                     return self.run_plan(list.into_unoptimized_plan()).await;
                 }
                 let db = match parts {

@@ -255,25 +255,28 @@ impl Session {
         }
         // Registered after the table functions, whose names it needs.
         let functions = ctx.state().table_functions().keys().cloned().collect();
+        let mut providers = Vec::with_capacity(iceberg.len());
+        for (i, attached) in iceberg.iter().enumerate() {
+            let url = iceberg_catalog::store_url(i)?;
+            ctx.register_object_store(url.as_ref(), attached.warehouse().store().clone());
+            let provider = Arc::new(IcebergCatalogProvider::new(
+                attached.clone(),
+                url,
+                principal.clone(),
+                file_indexes.clone(),
+            ));
+            ctx.register_catalog(attached.name(), provider.clone());
+            providers.push(provider);
+        }
         let schemas = SieveCatalog::new(
             catalog.clone(),
             (iceberg.clone(), file_indexes.clone()),
+            providers.into(),
             process_list.clone(),
             principal.clone(),
             Arc::new(functions),
         );
         ctx.register_catalog(CATALOG_NAME, Arc::new(schemas));
-        for (i, attached) in iceberg.iter().enumerate() {
-            let url = iceberg_catalog::store_url(i)?;
-            ctx.register_object_store(url.as_ref(), attached.warehouse().store().clone());
-            let provider = IcebergCatalogProvider::new(
-                attached.clone(),
-                url,
-                principal.clone(),
-                file_indexes.clone(),
-            );
-            ctx.register_catalog(attached.name(), Arc::new(provider));
-        }
         let rand = datafusion::functions::math::random()
             .as_ref()
             .clone()
@@ -404,9 +407,17 @@ impl Session {
     }
 
     pub async fn use_database(&self, name: &str) -> Result<()> {
-        self.require_visible_database(name)?;
-        if !self.catalog.database_exists(name).await.map_err(to_df)? {
-            return Err(to_df(StorageError::UnknownDatabase(name.to_string())));
+        let principal = self.principal();
+        let parts = [name.to_string()];
+        match iceberg_catalog::visible_tables(&self.iceberg, &parts, &principal).await {
+            // An attached namespace, which exists and the account may see.
+            Some(listed) => drop(listed?),
+            None => {
+                self.require_visible_database(name)?;
+                if !self.catalog.database_exists(name).await.map_err(to_df)? {
+                    return Err(to_df(StorageError::UnknownDatabase(name.to_string())));
+                }
+            }
         }
         self.ctx
             .state_ref()
