@@ -24,5 +24,6 @@ mod warehouse;
 
 pub use catalog::{CatalogConfig, IcebergCatalog};
 pub use error::{IcebergError, Result};
+pub use manifest::ColumnBounds;
 pub use table_scan::{DataFile, TableScan};
 pub use warehouse::Warehouse;

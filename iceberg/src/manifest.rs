@@ -2,7 +2,10 @@
 //! files naming a snapshot's data and delete files. Fields are found by the spec's names, which
 //! every writer uses; fields a reader of v1 and v2 tables does not need are not decoded into
 //! anything. Sequence numbers left null are inherited as the spec's "Sequence Number
-//! Inheritance" says.
+//! Inheritance" says. A data file's column bounds and null counts are kept as the manifest has
+//! them (by field id, in the spec's single-value serialization), for lookups to prune files.
+
+use std::collections::HashMap;
 
 use apache_avro::Reader;
 use apache_avro::types::Value;
@@ -36,6 +39,18 @@ pub struct FileEntry {
     pub file_size: u64,
     /// The data sequence number, inherited where null.
     pub sequence_number: i64,
+    pub bounds: ColumnBounds,
+}
+
+/// What a manifest says of a data file's columns, by field id: the lower and upper bounds of
+/// their non-null values (single-value serialization, spec Appendix D; a string's may be
+/// truncated, its upper bound then raised so it still bounds), and their null counts. A column
+/// the writer kept no metrics for is absent.
+#[derive(Debug, Clone, Default)]
+pub struct ColumnBounds {
+    pub lower: HashMap<i32, Vec<u8>>,
+    pub upper: HashMap<i32, Vec<u8>>,
+    pub null_counts: HashMap<i32, u64>,
 }
 
 /// The manifests of a manifest list, read from `uri`.
@@ -92,6 +107,13 @@ pub fn read_manifest(manifest: &ManifestFile, bytes: &[u8]) -> Result<Vec<FileEn
             record_count: count("record_count")?,
             file_size: count("file_size_in_bytes")?,
             sequence_number,
+            bounds: ColumnBounds {
+                lower: by_field_id(field(file, "lower_bounds"), bytes_of),
+                upper: by_field_id(field(file, "upper_bounds"), bytes_of),
+                null_counts: by_field_id(field(file, "null_value_counts"), |v| {
+                    u64::try_from(int(Some(v))?).ok()
+                }),
+            },
         });
     }
     Ok(live)
@@ -130,6 +152,28 @@ fn int(value: Option<&Value>) -> Option<i64> {
         Value::Long(n) => Some(*n),
         _ => None,
     }
+}
+
+fn bytes_of(value: &Value) -> Option<Vec<u8>> {
+    match value {
+        Value::Bytes(b) | Value::Fixed(_, b) => Some(b.clone()),
+        _ => None,
+    }
+}
+
+/// An Iceberg map keyed by field id, which Avro holds as an array of key/value records; entries
+/// `value` cannot read are left out (unknown, so nothing is pruned by them).
+fn by_field_id<T>(map: Option<&Value>, value: impl Fn(&Value) -> Option<T>) -> HashMap<i32, T> {
+    let Some(Value::Array(entries)) = map else {
+        return HashMap::new();
+    };
+    entries
+        .iter()
+        .filter_map(|entry| {
+            let key = i32::try_from(int(field(entry, "key"))?).ok()?;
+            Some((key, value(field(entry, "value")?)?))
+        })
+        .collect()
 }
 
 fn string(value: Option<&Value>) -> Option<String> {

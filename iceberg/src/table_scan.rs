@@ -12,7 +12,7 @@ use object_store::path::Path;
 use roaring::RoaringBitmap;
 
 use crate::error::{IcebergError, Result};
-use crate::manifest::{self, FileContent, FileEntry, ManifestFile};
+use crate::manifest::{self, ColumnBounds, FileContent, FileEntry, ManifestFile};
 use crate::metadata::TableMetadata;
 use crate::position_deletes;
 use crate::warehouse::Warehouse;
@@ -41,6 +41,8 @@ pub struct DataFile {
     pub file_size: u64,
     /// The row ordinals position deletes remove; None when none do.
     pub deleted: Option<RoaringBitmap>,
+    /// Its columns' bounds and null counts as its manifest entry gives them.
+    pub bounds: ColumnBounds,
 }
 
 impl TableScan {
@@ -121,6 +123,7 @@ impl TableScan {
                     record_count: entry.record_count,
                     file_size: entry.file_size,
                     deleted: deleted.get(&i).cloned(),
+                    bounds: entry.bounds,
                 })
             })
             .collect::<Result<_>>()?;

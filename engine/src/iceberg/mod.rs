@@ -5,6 +5,7 @@
 pub(crate) mod catalog;
 pub(crate) mod field_ids;
 pub(crate) mod file_indexes;
+pub(crate) mod file_stats;
 pub(crate) mod index_build;
 pub(crate) mod index_statement;
 pub(crate) mod indexer;

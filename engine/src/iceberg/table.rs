@@ -1,8 +1,9 @@
 //! An Iceberg table's current snapshot as a DataFusion table: its data files read by
 //! DataFusion's Parquet scan, each file's position-deleted rows left out by a row selection
 //! (never decoded), filters pruning row groups and pages by Parquet's statistics. A lookup of
-//! keys of an indexed column first leaves out the files whose index rules the keys out; a file
-//! no index covers is read. Each file's columns are paired with the table's by field id
+//! keys of an indexed column first leaves out the files whose index rules the keys out, then
+//! any filter the files whose manifest bounds rule it out ([`super::file_stats`]); a file
+//! neither rules out is read. Each file's columns are paired with the table's by field id
 //! ([`super::field_ids`]).
 
 use std::sync::Arc;
@@ -22,6 +23,7 @@ use datafusion::logical_expr::utils::conjunction;
 use datafusion::logical_expr::{Expr, TableProviderFilterPushDown};
 use datafusion::parquet::arrow::arrow_reader::RowSelection;
 use datafusion::physical_expr::PhysicalExpr;
+use datafusion::physical_optimizer::pruning::PruningPredicateBuilder;
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::physical_plan::empty::EmptyExec;
 use sieve_iceberg::{DataFile, TableScan};
@@ -34,6 +36,7 @@ use crate::scan::live_rows::undeleted_ranges;
 
 use super::field_ids::ByFieldId;
 use super::file_indexes::FileIndexes;
+use super::file_stats::FileStatistics;
 use super::scan_exec::{FileCounts, IcebergScanExec};
 
 #[derive(Debug)]
@@ -168,7 +171,7 @@ impl IcebergTable {
             }
             _ => (None, Vec::new()),
         };
-        let mut files = Vec::with_capacity(all.len());
+        let mut candidates = Vec::with_capacity(all.len());
         for file in all {
             let Some(partitioned) = partitioned(file) else {
                 counts.fully_deleted += 1;
@@ -182,7 +185,27 @@ impl IcebergTable {
                     continue;
                 }
             }
-            files.push(partitioned);
+            candidates.push((file, partitioned));
+        }
+        // Then the bounds the manifests give, for every file left (those no index covers too).
+        let keep = predicate.and_then(|predicate| {
+            let pruning = PruningPredicateBuilder::new()
+                .with_file_schema(self.scan.schema.clone())
+                .build(predicate.clone())?;
+            let files: Vec<&DataFile> = candidates.iter().map(|(file, _)| *file).collect();
+            let statistics = FileStatistics {
+                files: &files,
+                schema: &self.scan.schema,
+            };
+            pruning.prune(&statistics).ok()
+        });
+        let mut files = Vec::with_capacity(candidates.len());
+        for (i, (_, partitioned)) in candidates.into_iter().enumerate() {
+            if keep.as_ref().is_some_and(|keep| !keep[i]) {
+                counts.pruned_by_minmax += 1;
+            } else {
+                files.push(partitioned);
+            }
         }
         counts.read = files.len();
         (files, counts)
