@@ -27,6 +27,7 @@ use crate::access::privileges::Object;
 use crate::dialect::types::mysql_type;
 use crate::error::{external, to_df};
 use crate::iceberg::catalog as iceberg_catalog;
+use crate::iceberg::field_ids;
 use crate::iceberg::file_indexes::FileIndexes;
 use crate::processes::{Process, ProcessList};
 
@@ -433,8 +434,8 @@ impl InformationSchema {
     }
 
     /// The indexes over attached tables the viewer sees: a row per column, the table's schema
-    /// `catalog.namespace` as SHOW DATABASES lists it. Whether a column may be null is not
-    /// known without reading the table's metadata, so it is left NULL.
+    /// `catalog.namespace` as SHOW DATABASES lists it, each column by the name its field id has
+    /// now (an index made before a rename follows it) and as nullable as the table says.
     async fn attached_indexes(&self) -> Result<Vec<IndexRow>> {
         if self.attached.is_empty() {
             return Ok(Vec::new());
@@ -447,19 +448,28 @@ impl InformationSchema {
             .map_err(to_df)?;
         let mut rows = Vec::new();
         for def in defs {
-            let attached = self.attached.iter().any(|c| c.name() == def.catalog);
+            let Some(catalog) = self.attached.iter().find(|c| c.name() == def.catalog) else {
+                continue;
+            };
             let object = iceberg_catalog::object(&def.catalog, &def.namespace, &def.table);
-            if !attached || !self.viewer.sees(&object) {
+            if !self.viewer.sees(&object) {
                 continue;
             }
-            for (i, column) in def.columns.iter().enumerate() {
+            let scan = readable(catalog, &def.namespace, &def.table).await?;
+            for (i, (column, id)) in def.columns.iter().zip(&def.field_ids).enumerate() {
+                let now = (scan.as_ref()).and_then(|s| {
+                    s.schema
+                        .fields()
+                        .iter()
+                        .find(|f| field_ids::of(f) == Some(*id))
+                });
                 rows.push(IndexRow {
                     schema: format!("{}.{}", def.catalog, def.namespace),
                     table: def.table.clone(),
                     index: def.name.clone(),
                     seq: i as u64 + 1,
-                    column: column.clone(),
-                    nullable: None,
+                    column: now.map_or_else(|| column.clone(), |f| f.name().clone()),
+                    nullable: now.map(|f| f.is_nullable()),
                     kind: def.filter.to_string(),
                 });
             }
