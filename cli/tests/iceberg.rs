@@ -376,17 +376,8 @@ fn jdbc_drivers_list_and_read_an_attached_namespace() {
     let warehouse = tempfile::tempdir().unwrap();
     pyiceberg(warehouse.path(), "make");
     let server = Server::start_with(&config(warehouse.path()), None);
-    let jars = std::env::var("SIEVE_JDBC_JARS")
-        .expect("SIEVE_JDBC_JARS names the JDBC drivers' jars (scripts/test.sh fetches them)");
     for driver in ["mysql", "mariadb"] {
-        let mut java = Command::new("java");
-        java.args([
-            "-cp",
-            &jars,
-            concat!(env!("CARGO_MANIFEST_DIR"), "/tests/java/DriverTest.java"),
-            driver,
-            "lake.ns",
-        ]);
+        let java = common::driver_test(&[driver, "lake.ns"]);
         assert_eq!(server.run_client(java).trim(), "ok", "{driver}");
     }
 }

@@ -11,22 +11,12 @@ use std::process::Command;
 
 use common::{Server, free_port};
 
-fn jars() -> String {
-    std::env::var("SIEVE_JDBC_JARS")
-        .expect("SIEVE_JDBC_JARS names the JDBC drivers' jars (scripts/test.sh fetches them)")
-}
-
 fn run(driver: &str) {
-    let jars = jars();
     let server = Server::start();
-    let mut java = Command::new("java");
-    java.args([
-        "-cp",
-        &jars,
-        concat!(env!("CARGO_MANIFEST_DIR"), "/tests/java/DriverTest.java"),
-        driver,
-    ]);
-    assert_eq!(server.run_client(java).trim(), "ok");
+    assert_eq!(
+        server.run_client(common::driver_test(&[driver])).trim(),
+        "ok"
+    );
 }
 
 #[test]
@@ -48,7 +38,7 @@ fn arrow_flight_sql_jdbc() {
         // Arrow's memory needs java.nio opened to it on Java 17.
         "--add-opens=java.base/java.nio=ALL-UNNAMED",
         "-cp",
-        &jars(),
+        &common::jdbc_jars(),
         concat!(env!("CARGO_MANIFEST_DIR"), "/tests/java/FlightSqlTest.java"),
     ])
     .env("SIEVE_FLIGHT_PORT", flight_port.to_string());

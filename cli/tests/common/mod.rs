@@ -119,6 +119,25 @@ pub fn listening_port(child: &mut Child, log: &Path, marker: &str) -> u16 {
     }
 }
 
+/// The JDBC drivers' jars, as a class path: scripts/test.sh fetches them.
+pub fn jdbc_jars() -> String {
+    std::env::var("SIEVE_JDBC_JARS")
+        .expect("SIEVE_JDBC_JARS names the JDBC drivers' jars (scripts/test.sh fetches them)")
+}
+
+/// `java … tests/java/DriverTest.java ARGS` with the JDBC drivers on its class path, for
+/// [`Server::run_client`].
+pub fn driver_test(args: &[&str]) -> Command {
+    let mut java = Command::new("java");
+    java.args([
+        "-cp",
+        &jdbc_jars(),
+        concat!(env!("CARGO_MANIFEST_DIR"), "/tests/java/DriverTest.java"),
+    ]);
+    java.args(args);
+    java
+}
+
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
