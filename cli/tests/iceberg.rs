@@ -182,6 +182,12 @@ fn attached_tables_read_as_pyiceberg_reads_them_and_follow_commits() {
     );
     assert!(ok(&server, "describe `lake.ns`.people").starts_with("id\tbigint"));
     refused(&server, "use `lake.nope`", "unknown database");
+    refused(
+        &server,
+        "create database `lake.mine`",
+        "hidden by the attached",
+    );
+    refused(&server, "create database lake", "hidden by the attached");
     // information_schema, which JDBC's and SQLAlchemy's metadata calls read: every attached
     // table, and the columns of those Sieve reads (not the nested one's).
     assert_eq!(

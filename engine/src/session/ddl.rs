@@ -66,6 +66,16 @@ pub(super) async fn create_database(
     if name.eq_ignore_ascii_case(information_schema::NAME) {
         return plan_err!("{name} is MySQL's catalog of the server; it cannot be created");
     }
+    // `lake` and `lake.ns` name an attached catalog and its namespaces: such a database could
+    // never be reached.
+    let catalog = name
+        .split_once('.')
+        .map_or(name.as_str(), |(catalog, _)| catalog);
+    if iceberg_catalog::named(&session.iceberg, catalog).is_some() {
+        return plan_err!(
+            "{name} would be hidden by the attached Iceberg catalog {catalog}: choose another name"
+        );
+    }
     session.require_all_for("CREATE", &Object::database(name))?;
     match session.catalog.create_database(name).await {
         Ok(()) => Ok(session.affected(1)),
