@@ -302,14 +302,11 @@ impl InformationSchema {
         }
         // Per table: where it is, its schema, and its indexed columns (an attached table's
         // indexes are listed by STATISTICS alone).
-        let mut tables: Vec<(TableName, &Schema, &[String])> = (defs.iter())
-            .map(|d| (d.into(), d.schema.as_ref(), &d.options.index_columns[..]))
+        let names: Vec<TableName> = defs.iter().map(TableName::from).collect();
+        let mut tables: Vec<(&TableName, &Schema, &[String])> = (names.iter().zip(&defs))
+            .map(|(n, d)| (n, d.schema.as_ref(), &d.options.index_columns[..]))
             .collect();
         for (name, scan) in &scans {
-            let name = TableName {
-                schema: name.schema.clone(),
-                name: name.name.clone(),
-            };
             tables.push((name, scan.schema.as_ref(), &[]));
         }
         let mut rows: Vec<(&TableName, usize, &Field, bool)> = Vec::new();
@@ -457,12 +454,7 @@ impl InformationSchema {
             }
             let scan = readable(catalog, &def.namespace, &def.table).await?;
             for (i, (column, id)) in def.columns.iter().zip(&def.field_ids).enumerate() {
-                let now = (scan.as_ref()).and_then(|s| {
-                    s.schema
-                        .fields()
-                        .iter()
-                        .find(|f| field_ids::of(f) == Some(*id))
-                });
+                let now = (scan.as_ref()).and_then(|s| field_ids::field(&s.schema, *id));
                 rows.push(IndexRow {
                     schema: format!("{}.{}", def.catalog, def.namespace),
                     table: def.table.clone(),

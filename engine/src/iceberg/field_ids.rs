@@ -15,7 +15,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use datafusion::arrow::datatypes::{Field, Schema, SchemaRef};
+use datafusion::arrow::datatypes::{Field, FieldRef, Schema, SchemaRef};
 use datafusion::common::tree_node::{Transformed, TransformedResult, TreeNode};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::physical_expr::PhysicalExpr;
@@ -29,6 +29,11 @@ const FIELD_ID: &str = "PARQUET:field_id";
 /// The Iceberg field id of `field`.
 pub fn of(field: &Field) -> Option<i32> {
     field.metadata().get(FIELD_ID)?.parse().ok()
+}
+
+/// The field of `schema` with field id `id`.
+pub fn field(schema: &Schema, id: i32) -> Option<&FieldRef> {
+    schema.fields().iter().find(|f| of(f) == Some(id))
 }
 
 /// Where a data file holds the table's column with field id `id` (named `name` now): None when

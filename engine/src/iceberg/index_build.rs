@@ -67,11 +67,8 @@ impl IndexSpec {
     ) -> Result<Self> {
         let columns = columns
             .into_iter()
-            .map(|(indexed_as, field_id)| {
-                let found = (schema.fields().iter())
-                    .find(|f| field_ids::of(f) == Some(field_id))
-                    .cloned();
-                match found {
+            .map(
+                |(indexed_as, field_id)| match field_ids::field(schema, field_id).cloned() {
                     Some(field) => Ok(IndexedColumn {
                         indexed_as,
                         field_id,
@@ -81,8 +78,8 @@ impl IndexSpec {
                         "column {indexed_as} (field id {field_id}) is no longer in the table: \
                          drop the index"
                     ),
-                }
-            })
+                },
+            )
             .collect::<Result<_>>()?;
         Ok(Self {
             columns,
