@@ -5,14 +5,16 @@
 //! Why a reader of Sieve's own: no crates.io release of iceberg-rust is built on the arrow and
 //! DataFusion versions Sieve pins (see docs/research/iceberg.md), and a read of v1 and v2 tables
 //! needs only the metadata JSON, two Avro files and the delete files, with apache-avro for the
-//! Avro. Parts of the format not read yet (equality deletes, deletion vectors, v3, nested
-//! columns) are refused by name, never read wrong; columns are found by field id.
+//! Avro. Parts of the format not read yet (deletion vectors, v3, nested columns) are refused
+//! by name, never read wrong; columns are found by field id.
 //!
 //! The way through: [`IcebergCatalog::scan`] asks the SQL catalog for a table's metadata file,
-//! and [`TableScan::plan`] reads it, its snapshot's manifest list, manifests and position
-//! deletes into the data files to read and the rows to skip in each.
+//! and [`TableScan::plan`] reads it, its snapshot's manifest list, manifests and delete files
+//! into the data files to read, the rows to skip in each (position deletes) and the keys
+//! deleted from each (equality deletes).
 
 mod catalog;
+mod equality_deletes;
 mod error;
 mod manifest;
 mod metadata;
@@ -23,7 +25,9 @@ mod table_scan;
 mod warehouse;
 
 pub use catalog::{CatalogConfig, IcebergCatalog};
+pub use equality_deletes::{DeletedKeys, EqualityDeletes};
 pub use error::{IcebergError, Result};
 pub use manifest::ColumnBounds;
+pub use schema::{field_id, field_with_id};
 pub use table_scan::{DataFile, TableScan};
 pub use warehouse::Warehouse;

@@ -18,6 +18,8 @@ pub struct ManifestFile {
     pub path: String,
     /// Added entries whose sequence number is null inherit this one.
     pub sequence_number: i64,
+    /// The partition spec its files were written with.
+    pub spec_id: i32,
 }
 
 /// What a data or delete file holds.
@@ -40,6 +42,23 @@ pub struct FileEntry {
     /// The data sequence number, inherited where null.
     pub sequence_number: i64,
     pub bounds: ColumnBounds,
+    /// The partition its rows belong to.
+    pub partition: Partition,
+    /// An equality delete file's columns, by field id; empty for other files.
+    pub equality_ids: Vec<i32>,
+}
+
+/// A file's partition (spec: "Partitioning"): its spec and the values of the spec's fields, for
+/// equality deletes, which apply within their partition.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Partition {
+    pub spec_id: i32,
+    /// The values as Avro holds them, in a form that compares and hashes (Avro's values do
+    /// neither): equal exactly when the values are.
+    values: String,
+    /// Whether the spec has no fields: an equality delete of such a spec applies to every
+    /// partition.
+    pub unpartitioned: bool,
 }
 
 /// What a manifest says of a data file's columns, by field id: the lower and upper bounds of
@@ -63,6 +82,9 @@ pub fn read_manifest_list(uri: &str, bytes: &[u8]) -> Result<Vec<ManifestFile>> 
                 path: string(field(record, "manifest_path"))
                     .ok_or_else(|| bad("an entry without manifest_path".into()))?,
                 sequence_number: int(field(record, "sequence_number")).unwrap_or(0),
+                spec_id: int(field(record, "partition_spec_id"))
+                    .and_then(|id| i32::try_from(id).ok())
+                    .unwrap_or(0),
             })
         })
         .collect()
@@ -107,6 +129,15 @@ pub fn read_manifest(manifest: &ManifestFile, bytes: &[u8]) -> Result<Vec<FileEn
             record_count: count("record_count")?,
             file_size: count("file_size_in_bytes")?,
             sequence_number,
+            partition: partition(manifest.spec_id, field(file, "partition")),
+            equality_ids: match field(file, "equality_ids") {
+                Some(Value::Array(ids)) => ids
+                    .iter()
+                    .map(|id| int(Some(unwrap(id))).and_then(|id| i32::try_from(id).ok()))
+                    .collect::<Option<_>>()
+                    .ok_or_else(|| bad("equality_ids that are not field ids".into()))?,
+                _ => Vec::new(),
+            },
             bounds: ColumnBounds {
                 lower: by_field_id(field(file, "lower_bounds"), bytes_of),
                 upper: by_field_id(field(file, "upper_bounds"), bytes_of),
@@ -117,6 +148,20 @@ pub fn read_manifest(manifest: &ManifestFile, bytes: &[u8]) -> Result<Vec<FileEn
         });
     }
     Ok(live)
+}
+
+/// The partition of spec `spec_id` whose values the manifest entry's `partition` record holds.
+fn partition(spec_id: i32, record: Option<&Value>) -> Partition {
+    let values: &[(String, Value)] = match record {
+        Some(Value::Record(fields)) => fields,
+        _ => &[],
+    };
+    let values: Vec<&Value> = values.iter().map(|(_, v)| unwrap(v)).collect();
+    Partition {
+        spec_id,
+        unpartitioned: values.is_empty(),
+        values: format!("{values:?}"),
+    }
 }
 
 /// The records of an Avro object container file.

@@ -9,10 +9,23 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use arrow_schema::{DataType, Field as ArrowField, Schema as ArrowSchema, TimeUnit};
+use arrow_schema::{DataType, Field as ArrowField, FieldRef, Schema as ArrowSchema, TimeUnit};
 use serde::Deserialize;
 
 use crate::error::{IcebergError, Result};
+
+/// Where Iceberg's Parquet files, and the Arrow schemas made here, keep a column's field id.
+const FIELD_ID: &str = "PARQUET:field_id";
+
+/// The Iceberg field id of an Arrow field.
+pub fn field_id(field: &ArrowField) -> Option<i32> {
+    field.metadata().get(FIELD_ID)?.parse().ok()
+}
+
+/// The field of `schema` with field id `id`.
+pub fn field_with_id(schema: &ArrowSchema, id: i32) -> Option<&FieldRef> {
+    schema.fields().iter().find(|f| field_id(f) == Some(id))
+}
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -53,8 +66,7 @@ impl Schema {
                             format!("column {} has type {kind}, not read yet", field.name),
                         )
                     })?;
-                    let metadata =
-                        HashMap::from([("PARQUET:field_id".to_string(), field.id.to_string())]);
+                    let metadata = HashMap::from([(FIELD_ID.to_string(), field.id.to_string())]);
                     Ok(ArrowField::new(&field.name, data_type, !field.required)
                         .with_metadata(metadata))
                 })

@@ -1,7 +1,7 @@
 //! What a read of a table's current snapshot must scan (spec: "Scan Planning"): its live data
-//! files, each with the row ordinals position deletes remove from it, and the Arrow schema to
-//! read them as. Equality deletes and deletion vectors are refused, never skipped: a read that
-//! ignored them would return deleted rows.
+//! files, each with the row ordinals position deletes remove from it and the keys equality
+//! deletes remove, and the Arrow schema to read them as. Deletion vectors are refused, never
+//! skipped: a read that ignored them would return deleted rows.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -11,6 +11,7 @@ use futures::{StreamExt, TryStreamExt};
 use object_store::path::Path;
 use roaring::RoaringBitmap;
 
+use crate::equality_deletes::{EqualityDeletes, KeysByPartition};
 use crate::error::{IcebergError, Result};
 use crate::manifest::{self, ColumnBounds, FileContent, FileEntry, ManifestFile};
 use crate::metadata::TableMetadata;
@@ -43,6 +44,8 @@ pub struct DataFile {
     pub deleted: Option<RoaringBitmap>,
     /// Its columns' bounds and null counts as its manifest entry gives them.
     pub bounds: ColumnBounds,
+    /// The equality deletes that can remove its rows; None when none can.
+    pub equality_deletes: Option<EqualityDeletes>,
 }
 
 impl TableScan {
@@ -70,6 +73,7 @@ impl TableScan {
                 .map(|path| ManifestFile {
                     path: path.clone(),
                     sequence_number: 0,
+                    spec_id: 0,
                 })
                 .collect(),
             (None, None) => {
@@ -89,7 +93,7 @@ impl TableScan {
             .buffered(CONCURRENT_READS)
             .try_collect()
             .await?;
-        let (mut data, mut deletes) = (Vec::new(), Vec::new());
+        let (mut data, mut deletes, mut equality) = (Vec::new(), Vec::new(), Vec::new());
         for entry in entries.into_iter().flatten() {
             let kind = match (entry.content, entry.format.as_str()) {
                 (FileContent::Data, "PARQUET") => {
@@ -100,8 +104,11 @@ impl TableScan {
                     deletes.push(entry);
                     continue;
                 }
+                (FileContent::EqualityDeletes, _) => {
+                    equality.push(entry);
+                    continue;
+                }
                 (FileContent::PositionDeletes, "PUFFIN") => "deletion vectors",
-                (FileContent::EqualityDeletes, _) => "equality deletes",
                 (FileContent::Data, _) => "data files that are not Parquet",
                 (FileContent::PositionDeletes, _) => "position deletes that are not Parquet",
             };
@@ -114,6 +121,7 @@ impl TableScan {
             ));
         }
         let deleted = deleted_rows(warehouse, &data, &deletes).await?;
+        let keys = KeysByPartition::read(warehouse, table, &schema, &equality).await?;
         let files = data
             .into_iter()
             .enumerate()
@@ -123,6 +131,7 @@ impl TableScan {
                     record_count: entry.record_count,
                     file_size: entry.file_size,
                     deleted: deleted.get(&i).cloned(),
+                    equality_deletes: keys.applying_to(&entry),
                     bounds: entry.bounds,
                 })
             })

@@ -6,6 +6,7 @@
     python3 tables.py DIR more_keys                   # one more file of ns.keys (ids 9000-9099)
     python3 tables.py DIR big                         # ns.big: one file of 200,000 rows
     python3 tables.py DIR rename_again                # ns.renamed's label renamed tag, one more row
+    python3 tables.py DIR upserts                     # ns.upserts, ns.regions: equality deletes
 
 The tables' files go to DIR, or to the S3 prefix (with AWS_ENDPOINT, AWS_ACCESS_KEY_ID, … from
 the environment, as scripts/minio.sh exports them). Prints, as one JSON object, what PyIceberg's
@@ -20,6 +21,7 @@ import uuid
 import pyarrow as pa
 import pyarrow.parquet as pq
 from pyiceberg.catalog.sql import SqlCatalog
+from pyiceberg.io.pyarrow import _dataframe_to_data_files
 from pyiceberg.manifest import (DataFile, DataFileContent, FileFormat, ManifestContent, ManifestEntry,
                                 ManifestEntryStatus, ManifestWriterV2, write_manifest_list)
 from pyiceberg.table.refs import SnapshotRefType
@@ -43,8 +45,8 @@ def people(ids, names):
 
 
 class DeleteManifestWriter(ManifestWriterV2):
-    """PyIceberg 0.12 writes deletes only by rewriting files; a position delete file (what Spark
-    and Flink write) is committed here by hand through its manifest classes."""
+    """PyIceberg 0.12 writes deletes only by rewriting files; position and equality delete files
+    (what Spark and Flink write) are committed here by hand through its manifest classes."""
 
     def content(self):
         return ManifestContent.DELETES
@@ -54,37 +56,73 @@ class DeleteManifestWriter(ManifestWriterV2):
         return {**super()._meta, "content": "deletes"}
 
 
-def delete_positions(table, target, positions):
-    parent, md = table.current_snapshot(), table.metadata
-    field_id = lambda i: {b"PARQUET:field_id": str(i).encode()}
-    schema = pa.schema([pa.field("file_path", pa.string(), False, field_id(2147483546)),
-                        pa.field("pos", pa.int64(), False, field_id(2147483545))])
+def field_id(i):
+    return {b"PARQUET:field_id": str(i).encode()}
+
+
+def delete_file(table, content, columns, schema, partition=Record(), **extra):
+    """A delete file of `columns` (name: values) as Parquet of `schema`, for [`commit`]."""
+    md = table.metadata
     path = f"{md.location}/data/{uuid.uuid4()}-deletes.parquet"
     with table.io.new_output(path).create() as out:
-        pq.write_table(pa.table({"file_path": [target] * len(positions), "pos": positions}, schema=schema), out)
-    data_file = DataFile.from_args(content=DataFileContent.POSITION_DELETES, file_path=path,
-                                   file_format=FileFormat.PARQUET, partition=Record(),
-                                   record_count=len(positions), file_size_in_bytes=len(table.io.new_input(path)))
-    data_file.spec_id = 0
+        pq.write_table(pa.table(columns, schema=schema), out)
+    data_file = DataFile.from_args(content=content, file_path=path, file_format=FileFormat.PARQUET,
+                                   partition=partition, record_count=len(next(iter(columns.values()))),
+                                   file_size_in_bytes=len(table.io.new_input(path)), **extra)
+    data_file.spec_id = md.default_spec_id
+    return data_file
+
+
+def delete_positions(table, target, positions):
+    schema = pa.schema([pa.field("file_path", pa.string(), False, field_id(2147483546)),
+                        pa.field("pos", pa.int64(), False, field_id(2147483545))])
+    columns = {"file_path": [target] * len(positions), "pos": positions}
+    commit(table, [delete_file(table, DataFileContent.POSITION_DELETES, columns, schema)])
+
+
+def delete_equal(table, columns, partition=Record()):
+    """An equality delete file (what Flink's upserts write): every row of a data file of an
+    older sequence number (in `partition`) whose columns equal one of these rows is deleted."""
+    fields = [table.schema().find_field(name) for name in columns]
+    schema = pa.schema([pa.field(f.name, pa.int64() if str(f.field_type) == "long" else pa.string(),
+                                 True, field_id(f.field_id)) for f in fields])
+    return delete_file(table, DataFileContent.EQUALITY_DELETES, columns, schema, partition,
+                       equality_ids=[f.field_id for f in fields])
+
+
+def commit(table, deletes, rows=None):
+    """Commits delete files, and the data files of `rows` in the same snapshot (so of the same
+    sequence number, as Flink commits an upsert), by hand through PyIceberg's manifest classes."""
+    parent, md = table.current_snapshot(), table.metadata
     snapshot_id = uuid.uuid4().int & ((1 << 63) - 1)
     sequence = md.next_sequence_number()
-    out = table.io.new_output(f"{md.location}/metadata/{uuid.uuid4()}-m-deletes.avro")
-    with DeleteManifestWriter(md.spec(), md.schema(), out, snapshot_id, "deflate") as writer:
-        writer.add(ManifestEntry.from_args(status=ManifestEntryStatus.ADDED, snapshot_id=snapshot_id,
-                                           data_file=data_file))
-    manifests = [writer.to_manifest_file()] + parent.manifests(table.io)
+    manifests = []
+    for content, files in [(ManifestContent.DATA, [] if rows is None else list(_dataframe_to_data_files(md, rows, table.io))),
+                           (ManifestContent.DELETES, deletes)]:
+        if not files:
+            continue
+        out = table.io.new_output(f"{md.location}/metadata/{uuid.uuid4()}-m{content.value}.avro")
+        writer_class = DeleteManifestWriter if content == ManifestContent.DELETES else ManifestWriterV2
+        with writer_class(md.spec(), md.schema(), out, snapshot_id, "deflate") as writer:
+            for file in files:
+                writer.add(ManifestEntry.from_args(status=ManifestEntryStatus.ADDED, snapshot_id=snapshot_id,
+                                                   data_file=file))
+        manifests.append(writer.to_manifest_file())
+    manifests += parent.manifests(table.io)
     list_path = f"{md.location}/metadata/snap-{snapshot_id}-0-{uuid.uuid4()}.avro"
     with write_manifest_list(format_version=2, output_file=table.io.new_output(list_path), snapshot_id=snapshot_id,
                              parent_snapshot_id=parent.snapshot_id, sequence_number=sequence,
                              avro_compression="deflate") as lists:
         lists.add_manifests(manifests)
+    operation = Operation.DELETE if rows is None else Operation.OVERWRITE
     snapshot = Snapshot(snapshot_id=snapshot_id, parent_snapshot_id=parent.snapshot_id, sequence_number=sequence,
                         manifest_list=list_path, schema_id=md.current_schema_id,
-                        summary=Summary(Operation.DELETE, **{"added-delete-files": "1"}))
+                        summary=Summary(operation, **{"added-delete-files": str(len(deletes))}))
     catalog.commit_table(table, requirements=(AssertRefSnapshotId(snapshot_id=parent.snapshot_id, ref="main"),),
                          updates=(AddSnapshotUpdate(snapshot=snapshot),
                                   SetSnapshotRefUpdate(snapshot_id=snapshot_id, parent_snapshot_id=parent.snapshot_id,
                                                        ref_name="main", type=SnapshotRefType.BRANCH)))
+    return catalog.load_table(table.name())
 
 
 def make():
@@ -151,6 +189,26 @@ def rename_again():
     renamed.append(people([3, 13], ["c", "c2"]).rename_columns(["id", "tag"]))
 
 
+def upserts():
+    """Equality deletes as Flink's upserts write them: ns.upserts deletes by id, and by id and
+    name, and a null name; ns.regions (partitioned by region) deletes id 1 in region a only."""
+    catalog.create_namespace_if_not_exists("ns")
+    t = catalog.create_table("ns.upserts", schema=people([], []).schema)
+    t.append(people(list(range(1000)), [f"v1-{i}" for i in range(1000)]))
+    # Ids 3, 500 and 999 deleted, 3 and 500 written again in the same commit, which the delete
+    # (of the same sequence number) leaves alone.
+    t = commit(t, [delete_equal(t, {"id": [3, 500, 999]})], people([3, 500], ["v2-3", "v2-500"]))
+    t.append(pa.table({"id": pa.array([1000], pa.int64()), "name": pa.array([None], pa.string())}))
+    t = commit(t, [delete_equal(t, {"id": [500, 7], "name": ["v2-500", "wrong"]}),
+                   delete_equal(t, {"name": pa.array([None], pa.string())})])
+    schema = pa.schema([pa.field("id", pa.int64()), pa.field("region", pa.string())])
+    regions = catalog.create_table("ns.regions", schema=schema)
+    with regions.update_spec() as update:
+        update.add_identity("region")
+    regions.append(pa.table({"id": pa.array([1, 2, 1, 2], pa.int64()), "region": ["a", "a", "b", "b"]}))
+    commit(regions, [delete_equal(regions, {"id": [1]}, partition=Record("a"))])
+
+
 def big():
     catalog.create_namespace_if_not_exists("ns")
     ids = pa.array(range(200_000), pa.int64())
@@ -158,7 +216,7 @@ def big():
 
 
 {"make": make, "append": append, "keys": keys, "more_keys": more_keys, "big": big,
- "rename_again": rename_again}[sys.argv[2]]()
+ "rename_again": rename_again, "upserts": upserts}[sys.argv[2]]()
 rows = {}
 for name in ["ns.people", "ns.empty", "ns.keys"]:
     if not catalog.table_exists(name):

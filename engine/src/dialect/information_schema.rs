@@ -27,7 +27,7 @@ use crate::access::privileges::Object;
 use crate::dialect::types::mysql_type;
 use crate::error::{external, to_df};
 use crate::iceberg::catalog as iceberg_catalog;
-use crate::iceberg::field_ids;
+
 use crate::iceberg::file_indexes::FileIndexes;
 use crate::processes::{Process, ProcessList};
 
@@ -454,7 +454,8 @@ impl InformationSchema {
             }
             let scan = readable(catalog, &def.namespace, &def.table).await?;
             for (i, (column, id)) in def.columns.iter().zip(&def.field_ids).enumerate() {
-                let now = (scan.as_ref()).and_then(|s| field_ids::field(&s.schema, *id));
+                let now =
+                    (scan.as_ref()).and_then(|s| sieve_iceberg::field_with_id(&s.schema, *id));
                 rows.push(IndexRow {
                     schema: format!("{}.{}", def.catalog, def.namespace),
                     table: def.table.clone(),

@@ -15,7 +15,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use datafusion::arrow::datatypes::{Field, FieldRef, Schema, SchemaRef};
+use datafusion::arrow::datatypes::{Schema, SchemaRef};
 use datafusion::common::tree_node::{Transformed, TransformedResult, TreeNode};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::physical_expr::PhysicalExpr;
@@ -23,18 +23,7 @@ use datafusion::physical_expr::expressions::Column;
 use datafusion::physical_expr_adapter::{
     DefaultPhysicalExprAdapterFactory, PhysicalExprAdapter, PhysicalExprAdapterFactory,
 };
-
-const FIELD_ID: &str = "PARQUET:field_id";
-
-/// The Iceberg field id of `field`.
-pub fn of(field: &Field) -> Option<i32> {
-    field.metadata().get(FIELD_ID)?.parse().ok()
-}
-
-/// The field of `schema` with field id `id`.
-pub fn field(schema: &Schema, id: i32) -> Option<&FieldRef> {
-    schema.fields().iter().find(|f| of(f) == Some(id))
-}
+use sieve_iceberg::field_id;
 
 /// Where a data file holds the table's column with field id `id` (named `name` now): None when
 /// the file has no such column (written before it was added: its values are null).
@@ -44,8 +33,8 @@ pub fn column_in_file(
     name: &str,
     names_stable: bool,
 ) -> Result<Option<usize>> {
-    if file.fields().iter().any(|f| of(f).is_some()) {
-        return Ok(file.fields().iter().position(|f| of(f) == Some(id)));
+    if file.fields().iter().any(|f| field_id(f).is_some()) {
+        return Ok(file.fields().iter().position(|f| field_id(f) == Some(id)));
     }
     if names_stable {
         return Ok(file.index_of(name).ok());
@@ -76,7 +65,7 @@ impl PhysicalExprAdapterFactory for ByFieldId {
         let mut renamed = HashMap::new();
         let fields = (logical.fields().iter())
             .map(|field| {
-                let id = of(field).unwrap_or(-1);
+                let id = field_id(field).unwrap_or(-1);
                 let in_file = column_in_file(&physical, id, field.name(), self.names_stable)?;
                 let name = match in_file {
                     Some(i) => physical.field(i).name().clone(),
@@ -128,7 +117,7 @@ impl PhysicalExprAdapter for Renaming {
 
 #[cfg(test)]
 mod tests {
-    use datafusion::arrow::datatypes::DataType;
+    use datafusion::arrow::datatypes::{DataType, Field};
     use datafusion::logical_expr::Operator;
     use datafusion::physical_expr::expressions::{BinaryExpr, lit};
 
@@ -137,7 +126,9 @@ mod tests {
     fn field(name: &str, id: Option<i32>) -> Field {
         let field = Field::new(name, DataType::Int64, true);
         match id {
-            Some(id) => field.with_metadata([(FIELD_ID.to_string(), id.to_string())].into()),
+            Some(id) => {
+                field.with_metadata([("PARQUET:field_id".to_string(), id.to_string())].into())
+            }
             None => field,
         }
     }

@@ -17,7 +17,6 @@ use sieve_iceberg::DataFile;
 use sieve_index::SidecarColumn;
 use sieve_storage::{AttachedIndexDef, AttachedIndexes, IndexedFileEntry, Result};
 
-use super::field_ids;
 use crate::scan::pruning::literal_hashes;
 
 /// How stale this process's view of which parts exist may be: a part written by another process
@@ -87,7 +86,7 @@ impl Loaded {
             .filter(|g| g.guarantee == Guarantee::In)
             .filter_map(|g| {
                 let field = schema.field_with_name(&g.column.name).ok()?;
-                let indexed_as = indexed.get(&field_ids::of(field)?)?;
+                let indexed_as = indexed.get(&sieve_iceberg::field_id(field)?)?;
                 Some(Probe {
                     column: indexed_as.to_string(),
                     hashes: literal_hashes(&g.literals, field.data_type())?,

@@ -18,8 +18,6 @@ use datafusion::common::pruning::PruningStatistics;
 use datafusion::common::{Column, ScalarValue};
 use sieve_iceberg::DataFile;
 
-use super::field_ids;
-
 /// The statistics of `files`, one container each, for columns of `schema`.
 pub struct FileStatistics<'a> {
     pub files: &'a [&'a DataFile],
@@ -30,7 +28,7 @@ impl FileStatistics<'_> {
     /// The field id and type of `column`.
     fn column(&self, column: &Column) -> Option<(i32, &DataType)> {
         let field = self.schema.field_with_name(&column.name).ok()?;
-        Some((field_ids::of(field)?, field.data_type()))
+        Some((sieve_iceberg::field_id(field)?, field.data_type()))
     }
 
     /// One bound per file (`upper` or lower), null where unknown.

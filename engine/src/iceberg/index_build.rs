@@ -25,7 +25,7 @@ use sieve_index::{ColumnHashes, ColumnIndex, FilterKind, sidecar};
 use sieve_storage::IndexedFile;
 use tokio::task::JoinSet;
 
-use super::field_ids::{self, column_in_file};
+use super::field_ids::column_in_file;
 use crate::progress::WriteProgress;
 
 /// Rows decoded per batch: large, since only the key columns are decoded.
@@ -67,8 +67,8 @@ impl IndexSpec {
     ) -> Result<Self> {
         let columns = columns
             .into_iter()
-            .map(
-                |(indexed_as, field_id)| match field_ids::field(schema, field_id).cloned() {
+            .map(|(indexed_as, field_id)| {
+                match sieve_iceberg::field_with_id(schema, field_id).cloned() {
                     Some(field) => Ok(IndexedColumn {
                         indexed_as,
                         field_id,
@@ -78,8 +78,8 @@ impl IndexSpec {
                         "column {indexed_as} (field id {field_id}) is no longer in the table: \
                          drop the index"
                     ),
-                },
-            )
+                }
+            })
             .collect::<Result<_>>()?;
         Ok(Self {
             columns,

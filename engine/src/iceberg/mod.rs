@@ -3,6 +3,7 @@
 //! `catalog.namespace.table` names a table wherever a table name goes.
 
 pub(crate) mod catalog;
+pub(crate) mod equality_delete_exec;
 pub(crate) mod field_ids;
 pub(crate) mod file_indexes;
 pub(crate) mod file_stats;

@@ -1,22 +1,25 @@
 //! An Iceberg table's current snapshot as a DataFusion table: its data files read by
 //! DataFusion's Parquet scan, each file's position-deleted rows left out by a row selection
-//! (never decoded), filters pruning row groups and pages by Parquet's statistics. A lookup of
+//! (never decoded) and its rows equality deletes remove dropped as they are read
+//! ([`super::equality_delete_exec`]), filters pruning row groups and pages by Parquet's statistics. A lookup of
 //! keys of an indexed column first leaves out the files whose index rules the keys out, then
 //! any filter the files whose manifest bounds rule it out ([`super::file_stats`]); a file
 //! neither rules out is read. Each file's columns are paired with the table's by field id
 //! ([`super::field_ids`]).
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::datatypes::{DataType, Field, SchemaRef};
 use datafusion::catalog::{Session, TableProvider};
-use datafusion::common::{DFSchema, not_impl_err};
+use datafusion::common::{DFSchema, ScalarValue, internal_datafusion_err, not_impl_err};
 use datafusion::datasource::TableType;
 use datafusion::datasource::listing::PartitionedFile;
 use datafusion::datasource::physical_plan::parquet::ParquetRowSelection;
 use datafusion::datasource::physical_plan::{FileGroup, FileScanConfigBuilder, ParquetSource};
 use datafusion::datasource::source::DataSourceExec;
+use datafusion::datasource::table_schema::TableSchema;
 use datafusion::error::Result;
 use datafusion::execution::object_store::ObjectStoreUrl;
 use datafusion::logical_expr::utils::conjunction;
@@ -26,7 +29,7 @@ use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_optimizer::pruning::PruningPredicateBuilder;
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::physical_plan::empty::EmptyExec;
-use sieve_iceberg::{DataFile, TableScan};
+use sieve_iceberg::{DataFile, EqualityDeletes, TableScan, field_id};
 
 use crate::access::principal::require;
 use crate::access::privileges::{Object, Privilege};
@@ -34,6 +37,7 @@ use crate::cluster::coordinator::Cluster;
 use crate::scan::exec::parquet_options;
 use crate::scan::live_rows::undeleted_ranges;
 
+use super::equality_delete_exec::{EqualityDeleteExec, FILE_COLUMN};
 use super::field_ids::ByFieldId;
 use super::file_indexes::FileIndexes;
 use super::file_stats::FileStatistics;
@@ -122,8 +126,8 @@ impl TableProvider for IcebergTable {
         let predicate = conjunction(filters.iter().cloned())
             .map(|e| state.create_physical_expr(e, &df_schema))
             .transpose()?;
-        let (files, counts) = self.choose_files(predicate.as_ref()).await;
-        if files.is_empty() {
+        let (chosen, counts) = self.choose_files(predicate.as_ref()).await;
+        if chosen.is_empty() {
             let projected = match projection {
                 Some(p) => Arc::new(schema.project(p)?),
                 None => schema,
@@ -131,10 +135,49 @@ impl TableProvider for IcebergTable {
             let empty = Arc::new(EmptyExec::new(projected));
             return Ok(self.explained(counts, empty));
         }
+        // Equality deletes apply by the file a row comes from: each file's place is read as a
+        // column of its own, with the key columns, for the node above to drop deleted rows.
+        let deletes: Vec<Option<EqualityDeletes>> = (chosen.iter())
+            .map(|(file, _)| file.equality_deletes.clone())
+            .collect();
+        let with_deletes = deletes.iter().any(Option::is_some);
+        let wanted: Vec<usize> = match projection {
+            Some(p) => p.clone(),
+            None => (0..schema.fields().len()).collect(),
+        };
+        let mut read = wanted.clone();
+        let mut table_schema = TableSchema::from(schema.clone());
+        let mut key_columns = HashMap::new();
+        if with_deletes {
+            let ids = (deletes.iter().flatten())
+                .flat_map(|d| d.keys.iter())
+                .flat_map(|keys| keys.field_ids());
+            for &id in ids {
+                let at = (schema.fields().iter())
+                    .position(|f| field_id(f) == Some(id))
+                    .ok_or_else(|| internal_datafusion_err!("no column of field id {id}"))?;
+                let place = read.iter().position(|&c| c == at).unwrap_or_else(|| {
+                    read.push(at);
+                    read.len() - 1
+                });
+                key_columns.insert(id, place);
+            }
+            read.push(schema.fields().len());
+            let file_column = Field::new(FILE_COLUMN, DataType::UInt32, false);
+            table_schema = TableSchema::builder(schema.clone())
+                .with_table_partition_cols(vec![Arc::new(file_column)])
+                .build();
+        }
+        let files = (chosen.into_iter().enumerate())
+            .map(|(place, (_, file))| match with_deletes {
+                true => file.with_partition_values(vec![ScalarValue::UInt32(Some(place as u32))]),
+                false => file,
+            })
+            .collect();
         // The options stay with the source when DataFusion pushes the filter above it down
         // into it after this, so a float filter prunes nothing by Parquet's statistics either.
         let options = parquet_options(predicate.as_ref(), &schema, false);
-        let mut source = ParquetSource::new(schema.clone()).with_table_parquet_options(options);
+        let mut source = ParquetSource::new(table_schema).with_table_parquet_options(options);
         if let Some(predicate) = predicate {
             source = source.with_predicate(predicate);
         }
@@ -142,13 +185,20 @@ impl TableProvider for IcebergTable {
         let by_field_id = ByFieldId {
             names_stable: self.scan.names_stable,
         };
+        // A limit applies after deletes, so it is not the source's to apply when any remain.
         let config = FileScanConfigBuilder::new(self.store_url.clone(), Arc::new(source))
             .with_file_groups(groups)
             .with_expr_adapter(Some(Arc::new(by_field_id)))
-            .with_projection_indices(projection.cloned())?
-            .with_limit(limit)
+            .with_projection_indices(Some(read))?
+            .with_limit(limit.filter(|_| !with_deletes))
             .build();
-        Ok(self.explained(counts, DataSourceExec::from_data_source(config)))
+        let files = DataSourceExec::from_data_source(config);
+        if !with_deletes {
+            return Ok(self.explained(counts, files));
+        }
+        let output = (0..wanted.len()).collect();
+        let deleting = EqualityDeleteExec::new(files, deletes, key_columns, output)?;
+        Ok(self.explained(counts, Arc::new(deleting)))
     }
 }
 
@@ -157,7 +207,7 @@ impl IcebergTable {
     async fn choose_files(
         &self,
         predicate: Option<&Arc<dyn PhysicalExpr>>,
-    ) -> (Vec<PartitionedFile>, FileCounts) {
+    ) -> (Vec<(&DataFile, PartitionedFile)>, FileCounts) {
         let all = &self.scan.files;
         let mut counts = FileCounts {
             total: all.len(),
@@ -200,11 +250,11 @@ impl IcebergTable {
             pruning.prune(&statistics).ok()
         });
         let mut files = Vec::with_capacity(candidates.len());
-        for (i, (_, partitioned)) in candidates.into_iter().enumerate() {
+        for (i, candidate) in candidates.into_iter().enumerate() {
             if keep.as_ref().is_some_and(|keep| !keep[i]) {
                 counts.pruned_by_minmax += 1;
             } else {
-                files.push(partitioned);
+                files.push(candidate);
             }
         }
         counts.read = files.len();

@@ -14,7 +14,7 @@ use sieve_storage::{AttachedIndexDef, StorageError};
 use super::Session;
 use crate::error::{Classified, ErrorClass, external, to_df};
 use crate::iceberg::catalog::{named, object};
-use crate::iceberg::field_ids;
+
 use crate::iceberg::index_statement::IndexStatement;
 use crate::iceberg::indexer::index_into;
 use crate::session::query_stream::QueryStream;
@@ -120,7 +120,7 @@ async fn create(
                 field.data_type()
             );
         }
-        ids.push(field_ids::of(field).unwrap_or(-1));
+        ids.push(sieve_iceberg::field_id(field).unwrap_or(-1));
     }
     let indexes = &session.file_indexes;
     let exists = (indexes.store().definitions(&attached.table_uuid).await)
