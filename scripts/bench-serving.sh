@@ -25,7 +25,9 @@
 # (its own `sieve_object_store_transferred_bytes_total{operation="get"}`, from --metrics-port),
 # then the ratios against the last path. With a second binary (`bench-serving.sh SIEVE OTHER`:
 # two builds, e.g. two allocators), both serve the same table side by side, each run is made on
-# both in turn, and the ratios are against SIEVE's last path. With SIEVE_BENCH_WORKERS=N (issue
+# both in turn, and the ratios are against SIEVE's last path. With SIEVE_BENCH_OWN_TABLES=1, OTHER
+# loads and serves its own copy of the table (the loader is seeded: the same rows), for builds that
+# write different layouts (e.g. slice sizes). With SIEVE_BENCH_WORKERS=N (issue
 # 49), the second server is a coordinator (`sieve serve --workers …`) over N `sieve worker`s of
 # the same build instead, its CPU summed over all N+1 processes and its KB fetched left out (workers
 # publish no metrics); the table is then loaded in locator groups of SIEVE_BENCH_GROUP_ROWS rows
@@ -70,6 +72,11 @@ minio_start
 storage="s3://sieve-test/serving"
 
 "$sieve" --storage "$storage" load t10b --rows "$rows" "${load_flags[@]}" 2>&1 | grep -E "loaded|locator groups|c2 locator"
+storages=("$storage")
+if [ "${SIEVE_BENCH_OWN_TABLES:-0}" = 1 ] && [ ${#binaries[@]} -eq 2 ]; then
+  storages+=("$storage-other")
+  "${binaries[1]}" --storage "${storages[1]}" load t10b --rows "$rows" 2>&1 | grep -E "loaded|locator groups|c2 locator"
+fi
 
 # sysbench opens all its connections at once from one address: the default bounds on pending
 # logins (256 per address) let 64 of them log in together.
@@ -83,7 +90,7 @@ serve() { # BINARY NAME [serve flags]: one more server
   ports+=("$(free_port)")
   metrics_ports+=("$(free_port)")
   names+=("$name")
-  RUST_LOG=info "$binary" --storage "$storage" --config "$work/sieve.toml" serve \
+  RUST_LOG=info "$binary" --storage "${storages[$i]:-$storage}" --config "$work/sieve.toml" serve \
     --port "${ports[$i]}" --metrics-port "${metrics_ports[$i]}" "$@" >"$work/serve-$i.log" 2>&1 &
   pids+=($!)
   server_pids[$i]="${server_pids[$i]:-} $!"

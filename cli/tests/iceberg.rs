@@ -681,3 +681,95 @@ fn equality_deletes_remove_rows_of_older_files_only() {
         "b\n"
     );
 }
+
+#[test]
+fn an_index_made_before_a_column_was_widened_still_finds_its_keys() {
+    let warehouse = tempfile::tempdir().unwrap();
+    pyiceberg(warehouse.path(), "promoted");
+    let server = Server::start_with(&config_indexing_every(warehouse.path(), 3600), None);
+    // Hashed as int: Sieve's canonical forms hash an integer the same whatever its width, so
+    // lookups of the long the column becomes still find the int files' keys.
+    ok(&server, "create index ix on lake.ns.promoted (id)");
+    let read = pyiceberg(warehouse.path(), "promote");
+    assert_eq!(
+        ok(&server, "select id from lake.ns.promoted order by id"),
+        ids(&read, "ns.promoted")
+    );
+    for (id, want) in [
+        (1, "p1\n"),
+        (4, "p4\n"),
+        (5, "p5\n"),
+        (1 << 40, "big\n"),
+        (6, ""),
+    ] {
+        for sql in [
+            format!("select name from lake.ns.promoted where id = {id}"),
+            format!("select name from lake.ns.promoted where id + 0 = {id}"),
+        ] {
+            assert_eq!(ok(&server, &sql), want, "{sql}");
+        }
+    }
+    // The index still leaves out the int file without the key; the long file is not indexed.
+    let lookup = "select name from lake.ns.promoted where id = 1";
+    assert_eq!(metric(&server, lookup, "blocks_pruned_by_filter"), 1);
+    assert_eq!(metric(&server, lookup, "files_not_indexed"), 1);
+}
+
+/// Runs cli/tests/iceberg/spark.py: Spark writes `sp.orders` into `dir`; what Spark reads back.
+fn spark(dir: &Path) -> serde_json::Value {
+    let jars = std::env::var("SIEVE_SPARK_JARS").expect(
+        "SIEVE_SPARK_JARS names Iceberg's Spark runtime and sqlite-jdbc (scripts/test.sh fetches \
+         them)",
+    );
+    let mut command = Command::new("python3");
+    command
+        .args([
+            concat!(env!("CARGO_MANIFEST_DIR"), "/tests/iceberg/spark.py"),
+            dir.to_str().unwrap(),
+        ])
+        .env("SIEVE_SPARK_JARS", jars);
+    let out = output_within(command, None, String::new);
+    assert!(
+        out.status.success(),
+        "Spark did not write the table (scripts/test.sh installs PySpark 4.0.1): {}",
+        stderr(&out)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn a_merge_on_read_table_spark_wrote_is_read_as_spark_reads_it() {
+    let warehouse = tempfile::tempdir().unwrap();
+    let read = spark(warehouse.path());
+    // Spark's catalog is named writers too, its files under the same directory.
+    let server = Server::start_with(&config_indexing_every(warehouse.path(), 3600), None);
+    let rows: String = (read["rows"].as_array().unwrap().iter())
+        .map(|r| {
+            format!(
+                "{}\t{}\t{}\n",
+                r[0],
+                r[1].as_str().unwrap(),
+                r[2].as_str().unwrap()
+            )
+        })
+        .collect();
+    let all = "select id, customer, amount from lake.sp.orders order by id";
+    assert_eq!(ok(&server, all), rows);
+    let check = |server: &Server| {
+        for (key, customers) in read["lookups"].as_object().unwrap() {
+            let want: String = (customers.as_array().unwrap().iter())
+                .map(|c| format!("{}\n", c.as_str().unwrap()))
+                .collect();
+            for sql in [
+                format!("select customer from lake.sp.orders where id = {key}"),
+                format!("select customer from lake.sp.orders where id + 0 = {key}"),
+            ] {
+                assert_eq!(ok(server, &sql), want, "{sql}");
+            }
+        }
+    };
+    check(&server);
+    ok(&server, "create index ix on lake.sp.orders (id)");
+    check(&server);
+    assert_eq!(ok(&server, all), rows);
+}

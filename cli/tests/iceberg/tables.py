@@ -7,6 +7,8 @@
     python3 tables.py DIR big                         # ns.big: one file of 200,000 rows
     python3 tables.py DIR rename_again                # ns.renamed's label renamed tag, one more row
     python3 tables.py DIR upserts                     # ns.upserts, ns.regions: equality deletes
+    python3 tables.py DIR promoted                    # ns.promoted: an int id, two files
+    python3 tables.py DIR promote                     # its id widened to long, one more file
 
 The tables' files go to DIR, or to the S3 prefix (with AWS_ENDPOINT, AWS_ACCESS_KEY_ID, … from
 the environment, as scripts/minio.sh exports them). Prints, as one JSON object, what PyIceberg's
@@ -28,7 +30,7 @@ from pyiceberg.table.refs import SnapshotRefType
 from pyiceberg.table.snapshots import Operation, Snapshot, Summary
 from pyiceberg.table.update import AddSnapshotUpdate, AssertRefSnapshotId, SetSnapshotRefUpdate
 from pyiceberg.typedef import Record
-from pyiceberg.types import StringType
+from pyiceberg.types import LongType, StringType
 
 directory = os.path.abspath(sys.argv[1])
 os.makedirs(directory, exist_ok=True)
@@ -209,6 +211,22 @@ def upserts():
     commit(regions, [delete_equal(regions, {"id": [1]}, partition=Record("a"))])
 
 
+def promoted():
+    """ns.promoted: an int id in two files; `promote` widens it to long and adds a third."""
+    catalog.create_namespace_if_not_exists("ns")
+    schema = pa.schema([pa.field("id", pa.int32()), pa.field("name", pa.string())])
+    table = catalog.create_table("ns.promoted", schema=schema)
+    for ids in [[1, 2], [3, 4]]:
+        table.append(pa.table({"id": pa.array(ids, pa.int32()), "name": [f"p{i}" for i in ids]}))
+
+
+def promote():
+    table = catalog.load_table("ns.promoted")
+    with table.update_schema() as update:
+        update.update_column("id", LongType())
+    table.append(people([5, 2**40], ["p5", "big"]))
+
+
 def big():
     catalog.create_namespace_if_not_exists("ns")
     ids = pa.array(range(200_000), pa.int64())
@@ -216,9 +234,9 @@ def big():
 
 
 {"make": make, "append": append, "keys": keys, "more_keys": more_keys, "big": big,
- "rename_again": rename_again, "upserts": upserts}[sys.argv[2]]()
+ "rename_again": rename_again, "upserts": upserts, "promoted": promoted, "promote": promote}[sys.argv[2]]()
 rows = {}
-for name in ["ns.people", "ns.empty", "ns.keys"]:
+for name in ["ns.people", "ns.empty", "ns.keys", "ns.promoted"]:
     if not catalog.table_exists(name):
         continue
     table = catalog.load_table(name).scan().to_arrow().sort_by("id")
