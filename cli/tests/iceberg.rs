@@ -699,7 +699,7 @@ fn an_index_made_before_a_column_was_widened_still_finds_its_keys() {
         (1, "p1\n"),
         (4, "p4\n"),
         (5, "p5\n"),
-        (1 << 40, "big\n"),
+        (1_i64 << 40, "big\n"),
         (6, ""),
     ] {
         for sql in [
