@@ -118,6 +118,15 @@ impl KeysByPartition {
             futures::StreamExt::buffered(futures::stream::iter(reads), 16),
         )
         .await?;
+        Self::group(deletes, read)
+    }
+
+    /// The keys of `deletes`, whose columns `read` holds (their types in the table and their
+    /// batches, in the same order), grouped by columns and partition.
+    fn group(
+        deletes: &[FileEntry],
+        read: Vec<(Vec<DataType>, Vec<Vec<ArrayRef>>)>,
+    ) -> Result<Self> {
         // Grouped by columns and partition (None: an unpartitioned spec's, applying to all).
         let mut grouped: HashMap<(Vec<i32>, Option<Partition>), DeletedKeys> = HashMap::new();
         for (entry, (types, batches)) in deletes.iter().zip(read) {
@@ -237,4 +246,95 @@ async fn read_keys(
         })
         .collect::<Result<_>>()?;
     Ok((at.into_iter().map(|(_, to)| to).collect(), batches))
+}
+
+#[cfg(test)]
+mod tests {
+    use apache_avro::types::Value;
+    use arrow_array::{Int64Array, StringArray};
+
+    use super::*;
+    use crate::manifest::{ColumnBounds, FileContent, partition};
+
+    fn entry(content: FileContent, sequence: i64, region: Option<&str>, ids: &[i32]) -> FileEntry {
+        let record = region.map(|r| Value::Record(vec![("region".into(), r.into())]));
+        FileEntry {
+            content,
+            path: format!("f{sequence}{region:?}"),
+            format: "PARQUET".into(),
+            record_count: 1,
+            file_size: 1,
+            sequence_number: sequence,
+            bounds: ColumnBounds::default(),
+            partition: partition(1, record.as_ref()),
+            equality_ids: ids.to_vec(),
+        }
+    }
+
+    fn ids(values: &[Option<i64>]) -> Vec<ArrayRef> {
+        vec![Arc::new(Int64Array::from(values.to_vec()))]
+    }
+
+    /// Which rows of `columns` the deletes applying to `file` remove.
+    fn deleted(keys: &KeysByPartition, file: &FileEntry, columns: &[ArrayRef]) -> Vec<bool> {
+        let mut deleted = vec![false; columns[0].len()];
+        if let Some(deletes) = keys.applying_to(file) {
+            for set in &deletes.keys {
+                let of_set: Vec<ArrayRef> = match set.field_ids() {
+                    [1] => columns[..1].to_vec(),
+                    _ => columns.to_vec(),
+                };
+                set.mark(&of_set, deletes.sequence_number, &mut deleted)
+                    .unwrap();
+            }
+        }
+        deleted
+    }
+
+    #[test]
+    fn deletes_apply_to_older_files_of_their_partition_and_a_null_equals_a_null() {
+        use FileContent::{Data, EqualityDeletes};
+        let long = vec![DataType::Int64];
+        let both = vec![DataType::Int64, DataType::Utf8];
+        let names = |v: &[Option<&str>]| -> ArrayRef { Arc::new(StringArray::from(v.to_vec())) };
+        let deletes = vec![
+            // Sequence 3, unpartitioned: id 1 and a null id, everywhere.
+            entry(EqualityDeletes, 3, None, &[1]),
+            // Sequence 5, region a only: id 2; and (id 3, name "x") there too.
+            entry(EqualityDeletes, 5, Some("a"), &[1]),
+            entry(EqualityDeletes, 5, Some("a"), &[1, 2]),
+        ];
+        let read = vec![
+            (long.clone(), vec![ids(&[Some(1), None])]),
+            (long, vec![ids(&[Some(2)])]),
+            (
+                both,
+                vec![vec![ids(&[Some(3)])[0].clone(), names(&[Some("x")])]],
+            ),
+        ];
+        let keys = KeysByPartition::group(&deletes, read).unwrap();
+        let rows = vec![
+            ids(&[Some(1), None, Some(2), Some(3), Some(3), Some(4)])[0].clone(),
+            names(&[
+                Some("x"),
+                Some("x"),
+                Some("x"),
+                Some("x"),
+                Some("y"),
+                Some("x"),
+            ]),
+        ];
+        let (t, f) = (true, false);
+        // Older, in region a: every delete applies.
+        let a2 = entry(Data, 2, Some("a"), &[]);
+        assert_eq!(deleted(&keys, &a2, &rows), [t, t, t, t, f, f]);
+        // Region b: only the unpartitioned delete.
+        let b2 = entry(Data, 2, Some("b"), &[]);
+        assert_eq!(deleted(&keys, &b2, &rows), [t, t, f, f, f, f]);
+        // Of sequence 3: the delete of the same sequence number (an upsert's) leaves it.
+        let a3 = entry(Data, 3, Some("a"), &[]);
+        assert_eq!(deleted(&keys, &a3, &rows), [f, f, t, t, f, f]);
+        // Newer than every delete: nothing applies.
+        assert!(keys.applying_to(&entry(Data, 5, Some("a"), &[])).is_none());
+    }
 }

@@ -151,7 +151,7 @@ pub fn read_manifest(manifest: &ManifestFile, bytes: &[u8]) -> Result<Vec<FileEn
 }
 
 /// The partition of spec `spec_id` whose values the manifest entry's `partition` record holds.
-fn partition(spec_id: i32, record: Option<&Value>) -> Partition {
+pub(crate) fn partition(spec_id: i32, record: Option<&Value>) -> Partition {
     let values: &[(String, Value)] = match record {
         Some(Value::Record(fields)) => fields,
         _ => &[],
