@@ -17,12 +17,14 @@ use std::sync::Arc;
 use arrow_array::ArrayRef;
 use arrow_row::{RowConverter, SortField};
 use arrow_schema::{ArrowError, DataType, Schema as ArrowSchema};
+use futures::{StreamExt, TryStreamExt};
 use parquet::arrow::ProjectionMask;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
 use crate::error::{IcebergError, Result};
 use crate::manifest::{FileEntry, Partition};
 use crate::schema::{field_id, field_with_id};
+use crate::table_scan::CONCURRENT_READS;
 use crate::warehouse::Warehouse;
 
 /// The equality deletes that apply to one data file.
@@ -85,14 +87,6 @@ impl DeletedKeys {
         }
         Ok(())
     }
-
-    pub fn len(&self) -> usize {
-        self.keys.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.keys.is_empty()
-    }
 }
 
 /// The keys of the delete files `deletes` (equality delete entries), grouped by column set and
@@ -114,10 +108,10 @@ impl KeysByPartition {
             .iter()
             .map(|entry| read_keys(warehouse, table, schema, entry))
             .collect();
-        let read: Vec<(Vec<DataType>, Vec<Vec<ArrayRef>>)> = futures::TryStreamExt::try_collect(
-            futures::StreamExt::buffered(futures::stream::iter(reads), 16),
-        )
-        .await?;
+        let read: Vec<(Vec<DataType>, Vec<Vec<ArrayRef>>)> = futures::stream::iter(reads)
+            .buffered(CONCURRENT_READS)
+            .try_collect()
+            .await?;
         Self::group(deletes, read)
     }
 

@@ -19,7 +19,7 @@ use crate::position_deletes;
 use crate::warehouse::Warehouse;
 
 /// Manifests and delete files read at once.
-const CONCURRENT_READS: usize = 16;
+pub(crate) const CONCURRENT_READS: usize = 16;
 
 #[derive(Debug)]
 pub struct TableScan {
