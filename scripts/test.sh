@@ -73,6 +73,20 @@ org/xerial/sqlite-jdbc/3.50.3.0/sqlite-jdbc-3.50.3.0.jar a3f53a2aa15ae9425a9e793
 JARS
 ) || exit 1
 export SIEVE_SPARK_JARS
+# Iceberg's own REST catalog server, which the REST catalog test runs: its class path resolved
+# by Maven (checksums enforced) from cli/tests/iceberg/rest/pom.xml, ~100 MB once.
+if ! command -v mvn >/dev/null 2>&1; then
+  echo "installing Maven"
+  { $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq maven; } >/dev/null \
+    || { echo "could not install Maven" >&2; exit 1; }
+fi
+rest_classpath=$(mktemp)
+mvn -q -B -C -Dstyle.color=never -f cli/tests/iceberg/rest/pom.xml dependency:build-classpath \
+  -Dmdep.outputFile="$rest_classpath" >&2 \
+  || { echo "could not resolve Iceberg's REST catalog server (cli/tests/iceberg/rest/pom.xml)" >&2; exit 1; }
+SIEVE_ICEBERG_REST_CLASSPATH=$(cat "$rest_classpath")
+rm -f "$rest_classpath"
+export SIEVE_ICEBERG_REST_CLASSPATH
 
 if ! command -v node >/dev/null 2>&1; then
   echo "installing Node.js and npm"

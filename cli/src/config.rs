@@ -68,13 +68,21 @@
 //! allow_http = false
 //!
 //! # Iceberg catalogs whose tables statements read as name.namespace.table (read-only). The SQL
-//! # catalog is the SQLite file PyIceberg's SqlCatalog and Java's JdbcCatalog keep; every file
-//! # its tables name must lie under the warehouse. S3 settings as for external locations.
+//! # catalog is the SQLite file PyIceberg's SqlCatalog and Java's JdbcCatalog keep; a REST
+//! # catalog is its http(s) base URI. Every file their tables name must lie under the
+//! # warehouse. S3 settings as for external locations.
 //! [[iceberg_catalogs]]
 //! name = "lake"
 //! uri = "sqlite:///var/lib/sieve/lake.db"
 //! catalog_name = "default"       # the name its writers gave the catalog (default: name)
 //! warehouse = "s3://bucket/warehouse"   # or file:///dir
+//!
+//! [[iceberg_catalogs]]
+//! name = "polaris"
+//! uri = "https://polaris.example.com/api/catalog"
+//! credential = "client_id:client_secret"   # or token = "…"; scope = "PRINCIPAL_ROLE:ALL"
+//! rest_warehouse = "prod"        # the warehouse the catalog is asked for (GET /v1/config)
+//! warehouse = "s3://bucket/prod"
 //! ```
 
 use std::net::IpAddr;

@@ -1,23 +1,26 @@
 //! Iceberg tables written by PyIceberg (as a user's other engines write them: appends, a
 //! copy-on-write delete, position and equality delete files, a commit while Sieve serves), on a local
-//! warehouse and on MinIO, read through an attached SQL catalog, every answer compared with
+//! warehouse and on MinIO, read through an attached SQL or REST catalog, every answer compared with
 //! PyIceberg's own scan of the same snapshot.
 
 mod common;
 
 use std::path::Path;
-use std::process::Command;
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{Server, output_within, stderr, stdout};
 
-/// Runs cli/tests/iceberg/tables.py, its catalog in `dir` and its files there or under `s3`;
-/// what PyIceberg reads from each table.
-fn pyiceberg_at(dir: &Path, step: &str, s3: Option<&str>) -> serde_json::Value {
+/// Runs cli/tests/iceberg/tables.py, its catalog in `dir` (or the REST catalog at `rest`) and
+/// its files there or under `s3`; what PyIceberg reads from each table.
+fn pyiceberg_at(dir: &Path, step: &str, s3: Option<&str>, rest: Option<&str>) -> serde_json::Value {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/iceberg/tables.py");
     let mut command = Command::new("python3");
     command.args([script, dir.to_str().unwrap(), step]);
     command.args(s3);
+    if let Some(uri) = rest {
+        command.env("SIEVE_REST_URI", uri);
+    }
     let out = output_within(command, None, String::new);
     assert!(
         out.status.success(),
@@ -29,7 +32,7 @@ fn pyiceberg_at(dir: &Path, step: &str, s3: Option<&str>) -> serde_json::Value {
 }
 
 fn pyiceberg(warehouse: &Path, step: &str) -> serde_json::Value {
-    pyiceberg_at(warehouse, step, None)
+    pyiceberg_at(warehouse, step, None, None)
 }
 
 /// A catalog named lake over `dir`'s catalog.db, its files in `warehouse`.
@@ -317,7 +320,7 @@ fn renamed_and_replaced_columns_are_read_by_field_id() {
 fn a_warehouse_on_minio_is_read_as_pyiceberg_reads_it() {
     let dir = tempfile::tempdir().unwrap();
     let prefix = format!("{}/iceberg-{}", common::s3_base(), std::process::id());
-    let read = pyiceberg_at(dir.path(), "make", Some(&prefix));
+    let read = pyiceberg_at(dir.path(), "make", Some(&prefix), None);
     // S3 settings from the environment, as scripts/minio.sh exports them.
     let server = Server::start_with(&config_at(dir.path(), &prefix), None);
     assert_eq!(
@@ -334,10 +337,129 @@ fn a_warehouse_on_minio_is_read_as_pyiceberg_reads_it() {
     let lookup = "select name from lake.ns.people where id = 10002";
     assert_eq!(ok(&server, lookup), "p10002\n");
     assert_eq!(metric(&server, lookup, "blocks_read"), 1);
-    let read = pyiceberg_at(dir.path(), "append", Some(&prefix));
+    let read = pyiceberg_at(dir.path(), "append", Some(&prefix), None);
     assert_eq!(
         ok(&server, "select count(*) from lake.ns.people"),
         format!("{}\n", read["ns.people"]["count"])
+    );
+}
+
+/// Iceberg's own REST catalog server (`RESTCatalogServer` from iceberg-open-api's test
+/// fixtures, what the apache/iceberg-rest-fixture image runs): its tables kept by Java's
+/// JdbcCatalog in a SQLite file in `dir`, their files under `warehouse` in MinIO. Stopped when
+/// dropped.
+struct RestCatalogServer {
+    child: Child,
+    uri: String,
+}
+
+impl RestCatalogServer {
+    fn start(dir: &Path, warehouse: &str) -> Self {
+        let classpath = std::env::var("SIEVE_ICEBERG_REST_CLASSPATH").expect(
+            "SIEVE_ICEBERG_REST_CLASSPATH is the class path of Iceberg's REST catalog server \
+             (scripts/test.sh resolves it with Maven from cli/tests/iceberg/rest/pom.xml)",
+        );
+        let log = dir.join("rest-catalog.log");
+        let file = std::fs::File::create(&log).unwrap();
+        let mut child = Command::new("java")
+            .args([
+                "-cp",
+                &classpath,
+                "org.apache.iceberg.rest.RESTCatalogServer",
+            ])
+            // Its settings, as the fixture image takes them: CATALOG_A__B_C is a-b.c.
+            .env(
+                "CATALOG_URI",
+                format!("jdbc:sqlite:file:{}/rest.db", dir.display()),
+            )
+            .env("CATALOG_JDBC_SCHEMA__VERSION", "V1")
+            .env("CATALOG_WAREHOUSE", warehouse)
+            .env("CATALOG_IO__IMPL", "org.apache.iceberg.aws.s3.S3FileIO")
+            .env(
+                "CATALOG_S3_ENDPOINT",
+                std::env::var("AWS_ENDPOINT").unwrap(),
+            )
+            .env("CATALOG_S3_PATH__STYLE__ACCESS", "true")
+            .env("CATALOG_REST_PORT", "0")
+            .stdout(file.try_clone().unwrap())
+            .stderr(file)
+            .stdin(Stdio::null())
+            .spawn()
+            .expect("java runs Iceberg's REST catalog server (scripts/test.sh installs a JDK)");
+        let port = common::listening_port(&mut child, &log, "(http/1.1)}{");
+        Self {
+            child,
+            uri: format!("http://127.0.0.1:{port}"),
+        }
+    }
+}
+
+impl Drop for RestCatalogServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn a_rest_catalog_is_read_as_pyiceberg_reads_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let prefix = format!("{}/rest-{}", common::s3_base(), std::process::id());
+    let rest = RestCatalogServer::start(dir.path(), &prefix);
+    let read = pyiceberg_at(dir.path(), "make", Some(&prefix), Some(&rest.uri));
+    // The token route is asked for a token once, which every question then carries; a second
+    // catalog whose server is down does not keep the server from starting.
+    let config = format!(
+        "[[iceberg_catalogs]]\nname = \"lake\"\nuri = \"{}\"\nwarehouse = \"{prefix}\"\n\
+         credential = \"sieve:secret\"\n\
+         [[iceberg_catalogs]]\nname = \"down\"\nuri = \"http://127.0.0.1:1\"\n\
+         warehouse = \"{prefix}\"\n",
+        rest.uri
+    );
+    let server = Server::start_with(&config, None);
+    assert_eq!(
+        ok(&server, "show tables from lake.ns"),
+        "empty\nfloats\npeople\nrenamed\nreplaced\n"
+    );
+    let databases = ok(&server, "show databases");
+    assert!(databases.contains("\nlake.ns\nlake.other\n"), "{databases}");
+    assert_eq!(
+        ok(&server, "select id from lake.ns.people order by id"),
+        ids(&read, "ns.people")
+    );
+    refused(&server, "select * from lake.ns.nope", "lake.ns.nope");
+    refused(
+        &server,
+        "show tables from lake.nope",
+        "unknown database 'lake.nope'",
+    );
+    refused(
+        &server,
+        "select * from down.ns.t",
+        "iceberg catalog down: GET http://127.0.0.1:1/v1/config",
+    );
+    // Indexed through the REST catalog: a lookup reads the one file that holds its key, and
+    // a deleted key none.
+    let lookup = "select name from lake.ns.people where id = 10002";
+    ok(&server, "create index ix on lake.ns.people (id)");
+    assert_eq!(ok(&server, lookup), "p10002\n");
+    assert_eq!(metric(&server, lookup, "blocks_read"), 1);
+    assert_eq!(
+        ok(
+            &server,
+            "select name from lake.ns.people where id in (5, 10001)"
+        ),
+        ""
+    );
+    // A commit through the catalog is seen by the next statement.
+    let read = pyiceberg_at(dir.path(), "append", Some(&prefix), Some(&rest.uri));
+    assert_eq!(
+        ok(&server, "select count(*) from lake.ns.people"),
+        format!("{}\n", read["ns.people"]["count"])
+    );
+    assert_eq!(
+        ok(&server, "select name from lake.ns.people where id = 20000"),
+        "new\n"
     );
 }
 

@@ -1,5 +1,5 @@
-//! One attached Iceberg catalog: where its table list is (a SQL catalog's SQLite file), where
-//! its files are (the warehouse), and the scans of its tables already planned. A scan is planned
+//! One attached Iceberg catalog: where its table list is (a SQL catalog's SQLite file or a REST
+//! catalog), where its files are (the warehouse), and the scans of its tables already planned. A scan is planned
 //! once per metadata file: a metadata file and the manifests it leads to never change, so a
 //! table is read afresh exactly when a writer commits (the catalog row names a new file).
 
@@ -9,6 +9,7 @@ use serde::Deserialize;
 use sieve_storage::ExternalLocation;
 
 use crate::error::{IcebergError, Result};
+use crate::rest_catalog::{RestAuth, RestCatalog};
 use crate::sql_catalog::SqlCatalog;
 use crate::table_scan::TableScan;
 use crate::warehouse::Warehouse;
@@ -22,10 +23,21 @@ const KEPT_SCANS: usize = 256;
 pub struct CatalogConfig {
     /// The name statements use: `name.namespace.table`.
     pub name: String,
-    /// `sqlite:///absolute/path.db`: the SQL catalog's file.
+    /// `sqlite:///absolute/path.db`, the SQL catalog's file, or `http(s)://host/path`, a REST
+    /// catalog's base (the part before `/v1/`).
     pub uri: String,
-    /// The name the writers gave the catalog (the `catalog_name` column); default: `name`.
+    /// The SQL catalog's name as its writers gave it (the `catalog_name` column); default: `name`.
     pub catalog_name: Option<String>,
+    /// A REST catalog's bearer token.
+    pub token: Option<String>,
+    /// A REST catalog's OAuth2 client credentials, `client_id:client_secret`, exchanged for a
+    /// token at `{uri}/v1/oauth/tokens`.
+    pub credential: Option<String>,
+    /// The scope a credential's token is asked for (default `catalog`, as Java's client asks).
+    pub scope: Option<String>,
+    /// The warehouse a REST catalog is asked for (`GET /v1/config?warehouse=`): Polaris's
+    /// catalog name, Lakekeeper's warehouse. Not where the files are: that is `warehouse`.
+    pub rest_warehouse: Option<String>,
     /// `file:///dir` or `s3://bucket/prefix`: every file the catalog's tables name lies under
     /// it, and nothing else is read.
     pub warehouse: String,
@@ -46,7 +58,7 @@ pub const DEFAULT_INDEX_INTERVAL_S: u64 = 30;
 pub struct IcebergCatalog {
     name: String,
     index_interval: std::time::Duration,
-    sql: SqlCatalog,
+    tables: TableList,
     warehouse: Warehouse,
     scans: quick_cache::sync::Cache<String, Arc<TableScan>>,
 }
@@ -69,7 +81,7 @@ impl IcebergCatalog {
             secret_access_key: config.secret_access_key.clone(),
             allow_http: config.allow_http,
         };
-        let writers_name = config.catalog_name.as_deref().unwrap_or(&config.name);
+        let tables = TableList::open(config)?;
         Ok(Self {
             name: config.name.clone(),
             index_interval: std::time::Duration::from_secs(
@@ -78,7 +90,7 @@ impl IcebergCatalog {
                     .unwrap_or(DEFAULT_INDEX_INTERVAL_S)
                     .max(1),
             ),
-            sql: SqlCatalog::new(writers_name, &config.uri)?,
+            tables,
             warehouse: Warehouse::open(&warehouse).map_err(|e| IcebergError::Catalog {
                 catalog: config.name.clone(),
                 why: e.to_string(),
@@ -101,16 +113,26 @@ impl IcebergCatalog {
     }
 
     pub async fn namespaces(&self) -> Result<Vec<String>> {
-        self.sql.namespaces().await
+        match &self.tables {
+            TableList::Sql(sql) => sql.namespaces().await,
+            TableList::Rest(rest) => rest.namespaces().await,
+        }
     }
 
     pub async fn tables(&self, namespace: &str) -> Result<Vec<String>> {
-        self.sql.tables(namespace).await
+        match &self.tables {
+            TableList::Sql(sql) => sql.tables(namespace).await,
+            TableList::Rest(rest) => rest.tables(namespace).await,
+        }
     }
 
     /// The scan of `namespace.table` as the catalog has it now; None if there is no such table.
     pub async fn scan(&self, namespace: &str, table: &str) -> Result<Option<Arc<TableScan>>> {
-        let Some(location) = self.sql.metadata_location(namespace, table).await? else {
+        let location = match &self.tables {
+            TableList::Sql(sql) => sql.metadata_location(namespace, table).await?,
+            TableList::Rest(rest) => rest.metadata_location(namespace, table).await?,
+        };
+        let Some(location) = location else {
             return Ok(None);
         };
         let name = format!("{}.{namespace}.{table}", self.name);
@@ -123,5 +145,138 @@ impl IcebergCatalog {
             .get_or_insert_async(&location, plan)
             .await
             .map(Some)
+    }
+}
+
+/// Where a catalog keeps its table list: the kind of catalog `uri` names.
+#[derive(Debug)]
+enum TableList {
+    Sql(SqlCatalog),
+    /// Boxed: the HTTP client is several times a SQL catalog's size.
+    Rest(Box<RestCatalog>),
+}
+
+impl TableList {
+    fn open(config: &CatalogConfig) -> Result<Self> {
+        let refused = |why: String| IcebergError::Catalog {
+            catalog: config.name.clone(),
+            why,
+        };
+        let rest = config.uri.starts_with("http://") || config.uri.starts_with("https://");
+        if !rest {
+            let rest_only = [
+                ("token", config.token.is_some()),
+                ("credential", config.credential.is_some()),
+                ("scope", config.scope.is_some()),
+                ("rest_warehouse", config.rest_warehouse.is_some()),
+            ];
+            if let Some((key, _)) = rest_only.iter().find(|(_, set)| *set) {
+                return Err(refused(format!(
+                    "{key} is a REST catalog's setting, and uri {:?} is not http(s)://",
+                    config.uri
+                )));
+            }
+            let writers_name = config.catalog_name.as_deref().unwrap_or(&config.name);
+            return Ok(Self::Sql(SqlCatalog::new(writers_name, &config.uri)?));
+        }
+        if config.catalog_name.is_some() {
+            return Err(refused(
+                "catalog_name names a SQL catalog's rows; a REST catalog is chosen by uri \
+                 (and rest_warehouse)"
+                    .into(),
+            ));
+        }
+        let auth = match (&config.token, &config.credential) {
+            (Some(_), Some(_)) => {
+                return Err(refused("give a token or a credential, not both".into()));
+            }
+            (Some(token), None) => RestAuth::Token(token.clone()),
+            (None, Some(credential)) => {
+                let Some((client_id, client_secret)) = credential.split_once(':') else {
+                    return Err(refused(
+                        "credential is client_id:client_secret (one colon between them)".into(),
+                    ));
+                };
+                RestAuth::Credential {
+                    client_id: client_id.to_string(),
+                    client_secret: client_secret.to_string(),
+                    scope: config.scope.clone().unwrap_or_else(|| "catalog".into()),
+                }
+            }
+            (None, None) if config.scope.is_some() => {
+                return Err(refused(
+                    "scope is asked with a credential; none is given".into(),
+                ));
+            }
+            (None, None) => RestAuth::None,
+        };
+        Ok(Self::Rest(Box::new(RestCatalog::new(
+            &config.name,
+            &config.uri,
+            config.rest_warehouse.clone(),
+            auth,
+        )?)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refusal(config: CatalogConfig) -> String {
+        IcebergCatalog::open(&config).unwrap_err().to_string()
+    }
+
+    fn rest(uri: &str) -> CatalogConfig {
+        CatalogConfig {
+            name: "lake".into(),
+            uri: uri.into(),
+            warehouse: "file:///tmp".into(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_catalog_kind_is_refused_settings_of_the_other() {
+        let sql = rest("sqlite:///x.db");
+        let with_token = CatalogConfig {
+            token: Some("t".into()),
+            ..sql.clone()
+        };
+        assert!(refusal(with_token).contains("token is a REST catalog's setting"));
+        let named = CatalogConfig {
+            catalog_name: Some("writers".into()),
+            ..rest("http://127.0.0.1:8181")
+        };
+        assert!(refusal(named).contains("catalog_name names a SQL catalog's rows"));
+        assert!(refusal(rest("postgres://x")).contains("a REST catalog http(s)://"));
+    }
+
+    #[test]
+    fn a_rest_catalog_takes_a_token_or_a_credential() {
+        let both = CatalogConfig {
+            token: Some("t".into()),
+            credential: Some("id:secret".into()),
+            ..rest("https://catalog.example.com/api/catalog")
+        };
+        assert!(refusal(both).contains("a token or a credential, not both"));
+        let no_colon = CatalogConfig {
+            credential: Some("secret".into()),
+            ..rest("https://catalog.example.com")
+        };
+        assert!(refusal(no_colon).contains("client_id:client_secret"));
+        let scope_alone = CatalogConfig {
+            scope: Some("PRINCIPAL_ROLE:ALL".into()),
+            ..rest("https://catalog.example.com")
+        };
+        assert!(refusal(scope_alone).contains("scope is asked with a credential"));
+        // Nothing is asked of the catalog until a statement needs it: a server starts while
+        // its REST catalog is down.
+        let credential = CatalogConfig {
+            credential: Some("id:secret".into()),
+            scope: Some("PRINCIPAL_ROLE:ALL".into()),
+            ..rest("http://127.0.0.1:1/")
+        };
+        assert!(IcebergCatalog::open(&credential).is_ok());
     }
 }

@@ -8,7 +8,7 @@
 //! Avro. Parts of the format not read yet (deletion vectors, v3, nested columns) are refused
 //! by name, never read wrong; columns are found by field id.
 //!
-//! The way through: [`IcebergCatalog::scan`] asks the SQL catalog for a table's metadata file,
+//! The way through: [`IcebergCatalog::scan`] asks the catalog (SQL or REST) for a table's metadata file,
 //! and [`TableScan::plan`] reads it, its snapshot's manifest list, manifests and delete files
 //! into the data files to read, the rows to skip in each (position deletes) and the keys
 //! deleted from each (equality deletes).
@@ -19,6 +19,7 @@ mod error;
 mod manifest;
 mod metadata;
 mod position_deletes;
+mod rest_catalog;
 mod schema;
 mod sql_catalog;
 mod table_scan;

@@ -27,7 +27,10 @@ impl SqlCatalog {
         let Some(file) = file else {
             return Err(IcebergError::Catalog {
                 catalog: name.to_string(),
-                why: format!("uri {uri:?}: a SQL catalog is sqlite:///absolute/path.db"),
+                why: format!(
+                    "uri {uri:?}: a SQL catalog is sqlite:///absolute/path.db, a REST catalog \
+                     http(s)://…"
+                ),
             });
         };
         Ok(Self {

@@ -105,6 +105,8 @@ pub fn listening_port(child: &mut Child, log: &Path, marker: &str) -> u16 {
         let said = std::fs::read_to_string(log).unwrap_or_default();
         if let Some((_, rest)) = said.split_once(marker) {
             let address = rest.split([',', ' ', '\n']).next().unwrap_or_default();
+            // Jetty's `{0.0.0.0:8181}` ends in a brace.
+            let address = address.trim_end_matches(|c: char| !c.is_ascii_digit());
             let port = address.rsplit_once(':').and_then(|(_, p)| p.parse().ok());
             return port.unwrap_or_else(|| panic!("no port in {marker:?}: {said}"));
         }

@@ -13,7 +13,8 @@
 The tables' files go to DIR, or to the S3 prefix (with AWS_ENDPOINT, AWS_ACCESS_KEY_ID, … from
 the environment, as scripts/minio.sh exports them). Prints, as one JSON object, what PyIceberg's
 own scan reads from each table: the rows Sieve must return. The SQL catalog is named "writers"
-(Sieve's configuration says catalog_name).
+(Sieve's configuration says catalog_name). With SIEVE_REST_URI set, the tables are made through
+that REST catalog instead, which decides where their files go.
 """
 import json
 import os
@@ -22,6 +23,7 @@ import uuid
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+from pyiceberg.catalog.rest import RestCatalog
 from pyiceberg.catalog.sql import SqlCatalog
 from pyiceberg.io.pyarrow import _dataframe_to_data_files
 from pyiceberg.manifest import (DataFile, DataFileContent, FileFormat, ManifestContent, ManifestEntry,
@@ -39,7 +41,10 @@ s3 = {}
 if warehouse.startswith("s3://"):
     s3 = {"s3.endpoint": os.environ["AWS_ENDPOINT"], "s3.access-key-id": os.environ["AWS_ACCESS_KEY_ID"],
           "s3.secret-access-key": os.environ["AWS_SECRET_ACCESS_KEY"], "s3.region": os.environ["AWS_REGION"]}
-catalog = SqlCatalog("writers", uri=f"sqlite:///{directory}/catalog.db", warehouse=warehouse, **s3)
+if "SIEVE_REST_URI" in os.environ:
+    catalog = RestCatalog("writers", uri=os.environ["SIEVE_REST_URI"], **s3)
+else:
+    catalog = SqlCatalog("writers", uri=f"sqlite:///{directory}/catalog.db", warehouse=warehouse, **s3)
 
 
 def people(ids, names):

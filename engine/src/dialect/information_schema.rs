@@ -106,8 +106,8 @@ impl InformationSchema {
             if !self.viewer.sees(&Object::database(catalog.name())) {
                 continue;
             }
-            for namespace in catalog.namespaces().await.map_err(external)? {
-                for table in catalog.tables(&namespace).await.map_err(external)? {
+            for namespace in iceberg_catalog::listed(catalog, catalog.namespaces().await) {
+                for table in iceberg_catalog::listed(catalog, catalog.tables(&namespace).await) {
                     let object = iceberg_catalog::object(catalog.name(), &namespace, &table);
                     if self.viewer.sees(&object) {
                         let schema = format!("{}.{namespace}", catalog.name());

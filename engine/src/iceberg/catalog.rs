@@ -54,11 +54,25 @@ pub async fn visible_namespaces(
     let mut names = Vec::new();
     for catalog in attached {
         if principal.sees(&Object::database(catalog.name())) {
-            let namespaces = catalog.namespaces().await.map_err(external)?;
+            let namespaces = listed(catalog, catalog.namespaces().await);
             names.extend(namespaces.iter().map(|n| format!("{}.{n}", catalog.name())));
         }
     }
     Ok(names)
+}
+
+/// What a listing over every catalog (SHOW DATABASES, information_schema) takes from one:
+/// a catalog that cannot answer (a REST catalog down) is left out with a warning in the log,
+/// so tools that list databases on connecting still reach the others. A statement naming
+/// one of its tables still fails, saying why.
+pub fn listed(catalog: &IcebergCatalog, names: sieve_iceberg::Result<Vec<String>>) -> Vec<String> {
+    names.unwrap_or_else(|e| {
+        log::warn!(
+            "left attached catalog {} out of a listing: {e}",
+            catalog.name()
+        );
+        Vec::new()
+    })
 }
 
 /// The tables `principal` sees in `catalog.namespace` when `parts` names an attached catalog's
