@@ -262,6 +262,7 @@ mod tests {
             bounds: ColumnBounds::default(),
             partition: partition(1, record.as_ref()),
             equality_ids: ids.to_vec(),
+            vector: None,
         }
     }
 

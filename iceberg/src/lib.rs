@@ -3,17 +3,19 @@
 //! copying them. Read-only: Sieve never writes into a catalog or a table's location.
 //!
 //! Why a reader of Sieve's own: no crates.io release of iceberg-rust is built on the arrow and
-//! DataFusion versions Sieve pins (see docs/research/iceberg.md), and a read of v1 and v2 tables
-//! needs only the metadata JSON, two Avro files and the delete files, with apache-avro for the
-//! Avro. Parts of the format not read yet (deletion vectors, v3, nested columns) are refused
-//! by name, never read wrong; columns are found by field id.
+//! DataFusion versions Sieve pins (see docs/research/iceberg.md), and a read of v1 to v3 tables
+//! needs only the metadata JSON, two Avro files and the delete files (deletion vectors among
+//! them), with apache-avro for the Avro. Parts of the format not read yet (v3's default values
+//! and new types, nested columns) are refused by name, never read wrong; columns are found by
+//! field id.
 //!
-//! The way through: [`IcebergCatalog::scan`] asks the catalog (SQL or REST) for a table's metadata file,
-//! and [`TableScan::plan`] reads it, its snapshot's manifest list, manifests and delete files
-//! into the data files to read, the rows to skip in each (position deletes) and the keys
-//! deleted from each (equality deletes).
+//! The way through: [`IcebergCatalog::scan`] asks the catalog (SQL or REST) for a table's
+//! metadata file, and [`TableScan::plan`] reads it, its snapshot's manifest list, manifests and
+//! delete files into the data files to read, the rows to skip in each (position deletes and
+//! deletion vectors) and the keys deleted from each (equality deletes).
 
 mod catalog;
+mod deletion_vectors;
 mod equality_deletes;
 mod error;
 mod manifest;

@@ -46,6 +46,16 @@ pub struct FileEntry {
     pub partition: Partition,
     /// An equality delete file's columns, by field id; empty for other files.
     pub equality_ids: Vec<i32>,
+    /// A deletion vector's data file and place in its Puffin file; None for other files.
+    pub vector: Option<VectorBlob>,
+}
+
+/// Where a deletion vector (v3) lies: a blob of a Puffin file, deleting from one data file.
+#[derive(Debug, Clone)]
+pub struct VectorBlob {
+    pub data_file: String,
+    pub offset: u64,
+    pub size: u64,
 }
 
 /// A file's partition (spec: "Partitioning"): its spec and the values of the spec's fields, for
@@ -119,13 +129,25 @@ pub fn read_manifest(manifest: &ManifestFile, bytes: &[u8]) -> Result<Vec<FileEn
                 .and_then(|n| u64::try_from(n).ok())
                 .ok_or_else(|| bad(format!("a data file without {name}")))
         };
+        let format = string(field(file, "file_format"))
+            .unwrap_or_default()
+            .to_ascii_uppercase();
+        let vector = match format.as_str() {
+            "PUFFIN" => (|| {
+                Some(VectorBlob {
+                    data_file: string(field(file, "referenced_data_file"))?,
+                    offset: u64::try_from(int(field(file, "content_offset"))?).ok()?,
+                    size: u64::try_from(int(field(file, "content_size_in_bytes"))?).ok()?,
+                })
+            })(),
+            _ => None,
+        };
         live.push(FileEntry {
             content,
             path: string(field(file, "file_path"))
                 .ok_or_else(|| bad("a data file without file_path".into()))?,
-            format: string(field(file, "file_format"))
-                .unwrap_or_default()
-                .to_ascii_uppercase(),
+            format,
+            vector,
             record_count: count("record_count")?,
             file_size: count("file_size_in_bytes")?,
             sequence_number,

@@ -42,6 +42,10 @@ pub struct Field {
     /// A primitive's name (`long`, `decimal(9,2)`, …) or a nested type's object.
     #[serde(rename = "type")]
     pub kind: serde_json::Value,
+    /// v3: the value rows of files written before the column was added read as (instead of
+    /// null).
+    #[serde(rename = "initial-default")]
+    pub initial_default: Option<serde_json::Value>,
 }
 
 impl Schema {
@@ -66,6 +70,16 @@ impl Schema {
                             format!("column {} has type {kind}, not read yet", field.name),
                         )
                     })?;
+                    if field.initial_default.is_some() {
+                        return Err(IcebergError::Unsupported(
+                            table.to_string(),
+                            format!(
+                                "column {} has a value for files written before it was added \
+                                 (v3's initial-default), not read yet",
+                                field.name
+                            ),
+                        ));
+                    }
                     let metadata = HashMap::from([(FIELD_ID.to_string(), field.id.to_string())]);
                     Ok(ArrowField::new(&field.name, data_type, !field.required)
                         .with_metadata(metadata))

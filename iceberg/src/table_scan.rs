@@ -1,7 +1,6 @@
 //! What a read of a table's current snapshot must scan (spec: "Scan Planning"): its live data
-//! files, each with the row ordinals position deletes remove from it and the keys equality
-//! deletes remove, and the Arrow schema to read them as. Deletion vectors are refused, never
-//! skipped: a read that ignored them would return deleted rows.
+//! files, each with the row ordinals position deletes and deletion vectors remove from it and
+//! the keys equality deletes remove, and the Arrow schema to read them as.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -11,6 +10,7 @@ use futures::{StreamExt, TryStreamExt};
 use object_store::path::Path;
 use roaring::RoaringBitmap;
 
+use crate::deletion_vectors;
 use crate::equality_deletes::{EqualityDeletes, KeysByPartition};
 use crate::error::{IcebergError, Result};
 use crate::manifest::{self, ColumnBounds, FileContent, FileEntry, ManifestFile};
@@ -100,7 +100,7 @@ impl TableScan {
                     data.push(entry);
                     continue;
                 }
-                (FileContent::PositionDeletes, "PARQUET") => {
+                (FileContent::PositionDeletes, "PARQUET" | "PUFFIN") => {
                     deletes.push(entry);
                     continue;
                 }
@@ -108,7 +108,6 @@ impl TableScan {
                     equality.push(entry);
                     continue;
                 }
-                (FileContent::PositionDeletes, "PUFFIN") => "deletion vectors",
                 (FileContent::Data, _) => "data files that are not Parquet",
                 (FileContent::PositionDeletes, _) => "position deletes that are not Parquet",
             };
@@ -147,7 +146,9 @@ impl TableScan {
 }
 
 /// The deleted ordinals of each data file (by its place in `data`) that `deletes` remove: a
-/// position delete applies to a data file of the same or an older sequence number.
+/// position delete file or deletion vector applies to a data file of the same or an older
+/// sequence number. A data file's vector holds the position deletes written for it before
+/// (writers merge them in), so taking both is the vector's rows again, never fewer.
 async fn deleted_rows(
     warehouse: &Warehouse,
     data: &[FileEntry],
@@ -155,7 +156,12 @@ async fn deleted_rows(
 ) -> Result<HashMap<usize, RoaringBitmap>> {
     let reads: Vec<_> = deletes
         .iter()
-        .map(|entry| position_deletes::read(warehouse, entry))
+        .map(|entry| async move {
+            match entry.format.as_str() {
+                "PUFFIN" => deletion_vectors::read(warehouse, entry).await,
+                _ => position_deletes::read(warehouse, entry).await,
+            }
+        })
         .collect();
     let read: Vec<position_deletes::Positions> = futures::stream::iter(reads)
         .buffered(CONCURRENT_READS)

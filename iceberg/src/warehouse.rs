@@ -100,6 +100,15 @@ impl Warehouse {
         Ok(Path::from_iter(parts))
     }
 
+    /// Reads `range` of `uri`'s bytes.
+    pub async fn read_range(&self, uri: &str, range: std::ops::Range<u64>) -> Result<bytes::Bytes> {
+        let path = self.path(uri)?;
+        self.store
+            .get_range(&path, range)
+            .await
+            .map_err(|e| IcebergError::Store(uri.to_string(), e))
+    }
+
     /// Reads all of `uri`.
     pub async fn read(&self, uri: &str) -> Result<bytes::Bytes> {
         let path = self.path(uri)?;

@@ -6,8 +6,10 @@ PySpark 4 with Iceberg's Spark runtime (the jars in SIEVE_SPARK_JARS, colon-sepa
 runtime and sqlite-jdbc; scripts/test.sh fetches them from Maven Central) writes `sp.orders` in
 a JDBC catalog on SQLite in DIR/catalog.db (catalog name "writers"), its files under DIR:
 three appends, a merge-on-read DELETE, MERGE and UPDATE (position delete files, Spark's own
-Parquet settings), partitioned by region. Prints, as one JSON object, what Spark reads back:
-every row, and the answers to the lookups the test makes.
+Parquet settings), partitioned by region. Then `sp.vectors`: a v2 table with position delete
+files, upgraded to format version 3, whose later DELETEs and UPDATE write deletion vectors
+(Puffin blobs that take in the position deletes before them). Prints, as one JSON object, what
+Spark reads back from each: every row, and the answers to the lookups the test makes.
 """
 import json
 import os
@@ -50,9 +52,28 @@ sql("""merge into writers.sp.orders t
             values (s.id, s.customer, 1, 'eu', timestamp_seconds(1800000000))""")
 sql("update writers.sp.orders set customer = 'updated' where id = 7")
 
-rows = sql("select id, customer, amount from writers.sp.orders order by id").collect()
-keys = [0, 7, 10, 11, 1995, 2000, 2001, 2005, 2999, 3000, 5000]
-lookups = {str(k): [r.customer for r in sql(f"select customer from writers.sp.orders where id = {k}").collect()]
-           for k in keys}
-print(json.dumps({"rows": [[r.id, r.customer, str(r.amount)] for r in rows], "lookups": lookups}))
+merge_on_read = """'write.delete.mode' = 'merge-on-read', 'write.update.mode' = 'merge-on-read',
+                   'write.merge.mode' = 'merge-on-read'"""
+sql(f"""create table writers.sp.vectors (id bigint, customer string) using iceberg
+        tblproperties ('format-version' = '2', {merge_on_read})""")
+for first in [0, 1000]:
+    sql(f"insert into writers.sp.vectors select id, concat('v', id) from range({first}, {first + 1000})")
+sql("delete from writers.sp.vectors where id % 10 = 0")
+sql("alter table writers.sp.vectors set tblproperties ('format-version' = '3')")
+sql("delete from writers.sp.vectors where id % 10 = 1")
+sql("update writers.sp.vectors set customer = 'updated' where id = 7")
+sql("delete from writers.sp.vectors where id = 1502")
+
+
+def read_back(table, columns, keys):
+    rows = sql(f"select {columns} from writers.sp.{table} order by id").collect()
+    lookups = {str(k): [r.customer for r in sql(f"select customer from writers.sp.{table} where id = {k}").collect()]
+               for k in keys}
+    return {"rows": [[str(v) for v in r] for r in rows], "lookups": lookups}
+
+
+print(json.dumps({
+    "orders": read_back("orders", "id, customer, amount", [0, 7, 10, 11, 1995, 2000, 2001, 2005, 2999, 3000, 5000]),
+    "vectors": read_back("vectors", "id, customer", [0, 1, 2, 7, 10, 11, 1500, 1501, 1502, 1503, 1999, 2000]),
+}))
 spark.stop()
