@@ -190,22 +190,10 @@ if len(sys.argv) > 5:
 PY
 cat "$work"/serve-*.log | grep -E "routing filters loaded" | tail -1 || true
 
-cpu() { # utime + stime of server $1's processes, in 1/100 s
-  local sum=0 pid
-  for pid in ${server_pids[$1]}; do sum=$((sum + $(awk '{print $14 + $15}' "/proc/$pid/stat"))); done
-  echo "$sum"
-}
-# MinIO publishes its request counters with a delay of a few seconds: read them after it.
-requests() {
-  sleep 12
-  curl -s "$AWS_ENDPOINT/minio/v2/metrics/cluster" \
-    | awk '/^minio_s3_requests_total\{/ {sum += $NF} END {print sum + 0}'
-}
-
-# Sieve counts the bytes its own GETs fetched (MinIO's sent-bytes counter stayed 0 here).
-fetched() {
-  curl -s "http://127.0.0.1:${metrics_ports[$1]}/metrics" \
-    | awk '/^sieve_object_store_transferred_bytes_total\{.*operation="get"/ {sum += $NF} END {print sum + 0}'
+source scripts/serving/measure.sh
+cpu() { # server $1's processes
+  # shellcheck disable=SC2086 # one PID per word
+  proc_cpu ${server_pids[$1]}
 }
 
 # A coordinator's lookups sent to workers, and the calls that carried them.
@@ -234,8 +222,8 @@ for keys in $key_sets; do
       [[ "$keys" = uniform-* ]] && setting="$setting; set sieve.lookup_cache = false"
       [ -n "$text" ] && setting="set sieve.text_lookups = $on"
       c0=$(cpu "$i")
-      r0=$(requests)
-      b0=$(fetched "$i")
+      r0=$(minio_requests)
+      b0=$(fetched_bytes "${metrics_ports[$i]}")
       read -r l0 k0 < <(worker_calls "$i")
       perf_pid=""
       if [ -n "${SIEVE_BENCH_PERF:-}" ]; then
@@ -252,9 +240,9 @@ for keys in $key_sets; do
       }
       c1=$(cpu "$i")
       [ -n "$perf_pid" ] && { kill -INT "$perf_pid"; wait "$perf_pid" || true; }
-      b1=$(fetched "$i")
+      b1=$(fetched_bytes "${metrics_ports[$i]}")
       read -r l1 k1 < <(worker_calls "$i")
-      r1=$(requests)
+      r1=$(minio_requests)
       n=$(echo "$out" | awk '/transactions:/ {print $2}')
       per_s=$(echo "$out" | awk '/transactions:/ {gsub(/\(/, "", $3); print $3}')
       p95=$(echo "$out" | awk '/95th percentile/ {print $3}')

@@ -37,7 +37,7 @@ pub use operations::optimize::{OptimizePlan, Optimized, Rewrite};
 pub use operations::vacuum::Vacuumed;
 pub use read::cache::{DEFAULT_DATA_CACHE_BYTES, DEFAULT_SIDECAR_CACHE_BYTES};
 pub use read::disk_cache::DiskCache;
-pub use read::request_trace::RequestTrace;
+pub use read::request_trace::{RequestTrace, TracedStore};
 pub use read::table::{SidecarFetch, Table};
 pub use roaring::RoaringBitmap;
 pub use users::{StoredGrant, StoredUser, UserList, Users};

@@ -1,0 +1,237 @@
+#!/usr/bin/env bash
+# Point lookups over an attached Iceberg table against the same lookups over Sieve's own table
+# (issue 51): `bash scripts/bench-iceberg.sh SIEVE` (a release build). In one fresh MinIO:
+#   - `sieve load t10b --rows ROWS` writes Sieve's own t10b (SIEVE_BENCH_ROWS, default 100M);
+#   - PyIceberg (SqlCatalog on SQLite, warehouse s3://sieve-test/lake) writes a t10b of the same
+#     shape (c1 the row number, c2 a random decimal as text) in appends of SIEVE_BENCH_FILE_ROWS
+#     rows (default 10M) with its default Parquet settings (1M-row row groups, 1 MB pages, zstd,
+#     no page index), keeping SIEVE_BENCH_KEYS_N (default 2000) of its c2 values drawn uniformly;
+#   - one `sieve serve` attaches the catalog (its indexer idle) and runs CREATE INDEX on c2:
+#     rows per server CPU second;
+#   - sysbench (scripts/serving/lookup.lua: a prepared `select c1 from T where c2 = ?` per
+#     connection) for SIEVE_BENCH_SECONDS (default 10) at each of SIEVE_BENCH_THREADS (default
+#     "1 16 64") connections, on each table, for uniform present keys (drawn over the table, as
+#     many from Sieve's own; kept results off) and uniform absent ones: lookups/s, p95, server
+#     CPU and MinIO requests per lookup, KB the server fetched per lookup, and the ratios of the
+#     attached table to Sieve's own (the issue's aim: within 1.5x for lookups/s and KB);
+#   - cold: a fresh server's first lookup of a present key on each table, and the MinIO
+#     requests it made (its round trips are at most that many);
+#   - the same present keys (SIEVE_BENCH_OTHER_N of them, default 20) looked up one at a time
+#     through PyIceberg's scan (`row_filter`) and DuckDB's `iceberg_scan` (duckdb 1.5.5 with its
+#     iceberg, avro and httpfs extension wheels, installed if missing), against Sieve's attached
+#     table at one connection.
+# Sieve's own table has each key looked up once before the runs (what a served table has in its
+# data cache); an attached table has no data cache yet.
+# The client runs on the same cores; keep the machine otherwise idle.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+sieve="$(realpath "${1:?usage: bench-iceberg.sh SIEVE}")"
+rows="${SIEVE_BENCH_ROWS:-100M}"
+file_rows="${SIEVE_BENCH_FILE_ROWS:-10000000}"
+keys_n="${SIEVE_BENCH_KEYS_N:-2000}"
+seconds="${SIEVE_BENCH_SECONDS:-10}"
+threads_list="${SIEVE_BENCH_THREADS:-1 16 64}"
+other_n="${SIEVE_BENCH_OTHER_N:-20}"
+if ! command -v sysbench >/dev/null 2>&1; then
+  sudo=""
+  [ "$(id -u)" = 0 ] || sudo="sudo"
+  { $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq sysbench; } >/dev/null
+fi
+if ! python3 -c "import duckdb_extension_iceberg, duckdb_extension_avro, duckdb_extension_httpfs" 2>/dev/null; then
+  python3 -m pip install -q duckdb==1.5.5 duckdb-extension-iceberg==1.5.5 duckdb-extension-avro==1.5.5 \
+    duckdb-extension-httpfs==1.5.5
+fi
+export MINIO_PROMETHEUS_AUTH_TYPE=public
+source scripts/minio.sh
+source scripts/serving/measure.sh
+work=$(mktemp -d)
+pids=()
+cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null; done; minio_stop; rm -rf "$work"; }
+trap cleanup EXIT
+minio_start
+storage="s3://sieve-test/native"
+warehouse="s3://sieve-test/lake"
+
+"$sieve" --storage "$storage" load t10b --rows "$rows" 2>&1 | grep -E "loaded|c2 locator"
+python3 - "$work" "$warehouse" "$rows" "$file_rows" "$keys_n" <<'PY'
+import os, sys, time
+import numpy as np
+import pyarrow as pa
+from pyiceberg.catalog.sql import SqlCatalog
+work, warehouse, rows_text, file_rows, keys_n = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
+scale = {"k": 10**3, "M": 10**6, "B": 10**9}
+rows = int(float(rows_text[:-1]) * scale[rows_text[-1]]) if rows_text[-1] in scale else int(rows_text)
+s3 = {"s3.endpoint": os.environ["AWS_ENDPOINT"], "s3.access-key-id": os.environ["AWS_ACCESS_KEY_ID"],
+      "s3.secret-access-key": os.environ["AWS_SECRET_ACCESS_KEY"], "s3.region": os.environ["AWS_REGION"]}
+catalog = SqlCatalog("writers", uri=f"sqlite:///{work}/catalog.db", warehouse=warehouse, **s3)
+catalog.create_namespace("ns")
+table = catalog.create_table("ns.t10b", schema=pa.schema([pa.field("c1", pa.int64()), pa.field("c2", pa.string())]))
+rng = np.random.default_rng(42)
+wanted = np.sort(rng.choice(rows, size=keys_n, replace=False))
+keys, started = [], time.time()
+for first in range(0, rows, file_rows):
+    n = min(file_rows, rows - first)
+    c2 = rng.random(n).astype(str)
+    mine = wanted[(wanted >= first) & (wanted < first + n)] - first
+    keys += list(c2[mine])
+    table.append(pa.table({"c1": pa.array(np.arange(first, first + n), pa.int64()), "c2": pa.array(c2)}))
+files = table.scan().plan_files()
+print(f"PyIceberg wrote {rows:,} rows in {len(files)} files in {time.time() - started:.0f} s")
+rng.shuffle(keys)
+with open(f"{work}/attached-present.keys", "w") as f:
+    f.write("\n".join(keys) + "\n")
+PY
+cat > "$work/sieve.toml" <<TOML
+[[iceberg_catalogs]]
+name = "lake"
+uri = "sqlite://$work/catalog.db"
+catalog_name = "writers"
+warehouse = "$warehouse"
+index_interval_s = 86400
+TOML
+
+port=$(free_port) metrics_port=$(free_port)
+serve() {
+  RUST_LOG=info "$sieve" --storage "$storage" --config "$work/sieve.toml" serve --port "$port" \
+    --metrics-port "$metrics_port" >>"$work/serve.log" 2>&1 &
+  server=$!
+  pids+=("$server")
+  wait_for_port "$port"
+}
+ask() { mysql -h127.0.0.1 -P"$port" -uroot -N -e "$1"; }
+
+# Cold: a fresh server's first lookup of a present key on each table.
+serve
+native_key=$(ask "select c2 from t10b where c1 = 12345")
+kill "$server"; wait "$server" 2>/dev/null || true
+echo
+echo "| cold first lookup | ms | MinIO requests |"
+echo "|---|---|---|"
+for table in "lake.ns.t10b:$(head -1 "$work/attached-present.keys")" "t10b:$native_key"; do
+  name=${table%%:*} key=${table#*:}
+  serve
+  r0=$(minio_requests)
+  start=$(date +%s%N)
+  ask "select c1 from $name where c2 = '$key'" >/dev/null
+  end=$(date +%s%N)
+  r1=$(minio_requests)
+  echo "| $name | $(( (end - start) / 1000000 )) | $((r1 - r0)) |"
+  kill "$server"; wait "$server" 2>/dev/null || true
+done
+
+serve
+ticks=$(getconf CLK_TCK)
+c0=$(proc_cpu "$server"); start=$(date +%s.%N)
+ask "create index ix_c2 on lake.ns.t10b (c2)" >/dev/null
+end=$(date +%s.%N); c1=$(proc_cpu "$server")
+python3 -c "
+rows = '$rows'; scale = {'k': 10**3, 'M': 10**6, 'B': 10**9}
+n = int(float(rows[:-1]) * scale[rows[-1]]) if rows[-1] in scale else int(rows)
+cpu = ($c1 - $c0) / $ticks
+print(f'CREATE INDEX on c2: {$end - $start:.1f} s, server CPU {cpu:.1f} s, {n / cpu:,.0f} rows per CPU second')"
+
+# Keys: as many present ones from Sieve's own table, drawn over its rows; absent ones.
+python3 - "$port" "$rows" "$work" "$keys_n" <<'PY'
+import random, sys
+import pymysql
+port, rows_text, work, n = int(sys.argv[1]), sys.argv[2], sys.argv[3], int(sys.argv[4])
+scale = {"k": 10**3, "M": 10**6, "B": 10**9}
+rows = int(float(rows_text[:-1]) * scale[rows_text[-1]]) if rows_text[-1] in scale else int(rows_text)
+cur = pymysql.connect(host="127.0.0.1", port=port, user="root", autocommit=True).cursor()
+random.seed(31)
+keys = []
+for _ in range(n):
+    cur.execute("select c2 from t10b where c1 = %d" % random.randrange(rows))
+    keys += [r[0] for r in cur.fetchall()]
+with open(f"{work}/native-present.keys", "w") as f:
+    f.write("\n".join(keys) + "\n")
+absent = [f"{random.random()}x" for _ in range(n)]
+for table in ["native", "attached"]:
+    with open(f"{work}/{table}-absent.keys", "w") as f:
+        f.write("\n".join(absent) + "\n")
+# Each of Sieve's own keys looked up once (kept results off, as the runs are), so its pages are
+# in the data cache; an attached table has no data cache yet, so its keys are not.
+cur.execute("set sieve.lookup_cache = false")
+for table, name in [("native", "t10b")]:
+    for kind in ["present", "absent"]:
+        for key in open(f"{work}/{table}-{kind}.keys").read().split():
+            cur.execute(f"select c1 from {name} where c2 = '{key}'")
+            cur.fetchall()
+PY
+
+echo
+echo "| keys | connections | table | lookups/s | p95 ms | server CPU ms/lookup | requests/lookup | KB fetched/lookup |"
+echo "|---|---|---|---|---|---|---|---|"
+declare -A rate kb
+for kind in present absent; do
+  for threads in $threads_list; do
+    for table in native attached; do
+      name=$([ $table = native ] && echo t10b || echo lake.ns.t10b)
+      c0=$(proc_cpu "$server") r0=$(minio_requests) b0=$(fetched_bytes "$metrics_port")
+      out=$(SIEVE_SET="set sieve.lookup_cache = false" SIEVE_LOOKUP="select c1 from $name where c2 = ?" \
+        SIEVE_KEYS="$work/$table-$kind.keys" sysbench scripts/serving/lookup.lua --db-driver=mysql \
+        --mysql-host=127.0.0.1 --mysql-port="$port" --mysql-user=root --mysql-db=default \
+        --threads="$threads" --time="$seconds" --percentile=95 run 2>&1) || { echo "$out" >&2; exit 1; }
+      c1=$(proc_cpu "$server") b1=$(fetched_bytes "$metrics_port") r1=$(minio_requests)
+      n=$(echo "$out" | awk '/transactions:/ {print $2}')
+      per_s=$(echo "$out" | awk '/transactions:/ {gsub(/\(/, "", $3); print $3}')
+      p95=$(echo "$out" | awk '/95th percentile/ {print $3}')
+      ms=$(python3 -c "print(f'{($c1 - $c0) * 1000 / $ticks / $n:.3f}')")
+      req=$(python3 -c "print(f'{($r1 - $r0) / $n:.2f}')")
+      kb[$table]=$(python3 -c "print(f'{($b1 - $b0) / $n / 1000:.1f}')")
+      rate[$table]=$per_s
+      echo "| uniform $kind | $threads | $table | $per_s | $p95 | $ms | $req | ${kb[$table]} |"
+    done
+    python3 -c "
+kb = ${kb[native]}
+print(f'| uniform $kind | $threads | attached/native | {${rate[attached]} / ${rate[native]}:.3f}x | | | | '
+      + (f'{${kb[attached]} / kb:.1f}x' if kb > 0 else '-') + ' |')"
+  done
+done
+
+# The same present keys through PyIceberg's scan and DuckDB's iceberg_scan, one at a time.
+echo
+python3 - "$port" "$work" "$warehouse" "$other_n" <<'PY'
+import glob, importlib, os, statistics, sys, time
+import duckdb
+import pymysql
+from pyiceberg.catalog.sql import SqlCatalog
+from pyiceberg.expressions import EqualTo
+port, work, warehouse, n = int(sys.argv[1]), sys.argv[2], sys.argv[3], int(sys.argv[4])
+keys = open(f"{work}/attached-present.keys").read().split()[:n]
+s3 = {"s3.endpoint": os.environ["AWS_ENDPOINT"], "s3.access-key-id": os.environ["AWS_ACCESS_KEY_ID"],
+      "s3.secret-access-key": os.environ["AWS_SECRET_ACCESS_KEY"], "s3.region": os.environ["AWS_REGION"]}
+table = SqlCatalog("writers", uri=f"sqlite:///{work}/catalog.db", warehouse=warehouse, **s3).load_table("ns.t10b")
+db = duckdb.connect()
+for ext in ["httpfs", "avro", "iceberg"]:
+    module = importlib.import_module(f"duckdb_extension_{ext}")
+    db.execute(f"LOAD '{glob.glob(os.path.dirname(module.__file__) + f'/extensions/*/{ext}.duckdb_extension')[0]}'")
+endpoint = os.environ["AWS_ENDPOINT"].removeprefix("http://")
+db.execute(f"""CREATE SECRET (TYPE s3, KEY_ID '{os.environ["AWS_ACCESS_KEY_ID"]}',
+               SECRET '{os.environ["AWS_SECRET_ACCESS_KEY"]}', ENDPOINT '{endpoint}', URL_STYLE 'path',
+               USE_SSL false, REGION '{os.environ["AWS_REGION"]}')""")
+cur = pymysql.connect(host="127.0.0.1", port=port, user="root", autocommit=True).cursor()
+cur.execute("set sieve.lookup_cache = false")
+runs = {
+    "Sieve, attached": lambda k: (cur.execute(f"select c1 from lake.ns.t10b where c2 = '{k}'"), cur.fetchall())[1],
+    "PyIceberg scan": lambda k: table.scan(row_filter=EqualTo("c2", k), selected_fields=("c1",)).to_arrow().column(0).to_pylist(),
+    "DuckDB iceberg_scan": lambda k: [r[0] for r in db.execute(
+        f"select c1 from iceberg_scan('{table.metadata_location}') where c2 = ?", [k]).fetchall()],
+}
+print("| engine | keys | median ms | lookups/s (one at a time) | against Sieve |")
+print("|---|---|---|---|---|")
+base = None
+for name, lookup in runs.items():
+    times = []
+    for k in keys:
+        start = time.perf_counter()
+        got = lookup(k)
+        times.append(time.perf_counter() - start)
+        assert len(got) == 1, (name, k, got)
+    median = statistics.median(times)
+    base = base or median
+    print(f"| {name} | {len(keys)} | {median * 1000:.1f} | {1 / median:.1f} | {median / base:.1f}x the time |")
+PY
+echo
+awk '/^VmHWM:/ {peak = $2} /^VmRSS:/ {now = $2} END {printf "server peak RSS %d MiB, at end %d MiB\n", peak / 1024, now / 1024}' \
+  "/proc/$server/status"

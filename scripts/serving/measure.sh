@@ -1,0 +1,23 @@
+# Sourced by the serving benchmarks: what a run of lookups cost, read before and after it.
+
+# proc_cpu PID...: the processes' user + system CPU, in 1/100 s.
+proc_cpu() {
+  local sum=0 pid
+  for pid in "$@"; do sum=$((sum + $(awk '{print $14 + $15}' "/proc/$pid/stat"))); done
+  echo "$sum"
+}
+
+# minio_requests: MinIO's S3 requests so far (needs MINIO_PROMETHEUS_AUTH_TYPE=public when it
+# started). MinIO publishes its counters with a delay of a few seconds: read them after it.
+minio_requests() {
+  sleep 12
+  curl -s "$AWS_ENDPOINT/minio/v2/metrics/cluster" \
+    | awk '/^minio_s3_requests_total\{/ {sum += $NF} END {print sum + 0}'
+}
+
+# fetched_bytes METRICS_PORT: the bytes a server's GETs fetched, by its own counter (MinIO's
+# sent-bytes counter stayed 0 here).
+fetched_bytes() {
+  curl -s "http://127.0.0.1:$1/metrics" \
+    | awk '/^sieve_object_store_transferred_bytes_total\{.*operation="get"/ {sum += $NF} END {print sum + 0}'
+}
