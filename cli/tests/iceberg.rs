@@ -55,11 +55,14 @@ fn config_indexing_every(warehouse: &Path, seconds: u64) -> String {
 
 /// A counter of the attached table's scan in EXPLAIN ANALYZE.
 fn metric(server: &Server, query: &str, name: &str) -> u64 {
+    metric_of(server, query, "IcebergScanExec", name)
+}
+
+/// A counter of the first `node` of `query`'s plan in EXPLAIN ANALYZE.
+fn metric_of(server: &Server, query: &str, node: &str, name: &str) -> u64 {
     let plan = ok(server, &format!("explain analyze {query}"));
-    let scan = plan
-        .find("IcebergScanExec")
-        .unwrap_or_else(|| panic!("{plan}"));
-    common::plan_counter(&plan[scan..], name)
+    let at = plan.find(node).unwrap_or_else(|| panic!("{plan}"));
+    common::plan_counter(&plan[at..], name)
 }
 
 fn ok(server: &Server, sql: &str) -> String {
@@ -546,6 +549,46 @@ fn a_catalog_that_cannot_be_attached_stops_the_server_saying_why() {
         "[[iceberg_catalogs]]\nname = \"Lake\"\nuri = \"sqlite:///x.db\"\nwarehouse = \"file:///tmp\"\n",
     );
     assert!(said.contains("lower-case identifier"), "{said}");
+}
+
+#[test]
+fn an_index_leaves_out_the_row_groups_that_cannot_hold_a_key() {
+    let warehouse = tempfile::tempdir().unwrap();
+    pyiceberg(warehouse.path(), "grouped");
+    let server = Server::start_with(&config_indexing_every(warehouse.path(), 3600), None);
+    let lookup = "select name from lake.ns.grouped where id = 4242";
+    // Each row group's bounds are the whole range: before the index, all 8 are read.
+    let unindexed = metric_of(&server, lookup, "DataSourceExec", "bytes_scanned");
+    let made = ok(&server, "create index ix on lake.ns.grouped (id)");
+    assert!(made.starts_with("1	8000	"), "{made}");
+    assert_eq!(
+        ok(&server, lookup),
+        "g4242
+"
+    );
+    assert_eq!(metric(&server, lookup, "blocks_read"), 1);
+    assert_eq!(metric(&server, lookup, "row_groups_pruned_by_filter"), 7);
+    let indexed = metric_of(&server, lookup, "DataSourceExec", "bytes_scanned");
+    assert!(
+        indexed * 4 < unindexed,
+        "{indexed} bytes scanned with the index, {unindexed} without"
+    );
+    let two = "select name from lake.ns.grouped where id in (17, 7999)";
+    assert!(metric(&server, two, "row_groups_pruned_by_filter") >= 6);
+    let absent = "select name from lake.ns.grouped where id = 8000";
+    assert_eq!(metric(&server, absent, "blocks_pruned_by_filter"), 1);
+    for key in [0, 17, 999, 4242, 7999, 8000, -1] {
+        let want = match (0..8000).contains(&key) {
+            true => format!("g{key}\n"),
+            false => String::new(),
+        };
+        for sql in [
+            format!("select name from lake.ns.grouped where id = {key}"),
+            format!("select name from lake.ns.grouped where id + 0 = {key}"),
+        ] {
+            assert_eq!(ok(&server, &sql), want, "{sql}");
+        }
+    }
 }
 
 /// Every file of a key's lookup, by id and by name, as PyIceberg wrote it; `id + 0` names no

@@ -406,15 +406,27 @@ pub fn number(storage: &str, query: &str) -> u64 {
     line.trim_matches(['|', ' ']).parse().unwrap()
 }
 
-/// The first counter `name` in an EXPLAIN ANALYZE `plan` (one node's metrics, as printed).
+/// The first counter `name` in an EXPLAIN ANALYZE `plan` (one node's metrics, as printed; a
+/// count of a thousand or more as DataFusion rounds it).
 pub fn plan_counter(plan: &str, name: &str) -> u64 {
     let at = [' ', '[']
         .iter()
         .find_map(|c| plan.find(&format!("{c}{name}=")))
         .unwrap_or_else(|| panic!("{name}: {plan}"));
-    let digits: String = plan[at + name.len() + 2..]
-        .chars()
-        .take_while(char::is_ascii_digit)
+    let value = &plan[at + name.len() + 2..];
+    let number: String = (value.chars())
+        .take_while(|c| c.is_ascii_digit() || *c == '.')
         .collect();
-    digits.parse().unwrap()
+    // DataFusion shows counts of a thousand or more rounded, with a unit: `123.4 K`.
+    let unit = match value[number.len()..]
+        .strip_prefix(' ')
+        .and_then(|u| u.chars().next())
+    {
+        Some('K') => 1e3,
+        Some('M') => 1e6,
+        Some('B') => 1e9,
+        Some('T') => 1e12,
+        _ => 1.0,
+    };
+    (number.parse::<f64>().unwrap() * unit) as u64
 }

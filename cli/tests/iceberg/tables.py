@@ -4,6 +4,7 @@
     python3 tables.py DIR append [s3://bucket/prefix] # one more commit to ns.people
     python3 tables.py DIR keys                        # ns.keys: 8 appends of 1000 rows each
     python3 tables.py DIR more_keys                   # one more file of ns.keys (ids 9000-9099)
+    python3 tables.py DIR grouped                     # ns.grouped: one file in 8 row groups
     python3 tables.py DIR big                         # ns.big: one file of 200,000 rows
     python3 tables.py DIR rename_again                # ns.renamed's label renamed tag, one more row
     python3 tables.py DIR upserts                     # ns.upserts, ns.regions: equality deletes
@@ -18,6 +19,7 @@ that REST catalog instead, which decides where their files go.
 """
 import json
 import os
+import random
 import sys
 import uuid
 
@@ -185,6 +187,17 @@ def keys():
         keys_file(table, i * 1000, 1000)
 
 
+def grouped():
+    """ns.grouped: one file of 8000 ids in 8 row groups of 1000, in an order that leaves each row
+    group's bounds the whole range, so only an index can tell its row groups apart."""
+    catalog.create_namespace_if_not_exists("ns")
+    schema = pa.schema([pa.field("id", pa.int64()), pa.field("name", pa.string())])
+    table = catalog.create_table("ns.grouped", schema=schema, properties={"write.parquet.row-group-limit": "1000"})
+    ids = list(range(8000))
+    random.Random(7).shuffle(ids)
+    table.append(pa.table({"id": pa.array(ids, pa.int64()), "name": pa.array([f"g{i}" for i in ids], pa.string())}))
+
+
 def more_keys():
     keys_file(catalog.load_table("ns.keys"), 9000, 100)
 
@@ -238,7 +251,7 @@ def big():
     catalog.create_table("ns.big", schema=pa.schema([pa.field("id", pa.int64())])).append(pa.table({"id": ids}))
 
 
-{"make": make, "append": append, "keys": keys, "more_keys": more_keys, "big": big,
+{"make": make, "append": append, "keys": keys, "grouped": grouped, "more_keys": more_keys, "big": big,
  "rename_again": rename_again, "upserts": upserts, "promoted": promoted, "promote": promote}[sys.argv[2]]()
 rows = {}
 for name in ["ns.people", "ns.empty", "ns.keys", "ns.promoted"]:

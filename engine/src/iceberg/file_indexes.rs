@@ -6,6 +6,7 @@
 //! was loaded; a part that cannot be read is left out, so its files are read unpruned.
 
 use std::collections::HashMap;
+use std::ops::Range;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -49,16 +50,31 @@ impl Loaded {
         Self { defs, parts, files }
     }
 
-    /// `file`'s entry for `column`, if an index covers it and was built from the file as the
-    /// manifest now describes it.
-    fn entry(&self, file: &DataFile, column: &str) -> Option<&SidecarColumn> {
+    /// `file`'s entries for `column`, each a range of its rows (a row group; the whole file
+    /// in a version 1 part) and its filter, in row order; None unless entries built from the
+    /// file as the manifest now describes it cover every row.
+    fn entries(&self, file: &DataFile, column: &str) -> Option<Vec<(Range<u64>, &SidecarColumn)>> {
         let path = file.path.as_ref();
-        self.files.get(path)?.iter().find_map(|(part, i)| {
-            let entry = &part[*i];
-            (entry.record_count == file.record_count && entry.file_size == file.file_size)
-                .then(|| entry.sidecar.column(column))
-                .flatten()
-        })
+        let mut entries: Vec<(Range<u64>, &SidecarColumn)> = (self.files.get(path)?.iter())
+            .filter_map(|(part, i)| {
+                let entry = &part[*i];
+                let same =
+                    entry.record_count == file.record_count && entry.file_size == file.file_size;
+                let range = entry.first_row..entry.first_row + entry.rows;
+                Some((range, same.then(|| entry.sidecar.column(column)).flatten()?))
+            })
+            .collect();
+        entries.sort_by_key(|(range, _)| (range.start, range.end));
+        // A file indexed twice (by two passes that raced) has its ranges twice: one each.
+        entries.dedup_by(|a, b| a.0 == b.0);
+        let mut next = 0;
+        for (range, _) in &entries {
+            if range.start != next {
+                return None;
+            }
+            next = range.end;
+        }
+        (next == file.record_count && !entries.is_empty()).then_some(entries)
     }
 
     /// Whether any index of the table covers `file`.
@@ -70,7 +86,7 @@ impl Loaded {
 
     /// Whether an index covers each of `columns` in `file`.
     pub fn covers_columns(&self, file: &DataFile, columns: &[String]) -> bool {
-        columns.iter().all(|c| self.entry(file, c).is_some())
+        columns.iter().all(|c| self.entries(file, c).is_some())
     }
 
     /// The indexed columns' guarantees of `predicate` over `schema`, as the hashes a file must
@@ -95,14 +111,58 @@ impl Loaded {
             .collect()
     }
 
-    /// Whether `file` may hold a row every probe allows: false only when an index built from
-    /// this very file rules a probe's keys out.
-    pub fn may_match(&self, file: &DataFile, probes: &[Probe]) -> bool {
-        probes.iter().all(|probe| {
-            self.entry(file, &probe.column)
-                .is_none_or(|index| probe.hashes.iter().any(|&h| index.may_contain(h)))
-        })
+    /// The rows of `file` that may hold a row every probe allows: the row groups no probe's
+    /// filter rules out, with how many the filters left out; None when no probe's column is
+    /// indexed in the file (every row may). Empty only when an index built from this very
+    /// file rules a probe's keys out of each of its row groups.
+    pub fn matching_rows(&self, file: &DataFile, probes: &[Probe]) -> Option<MatchingRows> {
+        let mut matching: Option<MatchingRows> = None;
+        for probe in probes {
+            let Some(entries) = self.entries(file, &probe.column) else {
+                continue;
+            };
+            let total = entries.len();
+            let ranges: Vec<Range<u64>> = (entries.into_iter())
+                .filter(|(_, index)| probe.hashes.iter().any(|&h| index.may_contain(h)))
+                .map(|(range, _)| range)
+                .collect();
+            let left_out = total - ranges.len();
+            matching = Some(match matching {
+                None => MatchingRows { ranges, left_out },
+                Some(before) => MatchingRows {
+                    ranges: intersect(&before.ranges, &ranges),
+                    left_out: before.left_out.max(left_out),
+                },
+            });
+        }
+        matching
     }
+}
+
+/// The rows of a file an index leaves to read.
+#[derive(Debug)]
+pub struct MatchingRows {
+    /// Sorted, not overlapping.
+    pub ranges: Vec<Range<u64>>,
+    /// The row groups (a file's entries) a filter ruled out.
+    pub left_out: usize,
+}
+
+/// The rows in both `a` and `b`, each sorted and not overlapping.
+fn intersect(a: &[Range<u64>], b: &[Range<u64>]) -> Vec<Range<u64>> {
+    let (mut i, mut j, mut both) = (0, 0, Vec::new());
+    while i < a.len() && j < b.len() {
+        let (start, end) = (a[i].start.max(b[j].start), a[i].end.min(b[j].end));
+        if start < end {
+            both.push(start..end);
+        }
+        if a[i].end < b[j].end {
+            i += 1;
+        } else {
+            j += 1;
+        }
+    }
+    both
 }
 
 /// One column's keys a lookup asks for, hashed as the index hashed the column's values.

@@ -1,12 +1,13 @@
 //! Builds an attached table's index over its data files: each file's indexed columns read alone
 //! (Parquet's projection, so a wide table costs what its key columns cost), hashed as Sieve
-//! hashes its own blocks' values, and made into one sidecar per file, sized by the file's
-//! distinct keys as a block's sidecar is. A file's columns are found by field id
+//! hashes its own blocks' values, and made into one sidecar per row group, sized by the row
+//! group's distinct keys as a block's sidecar is (a lookup then reads the row group that may
+//! hold its key, not the whole file). A file's columns are found by field id
 //! ([`super::field_ids`]), so a column renamed since a file was written is still indexed from it.
 
 use std::sync::Arc;
 
-use datafusion::arrow::array::new_null_array;
+use datafusion::arrow::array::{RecordBatch, new_null_array};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{FieldRef, Schema};
 use datafusion::common::{exec_datafusion_err, exec_err};
@@ -115,23 +116,28 @@ pub async fn index_files(
             let (store, spec, progress) = (store.clone(), spec.clone(), progress.clone());
             let held = MemoryConsumer::new(format!("index of {path}")).register(&pool);
             running.spawn(async move {
-                let sidecar = index_file(store, &spec, &path, file_size, &progress, held).await?;
-                Ok::<_, DataFusionError>(IndexedFile {
-                    path: path.to_string(),
-                    record_count,
-                    file_size,
-                    sidecar,
-                })
+                let groups = index_file(store, &spec, &path, file_size, &progress, held).await?;
+                let entries = groups
+                    .into_iter()
+                    .map(|(first_row, rows, sidecar)| IndexedFile {
+                        path: path.to_string(),
+                        record_count,
+                        file_size,
+                        first_row,
+                        rows,
+                        sidecar,
+                    });
+                Ok::<_, DataFusionError>(entries.collect::<Vec<_>>())
             });
         }
         match running.join_next().await {
-            Some(done) => built.push(done.map_err(|e| exec_datafusion_err!("{e}"))??),
+            Some(done) => built.extend(done.map_err(|e| exec_datafusion_err!("{e}"))??),
             None => return Ok(built),
         }
     }
 }
 
-/// One file's sidecar.
+/// One file's sidecars: a row group's first row, its rows, and its sidecar, for each.
 async fn index_file(
     store: Arc<dyn ObjectStore>,
     spec: &IndexSpec,
@@ -139,7 +145,7 @@ async fn index_file(
     file_size: u64,
     progress: &WriteProgress,
     held: MemoryReservation,
-) -> Result<Vec<u8>> {
+) -> Result<Vec<(u64, u64, Vec<u8>)>> {
     let file = PartitionedFile::new(path.to_string(), file_size);
     let reader: Box<dyn AsyncFileReader> = DefaultParquetFileReaderFactory::new(store)
         .create_reader(0, file, None, &ExecutionPlanMetricsSet::new())?;
@@ -156,37 +162,64 @@ async fn index_file(
     let roots = (spec.columns.iter().zip(&in_file))
         .filter_map(|(_, name)| file_schema.index_of(name.as_deref()?).ok());
     let mask = ProjectionMask::roots(builder.parquet_schema(), roots);
+    let group_rows: Vec<u64> = (builder.metadata().row_groups().iter())
+        .map(|g| u64::try_from(g.num_rows()).unwrap_or(0))
+        .collect();
     let mut rows = builder
         .with_projection(mask)
         .with_batch_size(BATCH_ROWS)
         .build()?;
-    let mut hashes = vec![ColumnHashes::default(); spec.columns.len()];
-    while let Some(batch) = rows.try_next().await? {
-        held.try_grow(batch.num_rows() * spec.columns.len() * BYTES_PER_VALUE)?;
-        for ((column, name), hashes) in spec.columns.iter().zip(&in_file).zip(&mut hashes) {
-            // Hashed as the table's type, which lookups cast their keys to.
-            let to = column.field.data_type();
-            let values = match name {
-                Some(name) => batch.column(batch.schema().index_of(name)?).clone(),
-                None => new_null_array(to, batch.num_rows()),
+    // A row group's hashes per indexed column, made into its sidecar once the row group ends
+    // (batches are cut there), so a build holds one row group's hashes at a time.
+    let empty = || vec![ColumnHashes::default(); spec.columns.len()];
+    let mut sidecars = Vec::with_capacity(group_rows.len().max(1));
+    let (mut hashes, mut first_row) = (empty(), 0);
+    // The rest of a batch that ran past its row group.
+    let mut carried: Option<RecordBatch> = None;
+    for &rows_in_group in &group_rows {
+        let mut left = rows_in_group;
+        while left > 0 {
+            let batch = match carried.take() {
+                Some(batch) => batch,
+                None => match rows.try_next().await? {
+                    Some(batch) => {
+                        held.try_grow(batch.num_rows() * spec.columns.len() * BYTES_PER_VALUE)?;
+                        batch
+                    }
+                    None => return exec_err!("data file {path}: fewer rows than its row groups"),
+                },
             };
-            let values = match values.data_type() == to {
-                true => values,
-                false => cast(&values, to)?,
-            };
-            (hashes.extend_from_array(values.as_ref()))
-                .map_err(|e| DataFusionError::External(Box::new(e)))?;
+            let take = batch
+                .num_rows()
+                .min(usize::try_from(left).unwrap_or(usize::MAX));
+            hash_values(spec, &in_file, &batch.slice(0, take), &mut hashes)?;
+            progress.add(take as u64);
+            left -= take as u64;
+            if take < batch.num_rows() {
+                carried = Some(batch.slice(take, batch.num_rows() - take));
+            }
         }
-        progress.add(batch.num_rows() as u64);
+        let group = std::mem::replace(&mut hashes, empty());
+        sidecars.push((first_row, rows_in_group, build(spec, group).await?));
+        held.shrink(
+            usize::try_from(rows_in_group).unwrap_or(0) * spec.columns.len() * BYTES_PER_VALUE,
+        );
+        first_row += rows_in_group;
     }
+    if sidecars.is_empty() {
+        // A file of no rows still gets its (empty) sidecar: it is then covered, never read.
+        sidecars.push((0, 0, build(spec, hashes).await?));
+    }
+    Ok(sidecars)
+}
+
+/// One row group's sidecar from its hashes: sorting and building filters over a million hashes
+/// or more runs off the async threads.
+async fn build(spec: &IndexSpec, hashes: Vec<ColumnHashes>) -> Result<Vec<u8>> {
     let columns: Vec<String> = spec.columns.iter().map(|c| c.indexed_as.clone()).collect();
     let filter = spec.filter;
-    // Sorting and building a filter over millions of hashes: off the async threads.
     tokio::task::spawn_blocking(move || {
-        let _held = held;
-        let built: Vec<ColumnIndex> = columns
-            .into_iter()
-            .zip(hashes)
+        let built: Vec<ColumnIndex> = (columns.into_iter().zip(hashes))
             .map(|(column, hashes)| ColumnIndex::build(column, filter, hashes))
             .collect();
         sidecar::encode(&built)
@@ -194,4 +227,28 @@ async fn index_file(
     .await
     .map_err(|e| exec_datafusion_err!("{e}"))?
     .map_err(|e| DataFusionError::External(Box::new(e)))
+}
+
+/// Hashes `batch`'s indexed columns into `hashes`, one per column of `spec`.
+fn hash_values(
+    spec: &IndexSpec,
+    in_file: &[Option<String>],
+    batch: &RecordBatch,
+    hashes: &mut [ColumnHashes],
+) -> Result<()> {
+    for ((column, name), hashes) in spec.columns.iter().zip(in_file).zip(hashes) {
+        // Hashed as the table's type, which lookups cast their keys to.
+        let to = column.field.data_type();
+        let values = match name {
+            Some(name) => batch.column(batch.schema().index_of(name)?).clone(),
+            None => new_null_array(to, batch.num_rows()),
+        };
+        let values = match values.data_type() == to {
+            true => values,
+            false => cast(&values, to)?,
+        };
+        (hashes.extend_from_array(values.as_ref()))
+            .map_err(|e| DataFusionError::External(Box::new(e)))?;
+    }
+    Ok(())
 }

@@ -67,8 +67,9 @@ pub async fn index_into(
             .write_part(def, &built)
             .await
             .map_err(to_df)?;
-        done.files += built.len() as u64;
-        done.rows += built.iter().map(|f| f.record_count).sum::<u64>();
+        // An entry per row group: the files are the chunk's, their rows the row groups'.
+        done.files += chunk.len() as u64;
+        done.rows += built.iter().map(|f| f.rows).sum::<u64>();
         done.bytes += built.iter().map(|f| f.sidecar.len() as u64).sum::<u64>();
     }
     Ok(done)

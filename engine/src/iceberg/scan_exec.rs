@@ -21,6 +21,8 @@ pub struct FileCounts {
     pub fully_deleted: usize,
     /// Files an index built from them ruled the lookup's keys out of.
     pub pruned_by_index: usize,
+    /// Row groups an index ruled the lookup's keys out of, in the files read.
+    pub row_groups_pruned_by_index: usize,
     /// Files the column bounds of their manifest entries ruled the filter out of.
     pub pruned_by_minmax: usize,
     /// Files no index of the table covers yet (a snapshot the indexer has not reached): read.
@@ -51,6 +53,10 @@ impl IcebergScanExec {
         count("blocks_total", counts.total);
         count("blocks_fully_deleted", counts.fully_deleted);
         count("blocks_pruned_by_filter", counts.pruned_by_index);
+        count(
+            "row_groups_pruned_by_filter",
+            counts.row_groups_pruned_by_index,
+        );
         count("blocks_pruned_by_minmax", counts.pruned_by_minmax);
         count("files_not_indexed", counts.not_indexed);
         count("blocks_read", counts.read);

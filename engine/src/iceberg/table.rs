@@ -30,12 +30,13 @@ use datafusion::physical_optimizer::pruning::PruningPredicateBuilder;
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::physical_plan::empty::EmptyExec;
 use sieve_iceberg::{DataFile, EqualityDeletes, TableScan, field_id};
+use std::ops::Range;
 
 use crate::access::principal::require;
 use crate::access::privileges::{Object, Privilege};
 use crate::cluster::coordinator::Cluster;
 use crate::scan::exec::parquet_options;
-use crate::scan::live_rows::undeleted_ranges;
+use crate::scan::live_rows::live_within;
 
 use super::equality_delete_exec::{EqualityDeleteExec, FILE_COLUMN};
 use super::field_ids::ByFieldId;
@@ -72,19 +73,32 @@ impl IcebergTable {
     }
 }
 
-/// `file` as DataFusion reads it, asking for only its rows no position delete removed; None
-/// when none are left.
-fn partitioned(file: &DataFile) -> Option<PartitionedFile> {
+/// `file` as DataFusion reads it, asking for only its rows in `wanted` (the row groups an
+/// index left; None: all) that no position delete removed; None when none are left. Row
+/// groups the selection leaves whole are skipped unread.
+fn partitioned(file: &DataFile, wanted: Option<&[Range<u64>]>) -> Option<PartitionedFile> {
     let partitioned = PartitionedFile::new(file.path.to_string(), file.file_size);
-    let Some(deleted) = &file.deleted else {
+    if wanted.is_none() && file.deleted.is_none() {
         return Some(partitioned);
-    };
+    }
     let rows = file.record_count as usize;
-    let ranges = undeleted_ranges(rows, deleted);
+    let wanted = match wanted {
+        Some(ranges) => (ranges.iter())
+            .map(|r| r.start as usize..r.end as usize)
+            .collect(),
+        None => std::iter::once(0..rows).collect(),
+    };
+    let ranges = live_within(wanted, file.deleted.as_ref());
     (!ranges.is_empty()).then(|| {
         let selection = RowSelection::from_consecutive_ranges(ranges.into_iter(), rows);
         partitioned.with_extension(ParquetRowSelection::new(selection))
     })
+}
+
+/// Whether position deletes remove every row of `file`.
+fn fully_deleted(file: &DataFile) -> bool {
+    let rows = u32::try_from(file.record_count).unwrap_or(u32::MAX);
+    (file.deleted.as_ref()).is_some_and(|d| d.range_cardinality(..rows) >= file.record_count)
 }
 
 #[async_trait]
@@ -223,18 +237,29 @@ impl IcebergTable {
         };
         let mut candidates = Vec::with_capacity(all.len());
         for file in all {
-            let Some(partitioned) = partitioned(file) else {
+            if fully_deleted(file) {
                 counts.fully_deleted += 1;
                 continue;
-            };
+            }
+            let mut wanted = None;
             if let Some(loaded) = &loaded {
                 if !loaded.covers(file) {
                     counts.not_indexed += 1;
-                } else if !loaded.may_match(file, &probes) {
-                    counts.pruned_by_index += 1;
-                    continue;
+                }
+                if let Some(matching) = loaded.matching_rows(file, &probes) {
+                    if matching.ranges.is_empty() {
+                        counts.pruned_by_index += 1;
+                        continue;
+                    }
+                    counts.row_groups_pruned_by_index += matching.left_out;
+                    wanted = Some(matching.ranges);
                 }
             }
+            let Some(partitioned) = partitioned(file, wanted.as_deref()) else {
+                // The row groups the index left hold deleted rows only.
+                counts.pruned_by_index += 1;
+                continue;
+            };
             candidates.push((file, partitioned));
         }
         // Then the bounds the manifests give, for every file left (those no index covers too).

@@ -20,9 +20,30 @@ pub fn live_ranges(
     ranges(rows, sliced, blocks.deleted(i))
 }
 
-/// The ranges of `rows` rows that `deleted` leaves, in order (a file's rows less its deletes).
-pub fn undeleted_ranges(rows: usize, deleted: &RoaringBitmap) -> Vec<Range<usize>> {
-    ranges(rows, None, Some(deleted)).unwrap_or_else(|| vec![0..rows])
+/// The rows of `wanted` (sorted ranges) that `deleted` leaves, in order: the rows of an
+/// attached table's file an index left to read, less its deletes.
+pub fn live_within(
+    wanted: Vec<Range<usize>>,
+    deleted: Option<&RoaringBitmap>,
+) -> Vec<Range<usize>> {
+    let mut live = Vec::with_capacity(wanted.len());
+    for range in wanted {
+        let mut start = range.start;
+        // Only the deleted rows within the range: a lookup reads one slice of a block whose
+        // deletion vector may hold a million rows.
+        let within = deleted.map(|d| d.range(range.start as u32..range.end as u32));
+        for row in within.into_iter().flatten() {
+            let row = row as usize;
+            if row > start {
+                live.push(start..row);
+            }
+            start = row + 1;
+        }
+        if start < range.end {
+            live.push(start..range.end);
+        }
+    }
+    live
 }
 
 /// The live row ranges of `rows` rows within `slices` of the given rows each, less `deleted`.
@@ -45,24 +66,7 @@ fn ranges(
             .collect(),
         None => std::iter::once(0..rows).collect(),
     };
-    let mut live = Vec::with_capacity(wanted.len());
-    for range in wanted {
-        let mut start = range.start;
-        // Only the deleted rows within the range: a lookup reads one slice of a block whose
-        // deletion vector may hold a million rows.
-        let within = deleted.map(|d| d.range(range.start as u32..range.end as u32));
-        for row in within.into_iter().flatten() {
-            let row = row as usize;
-            if row > start {
-                live.push(start..row);
-            }
-            start = row + 1;
-        }
-        if start < range.end {
-            live.push(start..range.end);
-        }
-    }
-    Some(live)
+    Some(live_within(wanted, deleted))
 }
 
 /// Row positions in a block, in the order a scan of [`live_ranges`] returns its rows.

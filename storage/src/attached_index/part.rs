@@ -1,26 +1,33 @@
 //! One part of an attached table's index: the sidecars of the data files one indexing pass
-//! read, with the path, row count and size of each, in one object.
+//! read, a sidecar per row group of each file, with the file's path, row count and size and the
+//! rows the row group holds, in one object.
 //!
 //! Why parts and not a sidecar per data file: a process loading the index of a table of 10,000
 //! files lists and fetches a handful of parts instead of 10,000 objects, and a pass that indexes
-//! the files a new snapshot added writes one object, atomically.
+//! the files a new snapshot added writes one object, atomically. Why a sidecar per row group:
+//! the files other engines write hold row groups of a million rows or more and often no page
+//! index, so a key's row group is the least a lookup can read, and a filter per file would
+//! have it read every row group of the file.
 //!
-//! Layout, version 1 (all integers little-endian):
+//! Layout, version 2 (all integers little-endian):
 //!
 //! ```text
 //! offset   size  field
 //! 0        8     magic "SIEVEIXP"
-//! 8        4     format version (1)
-//! 12       4     file count n
-//! 16       32·n  directory, one record per data file:
-//!                  u64 record count · u64 file size · u64 sidecar offset · u32 sidecar length ·
-//!                  u32 path length
-//! …        …     data file paths (UTF-8, as the warehouse's store names them), concatenated,
-//!                zero-padded to a multiple of 8
+//! 8        4     format version (2)
+//! 12       4     entry count n
+//! 16       48·n  directory, one record per row group of a data file:
+//!                  u64 file's record count · u64 file size · u64 first row · u64 rows ·
+//!                  u64 sidecar offset · u32 sidecar length · u32 path length
+//! …        …     data file paths (UTF-8, as the warehouse's store names them), one per
+//!                record, concatenated, zero-padded to a multiple of 8
 //! …        8     header checksum: XXH3-64 of every byte before it
 //! …        …     sidecars (sidecar format 1, one entry per indexed column), in directory order,
 //!                each at the next multiple of 8, zero-padded
 //! ```
+//!
+//! Version 1 (still read) has 32-byte records without first row and rows: a record per data
+//! file, its sidecar over all the file's rows.
 //!
 //! Each sidecar keeps its own checksums. Reading is as strict as the sidecar's: a truncated,
 //! corrupt or unknown-version part is an error, and its files are then read unpruned.
@@ -34,13 +41,15 @@ use crate::meta::versions::ATTACHED_INDEX_PART_FORMAT;
 
 const MAGIC: [u8; 8] = *b"SIEVEIXP";
 const PREAMBLE: usize = 16;
-const RECORD: usize = 32;
+/// A directory record's size in format version 1 and in version 2.
+const RECORD_V1: usize = 32;
+const RECORD: usize = 48;
 
 fn align8(n: usize) -> usize {
     n.div_ceil(8) * 8
 }
 
-/// One data file's entry in a part, as written.
+/// One row group's entry in a part, as written.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IndexedFile {
     pub path: String,
@@ -48,16 +57,21 @@ pub struct IndexedFile {
     /// for a file the manifest still describes the same way.
     pub record_count: u64,
     pub file_size: u64,
-    /// The file's sidecar ([`sieve_index::sidecar::encode`]).
+    /// The row group's rows: ordinals `first_row..first_row + rows` of the file.
+    pub first_row: u64,
+    pub rows: u64,
+    /// The row group's sidecar ([`sieve_index::sidecar::encode`]).
     pub sidecar: Vec<u8>,
 }
 
-/// One data file's entry in a part, as read.
+/// One row group's entry in a part, as read (a whole file's, from a version 1 part).
 #[derive(Debug, Clone)]
 pub struct IndexedFileEntry {
     pub path: String,
     pub record_count: u64,
     pub file_size: u64,
+    pub first_row: u64,
+    pub rows: u64,
     pub sidecar: Sidecar,
 }
 
@@ -77,6 +91,8 @@ pub fn encode(files: &[IndexedFile]) -> Result<Vec<u8>> {
     for f in files {
         out.extend_from_slice(&f.record_count.to_le_bytes());
         out.extend_from_slice(&f.file_size.to_le_bytes());
+        out.extend_from_slice(&f.first_row.to_le_bytes());
+        out.extend_from_slice(&f.rows.to_le_bytes());
         out.extend_from_slice(&(offset as u64).to_le_bytes());
         let len = u32::try_from(f.sidecar.len()).map_err(|_| too_large("sidecar"))?;
         out.extend_from_slice(&len.to_le_bytes());
@@ -96,6 +112,17 @@ pub fn encode(files: &[IndexedFile]) -> Result<Vec<u8>> {
     Ok(out)
 }
 
+/// A directory record as read.
+struct Record {
+    record_count: u64,
+    file_size: u64,
+    first_row: u64,
+    rows: u64,
+    offset: u64,
+    len: usize,
+    path_len: usize,
+}
+
 /// The entries of the part `name` (named in errors) whose bytes are `bytes`.
 pub fn decode(name: &str, bytes: Bytes) -> Result<Vec<IndexedFileEntry>> {
     let damaged = |why: String| StorageError::Damaged(name.to_string(), why);
@@ -110,29 +137,47 @@ pub fn decode(name: &str, bytes: Bytes) -> Result<Vec<IndexedFileEntry>> {
     }
     let truncated = || damaged("truncated".into());
     let version = u32_at(8).ok_or_else(truncated)?;
-    if version != ATTACHED_INDEX_PART_FORMAT {
-        return Err(damaged(format!(
-            "index part format {version} (this build reads {ATTACHED_INDEX_PART_FORMAT})"
-        )));
-    }
+    let record_size = match version {
+        1 => RECORD_V1,
+        ATTACHED_INDEX_PART_FORMAT => RECORD,
+        _ => {
+            return Err(damaged(format!(
+                "index part format {version} (this build reads 1 to {ATTACHED_INDEX_PART_FORMAT})"
+            )));
+        }
+    };
     let count = u32_at(12).ok_or_else(truncated)? as usize;
     let directory_end = count
-        .checked_mul(RECORD)
+        .checked_mul(record_size)
         .and_then(|d| d.checked_add(PREAMBLE))
         .filter(|&end| end <= bytes.len())
         .ok_or_else(truncated)?;
     let mut records = Vec::with_capacity(count);
     let mut paths_len = 0usize;
     for i in 0..count {
-        let at = PREAMBLE + i * RECORD;
-        let record = (
-            u64_at(at).ok_or_else(truncated)?,
-            u64_at(at + 8).ok_or_else(truncated)?,
-            u64_at(at + 16).ok_or_else(truncated)?,
-            u32_at(at + 24).ok_or_else(truncated)? as usize,
-            u32_at(at + 28).ok_or_else(truncated)? as usize,
-        );
-        paths_len = paths_len.checked_add(record.4).ok_or_else(truncated)?;
+        let at = PREAMBLE + i * record_size;
+        let record_count = u64_at(at).ok_or_else(truncated)?;
+        // Version 1's records are whole files; version 2's add a row group's rows.
+        let (first_row, rows, rest) = match version {
+            1 => (0, record_count, at + 16),
+            _ => (
+                u64_at(at + 16).ok_or_else(truncated)?,
+                u64_at(at + 24).ok_or_else(truncated)?,
+                at + 32,
+            ),
+        };
+        let record = Record {
+            record_count,
+            file_size: u64_at(at + 8).ok_or_else(truncated)?,
+            first_row,
+            rows,
+            offset: u64_at(rest).ok_or_else(truncated)?,
+            len: u32_at(rest + 8).ok_or_else(truncated)? as usize,
+            path_len: u32_at(rest + 12).ok_or_else(truncated)? as usize,
+        };
+        paths_len = paths_len
+            .checked_add(record.path_len)
+            .ok_or_else(truncated)?;
         records.push(record);
     }
     let checksum_at = directory_end
@@ -144,7 +189,16 @@ pub fn decode(name: &str, bytes: Bytes) -> Result<Vec<IndexedFileEntry>> {
     }
     let mut path_at = directory_end;
     let mut entries = Vec::with_capacity(count);
-    for (record_count, file_size, offset, len, path_len) in records {
+    for record in records {
+        let Record {
+            record_count,
+            file_size,
+            first_row,
+            rows,
+            offset,
+            len,
+            path_len,
+        } = record;
         let path = std::str::from_utf8(&bytes[path_at..path_at + path_len])
             .map_err(|_| damaged("a path is not UTF-8".into()))?
             .to_string();
@@ -158,10 +212,20 @@ pub fn decode(name: &str, bytes: Bytes) -> Result<Vec<IndexedFileEntry>> {
         }
         let sidecar = Sidecar::open(bytes.slice(range))
             .map_err(|e: IndexError| damaged(format!("the sidecar of {path}: {e}")))?;
+        if first_row
+            .checked_add(rows)
+            .is_none_or(|end| end > record_count)
+        {
+            return Err(damaged(format!(
+                "{path}: rows {first_row}+{rows} beyond its {record_count}"
+            )));
+        }
         entries.push(IndexedFileEntry {
             path,
             record_count,
             file_size,
+            first_row,
+            rows,
             sidecar,
         });
     }
@@ -180,8 +244,10 @@ mod tests {
         let column = ColumnIndex::build("id", FilterKind::BinaryFuse8, hashes);
         IndexedFile {
             path: path.into(),
-            record_count: keys.count() as u64,
+            record_count: keys.clone().count() as u64,
             file_size: 1234,
+            first_row: 0,
+            rows: keys.count() as u64,
             sidecar: sidecar::encode(&[column]).unwrap(),
         }
     }
@@ -231,5 +297,40 @@ mod tests {
             let e = decode("p", Bytes::from(damaged)).unwrap_err().to_string();
             assert!(e.starts_with("cannot use p:"), "flip {flip}: {e}");
         }
+    }
+
+    #[test]
+    fn row_groups_read_back_with_their_rows_and_a_version_1_part_as_whole_files() {
+        let mut groups = [file("w/g.parquet", 0..600), file("w/g.parquet", 600..1000)];
+        groups[0].record_count = 1000;
+        groups[1].record_count = 1000;
+        groups[1].first_row = 600;
+        let entries = decode("p", Bytes::from(encode(&groups).unwrap())).unwrap();
+        let rows: Vec<_> = entries.iter().map(|e| (e.first_row, e.rows)).collect();
+        assert_eq!(rows, [(0, 600), (600, 400)]);
+        assert!(probe(&entries[1], 700) && !probe(&entries[1], 5));
+        // A row group past its file's rows is damage, not a filter.
+        groups[1].rows = 401;
+        let e = decode("p", Bytes::from(encode(&groups).unwrap())).unwrap_err();
+        assert!(e.to_string().contains("beyond its 1000"), "{e}");
+
+        // Version 1, as this build wrote it before: 32-byte records, a sidecar per file.
+        let whole = file("w/a.parquet", 0..1000);
+        let mut v1 = MAGIC.to_vec();
+        v1.extend_from_slice(&1u32.to_le_bytes());
+        v1.extend_from_slice(&1u32.to_le_bytes());
+        let sidecar_at = align8(PREAMBLE + RECORD_V1 + whole.path.len()) + 8;
+        for n in [whole.record_count, whole.file_size, sidecar_at as u64] {
+            v1.extend_from_slice(&n.to_le_bytes());
+        }
+        v1.extend_from_slice(&(whole.sidecar.len() as u32).to_le_bytes());
+        v1.extend_from_slice(&(whole.path.len() as u32).to_le_bytes());
+        v1.extend_from_slice(whole.path.as_bytes());
+        v1.resize(align8(v1.len()), 0);
+        v1.extend_from_slice(&xxh3_64(&v1).to_le_bytes());
+        v1.extend_from_slice(&whole.sidecar);
+        let entries = decode("p", Bytes::from(v1)).unwrap();
+        assert_eq!((entries[0].first_row, entries[0].rows), (0, 1000));
+        assert!((0..1000).all(|k| probe(&entries[0], k)));
     }
 }
