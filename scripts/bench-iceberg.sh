@@ -14,8 +14,8 @@
 #     many from Sieve's own; kept results off) and uniform absent ones: lookups/s, p95, server
 #     CPU and MinIO requests per lookup, KB the server fetched per lookup, and the ratios of the
 #     attached table to Sieve's own (the issue's aim: within 1.5x for lookups/s and KB);
-#   - cold: a fresh server's first lookup of a present key on each table, and the MinIO
-#     requests it made (its round trips are at most that many);
+#   - cold: a fresh server's first lookup of a present key on each table (the attached one
+#     indexed), and the MinIO requests it made (its round trips are at most that many);
 #   - the same present keys (SIEVE_BENCH_OTHER_N of them, default 20) looked up one at a time
 #     through PyIceberg's scan (`row_filter`) and DuckDB's `iceberg_scan` (duckdb 1.5.5 with its
 #     iceberg, avro and httpfs extension wheels, installed if missing), against Sieve's attached
@@ -32,18 +32,14 @@ keys_n="${SIEVE_BENCH_KEYS_N:-2000}"
 seconds="${SIEVE_BENCH_SECONDS:-10}"
 threads_list="${SIEVE_BENCH_THREADS:-1 16 64}"
 other_n="${SIEVE_BENCH_OTHER_N:-20}"
-if ! command -v sysbench >/dev/null 2>&1; then
-  sudo=""
-  [ "$(id -u)" = 0 ] || sudo="sudo"
-  { $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq sysbench; } >/dev/null
-fi
+source scripts/serving/measure.sh
+need_sysbench
 if ! python3 -c "import duckdb_extension_iceberg, duckdb_extension_avro, duckdb_extension_httpfs" 2>/dev/null; then
   python3 -m pip install -q duckdb==1.5.5 duckdb-extension-iceberg==1.5.5 duckdb-extension-avro==1.5.5 \
     duckdb-extension-httpfs==1.5.5
 fi
 export MINIO_PROMETHEUS_AUTH_TYPE=public
 source scripts/minio.sh
-source scripts/serving/measure.sh
 work=$(mktemp -d)
 pids=()
 cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null; done; minio_stop; rm -rf "$work"; }
@@ -100,10 +96,20 @@ serve() {
 }
 ask() { mysql -h127.0.0.1 -P"$port" -uroot -N -e "$1"; }
 
-# Cold: a fresh server's first lookup of a present key on each table.
 serve
+ticks=$(getconf CLK_TCK)
+c0=$(proc_cpu "$server"); start=$(date +%s.%N)
+ask "create index ix_c2 on lake.ns.t10b (c2)" >/dev/null
+end=$(date +%s.%N); c1=$(proc_cpu "$server")
+python3 -c "
+rows = '$rows'; scale = {'k': 10**3, 'M': 10**6, 'B': 10**9}
+n = int(float(rows[:-1]) * scale[rows[-1]]) if rows[-1] in scale else int(rows)
+cpu = ($c1 - $c0) / $ticks
+print(f'CREATE INDEX on c2: {$end - $start:.1f} s, server CPU {cpu:.1f} s, {n / cpu:,.0f} rows per CPU second')"
 native_key=$(ask "select c2 from t10b where c1 = 12345")
 kill "$server"; wait "$server" 2>/dev/null || true
+
+# Cold: a fresh server's first lookup of a present key on each table (the attached one indexed).
 echo
 echo "| cold first lookup | ms | MinIO requests |"
 echo "|---|---|---|"
@@ -118,17 +124,7 @@ for table in "lake.ns.t10b:$(head -1 "$work/attached-present.keys")" "t10b:$nati
   echo "| $name | $(( (end - start) / 1000000 )) | $((r1 - r0)) |"
   kill "$server"; wait "$server" 2>/dev/null || true
 done
-
 serve
-ticks=$(getconf CLK_TCK)
-c0=$(proc_cpu "$server"); start=$(date +%s.%N)
-ask "create index ix_c2 on lake.ns.t10b (c2)" >/dev/null
-end=$(date +%s.%N); c1=$(proc_cpu "$server")
-python3 -c "
-rows = '$rows'; scale = {'k': 10**3, 'M': 10**6, 'B': 10**9}
-n = int(float(rows[:-1]) * scale[rows[-1]]) if rows[-1] in scale else int(rows)
-cpu = ($c1 - $c0) / $ticks
-print(f'CREATE INDEX on c2: {$end - $start:.1f} s, server CPU {cpu:.1f} s, {n / cpu:,.0f} rows per CPU second')"
 
 # Keys: as many present ones from Sieve's own table, drawn over its rows; absent ones.
 python3 - "$port" "$rows" "$work" "$keys_n" <<'PY'

@@ -48,11 +48,8 @@ seconds="${SIEVE_BENCH_SECONDS:-10}"
 threads_list="${SIEVE_BENCH_THREADS:-1 16 64}"
 key_sets="${SIEVE_BENCH_KEYS:-hot-present hot-absent uniform-present}"
 paths="${SIEVE_BENCH_PATHS:-short scan full}"
-if ! command -v sysbench >/dev/null 2>&1; then
-  sudo=""
-  [ "$(id -u)" = 0 ] || sudo="sudo"
-  { $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq sysbench; } >/dev/null
-fi
+source scripts/serving/measure.sh
+need_sysbench
 export MINIO_PROMETHEUS_AUTH_TYPE=public
 workers="${SIEVE_BENCH_WORKERS:-0}"
 # Room for the uniform keys' pages (~40 KB each) in every server's data cache.
@@ -190,7 +187,6 @@ if len(sys.argv) > 5:
 PY
 cat "$work"/serve-*.log | grep -E "routing filters loaded" | tail -1 || true
 
-source scripts/serving/measure.sh
 cpu() { # server $1's processes
   # shellcheck disable=SC2086 # one PID per word
   proc_cpu ${server_pids[$1]}

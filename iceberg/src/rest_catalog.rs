@@ -260,15 +260,7 @@ impl RestCatalog {
             if let Some(token) = self.bearer(renewed).await? {
                 request = request.bearer_auth(token);
             }
-            let response = request
-                .send()
-                .await
-                .map_err(|e| self.failed(format!("GET {url}: {}", describe(&e))))?;
-            let status = response.status();
-            let body = response
-                .bytes()
-                .await
-                .map_err(|e| self.failed(format!("GET {url}: {}", describe(&e))))?;
+            let (status, body) = self.exchange(&format!("GET {url}"), request).await?;
             if status == reqwest::StatusCode::UNAUTHORIZED
                 && !renewed
                 && matches!(self.auth, RestAuth::Credential { .. })
@@ -317,18 +309,8 @@ impl RestCatalog {
             ("client_secret", client_secret.as_str()),
             ("scope", scope.as_str()),
         ];
-        let response = self
-            .client
-            .post(url.clone())
-            .form(&form)
-            .send()
-            .await
-            .map_err(|e| self.failed(format!("POST {url}: {}", describe(&e))))?;
-        let status = response.status();
-        let body = response
-            .bytes()
-            .await
-            .map_err(|e| self.failed(format!("POST {url}: {}", describe(&e))))?;
+        let request = self.client.post(url.clone()).form(&form);
+        let (status, body) = self.exchange(&format!("POST {url}"), request).await?;
         if !status.is_success() {
             return Err(self.failed(format!(
                 "the credential was refused: POST {url}: {}",
@@ -342,6 +324,18 @@ impl RestCatalog {
             .map(|s| Instant::now() + Duration::from_secs(s));
         *kept = Some((token.access_token.clone(), expires));
         Ok(Some(token.access_token))
+    }
+
+    /// Sends `request` (`what` in errors: its method and URL); the status and body.
+    async fn exchange(
+        &self,
+        what: &str,
+        request: reqwest::RequestBuilder,
+    ) -> Result<(reqwest::StatusCode, bytes::Bytes)> {
+        let failed = |e: reqwest::Error| self.failed(format!("{what}: {}", describe(&e)));
+        let response = request.send().await.map_err(failed)?;
+        let status = response.status();
+        Ok((status, response.bytes().await.map_err(failed)?))
     }
 
     fn failed(&self, why: String) -> IcebergError {

@@ -1,4 +1,13 @@
-# Sourced by the serving benchmarks: what a run of lookups cost, read before and after it.
+# Sourced by the serving benchmarks: sysbench, and what a run of lookups cost, read before and
+# after it.
+
+# need_sysbench: installs Debian's sysbench if it is missing.
+need_sysbench() {
+  command -v sysbench >/dev/null 2>&1 && return
+  local sudo=""
+  [ "$(id -u)" = 0 ] || sudo="sudo"
+  { $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq sysbench; } >/dev/null
+}
 
 # proc_cpu PID...: the processes' user + system CPU, in 1/100 s.
 proc_cpu() {
