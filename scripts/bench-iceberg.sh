@@ -6,8 +6,8 @@
 #     shape (c1 the row number, c2 a random decimal as text) in appends of SIEVE_BENCH_FILE_ROWS
 #     rows (default 10M) with its default Parquet settings (1M-row row groups, 1 MB pages, zstd,
 #     no page index), keeping SIEVE_BENCH_KEYS_N (default 2000) of its c2 values drawn uniformly;
-#   - one `sieve serve` attaches the catalog (its indexer idle) and runs CREATE INDEX on c2:
-#     rows per server CPU second;
+#   - one `sieve serve` attaches the catalog (its indexer idle) and runs CREATE INDEX on c2
+#     (`USING SIEVE_BENCH_FILTER`, default binary_fuse8): rows per server CPU second;
 #   - sysbench (scripts/serving/lookup.lua: a prepared `select c1 from T where c2 = ?` per
 #     connection) for SIEVE_BENCH_SECONDS (default 10) at each of SIEVE_BENCH_THREADS (default
 #     "1 16 64") connections, on each table, for uniform present keys (drawn over the table, as
@@ -32,6 +32,7 @@ keys_n="${SIEVE_BENCH_KEYS_N:-2000}"
 seconds="${SIEVE_BENCH_SECONDS:-10}"
 threads_list="${SIEVE_BENCH_THREADS:-1 16 64}"
 other_n="${SIEVE_BENCH_OTHER_N:-20}"
+filter="${SIEVE_BENCH_FILTER:-binary_fuse8}"
 source scripts/serving/measure.sh
 need_sysbench
 if ! python3 -c "import duckdb_extension_iceberg, duckdb_extension_avro, duckdb_extension_httpfs" 2>/dev/null; then
@@ -42,7 +43,8 @@ export MINIO_PROMETHEUS_AUTH_TYPE=public
 source scripts/minio.sh
 work=$(mktemp -d)
 pids=()
-cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null; done; minio_stop; rm -rf "$work"; }
+# A server stopped before (kill fails) must not stop the cleanup: set -e holds in traps too.
+cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; minio_stop; rm -rf "$work"; }
 trap cleanup EXIT
 minio_start
 storage="s3://sieve-test/native"
@@ -99,13 +101,13 @@ ask() { mysql -h127.0.0.1 -P"$port" -uroot -N -e "$1"; }
 serve
 ticks=$(getconf CLK_TCK)
 c0=$(proc_cpu "$server"); start=$(date +%s.%N)
-ask "create index ix_c2 on lake.ns.t10b (c2)" >/dev/null
+ask "create index ix_c2 on lake.ns.t10b (c2) using $filter" >/dev/null
 end=$(date +%s.%N); c1=$(proc_cpu "$server")
 python3 -c "
 rows = '$rows'; scale = {'k': 10**3, 'M': 10**6, 'B': 10**9}
 n = int(float(rows[:-1]) * scale[rows[-1]]) if rows[-1] in scale else int(rows)
 cpu = ($c1 - $c0) / $ticks
-print(f'CREATE INDEX on c2: {$end - $start:.1f} s, server CPU {cpu:.1f} s, {n / cpu:,.0f} rows per CPU second')"
+print(f'CREATE INDEX on c2 using $filter: {$end - $start:.1f} s, server CPU {cpu:.1f} s, {n / cpu:,.0f} rows per CPU second')"
 native_key=$(ask "select c2 from t10b where c1 = 12345")
 kill "$server"; wait "$server" 2>/dev/null || true
 
