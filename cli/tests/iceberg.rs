@@ -625,7 +625,7 @@ fn an_index_leaves_out_the_files_that_cannot_hold_a_key() {
     let shown = ok(&server, "show index from lake.ns.keys");
     assert_eq!(
         shown,
-        "keys\t1\tix_id\t1\tid\tA\tNULL\tNULL\tNULL\tYES\tbinary_fuse8\t\t\tYES\tNULL\n\
+        "keys\t1\tix_id\t1\tid\tA\tNULL\tNULL\tNULL\tYES\tbinary_fuse16\t\t\tYES\tNULL\n\
          keys\t1\tix_name\t1\tname\tA\tNULL\tNULL\tNULL\tYES\txor8\t\t\tYES\tNULL\n"
     );
     let listed = "select index_name, column_name from information_schema.statistics \
