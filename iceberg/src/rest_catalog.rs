@@ -155,41 +155,49 @@ impl RestCatalog {
     /// The top-level namespaces: `catalog.namespace.table` names one level.
     pub async fn namespaces(&self) -> Result<Vec<String>> {
         let base = self.route(&["namespaces"]).await?;
-        let mut names = Vec::new();
-        let mut page_token = None;
-        loop {
-            let url = with_page_token(&base, page_token.as_deref());
-            let Some(page) = self.get::<NamespacesPage>(url).await? else {
-                break;
-            };
-            names.extend(page.namespaces.into_iter().map(|levels| levels.join(".")));
-            match page.next_page_token {
-                Some(next) if !next.is_empty() => page_token = Some(next),
-                _ => break,
-            }
-        }
-        names.sort();
-        Ok(names)
+        self.listed(base, |page: NamespacesPage| {
+            let names = page.namespaces.into_iter().map(|levels| levels.join("."));
+            (names.collect(), page.next_page_token)
+        })
+        .await
     }
 
     /// The tables of `namespace`, by name; none for a namespace the catalog does not have.
     pub async fn tables(&self, namespace: &str) -> Result<Vec<String>> {
         let base = self.route(&["namespaces", namespace, "tables"]).await?;
-        let mut names = Vec::new();
-        let mut page_token = None;
+        self.listed(base, |page: TablesPage| {
+            let names = page.identifiers.into_iter().map(|t| t.name);
+            (names.collect(), page.next_page_token)
+        })
+        .await
+    }
+
+    /// Every name a paged listing at `base` gives, sorted: `names` takes a page's names and
+    /// its `next-page-token`, followed until there is none. None at all for a 404.
+    async fn listed<P: serde::de::DeserializeOwned>(
+        &self,
+        base: Url,
+        names: impl Fn(P) -> (Vec<String>, Option<String>),
+    ) -> Result<Vec<String>> {
+        let mut all = Vec::new();
+        let mut page_token: Option<String> = None;
         loop {
-            let url = with_page_token(&base, page_token.as_deref());
-            let Some(page) = self.get::<TablesPage>(url).await? else {
+            let mut url = base.clone();
+            if let Some(token) = &page_token {
+                url.query_pairs_mut().append_pair("pageToken", token);
+            }
+            let Some(page) = self.get::<P>(url).await? else {
                 break;
             };
-            names.extend(page.identifiers.into_iter().map(|t| t.name));
-            match page.next_page_token {
+            let (these, next) = names(page);
+            all.extend(these);
+            match next {
                 Some(next) if !next.is_empty() => page_token = Some(next),
                 _ => break,
             }
         }
-        names.sort();
-        Ok(names)
+        all.sort();
+        Ok(all)
     }
 
     /// The URL of a route under `/v1/{prefix}/`, each segment percent-encoded as one path
@@ -344,14 +352,6 @@ impl RestCatalog {
             why,
         }
     }
-}
-
-fn with_page_token(base: &Url, token: Option<&str>) -> Url {
-    let mut url = base.clone();
-    if let Some(token) = token {
-        url.query_pairs_mut().append_pair("pageToken", token);
-    }
-    url
 }
 
 /// A refusal as the catalog words it (the spec's error model), else its status and body.

@@ -47,11 +47,16 @@ impl Loaded {
                     .push((part.clone(), i));
             }
         }
+        // In row order once here, not per lookup: `entries` filters them in this order.
+        for entries in files.values_mut() {
+            entries.sort_by_key(|(part, i)| (part[*i].first_row, part[*i].rows));
+        }
         Self { defs, parts, files }
     }
 
     /// `file`'s entries for `column`, each a range of its rows (a row group; the whole file
-    /// in a version 1 part) and its filter, in row order; None unless entries built from the
+    /// in a version 1 part) and its filter, in row order (as [`Loaded::new`] sorted them); None
+    /// unless entries built from the
     /// file as the manifest now describes it cover every row.
     fn entries(&self, file: &DataFile, column: &str) -> Option<Vec<(Range<u64>, &SidecarColumn)>> {
         let path = file.path.as_ref();
@@ -64,7 +69,6 @@ impl Loaded {
                 Some((range, same.then(|| entry.sidecar.column(column)).flatten()?))
             })
             .collect();
-        entries.sort_by_key(|(range, _)| (range.start, range.end));
         // A file indexed twice (by two passes that raced) has its ranges twice: one each.
         entries.dedup_by(|a, b| a.0 == b.0);
         let mut next = 0;
