@@ -591,6 +591,45 @@ fn an_index_leaves_out_the_row_groups_that_cannot_hold_a_key() {
     }
 }
 
+#[test]
+fn a_lookup_reads_the_pages_of_its_key_not_its_row_group() {
+    let warehouse = tempfile::tempdir().unwrap();
+    pyiceberg(warehouse.path(), "paged");
+    let server = Server::start_with(&config_indexing_every(warehouse.path(), 3600), None);
+    let lookup = |key: i64| format!("select name from lake.ns.paged where id = {key}");
+    let scanned = |key| metric_of(&server, &lookup(key), "DataSourceExec", "bytes_scanned");
+    // A key of the file PyIceberg wrote (no page index) and of the one PyArrow wrote with one;
+    // each file's bounds hold its key, and its row group is read whole.
+    let keys = [4242, 154_242];
+    let unindexed = keys.map(scanned);
+    let made = ok(&server, "create index ix on lake.ns.paged (id)");
+    assert!(made.starts_with("2\t200000\t"), "{made}");
+    for (key, unindexed) in keys.into_iter().zip(unindexed) {
+        assert_eq!(ok(&server, &lookup(key)), format!("p{key}\n"));
+        let indexed = scanned(key);
+        assert!(
+            indexed * 10 < unindexed,
+            "key {key}: {indexed} bytes scanned with the index, {unindexed} without"
+        );
+    }
+    // Every answer is the one the same query gets without the index (`id + 0` names no key).
+    for key in [0, 1, 4242, 99_999, 100_000, 154_242, 199_999, 200_000, -1] {
+        let want = match (0..200_000).contains(&key) {
+            true => format!("p{key}\n"),
+            false => String::new(),
+        };
+        assert_eq!(ok(&server, &lookup(key)), want, "id = {key}");
+        let unpruned = format!("select name from lake.ns.paged where id + 0 = {key}");
+        assert_eq!(ok(&server, &unpruned), want, "{unpruned}");
+    }
+    let some =
+        "select id, name from lake.ns.paged where id in (3, 70001, 100003, 188888) order by id";
+    assert_eq!(
+        ok(&server, some),
+        "3\tp3\n70001\tp70001\n100003\tp100003\n188888\tp188888\n"
+    );
+}
+
 /// Every file of a key's lookup, by id and by name, as PyIceberg wrote it; `id + 0` names no
 /// key, so it reads every file: the same query without the index.
 fn lookups_match_unpruned(server: &Server, keys: impl IntoIterator<Item = i64>) {

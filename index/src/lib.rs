@@ -21,6 +21,7 @@ mod kind;
 pub mod locator;
 pub mod retrieval;
 pub mod sidecar;
+pub mod slice_map;
 
 pub use canonical::{ColumnHashes, is_hashable};
 pub use cardinality::estimate_ndv;
@@ -30,3 +31,4 @@ pub use key_filter::{KeyFilter, KeyFilterBuilder};
 pub use kind::{EntryKind, FilterKind};
 pub use locator::{ColumnLocator, Location, LocatorHeader};
 pub use sidecar::{Sidecar, SidecarColumn, SidecarEntry, SidecarHeader};
+pub use slice_map::SliceMap;

@@ -17,7 +17,9 @@ mod read;
 mod users;
 mod write;
 
-pub use attached_index::{AttachedIndexDef, AttachedIndexes, IndexedFile, IndexedFileEntry};
+pub use attached_index::{
+    AttachedIndexDef, AttachedIndexes, IndexedFile, IndexedFileEntry, PageLocation, RowGroupMap,
+};
 pub use catalog::{Catalog, DEFAULT_DATABASE};
 pub use error::{Result, StorageError};
 pub use external::{ExternalLocation, ExternalPath, ExternalStores};

@@ -6,6 +6,7 @@
     python3 tables.py DIR more_keys                   # one more file of ns.keys (ids 9000-9099)
     python3 tables.py DIR grouped                     # ns.grouped: one file in 8 row groups
     python3 tables.py DIR big                         # ns.big: one file of 200,000 rows
+    python3 tables.py DIR paged                       # ns.paged: two files of small pages
     python3 tables.py DIR rename_again                # ns.renamed's label renamed tag, one more row
     python3 tables.py DIR upserts                     # ns.upserts, ns.regions: equality deletes
     python3 tables.py DIR promoted                    # ns.promoted: an int id, two files
@@ -245,6 +246,28 @@ def promote():
     table.append(people([5, 2**40], ["p5", "big"]))
 
 
+def paged():
+    """ns.paged: two files of 100,000 shuffled ids each (0 to 99,999, then 100,000 to 199,999), a
+    row group each, in pages of about 4 KB: the first as PyIceberg writes (no page index), the
+    second written by PyArrow with a page index and added as it is."""
+    catalog.create_namespace_if_not_exists("ns")
+    schema = pa.schema([pa.field("id", pa.int64()), pa.field("name", pa.string())])
+    small = {"write.parquet.row-group-limit": "1000000", "write.parquet.page-size-bytes": "4096",
+             "write.parquet.page-row-limit": "1000", "write.parquet.dict-size-bytes": "4096"}
+    table = catalog.create_table("ns.paged", schema=schema, properties=small)
+
+    def rows(first):
+        ids = list(range(first, first + 100_000))
+        random.Random(first).shuffle(ids)
+        return pa.table({"id": pa.array(ids, pa.int64()), "name": pa.array([f"p{i}" for i in ids])})
+    table.append(rows(0))
+    path = f"{table.metadata.location}/data/{uuid.uuid4()}-added.parquet"
+    with table.io.new_output(path).create() as out:
+        pq.write_table(rows(100_000), out, data_page_size=4096, dictionary_pagesize_limit=4096,
+                       write_batch_size=1000, write_page_index=True)
+    table.add_files([path])
+
+
 def big():
     catalog.create_namespace_if_not_exists("ns")
     ids = pa.array(range(200_000), pa.int64())
@@ -252,7 +275,7 @@ def big():
 
 
 {"make": make, "append": append, "keys": keys, "grouped": grouped, "more_keys": more_keys, "big": big,
- "rename_again": rename_again, "upserts": upserts, "promoted": promoted, "promote": promote}[sys.argv[2]]()
+ "rename_again": rename_again, "paged": paged, "upserts": upserts, "promoted": promoted, "promote": promote}[sys.argv[2]]()
 rows = {}
 for name in ["ns.people", "ns.empty", "ns.keys", "ns.promoted"]:
     if not catalog.table_exists(name):

@@ -11,12 +11,15 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use datafusion::arrow::datatypes::Schema;
+use datafusion::parquet::file::metadata::ParquetMetaData;
 use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_expr::utils::{Guarantee, LiteralGuarantee};
 use object_store::path::Path;
 use sieve_iceberg::DataFile;
-use sieve_index::SidecarColumn;
-use sieve_storage::{AttachedIndexDef, AttachedIndexes, IndexedFileEntry, Result};
+use sieve_index::{SidecarColumn, SliceMap};
+use sieve_storage::{
+    AttachedIndexDef, AttachedIndexes, IndexedFileEntry, PageLocation, Result, RowGroupMap,
+};
 
 use crate::scan::pruning::literal_hashes;
 
@@ -55,30 +58,72 @@ impl Loaded {
     }
 
     /// `file`'s entries for `column`, each a range of its rows (a row group; the whole file
-    /// in a version 1 part) and its filter, in row order (as [`Loaded::new`] sorted them); None
-    /// unless entries built from the
-    /// file as the manifest now describes it cover every row.
-    fn entries(&self, file: &DataFile, column: &str) -> Option<Vec<(Range<u64>, &SidecarColumn)>> {
+    /// in a version 1 part), its filter and its map from key to slice if it has one, in row
+    /// order (as [`Loaded::new`] sorted them); None unless entries built from the file as the
+    /// manifest now describes it cover every row.
+    fn entries(&self, file: &DataFile, column: &str) -> Option<Vec<RowGroupIndex<'_>>> {
         let path = file.path.as_ref();
-        let mut entries: Vec<(Range<u64>, &SidecarColumn)> = (self.files.get(path)?.iter())
+        let mut entries: Vec<RowGroupIndex> = (self.files.get(path)?.iter())
             .filter_map(|(part, i)| {
                 let entry = &part[*i];
                 let same =
                     entry.record_count == file.record_count && entry.file_size == file.file_size;
-                let range = entry.first_row..entry.first_row + entry.rows;
-                Some((range, same.then(|| entry.sidecar.column(column)).flatten()?))
+                let at = (entry.sidecar.columns().iter()).position(|c| c.column == column);
+                let at = same.then_some(at).flatten()?;
+                let slices = (entry.map.as_ref()).and_then(|map| Some((map, map.keys.get(at)?)));
+                Some(RowGroupIndex {
+                    rows: entry.first_row..entry.first_row + entry.rows,
+                    filter: &entry.sidecar.columns()[at],
+                    slices,
+                })
             })
             .collect();
         // A file indexed twice (by two passes that raced) has its ranges twice: one each.
-        entries.dedup_by(|a, b| a.0 == b.0);
+        entries.dedup_by(|a, b| a.rows == b.rows);
         let mut next = 0;
-        for (range, _) in &entries {
+        for RowGroupIndex { rows: range, .. } in &entries {
             if range.start != next {
                 return None;
             }
             next = range.end;
         }
         (next == file.record_count && !entries.is_empty()).then_some(entries)
+    }
+
+    /// The pages of the file at `path`, whose footer is `metadata`, as its index walked them,
+    /// per row group and leaf column: None unless every row group has an entry with pages for
+    /// every column, each page inside its column chunk, and the entries' rows are the row
+    /// groups'.
+    pub fn walked_pages(
+        &self,
+        path: &str,
+        metadata: &ParquetMetaData,
+    ) -> Option<Vec<&[Vec<PageLocation>]>> {
+        let entries = self.files.get(path)?;
+        let mut walked = Vec::with_capacity(metadata.num_row_groups());
+        let mut first_row = 0u64;
+        for group in metadata.row_groups() {
+            let rows = u64::try_from(group.num_rows()).ok()?;
+            let entry = (entries.iter())
+                .map(|(part, i)| &part[*i])
+                .find(|e| e.first_row == first_row && e.rows == rows)?;
+            let pages = &entry.map.as_ref()?.pages;
+            if pages.len() != group.num_columns() {
+                return None;
+            }
+            for (column, pages) in group.columns().iter().zip(pages) {
+                let (start, len) = column.byte_range();
+                let inside = |p: &PageLocation| {
+                    p.offset >= start && p.offset + u64::from(p.size) <= start + len
+                };
+                if pages.is_empty() || !pages.iter().all(inside) {
+                    return None;
+                }
+            }
+            walked.push(pages.as_slice());
+            first_row += rows;
+        }
+        Some(walked)
     }
 
     /// Whether any index of the table covers `file`.
@@ -126,11 +171,13 @@ impl Loaded {
                 continue;
             };
             let total = entries.len();
-            let ranges: Vec<Range<u64>> = (entries.into_iter())
-                .filter(|(_, index)| probe.hashes.iter().any(|&h| index.may_contain(h)))
-                .map(|(range, _)| range)
+            let admitted: Vec<RowGroupIndex> = (entries.into_iter())
+                .filter(|e| probe.hashes.iter().any(|&h| e.filter.may_contain(h)))
                 .collect();
-            let left_out = total - ranges.len();
+            let left_out = total - admitted.len();
+            let ranges = (admitted.iter())
+                .flat_map(|group| group.rows_for(&probe.hashes))
+                .collect();
             matching = Some(match matching {
                 None => MatchingRows { ranges, left_out },
                 Some(before) => MatchingRows {
@@ -140,6 +187,44 @@ impl Loaded {
             });
         }
         matching
+    }
+}
+
+/// What an index holds for one row group of a file and one column.
+struct RowGroupIndex<'a> {
+    rows: Range<u64>,
+    filter: &'a SidecarColumn,
+    /// The row group's map and its map from this column's keys to slices, if it has them.
+    slices: Option<(&'a RowGroupMap, &'a SliceMap)>,
+}
+
+impl RowGroupIndex<'_> {
+    /// The rows of the row group that may hold one of `hashes`, sorted and not overlapping:
+    /// each key's slice, or the whole row group for a key in several.
+    fn rows_for(&self, hashes: &[u64]) -> Vec<Range<u64>> {
+        let Some((map, keys)) = self.slices else {
+            return vec![self.rows.clone()];
+        };
+        let mut slices = Vec::with_capacity(hashes.len());
+        for &hash in hashes.iter().filter(|&&h| self.filter.may_contain(h)) {
+            match keys.slice_of(hash) {
+                Some(slice) => slices.push(slice),
+                None => return vec![self.rows.clone()],
+            }
+        }
+        slices.sort_unstable();
+        slices.dedup();
+        let (start, rows) = (self.rows.start, self.rows.end - self.rows.start);
+        let mut ranges: Vec<Range<u64>> = Vec::with_capacity(slices.len());
+        for slice in slices {
+            let within = map.slice_rows(slice, rows);
+            let range = start + within.start..start + within.end;
+            match ranges.last_mut() {
+                Some(last) if last.end == range.start => last.end = range.end,
+                _ => ranges.push(range),
+            }
+        }
+        ranges
     }
 }
 

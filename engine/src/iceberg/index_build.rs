@@ -2,8 +2,11 @@
 //! (Parquet's projection, so a wide table costs what its key columns cost), hashed as Sieve
 //! hashes its own blocks' values, and made into one sidecar per row group, sized by the row
 //! group's distinct keys as a block's sidecar is (a lookup then reads the row group that may
-//! hold its key, not the whole file). A file's columns are found by field id
-//! ([`super::field_ids`]), so a column renamed since a file was written is still indexed from it.
+//! hold its key, not the whole file). Each row group is cut into slices at its columns' page
+//! boundaries, and a map from key to slice ([`RowGroupMap`]) lets a lookup read a slice's pages
+//! alone; for a file without a page index, its pages are walked from their headers
+//! ([`super::page_walk`]). A file's columns are found by field id ([`super::field_ids`]), so a
+//! column renamed since a file was written is still indexed from it.
 
 use std::sync::Arc;
 
@@ -17,24 +20,38 @@ use datafusion::datasource::physical_plan::parquet::DefaultParquetFileReaderFact
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::memory_pool::{MemoryConsumer, MemoryPool, MemoryReservation};
 use datafusion::parquet::arrow::ProjectionMask;
+use datafusion::parquet::arrow::arrow_reader::ArrowReaderOptions;
 use datafusion::parquet::arrow::async_reader::{AsyncFileReader, ParquetRecordBatchStreamBuilder};
+use datafusion::parquet::file::metadata::{PageIndexPolicy, ParquetMetaData};
 use datafusion::physical_plan::metrics::ExecutionPlanMetricsSet;
-use futures::TryStreamExt;
+use futures::{StreamExt, TryStreamExt};
 use object_store::ObjectStore;
+use object_store::path::Path;
 use sieve_iceberg::DataFile;
-use sieve_index::{ColumnHashes, ColumnIndex, FilterKind, sidecar};
-use sieve_storage::IndexedFile;
+use sieve_index::retrieval::Scratch;
+use sieve_index::{ColumnHashes, ColumnIndex, FilterKind, SliceMap, sidecar};
+use sieve_storage::{IndexedFile, PageLocation, RowGroupMap};
 use tokio::task::JoinSet;
 
 use super::field_ids::column_in_file;
+use super::page_walk::column_pages;
 use crate::progress::WriteProgress;
 
 /// Rows decoded per batch: large, since only the key columns are decoded.
 const BATCH_ROWS: usize = 64 * 1024;
 
-/// Bytes of memory a file's build holds per value of an indexed column: its hash, and the copy
-/// sorting the hashes makes (`sieve_index`'s `sort_by_hash`).
-const BYTES_PER_VALUE: usize = 16;
+/// Bytes of memory a file's build holds per value of an indexed column: its hash, the copy
+/// sorting the hashes makes (`sieve_index`'s `sort_by_hash`), and its hash and slice for the
+/// slice map.
+const BYTES_PER_VALUE: usize = 32;
+
+/// The fewest rows a slice holds: pages smaller than this are read a few at a time, so a row
+/// group of tiny pages does not make a slice map of many bits per key. The slice Sieve's own
+/// blocks use.
+const MIN_SLICE_ROWS: u64 = sieve_index::locator::SLICE_ROWS as u64;
+
+/// Column chunks whose page headers are walked at once.
+const WALKS: usize = 8;
 
 /// What an index is built over: the columns, as the table's schema types them, and the filter.
 #[derive(Debug, Clone)]
@@ -117,16 +134,15 @@ pub async fn index_files(
             let held = MemoryConsumer::new(format!("index of {path}")).register(&pool);
             running.spawn(async move {
                 let groups = index_file(store, &spec, &path, file_size, &progress, held).await?;
-                let entries = groups
-                    .into_iter()
-                    .map(|(first_row, rows, sidecar)| IndexedFile {
-                        path: path.to_string(),
-                        record_count,
-                        file_size,
-                        first_row,
-                        rows,
-                        sidecar,
-                    });
+                let entries = groups.into_iter().map(|group| IndexedFile {
+                    path: path.to_string(),
+                    record_count,
+                    file_size,
+                    first_row: group.first_row,
+                    rows: group.rows,
+                    sidecar: group.sidecar,
+                    map: group.map,
+                });
                 Ok::<_, DataFusionError>(entries.collect::<Vec<_>>())
             });
         }
@@ -137,20 +153,62 @@ pub async fn index_files(
     }
 }
 
-/// One file's sidecars: a row group's first row, its rows, and its sidecar, for each.
+/// A row group's entry, as built.
+struct Group {
+    first_row: u64,
+    rows: u64,
+    sidecar: Vec<u8>,
+    map: Option<RowGroupMap>,
+}
+
+/// A row group's hashes per indexed column as read, and which slice each run of them is in.
+struct GroupHashes {
+    hashes: Vec<ColumnHashes>,
+    /// Per column, `(hashes so far, slice)` at the end of each run of one slice's rows.
+    runs: Vec<Vec<(usize, u32)>>,
+}
+
+impl GroupHashes {
+    fn new(columns: usize) -> Self {
+        Self {
+            hashes: vec![ColumnHashes::default(); columns],
+            runs: vec![Vec::new(); columns],
+        }
+    }
+
+    /// Each column's hashes with the slice of the row each came from.
+    fn by_slice(&self) -> Vec<Vec<(u64, u32)>> {
+        (self.hashes.iter().zip(&self.runs))
+            .map(|(hashes, runs)| {
+                let mut from = 0;
+                let mut keyed = Vec::with_capacity(hashes.hashes.len());
+                for &(to, slice) in runs {
+                    keyed.extend(hashes.hashes[from..to].iter().map(|&h| (h, slice)));
+                    from = to;
+                }
+                keyed
+            })
+            .collect()
+    }
+}
+
+/// One file's row groups: each one's rows, sidecar and map.
 async fn index_file(
     store: Arc<dyn ObjectStore>,
     spec: &IndexSpec,
-    path: &object_store::path::Path,
+    path: &Path,
     file_size: u64,
     progress: &WriteProgress,
     held: MemoryReservation,
-) -> Result<Vec<(u64, u64, Vec<u8>)>> {
+) -> Result<Vec<Group>> {
     let file = PartitionedFile::new(path.to_string(), file_size);
-    let reader: Box<dyn AsyncFileReader> = DefaultParquetFileReaderFactory::new(store)
+    let reader: Box<dyn AsyncFileReader> = DefaultParquetFileReaderFactory::new(store.clone())
         .create_reader(0, file, None, &ExecutionPlanMetricsSet::new())?;
-    let builder = ParquetRecordBatchStreamBuilder::new(reader).await?;
+    // The file's own page index, where it has one, says where its pages are.
+    let options = ArrowReaderOptions::new().with_page_index_policy(PageIndexPolicy::Optional);
+    let builder = ParquetRecordBatchStreamBuilder::new_with_options(reader, options).await?;
     let file_schema = builder.schema().clone();
+    let metadata = builder.metadata().clone();
     // Where the file holds each indexed column; None: written before the column was added.
     let mut in_file = Vec::with_capacity(spec.columns.len());
     for column in &spec.columns {
@@ -162,7 +220,7 @@ async fn index_file(
     let roots = (spec.columns.iter().zip(&in_file))
         .filter_map(|(_, name)| file_schema.index_of(name.as_deref()?).ok());
     let mask = ProjectionMask::roots(builder.parquet_schema(), roots);
-    let group_rows: Vec<u64> = (builder.metadata().row_groups().iter())
+    let group_rows: Vec<u64> = (metadata.row_groups().iter())
         .map(|g| u64::try_from(g.num_rows()).unwrap_or(0))
         .collect();
     let mut rows = builder
@@ -171,14 +229,19 @@ async fn index_file(
         .build()?;
     // A row group's hashes per indexed column, made into its sidecar once the row group ends
     // (batches are cut there), so a build holds one row group's hashes at a time.
-    let empty = || vec![ColumnHashes::default(); spec.columns.len()];
-    let mut sidecars = Vec::with_capacity(group_rows.len().max(1));
-    let (mut hashes, mut first_row) = (empty(), 0);
+    let mut groups = Vec::with_capacity(group_rows.len().max(1));
+    let mut first_row = 0;
     // The rest of a batch that ran past its row group.
     let mut carried: Option<RecordBatch> = None;
-    for &rows_in_group in &group_rows {
-        let mut left = rows_in_group;
-        while left > 0 {
+    for (group, &rows_in_group) in group_rows.iter().enumerate() {
+        let pages = row_group_pages(&store, path, &metadata, group).await?;
+        let slice_starts = match &pages {
+            Some((pages, _)) => slice_starts(pages, rows_in_group),
+            None => vec![0],
+        };
+        let mut hashes = GroupHashes::new(spec.columns.len());
+        let mut at = 0;
+        while at < rows_in_group {
             let batch = match carried.take() {
                 Some(batch) => batch,
                 None => match rows.try_next().await? {
@@ -189,44 +252,137 @@ async fn index_file(
                     None => return exec_err!("data file {path}: fewer rows than its row groups"),
                 },
             };
-            let take = batch
-                .num_rows()
-                .min(usize::try_from(left).unwrap_or(usize::MAX));
-            hash_values(spec, &in_file, &batch.slice(0, take), &mut hashes)?;
+            let slice = slice_starts.partition_point(|&s| s <= at) - 1;
+            let slice_end = slice_starts
+                .get(slice + 1)
+                .copied()
+                .unwrap_or(rows_in_group);
+            let take = (batch.num_rows() as u64).min(slice_end - at) as usize;
+            hash_values(spec, &in_file, &batch.slice(0, take), &mut hashes.hashes)?;
+            for (runs, column) in hashes.runs.iter_mut().zip(&hashes.hashes) {
+                runs.push((column.hashes.len(), slice as u32));
+            }
             progress.add(take as u64);
-            left -= take as u64;
+            at += take as u64;
             if take < batch.num_rows() {
                 carried = Some(batch.slice(take, batch.num_rows() - take));
             }
         }
-        let group = std::mem::replace(&mut hashes, empty());
-        sidecars.push((first_row, rows_in_group, build(spec, group).await?));
+        let (sidecar, keys) = build(spec, hashes, slice_starts.len() as u32).await?;
+        let pages = match pages {
+            Some((pages, true)) => pages,
+            _ => Vec::new(),
+        };
+        let map = (keys.is_some() || !pages.is_empty()).then(|| RowGroupMap {
+            slice_starts,
+            keys: keys.unwrap_or_default(),
+            pages,
+        });
+        groups.push(Group {
+            first_row,
+            rows: rows_in_group,
+            sidecar,
+            map,
+        });
         held.shrink(
             usize::try_from(rows_in_group).unwrap_or(0) * spec.columns.len() * BYTES_PER_VALUE,
         );
         first_row += rows_in_group;
     }
-    if sidecars.is_empty() {
+    if groups.is_empty() {
         // A file of no rows still gets its (empty) sidecar: it is then covered, never read.
-        sidecars.push((0, 0, build(spec, hashes).await?));
+        let (sidecar, _) = build(spec, GroupHashes::new(spec.columns.len()), 1).await?;
+        groups.push(Group {
+            first_row: 0,
+            rows: 0,
+            sidecar,
+            map: None,
+        });
     }
-    Ok(sidecars)
+    Ok(groups)
 }
 
-/// One row group's sidecar from its hashes: sorting and building filters over a million hashes
-/// or more runs off the async threads.
-async fn build(spec: &IndexSpec, hashes: Vec<ColumnHashes>) -> Result<Vec<u8>> {
+/// Where row group `group`'s pages are, per leaf column, and whether they were walked from the
+/// page headers (then the index keeps them) rather than read from the file's page index. None
+/// when a column's pages cannot be told (a repeated column without a page index).
+async fn row_group_pages(
+    store: &Arc<dyn ObjectStore>,
+    path: &Path,
+    metadata: &ParquetMetaData,
+    group: usize,
+) -> Result<Option<(Vec<Vec<PageLocation>>, bool)>> {
+    let row_group = metadata.row_group(group);
+    let own = (metadata.offset_index())
+        .and_then(|index| index.get(group))
+        .filter(|columns| columns.len() == row_group.num_columns());
+    if let Some(columns) = own {
+        let pages = (columns.iter())
+            .map(|c| {
+                (c.page_locations.iter())
+                    .map(|p| PageLocation {
+                        offset: p.offset as u64,
+                        size: p.compressed_page_size as u32,
+                        first_row: p.first_row_index as u64,
+                        plain: false,
+                    })
+                    .collect()
+            })
+            .collect();
+        return Ok(Some((pages, false)));
+    }
+    let rows = u64::try_from(row_group.num_rows()).unwrap_or(0);
+    let walks: Vec<_> = (row_group.columns().iter())
+        .map(|column| column_pages(store.clone(), path.clone(), column.clone(), rows))
+        .collect();
+    let walked: Vec<Option<Vec<PageLocation>>> = futures::stream::iter(walks)
+        .buffered(WALKS)
+        .try_collect()
+        .await?;
+    let walked: Option<Vec<_>> = walked.into_iter().collect();
+    Ok(walked.map(|pages| (pages, true)))
+}
+
+/// A row group's slices: cut where any column's page starts, so a slice lies within one page
+/// of each column, then joined until each holds [`MIN_SLICE_ROWS`] (the last may hold fewer).
+fn slice_starts(pages: &[Vec<PageLocation>], rows: u64) -> Vec<u64> {
+    let mut cuts: Vec<u64> = pages.iter().flatten().map(|p| p.first_row).collect();
+    cuts.sort_unstable();
+    let mut starts = vec![0];
+    for cut in cuts {
+        if cut >= starts[starts.len() - 1] + MIN_SLICE_ROWS && cut < rows {
+            starts.push(cut);
+        }
+    }
+    starts
+}
+
+/// One row group's sidecar from its hashes, and for a row group of more than one slice, each
+/// column's map from key to slice: sorting and building over a million hashes or more runs
+/// off the async threads.
+async fn build(
+    spec: &IndexSpec,
+    hashes: GroupHashes,
+    slices: u32,
+) -> Result<(Vec<u8>, Option<Vec<SliceMap>>)> {
     let columns: Vec<String> = spec.columns.iter().map(|c| c.indexed_as.clone()).collect();
     let filter = spec.filter;
     tokio::task::spawn_blocking(move || {
-        let built: Vec<ColumnIndex> = (columns.into_iter().zip(hashes))
+        let keys = (slices > 1)
+            .then(|| {
+                let mut scratch = Scratch::default();
+                (hashes.by_slice().into_iter())
+                    .map(|keyed| SliceMap::build(keyed, slices, &mut scratch))
+                    .collect::<Result<Vec<_>, _>>()
+            })
+            .transpose()?;
+        let built: Vec<ColumnIndex> = (columns.into_iter().zip(hashes.hashes))
             .map(|(column, hashes)| ColumnIndex::build(column, filter, hashes))
             .collect();
-        sidecar::encode(&built)
+        Ok((sidecar::encode(&built)?, keys))
     })
     .await
     .map_err(|e| exec_datafusion_err!("{e}"))?
-    .map_err(|e| DataFusionError::External(Box::new(e)))
+    .map_err(|e: sieve_index::IndexError| DataFusionError::External(Box::new(e)))
 }
 
 /// Hashes `batch`'s indexed columns into `hashes`, one per column of `spec`.

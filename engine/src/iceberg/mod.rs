@@ -9,7 +9,9 @@ pub(crate) mod file_indexes;
 pub(crate) mod file_stats;
 pub(crate) mod index_build;
 pub(crate) mod index_statement;
+pub(crate) mod indexed_pages;
 pub(crate) mod indexer;
+pub(crate) mod page_walk;
 pub(crate) mod scan_exec;
 pub(crate) mod table;
 

@@ -40,8 +40,9 @@ use crate::scan::live_rows::live_within;
 
 use super::equality_delete_exec::{EqualityDeleteExec, FILE_COLUMN};
 use super::field_ids::ByFieldId;
-use super::file_indexes::FileIndexes;
+use super::file_indexes::{FileIndexes, Loaded};
 use super::file_stats::FileStatistics;
+use super::indexed_pages::IndexedPagesFactory;
 use super::scan_exec::{FileCounts, IcebergScanExec};
 
 #[derive(Debug)]
@@ -140,7 +141,7 @@ impl TableProvider for IcebergTable {
         let predicate = conjunction(filters.iter().cloned())
             .map(|e| state.create_physical_expr(e, &df_schema))
             .transpose()?;
-        let (chosen, counts) = self.choose_files(predicate.as_ref()).await;
+        let (chosen, counts, loaded) = self.choose_files(predicate.as_ref()).await;
         if chosen.is_empty() {
             let projected = match projection {
                 Some(p) => Arc::new(schema.project(p)?),
@@ -191,7 +192,16 @@ impl TableProvider for IcebergTable {
         // The options stay with the source when DataFusion pushes the filter above it down
         // into it after this, so a float filter prunes nothing by Parquet's statistics either.
         let options = parquet_options(predicate.as_ref(), &schema, false);
-        let mut source = ParquetSource::new(table_schema).with_table_parquet_options(options);
+        let runtime = state.runtime_env();
+        let pages = IndexedPagesFactory::new(
+            runtime.object_store(&self.store_url)?,
+            runtime.cache_manager.get_file_metadata_cache(),
+            loaded,
+            state.config().batch_size(),
+        );
+        let mut source = ParquetSource::new(table_schema)
+            .with_table_parquet_options(options)
+            .with_parquet_file_reader_factory(Arc::new(pages));
         if let Some(predicate) = predicate {
             source = source.with_predicate(predicate);
         }
@@ -217,11 +227,12 @@ impl TableProvider for IcebergTable {
 }
 
 impl IcebergTable {
-    /// The files to read: those with a live row that no index built from them rules out.
+    /// The files to read: those with a live row that no index built from them rules out; and
+    /// the table's indexes as loaded (empty for a lookup that names no key).
     async fn choose_files(
         &self,
         predicate: Option<&Arc<dyn PhysicalExpr>>,
-    ) -> (Vec<(&DataFile, PartitionedFile)>, FileCounts) {
+    ) -> (Vec<(&DataFile, PartitionedFile)>, FileCounts, Arc<Loaded>) {
         let all = &self.scan.files;
         let mut counts = FileCounts {
             total: all.len(),
@@ -283,7 +294,7 @@ impl IcebergTable {
             }
         }
         counts.read = files.len();
-        (files, counts)
+        (files, counts, loaded.unwrap_or_default())
     }
 
     fn explained(

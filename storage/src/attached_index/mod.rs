@@ -3,7 +3,9 @@
 //! them; this module only says where they are and how their bytes are laid out.
 
 mod part;
+mod row_group_map;
 mod store;
 
 pub use part::{IndexedFile, IndexedFileEntry};
+pub use row_group_map::{PageLocation, RowGroupMap};
 pub use store::{AttachedIndexDef, AttachedIndexes};

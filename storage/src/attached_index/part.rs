@@ -9,25 +9,31 @@
 //! index, so a key's row group is the least a lookup can read, and a filter per file would
 //! have it read every row group of the file.
 //!
-//! Layout, version 2 (all integers little-endian):
+//! Why a map per row group too ([`RowGroupMap`]): a row group is still a million rows; the map
+//! names the slice of it, and the pages, a key may be in.
+//!
+//! Layout, version 3 (all integers little-endian):
 //!
 //! ```text
 //! offset   size  field
 //! 0        8     magic "SIEVEIXP"
-//! 8        4     format version (2)
+//! 8        4     format version (3)
 //! 12       4     entry count n
-//! 16       48·n  directory, one record per row group of a data file:
+//! 16       64·n  directory, one record per row group of a data file:
 //!                  u64 file's record count · u64 file size · u64 first row · u64 rows ·
-//!                  u64 sidecar offset · u32 sidecar length · u32 path length
+//!                  u64 sidecar offset · u32 sidecar length · u32 path length ·
+//!                  u64 map offset · u32 map length (0: none) · u32 zero
 //! …        …     data file paths (UTF-8, as the warehouse's store names them), one per
 //!                record, concatenated, zero-padded to a multiple of 8
 //! …        8     header checksum: XXH3-64 of every byte before it
 //! …        …     sidecars (sidecar format 1, one entry per indexed column), in directory order,
-//!                each at the next multiple of 8, zero-padded
+//!                each at the next multiple of 8, zero-padded, its row group map after it
+//!                (row_group_map.rs), likewise
 //! ```
 //!
-//! Version 1 (still read) has 32-byte records without first row and rows: a record per data
-//! file, its sidecar over all the file's rows.
+//! Versions 1 and 2 are still read. Version 2 has 48-byte records without a map. Version 1 has
+//! 32-byte records without first row and rows either: a record per data file, its sidecar over
+//! all the file's rows.
 //!
 //! Each sidecar keeps its own checksums. Reading is as strict as the sidecar's: a truncated,
 //! corrupt or unknown-version part is an error, and its files are then read unpruned.
@@ -36,14 +42,16 @@ use bytes::Bytes;
 use sieve_index::{IndexError, Sidecar};
 use xxhash_rust::xxh3::xxh3_64;
 
+use super::row_group_map::RowGroupMap;
 use crate::error::{Result, StorageError};
 use crate::meta::versions::ATTACHED_INDEX_PART_FORMAT;
 
 const MAGIC: [u8; 8] = *b"SIEVEIXP";
 const PREAMBLE: usize = 16;
-/// A directory record's size in format version 1 and in version 2.
+/// A directory record's size in format versions 1, 2 and 3.
 const RECORD_V1: usize = 32;
-const RECORD: usize = 48;
+const RECORD_V2: usize = 48;
+const RECORD: usize = 64;
 
 fn align8(n: usize) -> usize {
     n.div_ceil(8) * 8
@@ -62,6 +70,7 @@ pub struct IndexedFile {
     pub rows: u64,
     /// The row group's sidecar ([`sieve_index::sidecar::encode`]).
     pub sidecar: Vec<u8>,
+    pub map: Option<RowGroupMap>,
 }
 
 /// One row group's entry in a part, as read (a whole file's, from a version 1 part).
@@ -73,6 +82,8 @@ pub struct IndexedFileEntry {
     pub first_row: u64,
     pub rows: u64,
     pub sidecar: Sidecar,
+    /// None in a part of version 1 or 2, or for a row group of one page.
+    pub map: Option<RowGroupMap>,
 }
 
 /// The bytes of a part holding `files`.
@@ -81,14 +92,17 @@ pub fn encode(files: &[IndexedFile]) -> Result<Vec<u8>> {
         |what: &str| StorageError::Invalid(format!("{what} too large for an index part"));
     let paths_len: usize = files.iter().map(|f| f.path.len()).sum();
     let header = PREAMBLE + RECORD * files.len() + align8(paths_len) + 8;
-    let mut out =
-        Vec::with_capacity(header + files.iter().map(|f| align8(f.sidecar.len())).sum::<usize>());
+    let maps: Vec<Vec<u8>> = (files.iter())
+        .map(|f| f.map.as_ref().map(RowGroupMap::encode).unwrap_or_default())
+        .collect();
+    let blobs = (files.iter().zip(&maps)).map(|(f, m)| align8(f.sidecar.len()) + align8(m.len()));
+    let mut out = Vec::with_capacity(header + blobs.sum::<usize>());
     out.extend_from_slice(&MAGIC);
     out.extend_from_slice(&ATTACHED_INDEX_PART_FORMAT.to_le_bytes());
     let count = u32::try_from(files.len()).map_err(|_| too_large("file count"))?;
     out.extend_from_slice(&count.to_le_bytes());
     let mut offset = header;
-    for f in files {
+    for (f, map) in files.iter().zip(&maps) {
         out.extend_from_slice(&f.record_count.to_le_bytes());
         out.extend_from_slice(&f.file_size.to_le_bytes());
         out.extend_from_slice(&f.first_row.to_le_bytes());
@@ -99,14 +113,21 @@ pub fn encode(files: &[IndexedFile]) -> Result<Vec<u8>> {
         let path_len = u32::try_from(f.path.len()).map_err(|_| too_large("path"))?;
         out.extend_from_slice(&path_len.to_le_bytes());
         offset = align8(offset + f.sidecar.len());
+        out.extend_from_slice(&(offset as u64).to_le_bytes());
+        let len = u32::try_from(map.len()).map_err(|_| too_large("row group map"))?;
+        out.extend_from_slice(&len.to_le_bytes());
+        out.extend_from_slice(&0u32.to_le_bytes());
+        offset = align8(offset + map.len());
     }
     for f in files {
         out.extend_from_slice(f.path.as_bytes());
     }
     out.resize(align8(out.len()), 0);
     out.extend_from_slice(&xxh3_64(&out).to_le_bytes());
-    for f in files {
+    for (f, map) in files.iter().zip(&maps) {
         out.extend_from_slice(&f.sidecar);
+        out.resize(align8(out.len()), 0);
+        out.extend_from_slice(map);
         out.resize(align8(out.len()), 0);
     }
     Ok(out)
@@ -121,6 +142,8 @@ struct Record {
     offset: u64,
     len: usize,
     path_len: usize,
+    /// Offset and length of the row group map; length 0 when it has none.
+    map: (u64, usize),
 }
 
 /// The entries of the part `name` (named in errors) whose bytes are `bytes`.
@@ -139,6 +162,7 @@ pub fn decode(name: &str, bytes: Bytes) -> Result<Vec<IndexedFileEntry>> {
     let version = u32_at(8).ok_or_else(truncated)?;
     let record_size = match version {
         1 => RECORD_V1,
+        2 => RECORD_V2,
         ATTACHED_INDEX_PART_FORMAT => RECORD,
         _ => {
             return Err(damaged(format!(
@@ -157,7 +181,7 @@ pub fn decode(name: &str, bytes: Bytes) -> Result<Vec<IndexedFileEntry>> {
     for i in 0..count {
         let at = PREAMBLE + i * record_size;
         let record_count = u64_at(at).ok_or_else(truncated)?;
-        // Version 1's records are whole files; version 2's add a row group's rows.
+        // Version 1's records are whole files; version 2's add a row group's rows, 3's its map.
         let (first_row, rows, rest) = match version {
             1 => (0, record_count, at + 16),
             _ => (
@@ -174,6 +198,13 @@ pub fn decode(name: &str, bytes: Bytes) -> Result<Vec<IndexedFileEntry>> {
             offset: u64_at(rest).ok_or_else(truncated)?,
             len: u32_at(rest + 8).ok_or_else(truncated)? as usize,
             path_len: u32_at(rest + 12).ok_or_else(truncated)? as usize,
+            map: match version {
+                1 | 2 => (0, 0),
+                _ => (
+                    u64_at(rest + 16).ok_or_else(truncated)?,
+                    u32_at(rest + 24).ok_or_else(truncated)? as usize,
+                ),
+            },
         };
         paths_len = paths_len
             .checked_add(record.path_len)
@@ -198,18 +229,23 @@ pub fn decode(name: &str, bytes: Bytes) -> Result<Vec<IndexedFileEntry>> {
             offset,
             len,
             path_len,
+            map,
         } = record;
         let path = std::str::from_utf8(&bytes[path_at..path_at + path_len])
             .map_err(|_| damaged("a path is not UTF-8".into()))?
             .to_string();
         path_at += path_len;
         let start = usize::try_from(offset).map_err(|_| truncated())?;
-        let range = start..start.checked_add(len).ok_or_else(truncated)?;
-        if start < checksum_at + 8 || start % 8 != 0 || range.end > bytes.len() {
+        let inside = |start: usize, len: usize| {
+            let range = start..start.checked_add(len)?;
+            (start >= checksum_at + 8 && start.is_multiple_of(8) && range.end <= bytes.len())
+                .then_some(range)
+        };
+        let Some(range) = inside(start, len) else {
             return Err(damaged(format!(
                 "the sidecar of {path} lies outside the part"
             )));
-        }
+        };
         let sidecar = Sidecar::open(bytes.slice(range))
             .map_err(|e: IndexError| damaged(format!("the sidecar of {path}: {e}")))?;
         if first_row
@@ -220,6 +256,18 @@ pub fn decode(name: &str, bytes: Bytes) -> Result<Vec<IndexedFileEntry>> {
                 "{path}: rows {first_row}+{rows} beyond its {record_count}"
             )));
         }
+        let map = match map {
+            (_, 0) => None,
+            (offset, len) => {
+                let start = usize::try_from(offset).map_err(|_| truncated())?;
+                let range = inside(start, len).ok_or_else(|| {
+                    damaged(format!("the row group map of {path} lies outside the part"))
+                })?;
+                let map = RowGroupMap::decode(&bytes[range], rows)
+                    .map_err(|why| damaged(format!("{path}: {why}")))?;
+                Some(map)
+            }
+        };
         entries.push(IndexedFileEntry {
             path,
             record_count,
@@ -227,6 +275,7 @@ pub fn decode(name: &str, bytes: Bytes) -> Result<Vec<IndexedFileEntry>> {
             first_row,
             rows,
             sidecar,
+            map,
         });
     }
     Ok(entries)
@@ -249,6 +298,7 @@ mod tests {
             first_row: 0,
             rows: keys.count() as u64,
             sidecar: sidecar::encode(&[column]).unwrap(),
+            map: None,
         }
     }
 
@@ -305,9 +355,24 @@ mod tests {
         groups[0].record_count = 1000;
         groups[1].record_count = 1000;
         groups[1].first_row = 600;
+        let map = RowGroupMap {
+            slice_starts: vec![0, 200],
+            keys: vec![],
+            pages: vec![vec![crate::PageLocation {
+                offset: 4,
+                size: 10,
+                first_row: 0,
+                plain: true,
+            }]],
+        };
+        groups[1].map = Some(map.clone());
         let entries = decode("p", Bytes::from(encode(&groups).unwrap())).unwrap();
         let rows: Vec<_> = entries.iter().map(|e| (e.first_row, e.rows)).collect();
         assert_eq!(rows, [(0, 600), (600, 400)]);
+        assert_eq!(
+            (entries[0].map.as_ref(), entries[1].map.as_ref()),
+            (None, Some(&map))
+        );
         assert!(probe(&entries[1], 700) && !probe(&entries[1], 5));
         // A row group past its file's rows is damage, not a filter.
         groups[1].rows = 401;

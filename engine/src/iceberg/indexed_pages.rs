@@ -1,0 +1,212 @@
+//! How an attached table's files are opened: through DataFusion's footer cache (a lookup does
+//! not fetch the footer of a file it read before), and, for a file written without a page index,
+//! with the one Sieve's index walked from its page headers ([`super::page_walk`]). Parquet's
+//! reader, given a row selection and an offset index, fetches the pages the selection touches
+//! and not the column chunks: a key's slice costs its pages, not its row group. It also
+//! fetches a column's dictionary page whenever the chunk has one; where every page the
+//! selection touches was walked and found plain-encoded, the chunk is described to it without
+//! its dictionary page, which is then not fetched.
+//!
+//! DataFusion's seam for this is the [`ParquetFileReaderFactory`], as in its
+//! `parquet_advanced_index.rs` example.
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use datafusion::datasource::listing::PartitionedFile;
+use datafusion::datasource::physical_plan::ParquetFileReaderFactory;
+use datafusion::datasource::physical_plan::parquet::CachedParquetFileReaderFactory;
+use datafusion::datasource::physical_plan::parquet::ParquetRowSelection;
+use datafusion::error::Result;
+use datafusion::execution::cache::cache_manager::FileMetadataCache;
+use datafusion::parquet::arrow::arrow_reader::ArrowReaderOptions;
+use datafusion::parquet::arrow::arrow_reader::RowSelection;
+use datafusion::parquet::arrow::async_reader::AsyncFileReader;
+use datafusion::parquet::errors::Result as ParquetResult;
+use datafusion::parquet::file::metadata::ParquetMetaData;
+use datafusion::parquet::file::page_index::offset_index::{
+    OffsetIndexMetaData, PageLocation as ParquetPageLocation,
+};
+use datafusion::physical_plan::metrics::ExecutionPlanMetricsSet;
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use object_store::ObjectStore;
+use sieve_storage::PageLocation;
+
+use super::file_indexes::Loaded;
+
+#[derive(Debug)]
+pub struct IndexedPagesFactory {
+    cached: CachedParquetFileReaderFactory,
+    loaded: Arc<Loaded>,
+    /// Rows per batch the scan decodes: Parquet's reader may widen a selection to whole
+    /// batches, so a page is taken as touched when its batch is.
+    batch_rows: u64,
+}
+
+impl IndexedPagesFactory {
+    pub fn new(
+        store: Arc<dyn ObjectStore>,
+        footers: Arc<FileMetadataCache>,
+        loaded: Arc<Loaded>,
+        batch_rows: usize,
+    ) -> Self {
+        Self {
+            cached: CachedParquetFileReaderFactory::new(store, footers),
+            loaded,
+            batch_rows: batch_rows.max(1) as u64,
+        }
+    }
+}
+
+impl ParquetFileReaderFactory for IndexedPagesFactory {
+    fn create_reader(
+        &self,
+        partition_index: usize,
+        file: PartitionedFile,
+        metadata_size_hint: Option<usize>,
+        metrics: &ExecutionPlanMetricsSet,
+    ) -> Result<Box<dyn AsyncFileReader + Send>> {
+        let path = file.object_meta.location.to_string();
+        let selected = (file.extensions.get::<ParquetRowSelection>())
+            .map(|s| selected_rows(s.selection(), self.batch_rows));
+        let inner =
+            (self.cached).create_reader(partition_index, file, metadata_size_hint, metrics)?;
+        Ok(Box::new(WithPages {
+            inner,
+            path,
+            loaded: self.loaded.clone(),
+            selected,
+        }))
+    }
+}
+
+struct WithPages {
+    inner: Box<dyn AsyncFileReader + Send>,
+    path: String,
+    loaded: Arc<Loaded>,
+    /// The rows of the file the scan may decode, widened to whole batches; None: all.
+    selected: Option<Vec<Range<u64>>>,
+}
+
+impl AsyncFileReader for WithPages {
+    fn get_bytes(&mut self, range: Range<u64>) -> BoxFuture<'_, ParquetResult<Bytes>> {
+        self.inner.get_bytes(range)
+    }
+
+    fn get_byte_ranges(
+        &mut self,
+        ranges: Vec<Range<u64>>,
+    ) -> BoxFuture<'_, ParquetResult<Vec<Bytes>>> {
+        self.inner.get_byte_ranges(ranges)
+    }
+
+    fn get_metadata<'a>(
+        &'a mut self,
+        options: Option<&'a ArrowReaderOptions>,
+    ) -> BoxFuture<'a, ParquetResult<Arc<ParquetMetaData>>> {
+        async move {
+            let metadata = self.inner.get_metadata(options).await?;
+            if metadata.offset_index().is_some() {
+                return Ok(metadata);
+            }
+            Ok(match self.loaded.walked_pages(&self.path, &metadata) {
+                Some(walked) => Arc::new(with_pages(&metadata, &walked, self.selected.as_deref())),
+                None => metadata,
+            })
+        }
+        .boxed()
+    }
+}
+
+/// `metadata` with the offset index of the pages `walked`, and without the dictionary page of
+/// each column chunk whose pages that `selected` touches are all plain-encoded.
+fn with_pages(
+    metadata: &ParquetMetaData,
+    walked: &[&[Vec<PageLocation>]],
+    selected: Option<&[Range<u64>]>,
+) -> ParquetMetaData {
+    let mut builder = metadata.clone().into_builder();
+    let mut first_row = 0u64;
+    let mut groups = Vec::with_capacity(walked.len());
+    let mut index = Vec::with_capacity(walked.len());
+    for (group, pages) in builder.take_row_groups().into_iter().zip(walked) {
+        let rows = group.num_rows() as u64;
+        let within: Vec<Range<u64>> = match selected {
+            Some(ranges) => (ranges.iter())
+                .filter(|r| r.start < first_row + rows && r.end > first_row)
+                .map(|r| {
+                    r.start.max(first_row) - first_row..r.end.min(first_row + rows) - first_row
+                })
+                .collect(),
+            None => std::iter::once(0..rows).collect(),
+        };
+        let columns = (group.columns().iter().zip(pages.iter()))
+            .map(|(column, pages)| {
+                let mut touched = pages.iter().enumerate().filter(|(i, page)| {
+                    let end = pages.get(i + 1).map_or(rows, |next| next.first_row);
+                    within
+                        .iter()
+                        .any(|r| r.start < end && r.end > page.first_row)
+                });
+                let plain = touched.all(|(_, page)| page.plain);
+                match (column.dictionary_page_offset(), plain) {
+                    (Some(dictionary), true) => {
+                        let data = column.data_page_offset();
+                        let size = column.compressed_size() - (data - dictionary);
+                        (column.clone().into_builder())
+                            .set_dictionary_page_offset(None)
+                            .set_total_compressed_size(size)
+                            .build()
+                            .unwrap_or_else(|_| column.clone())
+                    }
+                    _ => column.clone(),
+                }
+            })
+            .collect();
+        let group = (group.clone().into_builder())
+            .set_column_metadata(columns)
+            .build()
+            .unwrap_or(group);
+        groups.push(group);
+        index.push(
+            (pages.iter())
+                .map(|pages| OffsetIndexMetaData {
+                    page_locations: (pages.iter())
+                        .map(|p| ParquetPageLocation {
+                            offset: p.offset as i64,
+                            compressed_page_size: p.size as i32,
+                            first_row_index: p.first_row as i64,
+                        })
+                        .collect(),
+                    unencoded_byte_array_data_bytes: None,
+                })
+                .collect(),
+        );
+        first_row += rows;
+    }
+    builder
+        .set_row_groups(groups)
+        .set_offset_index(Some(index))
+        .build()
+}
+
+/// The rows `selection` selects, each run widened to the batches it falls in.
+fn selected_rows(selection: &RowSelection, batch_rows: u64) -> Vec<Range<u64>> {
+    let mut at = 0u64;
+    let mut ranges: Vec<Range<u64>> = Vec::new();
+    for selector in selection.iter() {
+        let rows = selector.row_count as u64;
+        if !selector.skip && rows > 0 {
+            let start = at / batch_rows * batch_rows;
+            let end = (at + rows).div_ceil(batch_rows) * batch_rows;
+            match ranges.last_mut() {
+                Some(last) if last.end >= start => last.end = last.end.max(end),
+                _ => ranges.push(start..end),
+            }
+        }
+        at += rows;
+    }
+    ranges
+}
