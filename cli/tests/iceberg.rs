@@ -597,7 +597,20 @@ fn a_lookup_reads_the_pages_of_its_key_not_its_row_group() {
     pyiceberg(warehouse.path(), "paged");
     let server = Server::start_with(&config_indexing_every(warehouse.path(), 3600), None);
     let lookup = |key: i64| format!("select name from lake.ns.paged where id = {key}");
-    let scanned = |key| metric_of(&server, &lookup(key), "DataSourceExec", "bytes_scanned");
+    // Bytes fetched from storage and data cache hits of a lookup, past the data cache or not.
+    let read = |key, cache: bool| {
+        let sql = format!(
+            "set sieve.data_cache = {cache}; explain analyze {}",
+            lookup(key)
+        );
+        let plan = ok(&server, &sql);
+        let scan = &plan[plan
+            .find("DataSourceExec")
+            .unwrap_or_else(|| panic!("{plan}"))..];
+        let count = |name| common::plan_counter(scan, name);
+        (count("bytes_scanned"), count("data_cache_hits"))
+    };
+    let scanned = |key| read(key, false).0;
     // A key of the file PyIceberg wrote (no page index) and of the one PyArrow wrote with one;
     // each file's bounds hold its key, and its row group is read whole.
     let keys = [4242, 154_242];
@@ -622,6 +635,18 @@ fn a_lookup_reads_the_pages_of_its_key_not_its_row_group() {
         let unpruned = format!("select name from lake.ns.paged where id + 0 = {key}");
         assert_eq!(ok(&server, &unpruned), want, "{unpruned}");
     }
+    // The pages read are kept in the data cache: a hot key's second lookup fetches nothing.
+    let (fetched, hits) = read(77_777, true);
+    assert!(
+        fetched > 0 && hits == 0,
+        "{fetched} bytes fetched, {hits} hits"
+    );
+    let (fetched, hits) = read(77_777, true);
+    assert!(
+        fetched == 0 && hits > 0,
+        "{fetched} bytes fetched, {hits} hits"
+    );
+    assert!(read(77_777, false).0 > 0);
     let some =
         "select id, name from lake.ns.paged where id in (3, 70001, 100003, 188888) order by id";
     assert_eq!(

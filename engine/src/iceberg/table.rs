@@ -35,6 +35,7 @@ use std::ops::Range;
 use crate::access::principal::require;
 use crate::access::privileges::{Object, Privilege};
 use crate::cluster::coordinator::Cluster;
+use crate::options::SieveOptions;
 use crate::scan::exec::parquet_options;
 use crate::scan::live_rows::live_within;
 
@@ -193,9 +194,12 @@ impl TableProvider for IcebergTable {
         // into it after this, so a float filter prunes nothing by Parquet's statistics either.
         let options = parquet_options(predicate.as_ref(), &schema, false);
         let runtime = state.runtime_env();
+        let cached = (state.config().options().extensions.get::<SieveOptions>())
+            .is_none_or(|o| o.data_cache);
         let pages = IndexedPagesFactory::new(
-            runtime.object_store(&self.store_url)?,
+            (runtime.object_store(&self.store_url)?, &self.store_url),
             runtime.cache_manager.get_file_metadata_cache(),
+            cached.then(|| self.indexes.store().storage().clone()),
             loaded,
             state.config().batch_size(),
         );

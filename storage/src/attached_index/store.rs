@@ -69,6 +69,11 @@ impl AttachedIndexes {
         Self { storage }
     }
 
+    /// The storage the indexes are in, whose caches attached tables' reads share.
+    pub fn storage(&self) -> &Storage {
+        &self.storage
+    }
+
     /// The indexes of the table whose UUID is `table_uuid`, by name.
     pub async fn definitions(&self, table_uuid: &str) -> Result<Vec<AttachedIndexDef>> {
         let store = self.storage.store();
