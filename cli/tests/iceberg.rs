@@ -248,16 +248,20 @@ fn attached_tables_read_as_pyiceberg_reads_them_and_follow_commits() {
     refused(&server, "select * from lake.other.nested", "nested");
     refused(&server, "select * from lake.ns.missing", "not found");
 
+    // A lookup's result is kept for the snapshot it read: asked again, it is answered from
+    // there, and a commit by another writer (a new snapshot) is never answered from it.
+    let new_key = "select name from lake.ns.people where id = 20000";
+    assert_eq!(ok(&server, new_key), "");
+    assert_eq!(ok(&server, new_key), "");
+
     // Another writer commits: the next statement reads the new snapshot.
     let read = pyiceberg(warehouse.path(), "append");
     assert_eq!(
         ok(&server, "select count(*) from lake.ns.people"),
         format!("{}\n", read["ns.people"]["count"])
     );
-    assert_eq!(
-        ok(&server, "select name from lake.ns.people where id = 20000"),
-        "new\n"
-    );
+    assert_eq!(ok(&server, new_key), "new\n");
+    assert_eq!(ok(&server, new_key), "new\n");
 }
 
 /// A file's columns are its table's by field id, as PyIceberg reads them: ns.renamed's first
@@ -475,6 +479,11 @@ fn a_user_reads_an_attached_catalog_only_when_granted() {
     let as_reader = |sql: &str| server.mysql(&["-ureader", "-ppw", "-e", sql]);
     let out = as_reader("select count(*) from lake.ns.people");
     assert!(stderr(&out).contains("1142"), "{}", stderr(&out));
+    // A lookup's result kept for root is not the reader's either.
+    let lookup = "select name from lake.ns.people where id = 6";
+    assert_eq!(ok(&server, lookup), "p6\n");
+    let out = as_reader(lookup);
+    assert!(stderr(&out).contains("1142"), "{}", stderr(&out));
     let out = as_reader("show tables from lake.ns");
     assert!(stderr(&out).contains("1044"), "{}", stderr(&out));
     assert!(!stdout(&as_reader("show databases")).contains("lake."));
@@ -595,7 +604,9 @@ fn an_index_leaves_out_the_row_groups_that_cannot_hold_a_key() {
 fn a_lookup_reads_the_pages_of_its_key_not_its_row_group() {
     let warehouse = tempfile::tempdir().unwrap();
     pyiceberg(warehouse.path(), "paged");
-    let server = Server::start_with(&config_indexing_every(warehouse.path(), 3600), None);
+    let metrics = common::free_port();
+    let config = config_indexing_every(warehouse.path(), 3600);
+    let server = Server::start_with(&format!("metrics_port = {metrics}\n{config}"), None);
     let lookup = |key: i64| format!("select name from lake.ns.paged where id = {key}");
     // Bytes fetched from storage and data cache hits of a lookup, past the data cache or not.
     let read = |key, cache: bool| {
@@ -625,16 +636,6 @@ fn a_lookup_reads_the_pages_of_its_key_not_its_row_group() {
             "key {key}: {indexed} bytes scanned with the index, {unindexed} without"
         );
     }
-    // Every answer is the one the same query gets without the index (`id + 0` names no key).
-    for key in [0, 1, 4242, 99_999, 100_000, 154_242, 199_999, 200_000, -1] {
-        let want = match (0..200_000).contains(&key) {
-            true => format!("p{key}\n"),
-            false => String::new(),
-        };
-        assert_eq!(ok(&server, &lookup(key)), want, "id = {key}");
-        let unpruned = format!("select name from lake.ns.paged where id + 0 = {key}");
-        assert_eq!(ok(&server, &unpruned), want, "{unpruned}");
-    }
     // The pages read are kept in the data cache: a hot key's second lookup fetches nothing.
     let (fetched, hits) = read(77_777, true);
     assert!(
@@ -647,6 +648,54 @@ fn a_lookup_reads_the_pages_of_its_key_not_its_row_group() {
         "{fetched} bytes fetched, {hits} hits"
     );
     assert!(read(77_777, false).0 > 0);
+    // Every answer is the one the same query gets without the index (`id + 0` names no key).
+    for key in [0, 1, 4242, 99_999, 100_000, 154_242, 199_999, 200_000, -1] {
+        let want = match (0..200_000).contains(&key) {
+            true => format!("p{key}\n"),
+            false => String::new(),
+        };
+        assert_eq!(ok(&server, &lookup(key)), want, "id = {key}");
+        let unpruned = format!("select name from lake.ns.paged where id + 0 = {key}");
+        assert_eq!(ok(&server, &unpruned), want, "{unpruned}");
+        // The short path's answer is the full path's.
+        let full = format!("set sieve.short_path = false; {}", lookup(key));
+        assert_eq!(ok(&server, &full), want, "{full}");
+    }
+    for lookup in [
+        "select * from lake.ns.paged where id in (5, 150005, 300000)",
+        "select p.name as n, id from lake.ns.paged p where id = 7 or id = 100007",
+        "select id from lake.ns.paged where id = 8 and name = 'p8'",
+        "select id from lake.ns.paged where id = 9 and name = 'nope'",
+        "select name from lake.ns.paged where id in (10, 11, 12) limit 2",
+    ] {
+        // Rows in any order: neither path promises one without ORDER BY.
+        let sorted = |rows: String| {
+            let mut rows: Vec<String> = rows.lines().map(str::to_string).collect();
+            rows.sort();
+            rows
+        };
+        let short = sorted(ok(&server, lookup));
+        let full = sorted(ok(
+            &server,
+            &format!("set sieve.short_path = false; {lookup}"),
+        ));
+        assert_eq!(short, full, "{lookup}");
+    }
+    // A lookup asked again is answered from its kept result: not a page is looked for in the
+    // data cache; with kept results off it reads them again.
+    let data_cache = |m: &std::collections::HashMap<String, f64>| {
+        m["sieve_cache_hits_total{cache=\"data\"}"] + m["sieve_cache_misses_total{cache=\"data\"}"]
+    };
+    let hot = lookup(88_888);
+    assert_eq!(ok(&server, &hot), "p88888\n");
+    let before = common::prometheus::scrape(metrics);
+    assert_eq!(ok(&server, &hot), "p88888\n");
+    let kept = common::prometheus::scrape(metrics);
+    assert_eq!(data_cache(&kept) - data_cache(&before), 0.0);
+    let uncached = format!("set sieve.lookup_cache = false; {hot}");
+    assert_eq!(ok(&server, &uncached), "p88888\n");
+    let again = common::prometheus::scrape(metrics);
+    assert!(data_cache(&again) > data_cache(&kept));
     let some =
         "select id, name from lake.ns.paged where id in (3, 70001, 100003, 188888) order by id";
     assert_eq!(

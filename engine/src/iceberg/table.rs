@@ -103,6 +103,14 @@ fn fully_deleted(file: &DataFile) -> bool {
     (file.deleted.as_ref()).is_some_and(|d| d.range_cardinality(..rows) >= file.record_count)
 }
 
+impl IcebergTable {
+    /// The table's UUID and the id of the snapshot it reads, where its metadata has them: what
+    /// a kept lookup result is keyed by.
+    pub fn snapshot(&self) -> (Option<&str>, Option<i64>) {
+        (self.scan.table_uuid.as_deref(), self.scan.snapshot_id)
+    }
+}
+
 #[async_trait]
 impl TableProvider for IcebergTable {
     fn schema(&self) -> SchemaRef {

@@ -10,6 +10,7 @@
 //! `external_files`.
 
 pub(crate) mod accounts;
+mod attached_lookup;
 mod copy;
 mod ddl;
 mod dispatch;

@@ -80,7 +80,8 @@ enum Condition {
 /// What a point lookup asks, its names normalised as DataFusion's planner normalises them.
 #[derive(Debug, Clone)]
 pub(crate) struct PointLookup {
-    /// The table as written: one part, or database and table.
+    /// The table as written: one part, database and table, or an attached catalog, namespace
+    /// and table.
     table: Vec<String>,
     /// The name the result's columns are qualified by (database if written, and table): the
     /// alias, or the table as written.
@@ -118,12 +119,13 @@ impl PointLookup {
             .iter()
             .map(|part| part.as_ident().cloned().map(|i| names.normalize(i)))
             .collect::<Option<_>>()?;
-        if table.is_empty() || table.len() > 2 {
+        if table.is_empty() || table.len() > 3 {
             return None;
         }
+        // As DataFusion qualifies a column of `catalog.namespace.table`: by namespace and table.
         let qualifier = match (alias, table.as_slice()) {
             (Some(alias), _) => (None, names.normalize(alias.clone())),
-            (None, [db, table]) => (Some(db.clone()), table.clone()),
+            (None, [.., db, table]) => (Some(db.clone()), table.clone()),
             (None, _) => (None, table[0].clone()),
         };
         let column = |expr: &Expr| -> Option<String> {
@@ -185,27 +187,36 @@ impl PointLookup {
         })
     }
 
-    /// The table as (database, table), unqualified names in `database`.
+    /// The table as (database, table), unqualified names in `database`; an attached table's
+    /// name ([`Self::attached`]) as its namespace and table.
     pub fn table<'a>(&'a self, database: &'a str) -> (&'a str, &'a str) {
         match self.table.as_slice() {
-            [db, table] => (db, table),
+            [.., db, table] => (db, table),
             [table] => (database, table),
-            _ => unreachable!("recognised with one or two parts"),
+            [] => unreachable!("recognised with one part or more"),
         }
     }
 
-    /// The lookup over version `version` of `table` with `params` bound: what its result depends
-    /// on and where its columns come from; None when the full path must plan it. Cheap: a kept
-    /// result answers from this alone, and only a miss plans ([`Self::physical`]).
+    /// The attached catalog a three-part name starts with, and its namespace and table.
+    pub fn attached(&self) -> Option<(&str, &str, &str)> {
+        match self.table.as_slice() {
+            [catalog, namespace, table] => Some((catalog, namespace, table)),
+            _ => None,
+        }
+    }
+
+    /// The lookup over version `version` of the table `id` of `schema` with `params` bound:
+    /// what its result depends on and where its columns come from; None when the full path
+    /// must plan it. Cheap: a kept result answers from this alone, and only a miss plans
+    /// ([`Self::physical`]).
     pub fn bind(
         &self,
-        table: &Table,
+        (schema, id): (&SchemaRef, &str),
         version: u64,
         database: &str,
         params: &[ScalarValue],
         options: &ConfigOptions,
     ) -> Option<Bound> {
-        let schema = &table.def().schema;
         let condition = bind(&self.condition, schema, params)?;
         let limit = match &self.limit {
             None => None,
@@ -227,7 +238,7 @@ impl PointLookup {
         Some(Bound {
             origins: vec![Some(origin); outputs.len()],
             key: LookupKey {
-                table: table.def().id.clone(),
+                table: id.to_string(),
                 version,
                 condition,
                 outputs,
@@ -250,16 +261,8 @@ impl PointLookup {
         options: &ConfigOptions,
     ) -> Result<LookupPlan> {
         let schema = table.def().schema.clone();
-        let (condition, limit) = (&key.condition, key.limit);
-        let mut read: Vec<usize> = key.outputs.iter().map(|(i, _)| *i).collect();
-        for name in condition.column_refs() {
-            read.push(schema.index_of(&name.name)?);
-        }
-        read.sort_unstable();
-        read.dedup();
-        let predicate = Self::predicate(table, key)?;
-        // The same condition over the scan's columns: the table's, renumbered.
-        let scanned = reassign_expr_columns(predicate.clone(), &schema.project(&read)?)?;
+        let read = Self::columns_read(&schema, key)?;
+        let predicate = Self::predicate(&schema, key)?;
         let mut request = ScanRequest::new(table.clone(), options);
         request.projection = Some(read.clone());
         request.predicate = Some(predicate);
@@ -275,17 +278,19 @@ impl PointLookup {
         request.snapshot = Some(key.version);
         request.direct = (options.extensions.get::<SieveOptions>()).is_none_or(|o| o.direct_reads);
         let scan = Arc::new(SieveScanExec::new(request)?);
-        let outputs = key.outputs.iter();
-        Ok(LookupPlan {
-            scan,
-            predicate: scanned,
-            outputs: outputs
-                .map(|(i, name)| (read.binary_search(i).expect("read"), name.clone()))
-                .collect(),
-            limit,
-            schema: Self::output_schema(table, key),
-            batch_size: options.execution.batch_size.get(),
-        })
+        LookupPlan::new((scan.clone(), Some(scan)), &schema, &read, key, options)
+    }
+
+    /// The columns of `schema` a bound lookup reads: its outputs' and its condition's, in
+    /// table order.
+    pub fn columns_read(schema: &SchemaRef, key: &LookupKey) -> Result<Vec<usize>> {
+        let mut read: Vec<usize> = key.outputs.iter().map(|(i, _)| *i).collect();
+        for name in key.condition.column_refs() {
+            read.push(schema.index_of(&name.name)?);
+        }
+        read.sort_unstable();
+        read.dedup();
+        Ok(read)
     }
 }
 
@@ -293,7 +298,9 @@ impl PointLookup {
 /// projection DataFusion runs above the scan ([`LookupPlan::plan`]), built only when the scan
 /// does not decode its pages directly (building them costs a direct read a tenth of its CPU).
 pub(crate) struct LookupPlan {
-    scan: Arc<SieveScanExec>,
+    scan: Arc<dyn ExecutionPlan>,
+    /// The scan, when it is one of Sieve's own that can decode its located pages directly.
+    direct: Option<Arc<SieveScanExec>>,
     /// The lookup's condition, over the scan's columns.
     predicate: Arc<dyn PhysicalExpr>,
     /// The scan's columns the lookup returns, in order, with their output names.
@@ -305,11 +312,39 @@ pub(crate) struct LookupPlan {
 }
 
 impl LookupPlan {
+    /// The plan of the lookup `key` of a table of `schema` over `scan`, a scan of its columns
+    /// `read` (the one it decodes directly, if it can, second).
+    pub fn new(
+        (scan, direct): (Arc<dyn ExecutionPlan>, Option<Arc<SieveScanExec>>),
+        schema: &SchemaRef,
+        read: &[usize],
+        key: &LookupKey,
+        options: &ConfigOptions,
+    ) -> Result<Self> {
+        let predicate = PointLookup::predicate(schema, key)?;
+        let outputs = key.outputs.iter();
+        Ok(Self {
+            scan,
+            direct,
+            // The same condition over the scan's columns: the table's, renumbered.
+            predicate: reassign_expr_columns(predicate, &schema.project(read)?)?,
+            outputs: outputs
+                .map(|(i, name)| (read.binary_search(i).expect("read"), name.clone()))
+                .collect(),
+            limit: key.limit,
+            schema: PointLookup::output_schema(schema, key),
+            batch_size: options.execution.batch_size.get(),
+        })
+    }
+
     /// The lookup's rows, read and filtered on this task when its scan decodes located pages
     /// directly ([`SieveScanExec::read_direct`]); None: run [`Self::plan`]. `FilterExec`'s and
     /// `ProjectionExec`'s work, done on the few rows of a slice or two.
     pub async fn read_direct(&self, context: &TaskContext) -> Result<Option<Vec<RecordBatch>>> {
-        let Some(batches) = self.scan.read_direct(context).await? else {
+        let Some(direct) = &self.direct else {
+            return Ok(None);
+        };
+        let Some(batches) = direct.read_direct(context).await? else {
             return Ok(None);
         };
         let mut left = self.limit.unwrap_or(usize::MAX);
@@ -357,7 +392,11 @@ impl LookupPlan {
             .collect::<Vec<_>>();
         let mut plan: Arc<dyn ExecutionPlan> =
             Arc::new(ProjectionExec::try_new(exprs, Arc::new(filter))?);
-        let partitions = self.scan.request().partitions;
+        let partitions = self
+            .scan
+            .properties()
+            .output_partitioning()
+            .partition_count();
         if partitions > 1 {
             plan = Arc::new(CoalescePartitionsExec::new(plan).with_fetch(self.limit));
         }
@@ -366,10 +405,9 @@ impl LookupPlan {
 }
 
 impl PointLookup {
-    /// The schema of a bound lookup's rows: its outputs named as asked, typed as the table's
-    /// columns (what [`Self::physical`]'s projection gives).
-    pub fn output_schema(table: &Table, key: &LookupKey) -> SchemaRef {
-        let schema = &table.def().schema;
+    /// The schema of a bound lookup's rows: its outputs named as asked, typed as the columns of
+    /// the table's `schema` (what [`Self::physical`]'s projection gives).
+    pub fn output_schema(schema: &SchemaRef, key: &LookupKey) -> SchemaRef {
         let fields: Vec<Field> = key
             .outputs
             .iter()
@@ -378,9 +416,9 @@ impl PointLookup {
         Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone()))
     }
 
-    /// The bound condition over the table's columns, as a scan's predicate.
-    pub fn predicate(table: &Table, key: &LookupKey) -> Result<Arc<dyn PhysicalExpr>> {
-        let whole = DFSchema::try_from(table.def().schema.as_ref().clone())?;
+    /// The bound condition over the columns of the table's `schema`, as a scan's predicate.
+    pub fn predicate(schema: &SchemaRef, key: &LookupKey) -> Result<Arc<dyn PhysicalExpr>> {
+        let whole = DFSchema::try_from(schema.as_ref().clone())?;
         let context = PhysicalPlanningContext::default();
         create_physical_expr(&key.condition, &whole, &ExecutionProps::new(), &context)
     }
@@ -742,6 +780,11 @@ impl Session {
         if !self.options(|o| o.short_path) {
             return Ok(None);
         }
+        if let Some(attached) = lookup.attached() {
+            return self
+                .attached_lookup(lookup, attached, database, params)
+                .await;
+        }
         let (db, name) = lookup.table(database);
         // An unknown table's or an unreachable store's error is the full path's to word.
         let Ok(table) = self.catalog.open_table(db, name).await else {
@@ -772,8 +815,8 @@ impl Session {
                 let Some(wire) = lookup.wire(database, params, &key, (cache, allow)) else {
                     return Ok(None);
                 };
-                let predicate = PointLookup::predicate(&table, &key)?;
-                let schema = PointLookup::output_schema(&table, &key);
+                let predicate = PointLookup::predicate(&table.def().schema, &key)?;
+                let schema = PointLookup::output_schema(&table.def().schema, &key);
                 let remote = RemoteLookup {
                     cluster: cluster.clone(),
                     routing: (self.ctx.state_ref().read().config())
@@ -921,7 +964,14 @@ impl Session {
     ) -> (Option<Bound>, Option<Arc<LookupResults>>) {
         let state = self.ctx.state_ref();
         let state = state.read();
-        let bound = lookup.bind(table, version, database, params, state.config_options());
+        let def = table.def();
+        let bound = lookup.bind(
+            (&def.schema, &def.id),
+            version,
+            database,
+            params,
+            state.config_options(),
+        );
         let results = state.config().get_extension::<LookupResults>();
         (bound, results.filter(|_| cache))
     }
