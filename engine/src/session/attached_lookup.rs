@@ -18,7 +18,7 @@ use super::Session;
 use crate::access::privileges::Privilege;
 use crate::iceberg::catalog::{namespace_named, object};
 use crate::iceberg::table::IcebergTable;
-use crate::session::lookup_results::{LookupResults, keeping};
+use crate::session::lookup_results::keeping;
 use crate::session::query_stream::QueryStream;
 use crate::session::short_path::{Bound, LookupPlan, PointLookup};
 
@@ -57,28 +57,20 @@ impl Session {
         };
         let cache = self.options(|o| o.lookup_cache) && id.is_some();
         let table_schema = provider.schema();
-        let (bound, results) = {
-            let state = self.ctx.state_ref();
-            let state = state.read();
-            let id = id.unwrap_or_default();
-            let bound = lookup.bind(
-                (&table_schema, id),
-                version,
-                database,
-                params,
-                state.config_options(),
-            );
-            let results = state.config().get_extension::<LookupResults>();
-            (bound, results.filter(|_| cache))
-        };
+        let id = id.unwrap_or_default();
+        let (bound, results) = self.bind(
+            lookup,
+            (&table_schema, id),
+            version,
+            (database, params),
+            cache,
+        );
         let Some(Bound { origins, key }) = bound else {
             return Ok(None);
         };
         self.progress.reset();
-        if let Some(kept) = results.as_ref().and_then(|r| r.get(&key)) {
-            let schema = kept.schema.clone();
-            let answer = QueryStream::rows(schema, kept.rows(), None, self.pool());
-            return Ok(Some(answer.with_origins(origins).by_short_path()));
+        if let Some(kept) = self.kept(results.as_ref(), &key, &origins) {
+            return Ok(Some(kept));
         }
         let read = PointLookup::columns_read(&table_schema, &key)?;
         let state = self.ctx.state();

@@ -797,15 +797,20 @@ impl Session {
             .snapshot_within(Duration::from_millis(staleness))
             .await
             .map_err(to_df)?;
-        let (bound, results) = self.bind(lookup, &table, snapshot.version, database, params, cache);
+        let def = table.def();
+        let (bound, results) = self.bind(
+            lookup,
+            (&def.schema, &def.id),
+            snapshot.version,
+            (database, params),
+            cache,
+        );
         let Some(Bound { origins, key }) = bound else {
             return Ok(None);
         };
         self.progress.reset();
-        if let Some(kept) = results.as_ref().and_then(|r| r.get(&key)) {
-            let schema = kept.schema.clone();
-            let answer = QueryStream::rows(schema, kept.rows(), None, self.pool());
-            return Ok(Some(answer.with_origins(origins).by_short_path()));
+        if let Some(kept) = self.kept(results.as_ref(), &key, &origins) {
+            return Ok(Some(kept));
         }
         // The scan reads the version the key names; its blocks are listed (and cached) here.
         let blocks = table.blocks(&snapshot).await.map_err(to_df)?;
@@ -883,12 +888,12 @@ impl Session {
                 wire.database, wire.table
             )));
         }
+        let def = table.def();
         let (bound, results) = self.bind(
             &lookup,
-            &table,
+            (&def.schema, &def.id),
             wire.version,
-            &wire.database,
-            &[],
+            (&wire.database, &[]),
             wire.lookup_cache,
         );
         let Some(Bound { mut key, .. }) = bound else {
@@ -951,28 +956,33 @@ impl Session {
         }))
     }
 
-    /// `lookup` bound to `version` of `table` under this session's settings, and the kept
-    /// results it may be answered from (None when `cache` is off).
-    fn bind(
+    /// `lookup` bound to `version` of the table `id` of `schema` (in the session's `database`,
+    /// with `params`) under this session's settings, and the kept results it may be answered
+    /// from (None when `cache` is off).
+    pub(super) fn bind(
         &self,
         lookup: &PointLookup,
-        table: &Table,
+        table: (&SchemaRef, &str),
         version: u64,
-        database: &str,
-        params: &[ScalarValue],
+        (database, params): (&str, &[ScalarValue]),
         cache: bool,
     ) -> (Option<Bound>, Option<Arc<LookupResults>>) {
         let state = self.ctx.state_ref();
         let state = state.read();
-        let def = table.def();
-        let bound = lookup.bind(
-            (&def.schema, &def.id),
-            version,
-            database,
-            params,
-            state.config_options(),
-        );
+        let bound = lookup.bind(table, version, database, params, state.config_options());
         let results = state.config().get_extension::<LookupResults>();
         (bound, results.filter(|_| cache))
+    }
+
+    /// The answer of `key` from its kept result, if `results` keeps one.
+    pub(super) fn kept(
+        &self,
+        results: Option<&Arc<LookupResults>>,
+        key: &LookupKey,
+        origins: &[Option<ColumnOrigin>],
+    ) -> Option<QueryStream> {
+        let kept = results?.get(key)?;
+        let answer = QueryStream::rows(kept.schema.clone(), kept.rows(), None, self.pool());
+        Some(answer.with_origins(origins.to_vec()).by_short_path())
     }
 }
