@@ -681,8 +681,24 @@ fn a_lookup_reads_the_pages_of_its_key_not_its_row_group() {
         ));
         assert_eq!(short, full, "{lookup}");
     }
+    // Named in the database `lake.ns`, as SHOW DATABASES lists it, or by a bare name in it.
+    for (sql, want) in [
+        ("select name from `lake.ns`.paged where id = 13", "p13\n"),
+        (
+            "use `lake.ns`; select name from paged where id = 100013",
+            "p100013\n",
+        ),
+        (
+            "use `lake.ns`; select name from paged where id = 300013",
+            "",
+        ),
+    ] {
+        assert_eq!(ok(&server, sql), want, "{sql}");
+        let full = format!("set sieve.short_path = false; {sql}");
+        assert_eq!(ok(&server, &full), want, "{full}");
+    }
     // A lookup asked again is answered from its kept result: not a page is looked for in the
-    // data cache; with kept results off it reads them again.
+    // data cache; with kept results off it reads them again. By a bare name too.
     let data_cache = |m: &std::collections::HashMap<String, f64>| {
         m["sieve_cache_hits_total{cache=\"data\"}"] + m["sieve_cache_misses_total{cache=\"data\"}"]
     };
@@ -696,6 +712,12 @@ fn a_lookup_reads_the_pages_of_its_key_not_its_row_group() {
     assert_eq!(ok(&server, &uncached), "p88888\n");
     let again = common::prometheus::scrape(metrics);
     assert!(data_cache(&again) > data_cache(&kept));
+    let bare = "use `lake.ns`; select name from paged where id = 99998";
+    assert_eq!(ok(&server, bare), "p99998\n");
+    let before = common::prometheus::scrape(metrics);
+    assert_eq!(ok(&server, bare), "p99998\n");
+    let kept = common::prometheus::scrape(metrics);
+    assert_eq!(data_cache(&kept) - data_cache(&before), 0.0);
     let some =
         "select id, name from lake.ns.paged where id in (3, 70001, 100003, 188888) order by id";
     assert_eq!(

@@ -1,4 +1,5 @@
-//! The short path of a point lookup on an attached Iceberg table (`catalog.namespace.table`):
+//! The short path of a point lookup on an attached Iceberg table (`catalog.namespace.table`, or
+//! `table` in the database `catalog.namespace`):
 //! the table is resolved as the full path resolves it (the catalog asked for its current
 //! metadata, the account's privileges checked), then the lookup is bound to the snapshot the
 //! catalog names and answered from its kept result, or planned straight into the table's scan

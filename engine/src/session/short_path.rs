@@ -56,6 +56,7 @@ use crate::cluster::placement::Placement;
 use crate::cluster::remote_lookup::RemoteLookup;
 use crate::error::to_df;
 use crate::guard::deadline::{DeadlineStream, QueryTimeout};
+use crate::iceberg::catalog::namespace_named;
 use crate::options::SieveOptions;
 use crate::scan::exec::{ScanRequest, Shares, SieveScanExec};
 use crate::scan::lossless_cast::lossless_cast;
@@ -786,6 +787,13 @@ impl Session {
                 .await;
         }
         let (db, name) = lookup.table(database);
+        // `catalog.namespace` as a database: named so, or the session's after `USE`.
+        if let Some((catalog, namespace)) = namespace_named(&self.iceberg, db) {
+            let attached = (catalog.name(), namespace, name);
+            return self
+                .attached_lookup(lookup, attached, database, params)
+                .await;
+        }
         // An unknown table's or an unreachable store's error is the full path's to word.
         let Ok(table) = self.catalog.open_table(db, name).await else {
             return Ok(None);
