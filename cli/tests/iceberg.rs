@@ -526,7 +526,7 @@ fn jdbc_drivers_list_and_read_an_attached_namespace() {
 }
 
 #[test]
-fn a_coordinator_refuses_iceberg_reads_by_name() {
+fn a_coordinator_answers_iceberg_lookups_and_refuses_other_reads_by_name() {
     let warehouse = tempfile::tempdir().unwrap();
     pyiceberg(warehouse.path(), "make");
     // Refused when planned, before any worker is called: none listens at this address.
@@ -540,6 +540,17 @@ fn a_coordinator_refuses_iceberg_reads_by_name() {
     refused(
         &server,
         "select count(*) from lake.ns.people",
+        "Iceberg tables are not read through workers yet",
+    );
+    // A point lookup's short path is answered by the coordinator itself, calling no worker;
+    // the same lookup planned in full is refused like any other read.
+    let lookup = "select name from lake.ns.people where id in (6, 10002)";
+    let mut rows: Vec<String> = ok(&server, lookup).lines().map(str::to_string).collect();
+    rows.sort();
+    assert_eq!(rows, ["p10002", "p6"]);
+    refused(
+        &server,
+        &format!("set sieve.short_path = false; {lookup}"),
         "Iceberg tables are not read through workers yet",
     );
 }

@@ -139,12 +139,30 @@ impl TableProvider for IcebergTable {
         require(state.config(), Privilege::Select, &self.object)?;
         if state.config().get_extension::<Cluster>().is_some() {
             // Workers hold no catalogs: a distributed plan would send them files they cannot
-            // open. Refused by name until Iceberg reads are planned for them.
+            // open. Refused by name until Iceberg reads are planned for them; a point lookup's
+            // short path reads here instead ([`Self::read_here`]).
             return not_impl_err!(
                 "Iceberg tables are not read through workers yet: read them from a `sieve serve` \
-                 without --workers"
+                 without --workers (a point lookup on its short path is answered by the \
+                 coordinator)"
             );
         }
+        self.read_here(state, projection, filters, limit).await
+    }
+}
+
+impl IcebergTable {
+    /// The plan of [`TableProvider::scan`], run in this process: on a coordinator too, whose
+    /// workers hold no catalogs, for a point lookup's short path, which plans and runs it here
+    /// without DataFusion's distributing optimizer rule.
+    pub async fn read_here(
+        &self,
+        state: &dyn Session,
+        projection: Option<&Vec<usize>>,
+        filters: &[Expr],
+        limit: Option<usize>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        require(state.config(), Privilege::Select, &self.object)?;
         let schema = self.schema();
         let df_schema = DFSchema::try_from(schema.as_ref().clone())?;
         let predicate = conjunction(filters.iter().cloned())

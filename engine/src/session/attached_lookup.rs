@@ -13,8 +13,6 @@ use datafusion::common::ScalarValue;
 use datafusion::error::Result;
 use datafusion::physical_plan::ExecutionPlan;
 
-use datafusion::catalog::TableProvider;
-
 use super::Session;
 use crate::access::privileges::Privilege;
 use crate::iceberg::catalog::{namespace_named, object};
@@ -24,9 +22,10 @@ use crate::session::query_stream::QueryStream;
 use crate::session::short_path::{Bound, LookupPlan, PointLookup};
 
 impl Session {
-    /// Runs `lookup` of the attached table `(catalog, namespace, table)` by the short path;
-    /// None leaves it to the full path (which words the errors of an unknown catalog or table,
-    /// and refuses attached tables on a coordinator).
+    /// Runs `lookup` of the attached table `(catalog, namespace, table)` by the short path, in
+    /// this process (a coordinator too: its workers hold no catalogs); None leaves it to the
+    /// full path (which words the errors of an unknown catalog or table, and on a coordinator
+    /// refuses every other read of an attached table by name).
     pub(super) async fn attached_lookup(
         &self,
         lookup: &PointLookup,
@@ -34,9 +33,7 @@ impl Session {
         database: &str,
         params: &[ScalarValue],
     ) -> Result<Option<QueryStream>> {
-        if self.cluster.is_some()
-            || namespace_named(&self.iceberg, &format!("{catalog}.{namespace}")).is_none()
-        {
+        if namespace_named(&self.iceberg, &format!("{catalog}.{namespace}")).is_none() {
             return Ok(None);
         }
         let Some(schema) = self.ctx.catalog(catalog).and_then(|c| c.schema(namespace)) else {
@@ -77,7 +74,8 @@ impl Session {
         let state = self.ctx.state();
         // No limit: the filter above the scan applies it (the scan's filters are inexact).
         let filters = [key.condition.clone()];
-        let scan: Arc<dyn ExecutionPlan> = table.scan(&state, Some(&read), &filters, None).await?;
+        let scan: Arc<dyn ExecutionPlan> =
+            (table.read_here(&state, Some(&read), &filters, None)).await?;
         let plan = LookupPlan::new(
             (scan, None),
             &table_schema,
