@@ -350,7 +350,7 @@ mod tests {
     }
 
     #[test]
-    fn row_groups_read_back_with_their_rows_and_a_version_1_part_as_whole_files() {
+    fn row_groups_read_back_with_their_rows_and_maps_and_older_parts_as_written() {
         let mut groups = [file("w/g.parquet", 0..600), file("w/g.parquet", 600..1000)];
         groups[0].record_count = 1000;
         groups[1].record_count = 1000;
@@ -379,23 +379,37 @@ mod tests {
         let e = decode("p", Bytes::from(encode(&groups).unwrap())).unwrap_err();
         assert!(e.to_string().contains("beyond its 1000"), "{e}");
 
-        // Version 1, as this build wrote it before: 32-byte records, a sidecar per file.
+        // Versions 1 and 2, as this build wrote them before: 32-byte records and a sidecar per
+        // file; 48-byte records with the row group's rows, and no map.
         let whole = file("w/a.parquet", 0..1000);
-        let mut v1 = MAGIC.to_vec();
-        v1.extend_from_slice(&1u32.to_le_bytes());
-        v1.extend_from_slice(&1u32.to_le_bytes());
-        let sidecar_at = align8(PREAMBLE + RECORD_V1 + whole.path.len()) + 8;
-        for n in [whole.record_count, whole.file_size, sidecar_at as u64] {
-            v1.extend_from_slice(&n.to_le_bytes());
+        for version in [1u32, 2] {
+            let record = if version == 1 { RECORD_V1 } else { RECORD_V2 };
+            let mut old = MAGIC.to_vec();
+            old.extend_from_slice(&version.to_le_bytes());
+            old.extend_from_slice(&1u32.to_le_bytes());
+            let sidecar_at = align8(PREAMBLE + record + whole.path.len()) + 8;
+            let mut numbers = vec![whole.record_count, whole.file_size];
+            if version == 2 {
+                numbers.extend([0, whole.rows]);
+            }
+            numbers.push(sidecar_at as u64);
+            for n in numbers {
+                old.extend_from_slice(&n.to_le_bytes());
+            }
+            old.extend_from_slice(&(whole.sidecar.len() as u32).to_le_bytes());
+            old.extend_from_slice(&(whole.path.len() as u32).to_le_bytes());
+            old.extend_from_slice(whole.path.as_bytes());
+            old.resize(align8(old.len()), 0);
+            old.extend_from_slice(&xxh3_64(&old).to_le_bytes());
+            old.extend_from_slice(&whole.sidecar);
+            let entries = decode("p", Bytes::from(old)).unwrap();
+            assert_eq!(
+                (entries[0].first_row, entries[0].rows),
+                (0, 1000),
+                "v{version}"
+            );
+            assert!(entries[0].map.is_none());
+            assert!((0..1000).all(|k| probe(&entries[0], k)), "v{version}");
         }
-        v1.extend_from_slice(&(whole.sidecar.len() as u32).to_le_bytes());
-        v1.extend_from_slice(&(whole.path.len() as u32).to_le_bytes());
-        v1.extend_from_slice(whole.path.as_bytes());
-        v1.resize(align8(v1.len()), 0);
-        v1.extend_from_slice(&xxh3_64(&v1).to_le_bytes());
-        v1.extend_from_slice(&whole.sidecar);
-        let entries = decode("p", Bytes::from(v1)).unwrap();
-        assert_eq!((entries[0].first_row, entries[0].rows), (0, 1000));
-        assert!((0..1000).all(|k| probe(&entries[0], k)));
     }
 }
