@@ -9,44 +9,8 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::pyiceberg::{config, config_at, pyiceberg, pyiceberg_at};
 use common::{Server, output_within, stderr, stdout};
-
-/// Runs cli/tests/iceberg/tables.py, its catalog in `dir` (or the REST catalog at `rest`) and
-/// its files there or under `s3`; what PyIceberg reads from each table.
-fn pyiceberg_at(dir: &Path, step: &str, s3: Option<&str>, rest: Option<&str>) -> serde_json::Value {
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/iceberg/tables.py");
-    let mut command = Command::new("python3");
-    command.args([script, dir.to_str().unwrap(), step]);
-    command.args(s3);
-    if let Some(uri) = rest {
-        command.env("SIEVE_REST_URI", uri);
-    }
-    let out = output_within(command, None, String::new);
-    assert!(
-        out.status.success(),
-        "PyIceberg did not write the tables (scripts/test.sh installs pyiceberg[sql-sqlite] \
-         0.12.0): {}",
-        stderr(&out)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
-}
-
-fn pyiceberg(warehouse: &Path, step: &str) -> serde_json::Value {
-    pyiceberg_at(warehouse, step, None, None)
-}
-
-/// A catalog named lake over `dir`'s catalog.db, its files in `warehouse`.
-fn config_at(dir: &Path, warehouse: &str) -> String {
-    let dir = dir.display();
-    format!(
-        "[[iceberg_catalogs]]\nname = \"lake\"\nuri = \"sqlite://{dir}/catalog.db\"\n\
-         catalog_name = \"writers\"\nwarehouse = \"{warehouse}\"\n"
-    )
-}
-
-fn config(warehouse: &Path) -> String {
-    config_at(warehouse, &format!("file://{}", warehouse.display()))
-}
 
 /// [`config`] with the indexer looking for new snapshots every `seconds`.
 fn config_indexing_every(warehouse: &Path, seconds: u64) -> String {
@@ -96,7 +60,9 @@ fn ids(read: &serde_json::Value, table: &str) -> String {
 fn attached_tables_read_as_pyiceberg_reads_them_and_follow_commits() {
     let warehouse = tempfile::tempdir().unwrap();
     let read = pyiceberg(warehouse.path(), "make");
-    let server = Server::start_with(&config(warehouse.path()), None);
+    let metrics = common::free_port();
+    let settings = format!("metrics_port = {metrics}\n{}", config(warehouse.path()));
+    let server = Server::start_with(&settings, None);
 
     assert_eq!(
         ok(&server, "select id from lake.ns.people order by id"),
@@ -254,8 +220,20 @@ fn attached_tables_read_as_pyiceberg_reads_them_and_follow_commits() {
     assert_eq!(ok(&server, new_key), "");
     assert_eq!(ok(&server, new_key), "");
 
-    // Another writer commits: the next statement reads the new snapshot.
+    // Another writer commits: the next statement reads the new snapshot. Its plan reads the
+    // new metadata file, manifest list and manifest (PyIceberg appends a manifest), not the
+    // manifests and delete file the last plan read: no file is ever rewritten in place.
     let read = pyiceberg(warehouse.path(), "append");
+    let manifests = read["ns.people"]["manifests"].as_u64().unwrap();
+    assert!(manifests >= 4, "{manifests} manifests");
+    let gets = |m: &std::collections::HashMap<String, f64>| m["sieve_object_store_requests_total{operation=\"get\"}"];
+    let before = common::prometheus::scrape(metrics);
+    assert_eq!(
+        ok(&server, "select name from lake.ns.people where id = -1"),
+        ""
+    );
+    let planned = common::prometheus::scrape(metrics);
+    assert_eq!(gets(&planned) - gets(&before), 3.0);
     assert_eq!(
         ok(&server, "select count(*) from lake.ns.people"),
         format!("{}\n", read["ns.people"]["count"])
@@ -525,11 +503,13 @@ fn jdbc_drivers_list_and_read_an_attached_namespace() {
     }
 }
 
+/// A coordinator's workers hold no catalogs, so a statement that reads an attached table runs
+/// in the coordinator: no worker is asked (none listens at the address it is given), and the
+/// answers are those of a process without workers.
 #[test]
-fn a_coordinator_answers_iceberg_lookups_and_refuses_other_reads_by_name() {
+fn a_coordinator_reads_attached_tables_itself() {
     let warehouse = tempfile::tempdir().unwrap();
-    pyiceberg(warehouse.path(), "make");
-    // Refused when planned, before any worker is called: none listens at this address.
+    let read = pyiceberg(warehouse.path(), "make");
     let worker = format!("http://127.0.0.1:{}", common::free_port());
     // Top-level keys before the catalog's table.
     let config = format!(
@@ -537,22 +517,32 @@ fn a_coordinator_answers_iceberg_lookups_and_refuses_other_reads_by_name() {
         config(warehouse.path())
     );
     let server = Server::start_with(&config, None);
-    refused(
-        &server,
-        "select count(*) from lake.ns.people",
-        "Iceberg tables are not read through workers yet",
+    assert_eq!(
+        ok(&server, "select id from lake.ns.people order by id"),
+        ids(&read, "ns.people")
     );
-    // A point lookup's short path is answered by the coordinator itself, calling no worker;
-    // the same lookup planned in full is refused like any other read.
-    let lookup = "select name from lake.ns.people where id in (6, 10002)";
-    let mut rows: Vec<String> = ok(&server, lookup).lines().map(str::to_string).collect();
-    rows.sort();
-    assert_eq!(rows, ["p10002", "p6"]);
-    refused(
-        &server,
-        &format!("set sieve.short_path = false; {lookup}"),
-        "Iceberg tables are not read through workers yet",
+    assert_eq!(
+        ok(
+            &server,
+            "select count(*) from numbers(12) n join lake.ns.people p on p.id = n.number * 1000"
+        ),
+        "10\n"
     );
+    assert_eq!(
+        ok(
+            &server,
+            "select count(*) from lake.ns.people where id in (select id + 1 from lake.ns.people)"
+        ),
+        ok(
+            &server,
+            "select count(*) from lake.ns.people a join lake.ns.people b on a.id = b.id + 1"
+        )
+    );
+    // A point lookup, on its short path and planned in full, answers alike.
+    let lookup = "select name from lake.ns.people where id in (6, 10002) order by name";
+    assert_eq!(ok(&server, lookup), "p10002\np6\n");
+    let full = format!("set sieve.short_path = false; {lookup}");
+    assert_eq!(ok(&server, &full), "p10002\np6\n");
 }
 
 #[test]
@@ -690,7 +680,17 @@ fn a_lookup_reads_the_pages_of_its_key_not_its_row_group() {
             &server,
             &format!("set sieve.short_path = false; {lookup}"),
         ));
-        assert_eq!(short, full, "{lookup}");
+        match lookup.split_once(" limit ") {
+            // Any rows of the unlimited answer, as many: which ones neither path promises.
+            Some((unlimited, _)) => {
+                let all = sorted(ok(&server, unlimited));
+                assert_eq!(short.len(), full.len(), "{lookup}");
+                for row in short.iter().chain(&full) {
+                    assert!(all.contains(row), "{lookup}: {row} not in {all:?}");
+                }
+            }
+            None => assert_eq!(short, full, "{lookup}"),
+        }
     }
     // Named in the database `lake.ns`, as SHOW DATABASES lists it, or by a bare name in it.
     for (sql, want) in [
@@ -991,6 +991,51 @@ fn equality_deletes_remove_rows_of_older_files_only() {
         ok(&server, "select region from lake.ns.regions where id = 1"),
         "b\n"
     );
+}
+
+/// Columns added with an initial default (c = 7, s = 'x') read as it in the file written
+/// before they were added, as PyIceberg reads them: in rows, filters (the file's statistics do
+/// not prune it as if the column were null), lookups and an index over the column.
+#[test]
+fn a_column_added_with_a_default_reads_as_it_in_older_files() {
+    let warehouse = tempfile::tempdir().unwrap();
+    let read = pyiceberg(warehouse.path(), "defaults");
+    let server = Server::start_with(&config_indexing_every(warehouse.path(), 3600), None);
+    let want: String = (read["ns.defaults"]["rows"].as_array().unwrap().iter())
+        .map(|row| {
+            format!(
+                "{}\t{}\t{}\n",
+                row["id"],
+                row["c"],
+                row["s"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert!(want.starts_with("1\t7\tx\n"), "{want}");
+    assert_eq!(
+        ok(&server, "select id, c, s from lake.ns.defaults order by id"),
+        want
+    );
+    let old = "1\n2\n3\n";
+    for (filter, want) in [
+        ("c = 7", old),
+        ("c + 0 = 7", old),
+        ("s = 'x'", old),
+        ("c in (7, 11)", "1\n2\n3\n12\n"),
+        ("c is null", ""),
+        ("c = 11", "12\n"),
+        ("c = 8", ""),
+    ] {
+        let sql = format!("select id from lake.ns.defaults where {filter} order by id");
+        assert_eq!(ok(&server, &sql), want, "{sql}");
+    }
+    ok(&server, "create index ix on lake.ns.defaults (c)");
+    for (filter, want) in [("c = 7", old), ("c = 11", "12\n"), ("c = 8", "")] {
+        let sql = format!("select id from lake.ns.defaults where {filter} order by id");
+        assert_eq!(ok(&server, &sql), want, "{sql}");
+        let full = format!("set sieve.short_path = false; {sql}");
+        assert_eq!(ok(&server, &full), want, "{full}");
+    }
 }
 
 #[test]

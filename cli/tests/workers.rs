@@ -722,3 +722,39 @@ fn a_worker_beyond_loopback_needs_a_secret_and_tls() {
         stderr(&out)
     );
 }
+
+/// Workers hold no Iceberg catalogs, so a statement that reads an attached table runs in the
+/// coordinator, Sieve tables it joins included, and answers as one process does; a statement
+/// over Sieve's tables alone is still spread over the workers.
+#[test]
+fn a_statement_reading_an_attached_table_runs_in_the_coordinator() {
+    let storage = format!("{}/attached-{}", common::s3_base(), std::process::id());
+    make_table(&storage, 1, "");
+    let warehouse = tempfile::tempdir().unwrap();
+    common::pyiceberg::pyiceberg(warehouse.path(), "make");
+    let catalog = common::pyiceberg::config(warehouse.path());
+    let worker = Worker::start(&storage);
+    let coordinator = start_coordinator(&storage, &[worker.url()], &catalog);
+    let local = Server::start_on(&storage, &catalog);
+    for query in [
+        "select count(*), sum(p.id) from t join lake.ns.people p on p.id = t.c1",
+        "select count(*) from t where c1 in (select id + 1 from lake.ns.people where id < 50)",
+        "select c2 from t where c1 = (select max(id) from lake.ns.people where id < 9000)",
+        "select count(*), min(id), max(id) from lake.ns.people",
+    ] {
+        let answered = answer(&coordinator, query);
+        assert_eq!(answered, answer(&local, query), "{query}");
+        let plan = answer(&coordinator, &format!("explain analyze {query}"));
+        assert!(!plan.contains("DistributedExec"), "{query}:\n{plan}");
+    }
+    assert_eq!(
+        answer(
+            &coordinator,
+            "select count(*), sum(p.id) from t join lake.ns.people p on p.id = t.c1"
+        ),
+        "9999\t49994995\n",
+        "0 … 9999 but 5, deleted from the people table"
+    );
+    let plan = answer(&coordinator, "explain analyze select count(*) from t");
+    assert!(plan.contains("DistributedExec"), "{plan}");
+}

@@ -160,6 +160,21 @@ async fn a_query_over_its_memory_budget_fails_and_results_stream() {
     .await;
     assert_eq!(class, ErrorClass::OutOfMemory, "{message}");
     assert!(message.contains("more asked by repeat"), "{message}");
+    // regexp_replace cannot be sized before it is built (it depends on the matches): 5-byte
+    // inputs, each character replaced by 5,000 bytes, are 200 MB a batch. It is built a slice
+    // of rows at a time and each slice reserved, so the batch fails past the budget instead of
+    // being built outside it.
+    let (class, message) = fails(
+        &s,
+        "select max(length(regexp_replace(cast(number + 10000 as varchar), '.', \
+         repeat('x', 5000), 'g'))) from numbers(20000)",
+    )
+    .await;
+    assert_eq!(class, ErrorClass::OutOfMemory, "{message}");
+    assert!(
+        message.contains("more asked by regexp_replace"),
+        "{message}"
+    );
     // Streamed, the same ten billion rows cost one batch: the first arrives, the rest never run.
     let mut rows = s.query(cross).await.unwrap();
     let batch = rows.next().await.unwrap().unwrap();
@@ -242,6 +257,14 @@ async fn built_strings_are_null_beyond_max_allowed_packet() {
             "NULL",
         ),
         ("replace('banana', 'a', 'o')", "bonono"),
+        (
+            "length(regexp_replace(repeat('a', 10000000), 'a', 'bbbbbbbbbb', 'g'))",
+            "NULL",
+        ),
+        (
+            "regexp_replace('banana', 'a(.)', '<${1}>', 'g')",
+            "b<n><n>a",
+        ),
         // Column values, row by row: only the rows over the bound are NULL.
     ] {
         let sql = format!("select coalesce(cast({sql} as varchar), 'NULL')");
@@ -251,6 +274,12 @@ async fn built_strings_are_null_beyond_max_allowed_packet() {
     let rows = "select string_agg(coalesce(cast(length(repeat(t, cast(20000 * n + 1 as bigint))) as varchar), \
                 'NULL'), ',' order by n) from w";
     assert_eq!(first(&run(&s, rows).await), "2000,40002000,NULL");
+    // regexp_replace built a slice of rows at a time (about 4 MB of input a batch here) answers
+    // as replace does over the same rows.
+    let sliced = "select sum(length(regexp_replace(repeat(cast(number as varchar), 100), '1', \
+                  'ab', 'g'))) = sum(length(repeat(replace(cast(number as varchar), '1', 'ab'), \
+                  100))) from numbers(20000)";
+    assert_eq!(first(&run(&s, sliced).await), "true");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -9,6 +9,7 @@ use serde::Deserialize;
 use sieve_storage::ExternalLocation;
 
 use crate::error::{IcebergError, Result};
+use crate::file_cache::{FILE_CACHE_BYTES, FileCache};
 use crate::rest_catalog::{RestAuth, RestCatalog};
 use crate::sql_catalog::SqlCatalog;
 use crate::table_scan::TableScan;
@@ -61,6 +62,8 @@ pub struct IcebergCatalog {
     tables: TableList,
     warehouse: Warehouse,
     scans: quick_cache::sync::Cache<String, Arc<TableScan>>,
+    /// The manifests and delete files the plans of `scans` read, for the next snapshot's.
+    files: FileCache,
 }
 
 impl IcebergCatalog {
@@ -96,6 +99,7 @@ impl IcebergCatalog {
                 why: e.to_string(),
             })?,
             scans: quick_cache::sync::Cache::new(KEPT_SCANS),
+            files: FileCache::new(FILE_CACHE_BYTES),
         })
     }
 
@@ -138,7 +142,7 @@ impl IcebergCatalog {
         let name = format!("{}.{namespace}.{table}", self.name);
         let plan = async {
             Ok(Arc::new(
-                TableScan::plan(&self.warehouse, &name, &location).await?,
+                TableScan::plan(&self.warehouse, &self.files, &name, &location).await?,
             ))
         };
         self.scans

@@ -22,6 +22,7 @@ use parquet::arrow::ProjectionMask;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
 use crate::error::{IcebergError, Result};
+use crate::file_cache::{FileCache, Keys};
 use crate::manifest::{FileEntry, Partition};
 use crate::schema::{field_id, field_with_id};
 use crate::table_scan::CONCURRENT_READS;
@@ -100,15 +101,21 @@ impl KeysByPartition {
     /// schema) gives their field ids; `table` names the table in errors.
     pub async fn read(
         warehouse: &Warehouse,
+        files: &FileCache,
         table: &str,
         schema: &ArrowSchema,
         deletes: &[FileEntry],
     ) -> Result<Self> {
         let reads: Vec<_> = deletes
             .iter()
-            .map(|entry| read_keys(warehouse, table, schema, entry))
+            .map(|entry| async move {
+                let types = key_types(table, schema, entry)?;
+                let read = read_keys(warehouse, &types, entry);
+                let keys = files.keys(&entry.path, &types, read).await?;
+                Ok::<_, IcebergError>((types, keys))
+            })
             .collect();
-        let read: Vec<(Vec<DataType>, Vec<Vec<ArrayRef>>)> = futures::stream::iter(reads)
+        let read: Vec<(Vec<DataType>, Arc<Keys>)> = futures::stream::iter(reads)
             .buffered(CONCURRENT_READS)
             .try_collect()
             .await?;
@@ -117,10 +124,7 @@ impl KeysByPartition {
 
     /// The keys of `deletes`, whose columns `read` holds (their types in the table and their
     /// batches, in the same order), grouped by columns and partition.
-    fn group(
-        deletes: &[FileEntry],
-        read: Vec<(Vec<DataType>, Vec<Vec<ArrayRef>>)>,
-    ) -> Result<Self> {
+    fn group(deletes: &[FileEntry], read: Vec<(Vec<DataType>, Arc<Keys>)>) -> Result<Self> {
         // Grouped by columns and partition (None: an unpartitioned spec's, applying to all).
         let mut grouped: HashMap<(Vec<i32>, Option<Partition>), DeletedKeys> = HashMap::new();
         for (entry, (types, batches)) in deletes.iter().zip(read) {
@@ -141,8 +145,8 @@ impl KeysByPartition {
                 }
             };
             let sequence = entry.sequence_number;
-            for columns in batches {
-                let rows = (group.converter.convert_columns(&columns))
+            for columns in batches.iter() {
+                let rows = (group.converter.convert_columns(columns))
                     .map_err(|e| IcebergError::Deletes(entry.path.clone(), e.to_string()))?;
                 for row in rows.iter() {
                     let highest = group.keys.entry(row.as_ref().into()).or_insert(sequence);
@@ -174,16 +178,9 @@ impl KeysByPartition {
     }
 }
 
-/// The types of one equality delete file's columns in the table, in the order of its
-/// `equality_ids`, and its batches of those columns cast to them. Read whole: such a file holds
-/// the keys of one commit's deletes.
-async fn read_keys(
-    warehouse: &Warehouse,
-    table: &str,
-    schema: &ArrowSchema,
-    entry: &FileEntry,
-) -> Result<(Vec<DataType>, Vec<Vec<ArrayRef>>)> {
-    let bad = |why: String| IcebergError::Deletes(entry.path.clone(), why);
+/// The types of an equality delete file's columns in the table (the current schema's, by the
+/// file's `equality_ids`, in that order): what its keys are compared as.
+fn key_types(table: &str, schema: &ArrowSchema, entry: &FileEntry) -> Result<Vec<DataType>> {
     if entry.format != "PARQUET" {
         return Err(IcebergError::Unsupported(
             table.to_string(),
@@ -194,30 +191,42 @@ async fn read_keys(
         ));
     }
     if entry.equality_ids.is_empty() {
-        return Err(bad("an equality delete file without equality_ids".into()));
+        let why = "an equality delete file without equality_ids".into();
+        return Err(IcebergError::Deletes(entry.path.clone(), why));
     }
+    (entry.equality_ids.iter())
+        .map(|&id| {
+            // Rows are read as the current schema's columns, so a delete over a column the
+            // table has dropped since could not be compared with them.
+            let to = field_with_id(schema, id).ok_or_else(|| {
+                IcebergError::Unsupported(
+                    table.to_string(),
+                    format!(
+                        "an equality delete ({}) compares field id {id}, a column the table no \
+                         longer has",
+                        entry.path
+                    ),
+                )
+            })?;
+            Ok(to.data_type().clone())
+        })
+        .collect()
+}
+
+/// The batches of one equality delete file's columns (its `equality_ids`) cast to `types`.
+/// Read whole: such a file holds the keys of one commit's deletes.
+async fn read_keys(warehouse: &Warehouse, types: &[DataType], entry: &FileEntry) -> Result<Keys> {
+    let bad = |why: String| IcebergError::Deletes(entry.path.clone(), why);
     let bytes = warehouse.read(&entry.path).await?;
     let builder =
         ParquetRecordBatchReaderBuilder::try_new(bytes).map_err(|e| bad(e.to_string()))?;
     let file_schema = builder.schema().clone();
     let mut at = Vec::with_capacity(entry.equality_ids.len());
-    for &id in &entry.equality_ids {
+    for (&id, to) in entry.equality_ids.iter().zip(types) {
         let in_file = (file_schema.fields().iter())
             .position(|f| field_id(f) == Some(id))
             .ok_or_else(|| bad(format!("no column with field id {id}")))?;
-        // Rows are read as the current schema's columns, so a delete over a column the table
-        // has dropped since could not be compared with them.
-        let to = field_with_id(schema, id).ok_or_else(|| {
-            IcebergError::Unsupported(
-                table.to_string(),
-                format!(
-                    "an equality delete ({}) compares field id {id}, a column the table no \
-                     longer has",
-                    entry.path
-                ),
-            )
-        })?;
-        at.push((in_file, to.data_type().clone()));
+        at.push((in_file, to));
     }
     let mut roots: Vec<usize> = at.iter().map(|(i, _)| *i).collect();
     roots.sort_unstable();
@@ -229,7 +238,7 @@ async fn read_keys(
         .map_err(|e| bad(e.to_string()))?
         .collect::<std::result::Result<Vec<_>, _>>()
         .map_err(|e| bad(e.to_string()))?;
-    let batches = (batches.iter())
+    (batches.iter())
         .map(|batch| {
             (at.iter())
                 .map(|(in_file, to)| {
@@ -238,8 +247,7 @@ async fn read_keys(
                 })
                 .collect::<Result<Vec<_>>>()
         })
-        .collect::<Result<_>>()?;
-    Ok((at.into_iter().map(|(_, to)| to).collect(), batches))
+        .collect()
 }
 
 #[cfg(test)]
@@ -300,11 +308,11 @@ mod tests {
             entry(EqualityDeletes, 5, Some("a"), &[1, 2]),
         ];
         let read = vec![
-            (long.clone(), vec![ids(&[Some(1), None])]),
-            (long, vec![ids(&[Some(2)])]),
+            (long.clone(), Arc::new(vec![ids(&[Some(1), None])])),
+            (long, Arc::new(vec![ids(&[Some(2)])])),
             (
                 both,
-                vec![vec![ids(&[Some(3)])[0].clone(), names(&[Some("x")])]],
+                Arc::new(vec![vec![ids(&[Some(3)])[0].clone(), names(&[Some("x")])]]),
             ),
         ];
         let keys = KeysByPartition::group(&deletes, read).unwrap();

@@ -71,6 +71,13 @@ pub struct Partition {
     pub unpartitioned: bool,
 }
 
+impl Partition {
+    /// The bytes its values take as kept.
+    pub(crate) fn bytes(&self) -> usize {
+        self.values.len()
+    }
+}
+
 /// What a manifest says of a data file's columns, by field id: the lower and upper bounds of
 /// their non-null values (single-value serialization, spec Appendix D; a string's may be
 /// truncated, its upper bound then raised so it still bounds), and their null counts. A column

@@ -5,10 +5,16 @@
 //! `iceberg::field_ids`), so renamed and replaced columns read as the spec says. Only a file
 //! without field ids falls back to names, which is exact only while every schema the table had
 //! paired each name with one id ([`Schema::names_stable`]).
+//!
+//! A column added with an `initial-default` (v3; PyIceberg writes it into v2 tables too) reads
+//! as that value, not null, in the files written before it was added. The default rides in the
+//! Arrow field's metadata as the spec's JSON single-value serialization ([`initial_default`]).
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use arrow_array::{ArrayRef, StringArray};
+use arrow_cast::{CastOptions, cast_with_options};
 use arrow_schema::{DataType, Field as ArrowField, FieldRef, Schema as ArrowSchema, TimeUnit};
 use serde::Deserialize;
 
@@ -20,6 +26,38 @@ const FIELD_ID: &str = "PARQUET:field_id";
 /// The Iceberg field id of an Arrow field.
 pub fn field_id(field: &ArrowField) -> Option<i32> {
     field.metadata().get(FIELD_ID)?.parse().ok()
+}
+
+/// Where the Arrow schemas made here keep a column's `initial-default`, as JSON.
+const INITIAL_DEFAULT: &str = "iceberg:initial-default";
+
+/// The value a column added with an `initial-default` has in the files written before it was
+/// added, as an array of one row of the field's type; None for a column without one (null).
+pub fn initial_default(field: &ArrowField) -> Option<ArrayRef> {
+    let json = serde_json::from_str(field.metadata().get(INITIAL_DEFAULT)?).ok()?;
+    decode_default(&json, field.data_type())
+}
+
+/// The spec's JSON single-value serialization (Appendix C) of a value of type `to`: numbers and
+/// booleans as JSON's, other types as strings in the forms Arrow's casts from strings read
+/// (`2017-11-16`, `22:31:08.123456`, `2017-11-16T22:31:08.123456[+00:00]`, `14.20`). Binary,
+/// fixed and uuid values (hexadecimal and uuid strings) are not read yet: None.
+fn decode_default(json: &serde_json::Value, to: &DataType) -> Option<ArrayRef> {
+    let text = match json {
+        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Number(n) => n.to_string(),
+        serde_json::Value::Bool(b) => b.to_string(),
+        _ => return None,
+    };
+    if matches!(to, DataType::Binary | DataType::FixedSizeBinary(_)) {
+        return None;
+    }
+    let strings: ArrayRef = Arc::new(StringArray::from(vec![text]));
+    let strict = CastOptions {
+        safe: false,
+        ..CastOptions::default()
+    };
+    cast_with_options(&strings, to, &strict).ok()
 }
 
 /// The field of `schema` with field id `id`.
@@ -43,7 +81,7 @@ pub struct Field {
     #[serde(rename = "type")]
     pub kind: serde_json::Value,
     /// v3: the value rows of files written before the column was added read as (instead of
-    /// null).
+    /// null); [`initial_default`].
     #[serde(rename = "initial-default")]
     pub initial_default: Option<serde_json::Value>,
 }
@@ -70,17 +108,21 @@ impl Schema {
                             format!("column {} has type {kind}, not read yet", field.name),
                         )
                     })?;
-                    if field.initial_default.is_some() {
-                        return Err(IcebergError::Unsupported(
-                            table.to_string(),
-                            format!(
-                                "column {} has a value for files written before it was added \
-                                 (v3's initial-default), not read yet",
-                                field.name
-                            ),
-                        ));
+                    let mut metadata =
+                        HashMap::from([(FIELD_ID.to_string(), field.id.to_string())]);
+                    if let Some(default) = &field.initial_default {
+                        if decode_default(default, &data_type).is_none() {
+                            return Err(IcebergError::Unsupported(
+                                table.to_string(),
+                                format!(
+                                    "column {} has an initial-default Sieve does not read yet \
+                                     ({default} as {kind})",
+                                    field.name
+                                ),
+                            ));
+                        }
+                        metadata.insert(INITIAL_DEFAULT.to_string(), default.to_string());
                     }
-                    let metadata = HashMap::from([(FIELD_ID.to_string(), field.id.to_string())]);
                     Ok(ArrowField::new(&field.name, data_type, !field.required)
                         .with_metadata(metadata))
                 })
@@ -169,6 +211,48 @@ mod tests {
         );
         let e = nested.to_arrow("t").unwrap_err().to_string();
         assert!(e.contains("tags") && e.contains("nested"), "{e}");
+    }
+
+    #[test]
+    fn initial_defaults_are_read_in_the_columns_type() {
+        let s = schema(
+            r#"{"fields":[
+              {"id":1,"name":"c","required":false,"type":"long","initial-default":7},
+              {"id":2,"name":"d","required":false,"type":"date","initial-default":"2024-01-02"},
+              {"id":3,"name":"p","required":false,"type":"decimal(9, 2)","initial-default":"14.20"},
+              {"id":4,"name":"t","required":false,"type":"timestamp",
+               "initial-default":"2024-01-02T03:04:05.000006"},
+              {"id":5,"name":"b","required":false,"type":"boolean","initial-default":true},
+              {"id":6,"name":"n","required":false,"type":"string"}]}"#,
+        );
+        let arrow = s.to_arrow("t").unwrap();
+        let shown: Vec<String> = (arrow.fields().iter())
+            .map(|f| match initial_default(f) {
+                Some(a) => arrow_cast::display::array_value_to_string(&a, 0).unwrap(),
+                None => "null".into(),
+            })
+            .collect();
+        assert_eq!(
+            shown,
+            [
+                "7",
+                "2024-01-02",
+                "14.20",
+                "2024-01-02T03:04:05.000006",
+                "true",
+                "null"
+            ]
+        );
+        let unread = schema(
+            r#"{"fields":[{"id":1,"name":"u","required":false,"type":"uuid",
+                "initial-default":"f79c3e09-677c-4bbd-a479-3f349cb785e7"}]}"#,
+        );
+        let e = unread.to_arrow("t").unwrap_err().to_string();
+        assert!(e.contains("initial-default") && e.contains("uuid"), "{e}");
+        let wrong = schema(
+            r#"{"fields":[{"id":1,"name":"c","required":false,"type":"long","initial-default":"x"}]}"#,
+        );
+        assert!(wrong.to_arrow("t").is_err());
     }
 
     #[test]

@@ -13,6 +13,7 @@ use roaring::RoaringBitmap;
 use crate::deletion_vectors;
 use crate::equality_deletes::{EqualityDeletes, KeysByPartition};
 use crate::error::{IcebergError, Result};
+use crate::file_cache::FileCache;
 use crate::manifest::{self, ColumnBounds, FileContent, FileEntry, ManifestFile};
 use crate::metadata::TableMetadata;
 use crate::position_deletes;
@@ -50,8 +51,13 @@ pub struct DataFile {
 
 impl TableScan {
     /// Plans a read of the table whose metadata file is `metadata_location`; `table` names it
-    /// in errors.
-    pub async fn plan(warehouse: &Warehouse, table: &str, metadata_location: &str) -> Result<Self> {
+    /// in errors. Manifests and delete files an earlier plan read are taken from `files`.
+    pub(crate) async fn plan(
+        warehouse: &Warehouse,
+        files: &FileCache,
+        table: &str,
+        metadata_location: &str,
+    ) -> Result<Self> {
         let bytes = warehouse.read(metadata_location).await?;
         let metadata = TableMetadata::parse(metadata_location, &bytes)?;
         let current = metadata.current_schema()?;
@@ -87,14 +93,18 @@ impl TableScan {
         // closure fails the Send check of async_trait callers (a higher-ranked lifetime error).
         let reads: Vec<_> = manifests
             .iter()
-            .map(|m| async move { manifest::read_manifest(m, &warehouse.read(&m.path).await?) })
+            .map(|m| {
+                files.manifest(m, async move {
+                    manifest::read_manifest(m, &warehouse.read(&m.path).await?)
+                })
+            })
             .collect();
-        let entries: Vec<Vec<FileEntry>> = futures::stream::iter(reads)
+        let entries: Vec<Arc<Vec<FileEntry>>> = futures::stream::iter(reads)
             .buffered(CONCURRENT_READS)
             .try_collect()
             .await?;
         let (mut data, mut deletes, mut equality) = (Vec::new(), Vec::new(), Vec::new());
-        for entry in entries.into_iter().flatten() {
+        for entry in entries.iter().flat_map(|m| m.iter()).cloned() {
             let kind = match (entry.content, entry.format.as_str()) {
                 (FileContent::Data, "PARQUET") => {
                     data.push(entry);
@@ -119,8 +129,8 @@ impl TableScan {
                 ),
             ));
         }
-        let deleted = deleted_rows(warehouse, &data, &deletes).await?;
-        let keys = KeysByPartition::read(warehouse, table, &schema, &equality).await?;
+        let deleted = deleted_rows(warehouse, files, &data, &deletes).await?;
+        let keys = KeysByPartition::read(warehouse, files, table, &schema, &equality).await?;
         let files = data
             .into_iter()
             .enumerate()
@@ -151,19 +161,22 @@ impl TableScan {
 /// (writers merge them in), so taking both is the vector's rows again, never fewer.
 async fn deleted_rows(
     warehouse: &Warehouse,
+    files: &FileCache,
     data: &[FileEntry],
     deletes: &[FileEntry],
 ) -> Result<HashMap<usize, RoaringBitmap>> {
     let reads: Vec<_> = deletes
         .iter()
-        .map(|entry| async move {
-            match entry.format.as_str() {
-                "PUFFIN" => deletion_vectors::read(warehouse, entry).await,
-                _ => position_deletes::read(warehouse, entry).await,
-            }
+        .map(|entry| {
+            files.deletes(entry, async move {
+                match entry.format.as_str() {
+                    "PUFFIN" => deletion_vectors::read(warehouse, entry).await,
+                    _ => position_deletes::read(warehouse, entry).await,
+                }
+            })
         })
         .collect();
-    let read: Vec<position_deletes::Positions> = futures::stream::iter(reads)
+    let read: Vec<Arc<position_deletes::Positions>> = futures::stream::iter(reads)
         .buffered(CONCURRENT_READS)
         .try_collect()
         .await?;

@@ -4,6 +4,7 @@
 #![allow(dead_code)] // each test file uses its own part of the helpers
 
 pub mod prometheus;
+pub mod pyiceberg;
 pub mod wire;
 
 use std::io::Write;

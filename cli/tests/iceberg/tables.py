@@ -246,6 +246,21 @@ def promote():
     table.append(people([5, 2**40], ["p5", "big"]))
 
 
+def defaults():
+    """ns.defaults: a file of ids 1 to 3, then columns c (long) and s (string) added with initial
+    defaults 7 and 'x' (which PyIceberg reads in the older file's rows), then ids 10 to 13 with
+    their own c and s."""
+    catalog.create_namespace_if_not_exists("ns")
+    table = catalog.create_table("ns.defaults", schema=pa.schema([pa.field("id", pa.int64())]))
+    table.append(pa.table({"id": pa.array([1, 2, 3], pa.int64())}))
+    with table.update_schema() as update:
+        update.add_column("c", LongType(), default_value=7)
+        update.add_column("s", StringType(), default_value="x")
+    table = catalog.load_table("ns.defaults")
+    table.append(pa.table({"id": pa.array([10, 11, 12, 13], pa.int64()),
+                           "c": pa.array([9, 10, 11, 12], pa.int64()), "s": ["a", "b", "c", "d"]}))
+
+
 def paged():
     """ns.paged: two files of 100,000 shuffled ids each (0 to 99,999, then 100,000 to 199,999), a
     row group each, in pages of about 4 KB: the first as PyIceberg writes (no page index), the
@@ -275,11 +290,16 @@ def big():
 
 
 {"make": make, "append": append, "keys": keys, "grouped": grouped, "more_keys": more_keys, "big": big,
- "rename_again": rename_again, "paged": paged, "upserts": upserts, "promoted": promoted, "promote": promote}[sys.argv[2]]()
+ "rename_again": rename_again, "paged": paged, "upserts": upserts, "promoted": promoted, "promote": promote,
+ "defaults": defaults}[sys.argv[2]]()
 rows = {}
-for name in ["ns.people", "ns.empty", "ns.keys", "ns.promoted"]:
+for name in ["ns.people", "ns.empty", "ns.keys", "ns.promoted", "ns.defaults"]:
     if not catalog.table_exists(name):
         continue
-    table = catalog.load_table(name).scan().to_arrow().sort_by("id")
-    rows[name] = {"count": table.num_rows, "ids": table.column("id").to_pylist()}
+    loaded = catalog.load_table(name)
+    table = loaded.scan().to_arrow().sort_by("id")
+    snapshot = loaded.current_snapshot()
+    manifests = len(snapshot.manifests(loaded.io)) if snapshot else 0
+    rows[name] = {"count": table.num_rows, "ids": table.column("id").to_pylist(), "manifests": manifests,
+                  "rows": table.to_pylist() if name == "ns.defaults" else None}
 print(json.dumps(rows))

@@ -33,6 +33,7 @@ use url::Url;
 
 use sieve_storage::Storage;
 
+use crate::cluster::attached_here::AttachedHere;
 use crate::cluster::bounded_analyze::BoundedAnalyzePlanner;
 use crate::cluster::call_batches::{CallBatches, WorkerCalls};
 use crate::cluster::channels::{WorkerChannels, refusal};
@@ -269,7 +270,8 @@ impl WorkerResolver for LiveWorkers {
     }
 }
 
-/// A session state whose scans are split among `cluster`'s workers.
+/// A session state whose scans are split among `cluster`'s workers (but those of statements
+/// that read an attached table: [`AttachedHere`]).
 pub fn distribute(
     state: SessionStateBuilder,
     cluster: &Arc<Cluster>,
@@ -292,7 +294,8 @@ pub fn distribute(
     let Some(distributed) = state.query_planner().take() else {
         return exec_err!("the distributed planner was not installed");
     };
-    Ok(state.with_query_planner(Arc::new(BoundedAnalyzePlanner { distributed })))
+    let distributed = Arc::new(BoundedAnalyzePlanner { distributed });
+    Ok(state.with_query_planner(Arc::new(AttachedHere { distributed })))
 }
 
 fn sharing(plan: &Arc<dyn ExecutionPlan>) -> Option<(&SieveScanExec, &Shares)> {

@@ -2,6 +2,7 @@
 //! decide whom a lookup contacts, how a scan travels to a worker, and how a point lookup
 //! reaches its key's owner in one call.
 
+pub(crate) mod attached_here;
 pub(crate) mod bounded_analyze;
 pub(crate) mod call_batches;
 pub(crate) mod channels;

@@ -12,12 +12,19 @@
 //! 15.9 GB over a 1 GiB query budget. So a batch's results are sized before they are built and
 //! reserved in the statement's memory pool for as long as they are built: a batch the budget
 //! has no room for fails with the pool's error (MySQL's 1041), building nothing.
+//!
+//! `regexp_replace`'s result cannot be sized from its arguments: it depends on how often the
+//! pattern matches, and a replacement may repeat what a group matched. Sizing it by the worst
+//! case (every character a match) would refuse ordinary statements, so it is built a slice of
+//! rows at a time (512 rows, or a megabyte of input), and each slice's result is reserved as it
+//! is built: a batch over the budget fails one slice past it, not after building the whole
+//! batch (3.3 GB for one 1 GiB query before), and rows over `max_allowed_packet` are NULL.
 
 use std::sync::Arc;
 
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, BooleanArray};
 use datafusion::arrow::compute::kernels::length::length;
-use datafusion::arrow::compute::{cast, nullif};
+use datafusion::arrow::compute::{cast, concat, nullif};
 use datafusion::arrow::datatypes::{DataType, FieldRef, Int64Type};
 use datafusion::error::Result;
 use datafusion::execution::context::SessionContext;
@@ -39,6 +46,9 @@ enum Bound {
     ConcatWs,
     /// `replace(s, from, to)`: `to` for every `from` that fits in `s`.
     Replace,
+    /// `regexp_replace(s, pattern, to[, flags])`: not sized from its arguments (it depends on
+    /// the matches); built a slice of rows at a time instead.
+    Unsized,
 }
 
 /// Bytes a non-string argument takes as text, at most (a number, a date).
@@ -85,6 +95,7 @@ impl Bound {
                     s.saturating_add(matches.saturating_mul(to))
                 })
                 .collect(),
+            Bound::Unsized => unreachable!("an unsized function is built by slices"),
         })
     }
 }
@@ -117,8 +128,8 @@ fn byte_lengths(array: &ArrayRef, rows: usize) -> Result<Vec<i64>> {
 /// Batches whose results would take fewer bytes than this are built without a reservation.
 const UNRESERVED_BATCH_BYTES: i64 = 1 << 20;
 
-/// A built-in string function whose rows over `cap` bytes are NULL, never built, and whose
-/// batches are built within `pool`'s budget.
+/// A built-in string function whose rows over `cap` bytes are NULL (never built, unless the
+/// function is [`Bound::Unsized`]), and whose batches are built within `pool`'s budget.
 #[derive(Debug)]
 struct Capped {
     inner: Arc<ScalarUDF>,
@@ -171,6 +182,9 @@ impl ScalarUDFImpl for Capped {
     // Not the inner function's `simplify`: concat's rebuilds itself from the uncapped built-in.
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        if self.bound == Bound::Unsized {
+            return self.invoke_sliced(args);
+        }
         let rows = args.number_rows;
         let arrays = args
             .args
@@ -210,11 +224,78 @@ impl ScalarUDFImpl for Capped {
     }
 }
 
+/// Rows of a [`Bound::Unsized`] function are built together while they are at most this many and
+/// their first argument takes at most this many bytes (a row over it is built alone).
+const SLICE_ROWS: usize = 512;
+const SLICE_INPUT_BYTES: i64 = 1 << 20;
+
+impl Capped {
+    /// Builds an [`Bound::Unsized`] function's batch a slice of rows at a time, each slice's
+    /// result reserved in the pool as it is built.
+    fn invoke_sliced(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let rows = args.number_rows;
+        let input = args.args[0].to_array(rows)?;
+        let lengths = byte_lengths(&input, rows)?;
+        let reservation = MemoryConsumer::new(self.name()).register(&self.pool);
+        let mut parts = Vec::new();
+        let mut start = 0;
+        while start < rows {
+            let mut end = start + 1;
+            let mut bytes = lengths[start];
+            while end < rows
+                && end - start < SLICE_ROWS
+                && bytes.saturating_add(lengths[end]) <= SLICE_INPUT_BYTES
+            {
+                bytes += lengths[end];
+                end += 1;
+            }
+            // Constant arguments stay constant: a pattern is compiled once a slice.
+            let sliced = (args.args.iter())
+                .map(|a| match a {
+                    ColumnarValue::Array(array) => {
+                        ColumnarValue::Array(array.slice(start, end - start))
+                    }
+                    scalar => scalar.clone(),
+                })
+                .collect();
+            let part = (self.inner.invoke_with_args(ScalarFunctionArgs {
+                args: sliced,
+                arg_fields: args.arg_fields.clone(),
+                number_rows: end - start,
+                return_field: args.return_field.clone(),
+                config_options: args.config_options.clone(),
+            })?)
+            .to_array(end - start)?;
+            reservation.try_grow(part.get_array_memory_size())?;
+            parts.push(part);
+            start = end;
+        }
+        let built = match parts.len() {
+            0 => return self.inner.invoke_with_args(args),
+            1 => parts.pop().expect("one part"),
+            _ => {
+                reservation.try_grow(reservation.size())?;
+                let parts: Vec<&dyn Array> = parts.iter().map(|p| p.as_ref()).collect();
+                concat(&parts)?
+            }
+        };
+        let over: BooleanArray = byte_lengths(&built, rows)?
+            .into_iter()
+            .map(|size| Some(size > self.cap))
+            .collect();
+        if over.true_count() == 0 {
+            return Ok(ColumnarValue::Array(built));
+        }
+        Ok(ColumnarValue::Array(nullif(&built, &over)?))
+    }
+}
+
 /// Registers the bounded functions in place of the built-ins, bounded by `max_allowed_packet`
 /// per row and by the session's memory pool per batch.
 pub(crate) fn register(ctx: &SessionContext, max_allowed_packet: u64) {
     let pool = ctx.runtime_env().memory_pool.clone();
-    use datafusion::functions::{string, unicode};
+    let cap = i64::try_from(max_allowed_packet).unwrap_or(i64::MAX);
+    use datafusion::functions::{regex, string, unicode};
     for (inner, bound) in [
         (string::repeat(), Bound::Repeat),
         (unicode::lpad(), Bound::Pad),
@@ -222,11 +303,12 @@ pub(crate) fn register(ctx: &SessionContext, max_allowed_packet: u64) {
         (string::concat(), Bound::Concat),
         (string::concat_ws(), Bound::ConcatWs),
         (string::replace(), Bound::Replace),
+        (regex::regexp_replace(), Bound::Unsized),
     ] {
         ctx.register_udf(ScalarUDF::new_from_impl(Capped {
             inner,
             bound,
-            cap: i64::try_from(max_allowed_packet).unwrap_or(i64::MAX),
+            cap,
             pool: pool.clone(),
         }));
     }

@@ -5,7 +5,9 @@
 //! file's columns are paired here first, by the `PARQUET:field_id` both the table's Arrow
 //! schema ([`sieve_iceberg::TableScan::schema`]) and Iceberg's Parquet files carry, and
 //! DataFusion's own adapter does the rest (casts of promoted types, nulls for a column the file
-//! lacks).
+//! lacks). A column the file lacks that was added with an `initial-default` reads as that
+//! value instead ([`sieve_iceberg::initial_default`]), in projections and predicates alike, so
+//! statistics never prune such a file as if the column were null.
 //!
 //! A file without field ids (one a migration added) is read by name only while every schema
 //! the table had paired each name with one id ([`sieve_iceberg::TableScan::names_stable`]);
@@ -16,17 +18,20 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use datafusion::arrow::datatypes::{Schema, SchemaRef};
+use datafusion::common::ScalarValue;
 use datafusion::common::tree_node::{Transformed, TransformedResult, TreeNode};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_expr::expressions::Column;
+use datafusion::physical_expr::expressions::Literal;
 use datafusion::physical_expr_adapter::{
     DefaultPhysicalExprAdapterFactory, PhysicalExprAdapter, PhysicalExprAdapterFactory,
 };
-use sieve_iceberg::field_id;
+use sieve_iceberg::{field_id, initial_default};
 
 /// Where a data file holds the table's column with field id `id` (named `name` now): None when
-/// the file has no such column (written before it was added: its values are null).
+/// the file has no such column (written before it was added: its values are null, or the
+/// column's initial default).
 pub fn column_in_file(
     file: &Schema,
     id: i32,
@@ -63,6 +68,7 @@ impl PhysicalExprAdapterFactory for ByFieldId {
         // lacks it, to a name no file column has, so that a column of the same name but
         // another id is never read in its place.
         let mut renamed = HashMap::new();
+        let mut defaults = HashMap::new();
         let fields = (logical.fields().iter())
             .map(|field| {
                 let id = field_id(field).unwrap_or(-1);
@@ -71,6 +77,12 @@ impl PhysicalExprAdapterFactory for ByFieldId {
                     Some(i) => physical.field(i).name().clone(),
                     None => format!("{}\u{0}field {id} not in this file", field.name()),
                 };
+                if in_file.is_none()
+                    && let Some(default) = initial_default(field)
+                {
+                    let value = ScalarValue::try_from_array(&default, 0)?;
+                    defaults.insert(field.name().clone(), value);
+                }
                 if &name != field.name() {
                     renamed.insert(field.name().clone(), name.clone());
                 }
@@ -83,6 +95,7 @@ impl PhysicalExprAdapterFactory for ByFieldId {
         ));
         Ok(Arc::new(Renaming {
             renamed,
+            defaults,
             inner: DefaultPhysicalExprAdapterFactory.create(logical, physical)?,
         }))
     }
@@ -92,6 +105,8 @@ impl PhysicalExprAdapterFactory for ByFieldId {
 struct Renaming {
     /// Table column name → the name the file's column of the same field id has.
     renamed: HashMap<String, String>,
+    /// Table column name → its initial default, for the columns the file lacks that have one.
+    defaults: HashMap<String, ScalarValue>,
     inner: Arc<dyn PhysicalExprAdapter>,
 }
 
@@ -104,6 +119,9 @@ impl PhysicalExprAdapter for Renaming {
                 let Some(column) = e.downcast_ref::<Column>() else {
                     return Ok(Transformed::no(e));
                 };
+                if let Some(value) = self.defaults.get(column.name()) {
+                    return Ok(Transformed::yes(Arc::new(Literal::new(value.clone()))));
+                }
                 Ok(match self.renamed.get(column.name()) {
                     Some(name) => Transformed::yes(Arc::new(Column::new(name, column.index()))),
                     None => Transformed::no(e),

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use datafusion::arrow::datatypes::{DataType, Field, SchemaRef};
 use datafusion::catalog::{Session, TableProvider};
-use datafusion::common::{DFSchema, ScalarValue, internal_datafusion_err, not_impl_err};
+use datafusion::common::{DFSchema, ScalarValue, internal_datafusion_err};
 use datafusion::datasource::TableType;
 use datafusion::datasource::listing::PartitionedFile;
 use datafusion::datasource::physical_plan::parquet::ParquetRowSelection;
@@ -34,7 +34,6 @@ use std::ops::Range;
 
 use crate::access::principal::require;
 use crate::access::privileges::{Object, Privilege};
-use crate::cluster::coordinator::Cluster;
 use crate::options::SieveOptions;
 use crate::scan::exec::parquet_options;
 use crate::scan::live_rows::live_within;
@@ -136,25 +135,15 @@ impl TableProvider for IcebergTable {
         filters: &[Expr],
         limit: Option<usize>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        require(state.config(), Privilege::Select, &self.object)?;
-        if state.config().get_extension::<Cluster>().is_some() {
-            // Workers hold no catalogs: a distributed plan would send them files they cannot
-            // open. Refused by name until Iceberg reads are planned for them; a point lookup's
-            // short path reads here instead ([`Self::read_here`]).
-            return not_impl_err!(
-                "Iceberg tables are not read through workers yet: read them from a `sieve serve` \
-                 without --workers (a point lookup on its short path is answered by the \
-                 coordinator)"
-            );
-        }
+        // On a coordinator too: a statement that reads an attached table is planned to run in
+        // its process, whose workers hold no catalogs (`cluster::attached_here`).
         self.read_here(state, projection, filters, limit).await
     }
 }
 
 impl IcebergTable {
-    /// The plan of [`TableProvider::scan`], run in this process: on a coordinator too, whose
-    /// workers hold no catalogs, for a point lookup's short path, which plans and runs it here
-    /// without DataFusion's distributing optimizer rule.
+    /// The plan of [`TableProvider::scan`], run in this process: also what a point lookup's
+    /// short path plans and runs, without DataFusion's physical planner.
     pub async fn read_here(
         &self,
         state: &dyn Session,
