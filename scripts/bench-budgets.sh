@@ -6,7 +6,8 @@
 # seconds it took, and the server's resident set before it, at its peak (VmHWM, reset before each
 # statement through /proc/PID/clear_refs) and 3 s after it. The bound: a peak of at most
 # the server budget + 512 MiB. The aggregates run twice, with `sieve.one_stage_collect` on (the
-# default) and off (DataFusion's two stages, the baseline). Needs the stock mysql client.
+# default) and off (DataFusion's two stages, the baseline). SIEVE_BENCH_MATCH=TEXT sends only the
+# statements holding TEXT (e.g. regexp_replace). Needs the stock mysql client.
 set -uo pipefail
 command -v mysql >/dev/null || { echo "the mysql client is not installed" >&2; exit 1; }
 [ $# -eq 1 ] || { echo "usage: $0 SIEVE" >&2; exit 1; }
@@ -37,6 +38,7 @@ mib() { awk -v k="$1:" '$1 == k {print int($2 / 1024)}' "/proc/$pid/status"; }
 echo "budgets: $query_mib MiB a query, $server_mib MiB in all; bound on a peak: $((server_mib + 512)) MiB"
 printf '%-9s %-44s %7s %9s %9s %9s\n' collect answer seconds "before" peak after
 for sql in "${statements[@]}"; do
+  [[ $sql == *"${SIEVE_BENCH_MATCH:-}"* ]] || continue
   echo "$sql"
   modes=(default)
   [[ $sql == *_agg* ]] && modes=(on off)
