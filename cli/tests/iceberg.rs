@@ -392,6 +392,7 @@ fn a_rest_catalog_is_read_as_pyiceberg_reads_it() {
     let prefix = format!("{}/rest-{}", common::s3_base(), std::process::id());
     let rest = RestCatalogServer::start(dir.path(), &prefix);
     let read = pyiceberg_at(dir.path(), "make", Some(&prefix), Some(&rest.uri));
+    pyiceberg_at(dir.path(), "nested", Some(&prefix), Some(&rest.uri));
     // The token route is asked for a token once, which every question then carries; a second
     // catalog whose server is down does not keep the server from starting.
     let config = format!(
@@ -407,10 +408,24 @@ fn a_rest_catalog_is_read_as_pyiceberg_reads_it() {
         "empty\nfloats\npeople\nrenamed\nreplaced\n"
     );
     let databases = ok(&server, "show databases");
-    assert!(databases.contains("\nlake.ns\nlake.other\n"), "{databases}");
+    assert!(
+        databases.contains("\nlake.ns\nlake.ns.deep\nlake.other\n"),
+        "{databases}"
+    );
     assert_eq!(
         ok(&server, "select id from lake.ns.people order by id"),
         ids(&read, "ns.people")
+    );
+    // A namespace of two levels (ns, deep): the database `lake.ns.deep`, its levels joined by
+    // dots as SHOW DATABASES lists it.
+    assert_eq!(ok(&server, "show tables from `lake.ns.deep`"), "t\n");
+    assert_eq!(
+        ok(&server, "select id, name from `lake.ns.deep`.t order by id"),
+        "1\td1\n2\td2\n"
+    );
+    assert_eq!(
+        ok(&server, "select name from lake.`ns.deep`.t where id = 2"),
+        "d2\n"
     );
     refused(&server, "select * from lake.ns.nope", "lake.ns.nope");
     refused(

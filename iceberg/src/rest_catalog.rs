@@ -66,6 +66,12 @@ struct ConfigResponse {
     overrides: HashMap<String, String>,
 }
 
+/// A namespace named with its levels joined by dots, as the REST spec puts it in a path segment
+/// or `parent`: the levels joined by 0x1F.
+fn levels_segment(namespace: &str) -> String {
+    namespace.replace('.', "\u{1f}")
+}
+
 #[derive(Deserialize)]
 struct NamespacesPage {
     namespaces: Vec<Vec<String>>,
@@ -138,7 +144,7 @@ impl RestCatalog {
     /// The metadata file `namespace.table` is at now; None if the catalog has no such table.
     pub async fn metadata_location(&self, namespace: &str, table: &str) -> Result<Option<String>> {
         let mut url = self
-            .route(&["namespaces", namespace, "tables", table])
+            .route(&["namespaces", &levels_segment(namespace), "tables", table])
             .await?;
         // Only the metadata file's name is used: leave the snapshots out of the answer.
         url.query_pairs_mut().append_pair("snapshots", "refs");
@@ -152,19 +158,46 @@ impl RestCatalog {
         })
     }
 
-    /// The top-level namespaces: `catalog.namespace.table` names one level.
+    /// Every namespace, nested ones too, its levels joined by dots (`catalog.a.b.table`, or
+    /// the database `catalog.a.b`): each namespace's children are listed by `?parent=`. A child
+    /// is taken only if it is one level below its parent, so a server that ignores `parent`
+    /// (and lists the top level again) adds nothing.
     pub async fn namespaces(&self) -> Result<Vec<String>> {
-        let base = self.route(&["namespaces"]).await?;
-        self.listed(base, |page: NamespacesPage| {
-            let names = page.namespaces.into_iter().map(|levels| levels.join("."));
-            (names.collect(), page.next_page_token)
-        })
-        .await
+        let mut all = Vec::new();
+        let mut parents: Vec<Option<String>> = vec![None];
+        while let Some(parent) = parents.pop() {
+            let mut url = self.route(&["namespaces"]).await?;
+            if let Some(parent) = &parent {
+                url.query_pairs_mut()
+                    .append_pair("parent", &levels_segment(parent));
+            }
+            let depth = parent.as_ref().map_or(0, |p| p.split('.').count());
+            let children = self
+                .listed(url, |page: NamespacesPage| {
+                    let names = (page.namespaces.into_iter())
+                        .filter(|levels| levels.len() == depth + 1)
+                        .map(|levels| levels.join("."));
+                    (names.collect(), page.next_page_token)
+                })
+                .await?;
+            for child in children {
+                let below = match &parent {
+                    Some(parent) => child.starts_with(&format!("{parent}.")),
+                    None => true,
+                };
+                if below && !all.contains(&child) {
+                    parents.push(Some(child.clone()));
+                    all.push(child);
+                }
+            }
+        }
+        all.sort();
+        Ok(all)
     }
 
     /// The tables of `namespace`, by name; none for a namespace the catalog does not have.
     pub async fn tables(&self, namespace: &str) -> Result<Vec<String>> {
-        let base = self.route(&["namespaces", namespace, "tables"]).await?;
+        let base = (self.route(&["namespaces", &levels_segment(namespace), "tables"])).await?;
         self.listed(base, |page: TablesPage| {
             let names = page.identifiers.into_iter().map(|t| t.name);
             (names.collect(), page.next_page_token)
@@ -201,7 +234,7 @@ impl RestCatalog {
     }
 
     /// The URL of a route under `/v1/{prefix}/`, each segment percent-encoded as one path
-    /// segment (a namespace of several levels would join them with 0x1F; Sieve names one).
+    /// segment.
     async fn route(&self, segments: &[&str]) -> Result<Url> {
         let mut url = self.routes().await?.clone();
         url.path_segments_mut()

@@ -246,6 +246,12 @@ def promote():
     table.append(people([5, 2**40], ["p5", "big"]))
 
 
+def nested():
+    """ns.deep.t: a table in a namespace of two levels (ns, deep)."""
+    catalog.create_namespace_if_not_exists(("ns", "deep"))
+    catalog.create_table(("ns", "deep", "t"), schema=people([], []).schema).append(people([1, 2], ["d1", "d2"]))
+
+
 def defaults():
     """ns.defaults: a file of ids 1 to 3, then columns c (long) and s (string) added with initial
     defaults 7 and 'x' (which PyIceberg reads in the older file's rows), then ids 10 to 13 with
@@ -291,7 +297,7 @@ def big():
 
 {"make": make, "append": append, "keys": keys, "grouped": grouped, "more_keys": more_keys, "big": big,
  "rename_again": rename_again, "paged": paged, "upserts": upserts, "promoted": promoted, "promote": promote,
- "defaults": defaults}[sys.argv[2]]()
+ "defaults": defaults, "nested": nested}[sys.argv[2]]()
 rows = {}
 for name in ["ns.people", "ns.empty", "ns.keys", "ns.promoted", "ns.defaults"]:
     if not catalog.table_exists(name):
