@@ -13,7 +13,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use arrow_array::{ArrayRef, StringArray};
+use arrow_array::{ArrayRef, BinaryArray, FixedSizeBinaryArray, StringArray};
 use arrow_cast::{CastOptions, cast_with_options};
 use arrow_schema::{DataType, Field as ArrowField, FieldRef, Schema as ArrowSchema, TimeUnit};
 use serde::Deserialize;
@@ -39,9 +39,9 @@ pub fn initial_default(field: &ArrowField) -> Option<ArrayRef> {
 }
 
 /// The spec's JSON single-value serialization (Appendix C) of a value of type `to`: numbers and
-/// booleans as JSON's, other types as strings in the forms Arrow's casts from strings read
-/// (`2017-11-16`, `22:31:08.123456`, `2017-11-16T22:31:08.123456[+00:00]`, `14.20`). Binary,
-/// fixed and uuid values (hexadecimal and uuid strings) are not read yet: None.
+/// booleans as JSON's; binary and fixed values as hexadecimal strings, a uuid as its canonical
+/// string; other types as strings in the forms Arrow's casts from strings read (`2017-11-16`,
+/// `22:31:08.123456`, `2017-11-16T22:31:08.123456[+00:00]`, `14.20`).
 fn decode_default(json: &serde_json::Value, to: &DataType) -> Option<ArrayRef> {
     let text = match json {
         serde_json::Value::String(s) => s.clone(),
@@ -49,15 +49,29 @@ fn decode_default(json: &serde_json::Value, to: &DataType) -> Option<ArrayRef> {
         serde_json::Value::Bool(b) => b.to_string(),
         _ => return None,
     };
-    if matches!(to, DataType::Binary | DataType::FixedSizeBinary(_)) {
-        return None;
+    match to {
+        DataType::Binary => {
+            let bytes = hex::decode(&text).ok()?;
+            Some(Arc::new(BinaryArray::from_vec(vec![&bytes])))
+        }
+        DataType::FixedSizeBinary(size) => {
+            let bytes = match uuid::Uuid::try_parse(&text) {
+                Ok(uuid) if text.contains('-') => uuid.as_bytes().to_vec(),
+                _ => hex::decode(&text).ok()?,
+            };
+            (bytes.len() == usize::try_from(*size).ok()?).then_some(())?;
+            let array = FixedSizeBinaryArray::try_from_iter(std::iter::once(bytes)).ok()?;
+            Some(Arc::new(array))
+        }
+        _ => {
+            let strings: ArrayRef = Arc::new(StringArray::from(vec![text]));
+            let strict = CastOptions {
+                safe: false,
+                ..CastOptions::default()
+            };
+            cast_with_options(&strings, to, &strict).ok()
+        }
     }
-    let strings: ArrayRef = Arc::new(StringArray::from(vec![text]));
-    let strict = CastOptions {
-        safe: false,
-        ..CastOptions::default()
-    };
-    cast_with_options(&strings, to, &strict).ok()
 }
 
 /// The field of `schema` with field id `id`.
@@ -243,12 +257,31 @@ mod tests {
                 "null"
             ]
         );
-        let unread = schema(
-            r#"{"fields":[{"id":1,"name":"u","required":false,"type":"uuid",
-                "initial-default":"f79c3e09-677c-4bbd-a479-3f349cb785e7"}]}"#,
+        let bytes = schema(
+            r#"{"fields":[
+              {"id":1,"name":"u","required":false,"type":"uuid",
+               "initial-default":"f79c3e09-677c-4bbd-a479-3f349cb785e7"},
+              {"id":2,"name":"f","required":false,"type":"fixed[2]","initial-default":"00ff"},
+              {"id":3,"name":"b","required":false,"type":"binary","initial-default":"0A0B0C"}]}"#,
         );
-        let e = unread.to_arrow("t").unwrap_err().to_string();
-        assert!(e.contains("initial-default") && e.contains("uuid"), "{e}");
+        let arrow = bytes.to_arrow("t").unwrap();
+        let shown: Vec<String> = (arrow.fields().iter())
+            .map(|f| arrow_cast::display::array_value_to_string(&initial_default(f).unwrap(), 0))
+            .collect::<std::result::Result<_, _>>()
+            .unwrap();
+        assert_eq!(
+            shown,
+            ["f79c3e09677c4bbda4793f349cb785e7", "00ff", "0a0b0c"]
+        );
+        let short = schema(
+            r#"{"fields":[{"id":1,"name":"f","required":false,"type":"fixed[4]",
+                "initial-default":"00ff"}]}"#,
+        );
+        let e = short.to_arrow("t").unwrap_err().to_string();
+        assert!(
+            e.contains("initial-default") && e.contains("fixed[4]"),
+            "{e}"
+        );
         let wrong = schema(
             r#"{"fields":[{"id":1,"name":"c","required":false,"type":"long","initial-default":"x"}]}"#,
         );
