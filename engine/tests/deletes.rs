@@ -333,9 +333,11 @@ async fn blocks_whose_rows_are_all_deleted_are_not_read() {
     run(&session, "insert into t select number from numbers(100)").await;
     let deleted = run(&session, "delete from t where k < 30").await;
     assert_eq!(deleted.affected_rows, Some(30));
-    let all = run(&session, "select count(*) from t").await;
+    // count(k) reads the blocks (count(*) is answered from the block list, reading none).
+    let all = run(&session, "select count(k) from t").await;
     assert_eq!(rows(&all), ["70"]);
     assert_eq!((all.stats.blocks_total, all.stats.blocks_read), (10, 7));
+    assert_eq!(rows(&run(&session, "select count(*) from t").await), ["70"]);
     let plan = rows(&run(&session, "explain analyze select * from t").await).join("\n");
     assert!(plan.contains("3 fully deleted"), "{plan}");
     // A lookup of a deleted key finds nothing, and a key deleted twice is counted once.

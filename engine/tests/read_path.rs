@@ -295,6 +295,40 @@ async fn a_located_read_full_of_deleted_rows_reads_the_pages_between_its_slices(
     assert_eq!(direct.row_count(), 4, "{:?}", rows(&direct));
 }
 
+/// `count(*)` of a whole table is the live rows its block list holds at the snapshot read:
+/// answered without reading a block, and equal to a count that reads them all, deleted rows
+/// left out, after each commit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_whole_table_count_reads_no_block() {
+    let dir = tempfile::tempdir().unwrap();
+    let (s, log, _) = logged_session(dir.path().to_str().unwrap()).await;
+    run(
+        &s,
+        "create table t with (block_rows = 100) as select number as c1 from numbers(1000)",
+    )
+    .await;
+    let counted = "select count(*) from t";
+    let scanned = "select count(*) from t where c1 + 0 = c1 allow filtering";
+    for (commit, want) in [
+        ("select 1", "1000"),
+        ("delete from t where c1 % 10 = 3", "900"),
+        ("insert into t select number from numbers(5)", "905"),
+    ] {
+        run(&s, commit).await;
+        log.take();
+        let count = run(&s, counted).await;
+        assert_eq!(rows(&count), [want], "after {commit}");
+        assert_eq!(count.stats.blocks_read, 0, "after {commit}");
+        assert!(
+            fetched(&log.take(), ".parquet").is_empty(),
+            "after {commit}"
+        );
+        let read = run(&s, scanned).await;
+        assert_eq!(rows(&read), [want], "after {commit}");
+        assert!(read.stats.blocks_read >= 10, "after {commit}");
+    }
+}
+
 /// A lookup repeated in the same table version is answered from its kept result: no block, no
 /// locator page, no sidecar is read, only the version confirmed. A commit (INSERT, DELETE) makes
 /// a new version, whose lookups read the table again and see it.

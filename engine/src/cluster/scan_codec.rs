@@ -139,6 +139,7 @@ impl PhysicalExtensionCodec for ScanCodec {
             shares,
             // Scans sent to a worker run in its Parquet scan; its lookups come by their own call.
             direct: false,
+            rows: None,
         };
         Ok(Arc::new(SieveScanExec::new(request)?))
     }
@@ -241,6 +242,7 @@ mod tests {
                 skipped_by_node_filter: 3,
             }),
             direct: false,
+            rows: None,
         })
         .unwrap()
     }

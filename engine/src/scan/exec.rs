@@ -15,7 +15,9 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::{Schema, SchemaRef};
+use datafusion::common::Statistics;
 use datafusion::common::config::{ConfigOptions, TableParquetOptions};
+use datafusion::common::stats::Precision;
 use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::datasource::listing::PartitionedFile;
 use datafusion::datasource::physical_plan::parquet::ParquetRowSelection;
@@ -100,6 +102,10 @@ pub struct ScanRequest {
     /// reads the scan, not by DataFusion's Parquet scan (a short-path lookup's read, with
     /// `sieve.direct_reads`).
     pub direct: bool,
+    /// The rows the scan returns, when known before it runs (the live rows of the pinned
+    /// `snapshot`, for a scan of no column and no filter): its exact statistics, from which
+    /// DataFusion answers `count(*)` without running it. Not sent to workers.
+    pub rows: Option<u64>,
 }
 
 impl ScanRequest {
@@ -122,6 +128,7 @@ impl ScanRequest {
             snapshot: None,
             shares: None,
             direct: false,
+            rows: None,
         }
     }
 }
@@ -585,6 +592,14 @@ impl ExecutionPlan for SieveScanExec {
 
     fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
         vec![]
+    }
+
+    fn partition_statistics(&self, partition: Option<usize>) -> Result<Arc<Statistics>> {
+        let mut statistics = Statistics::new_unknown(&self.schema);
+        if let (None, Some(rows)) = (partition, self.request.rows) {
+            statistics.num_rows = Precision::Exact(usize::try_from(rows).unwrap_or(usize::MAX));
+        }
+        Ok(Arc::new(statistics))
     }
 
     fn apply_expressions(
