@@ -327,6 +327,9 @@ async fn a_whole_table_count_reads_no_block() {
         assert_eq!(rows(&read), [want], "after {commit}");
         assert!(read.stats.blocks_read >= 10, "after {commit}");
     }
+    // A scan of no column under a LIMIT returns that many rows, not the table's.
+    let limited = "select count(*) from (select 1 from t limit 5) s";
+    assert_eq!(rows(&run(&s, limited).await), ["5"]);
 }
 
 /// A lookup repeated in the same table version is answered from its kept result: no block, no

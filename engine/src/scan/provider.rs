@@ -144,7 +144,8 @@ impl TableProvider for SieveTable {
         // count from them and no block is read. A table of many small blocks (one per
         // single-row INSERT) took ~36 KB of memory per block and seconds for each count.
         let mut exact = None;
-        if shares.is_none() && projection.is_some_and(|p| p.is_empty()) && filters.is_empty() {
+        let no_column = projection.is_some_and(|p| p.is_empty());
+        if shares.is_none() && no_column && filters.is_empty() && limit.is_none() {
             let staleness = sieve.map_or(0, |o| o.max_staleness_ms);
             let snapshot = (self.table)
                 .snapshot_within(std::time::Duration::from_millis(staleness))
