@@ -17,7 +17,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use datafusion::arrow::datatypes::{Schema, SchemaRef};
+use datafusion::arrow::datatypes::{Field, Schema, SchemaRef};
 use datafusion::common::ScalarValue;
 use datafusion::common::tree_node::{Transformed, TransformedResult, TreeNode};
 use datafusion::error::{DataFusionError, Result};
@@ -52,6 +52,12 @@ pub fn column_in_file(
     ))
 }
 
+/// The value a table column added with an `initial-default` has in files written before it
+/// ([`sieve_iceberg::initial_default`]); None for a column without one (its value is null).
+pub fn initial_value(field: &Field) -> Result<Option<ScalarValue>> {
+    (initial_default(field).map(|default| ScalarValue::try_from_array(&default, 0))).transpose()
+}
+
 /// Pairs each file's columns with the table's by field id before DataFusion's adapter runs.
 #[derive(Debug)]
 pub struct ByFieldId {
@@ -78,9 +84,8 @@ impl PhysicalExprAdapterFactory for ByFieldId {
                     None => format!("{}\u{0}field {id} not in this file", field.name()),
                 };
                 if in_file.is_none()
-                    && let Some(default) = initial_default(field)
+                    && let Some(value) = initial_value(field)?
                 {
-                    let value = ScalarValue::try_from_array(&default, 0)?;
                     defaults.insert(field.name().clone(), value);
                 }
                 if &name != field.name() {

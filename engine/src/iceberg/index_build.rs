@@ -13,7 +13,7 @@ use std::sync::Arc;
 use datafusion::arrow::array::{RecordBatch, new_null_array};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{FieldRef, Schema};
-use datafusion::common::{ScalarValue, exec_datafusion_err, exec_err};
+use datafusion::common::{exec_datafusion_err, exec_err};
 use datafusion::datasource::listing::PartitionedFile;
 use datafusion::datasource::physical_plan::ParquetFileReaderFactory;
 use datafusion::datasource::physical_plan::parquet::DefaultParquetFileReaderFactory;
@@ -27,13 +27,13 @@ use datafusion::physical_plan::metrics::ExecutionPlanMetricsSet;
 use futures::{StreamExt, TryStreamExt};
 use object_store::ObjectStore;
 use object_store::path::Path;
-use sieve_iceberg::{DataFile, initial_default};
+use sieve_iceberg::DataFile;
 use sieve_index::retrieval::Scratch;
 use sieve_index::{ColumnHashes, ColumnIndex, FilterKind, SliceMap, sidecar};
 use sieve_storage::{IndexedFile, PageLocation, RowGroupMap};
 use tokio::task::JoinSet;
 
-use super::field_ids::column_in_file;
+use super::field_ids::{column_in_file, initial_value};
 use super::page_walk::column_pages;
 use crate::progress::WriteProgress;
 
@@ -398,10 +398,8 @@ fn hash_values(
         let values = match name {
             Some(name) => batch.column(batch.schema().index_of(name)?).clone(),
             // Written before the column was added: its initial default in every row, or null.
-            None => match initial_default(&column.field) {
-                Some(default) => {
-                    ScalarValue::try_from_array(&default, 0)?.to_array_of_size(batch.num_rows())?
-                }
+            None => match initial_value(&column.field)? {
+                Some(value) => value.to_array_of_size(batch.num_rows())?,
                 None => new_null_array(to, batch.num_rows()),
             },
         };
