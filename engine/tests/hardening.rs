@@ -201,13 +201,14 @@ async fn spills_stay_in_their_directory_and_under_their_limit() {
         server: 256 << 20,
         query: 64 << 20,
     };
-    // The window sorts 8M rows (64 MB of keys) before numbering them, all in the first of
-    // numbers()' partitions (partition i holds i, i + p, …), so one sorter holds the memory and
-    // spills: with two, the other's reservation for merging can fail first.
+    // The window sorts 8M rows (64 MB of keys) before numbering them, all from the first of
+    // numbers()' partitions (partition i holds the 65,536-row chunks i, i + p, …), so one sorter
+    // holds the memory and spills: with two, the other's reservation for merging can fail
+    // first, and the error then names the pool instead of the spill limit.
     let p = std::thread::available_parallelism().map_or(2, |n| n.get());
     let sort = format!(
         "select max(r) from (select row_number() over (order by number desc) as r \
-         from numbers({}) where number % {p} = 0)",
+         from numbers({}) where floor(number / 65536) % {p} = 0)",
         8_000_000 * p
     );
     let engine = Engine::open("memory://")
