@@ -66,7 +66,7 @@ impl<T: Clone + Send + Sync + 'static> Freshness<T> {
         F: Fn() -> Fut + Send + 'static,
         Fut: Future<Output = Result<T>> + Send + 'static,
     {
-        let (need, mut answers) = {
+        let (need, mut answers, running) = {
             let mut keys = self.lock();
             let checks = keys.entry(key.to_string()).or_insert_with(|| KeyChecks {
                 sent: 0,
@@ -77,19 +77,24 @@ impl<T: Clone + Send + Sync + 'static> Freshness<T> {
             // The check in flight was sent before this query arrived: it needs the one after.
             let need = checks.sent + 1;
             checks.wanted = checks.wanted.max(need);
-            if !checks.in_flight {
+            let running = (!checks.in_flight).then(|| {
                 checks.sent = need;
                 checks.in_flight = true;
-                let running = Running {
+                Running {
                     checks: self.clone(),
                     key: key.to_string(),
                     number: need,
                     finished: false,
-                };
-                tokio::spawn(RequestTrace::carried(running.run(check)));
-            }
-            (need, checks.answers.subscribe())
+                }
+            });
+            (need, checks.answers.subscribe(), running)
         };
+        // Spawned with the lock released: on a runtime that is shutting down, spawn drops the
+        // task at once, and its drop takes the lock (it deadlocked a background compaction
+        // that asked for a snapshot as its test's runtime ended).
+        if let Some(running) = running {
+            tokio::spawn(RequestTrace::carried(running.run(check)));
+        }
         let answer = answers
             .wait_for(|(number, _)| *number >= need)
             .await
@@ -161,5 +166,32 @@ impl<T: Clone + Send + Sync + 'static> Drop for Running<T> {
             checks.sent = checks.wanted;
             checks.in_flight = false;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A check asked for on a runtime that has shut down (a background merge's last steps, as
+    /// a server or a test ends) is an error at once. Its task is dropped inside the spawn; when
+    /// that ran under the lock its drop takes, the caller deadlocked.
+    #[test]
+    fn a_check_asked_for_after_the_runtime_shut_down_fails_instead_of_hanging() {
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        let handle = runtime.handle().clone();
+        runtime.shutdown_background();
+        let (done, finished) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _entered = handle.enter();
+            let checks: Arc<Freshness<u64>> = Arc::default();
+            let answer = futures::executor::block_on(checks.latest("t", || async { Ok(1) }));
+            done.send(answer.map_err(|e| e.to_string())).unwrap();
+        });
+        let answer = finished
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("the check neither answered nor failed: deadlocked");
+        let error = answer.unwrap_err();
+        assert!(error.contains("cancelled"), "{error}");
     }
 }

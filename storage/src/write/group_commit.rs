@@ -71,12 +71,13 @@ pub async fn commit(
         return snapshot::commit(storage, table_dir, named_pointer, alone).await;
     }
     let (reply, answer) = oneshot::channel();
-    {
+    let start = {
         let mut tables = storage.commits().lock();
         match tables.get_mut(table_dir.as_ref()) {
             Some(waiting) => {
                 waiting.deltas.push(delta);
                 waiting.replies.push(reply);
+                None
             }
             None => {
                 tables.insert(table_dir.to_string(), Waiting::default());
@@ -90,9 +91,14 @@ pub async fn commit(
                     deltas: vec![delta],
                     replies: vec![reply],
                 };
-                tokio::spawn(RequestTrace::carried(rounds.run(first)));
+                Some((rounds, first))
             }
         }
+    };
+    // Spawned with the lock released: on a runtime that is shutting down, spawn drops the task
+    // at once, and its drop takes the lock.
+    if let Some((rounds, first)) = start {
+        tokio::spawn(RequestTrace::carried(rounds.run(first)));
     }
     match answer.await {
         Ok(Ok(committed)) => Ok(committed),
