@@ -18,8 +18,9 @@ extensions_options! {
         /// With the locator on, skip the locator groups whose routing filter (in memory) rules
         /// a point lookup's keys out; off, probe every group (the routing's baseline).
         pub routing: bool, default = true
-        /// After an INSERT or CTAS commits, merge the table's locator groups in the background
-        /// (sixteen of a tier into one of the next); off, only OPTIMIZE merges them.
+        /// After an INSERT or CTAS commits, compact its small appends' blocks and merge its
+        /// locator groups in the background (sixteen of a size into one); off, only OPTIMIZE
+        /// does.
         pub merge_on_commit: bool, default = true
         /// Let a read use the table version a freshness check found at most this many
         /// milliseconds ago, without a request of its own; 0 (the default) sees every commit

@@ -496,3 +496,57 @@ async fn cached_segments_weigh_about_their_files() {
     let list = storage.caches().block_lists.weight();
     assert!(list >= blocks.memory_size(), "{list}");
 }
+
+/// Small appends compact sixteen of a size into one, their deleted rows left out, and a full
+/// block is never written again: a full block then 40 appends of 5 rows take two compactions
+/// (16 blocks of 5 rows each time) and leave 11 blocks with every live row, on every storage.
+#[tokio::test]
+async fn small_appends_compact_sixteen_of_a_size_at_a_time() {
+    for (storage, _dir) in storages().await {
+        let table = new_table(&storage, 1000).await;
+        append(&table, 0, 1000, 1000).await;
+        for i in 0..40 {
+            append(&table, 1000 + i * 5, 5, 5).await;
+        }
+        let blocks = table
+            .blocks(&table.snapshot().await.unwrap())
+            .await
+            .unwrap();
+        let full = blocks.block_id(0).to_string();
+        let mut deletes = Deletes::new();
+        for i in 1..blocks.len() {
+            // c1 % 10 == 3: the 4th row of every other small block.
+            if (1000 + (i as u64 - 1) * 5) % 10 == 0 {
+                let rows = RoaringBitmap::from_iter([3u32]);
+                let sidecar = None;
+                deletes.insert(
+                    blocks.block_id(i).to_string(),
+                    BlockDeletes { rows, sidecar },
+                );
+            }
+        }
+        assert_eq!(table.delete_rows(deletes).await.unwrap().rows, 20);
+
+        let first = table.compact_small_appends().await.unwrap();
+        let done = (
+            first.blocks_removed,
+            first.blocks_written,
+            first.rows_written,
+        );
+        assert_eq!(done, (16, 1, 72));
+        let second = table.compact_small_appends().await.unwrap();
+        assert_eq!(second.blocks_removed, 16);
+        let third = table.compact_small_appends().await.unwrap();
+        assert_eq!(third.blocks_removed, 0, "8 of 5 rows and 2 of 72 are left");
+
+        let want: Vec<u64> = (0..1200).filter(|c1| *c1 < 1000 || c1 % 10 != 3).collect();
+        let mut live = committed_c1(&table).await;
+        live.sort_unstable();
+        assert_eq!(live, want);
+        let snapshot = table.snapshot().await.unwrap();
+        assert_eq!((snapshot.rows, snapshot.blocks), (want.len() as u64, 11));
+        let blocks = table.blocks(&snapshot).await.unwrap();
+        assert_eq!(blocks.block_id(0), full);
+        assert!(blocks.compaction_plan(table.def()).is_empty());
+    }
+}

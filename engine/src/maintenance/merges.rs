@@ -1,7 +1,9 @@
 //! Tiered merging of locator groups as data arrives (Wei et al.'s dynamic bloom filter arrays; LSM trees' tiered compaction):
 //! every commit of an INSERT or a CTAS asks for a merge of its table in the background, so a
 //! table keeps fewer than [`sieve_storage::MERGE_FAN_IN`] groups per tier without anyone running
-//! OPTIMIZE, and a lookup's cost grows with the logarithm of the table, not with it.
+//! OPTIMIZE, and a lookup's cost grows with the logarithm of the table, not with it. Each round
+//! first compacts small appends' blocks the same way (sixteen of a size into one,
+//! [`sieve_storage::Table::compact_small_appends`]), so many small INSERTs leave few blocks.
 //!
 //! One merge runs per table per process at a time; a commit landing while one runs asks it for
 //! one more round, so the last commit is always looked at. A merge is a commit like any other
@@ -62,30 +64,24 @@ impl BackgroundMerges {
         tokio::spawn(async move {
             let name = format!("{}.{}", table.def().database, table.def().name);
             loop {
-                // A panic is that round's failure, not a merge listed as running forever.
-                let round = AssertUnwindSafe(table.merge_locator_groups()).catch_unwind();
-                let merged = match round.await {
-                    Ok(Ok(groups)) => groups,
-                    Ok(Err(e)) => {
-                        log::warn!(
-                            "{name}: locator groups not merged (tried again at the next commit): {e}"
-                        );
-                        0
-                    }
-                    Err(_) => {
-                        log::warn!(
-                            "{name}: a locator group merge panicked (tried again at the next commit)"
-                        );
-                        0
-                    }
-                };
+                let compacted = logged(&name, "small blocks not compacted", async {
+                    Ok(table.compact_small_appends().await?.blocks_removed)
+                })
+                .await;
+                if compacted > 0 {
+                    log::info!("{name}: compacted {compacted} small blocks");
+                }
+                let merged = logged(&name, "locator groups not merged", async {
+                    Ok(table.merge_locator_groups().await?)
+                })
+                .await;
                 if merged > 0 {
                     log::info!("{name}: merged {merged} locator groups");
                 }
                 let mut running = this.lock();
                 let again = running.get_mut(&id).expect("a running merge is listed");
-                // A round that merged may have made sixteen groups of the next tier.
-                if !std::mem::take(again) && merged == 0 {
+                // A round that compacted or merged may have made sixteen of the next class.
+                if !std::mem::take(again) && merged == 0 && compacted == 0 {
                     running.remove(&id);
                     if running.is_empty() {
                         this.idle.notify_waiters();
@@ -113,5 +109,25 @@ impl BackgroundMerges {
         self.running
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// What one step of a round did (0 when it failed): a failure or a panic is logged and left to
+/// the table's next commit, not a merge listed as running forever.
+async fn logged(
+    table: &str,
+    what: &str,
+    step: impl Future<Output = sieve_storage::Result<u64>>,
+) -> u64 {
+    match AssertUnwindSafe(step).catch_unwind().await {
+        Ok(Ok(done)) => done,
+        Ok(Err(e)) => {
+            log::warn!("{table}: {what} (tried again at the next commit): {e}");
+            0
+        }
+        Err(_) => {
+            log::warn!("{table}: {what}: it panicked (tried again at the next commit)");
+            0
+        }
     }
 }

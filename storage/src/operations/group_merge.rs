@@ -58,14 +58,16 @@ impl BlockList {
     }
 
     /// Which groups to merge: runs of [`MERGE_FAN_IN`] groups of one tier, adjacent in the
-    /// block list and with usable headers, as ranges of [`Self::locator_groups`].
+    /// block list, with usable headers and not small, as ranges of [`Self::locator_groups`].
     pub fn group_merges(&self, block_rows: usize) -> Vec<Range<usize>> {
         let groups = self.locator_groups();
         let mut merges = Vec::new();
         let mut run: Option<(usize, u32)> = None;
         for (i, group) in groups.iter().enumerate() {
             let rows = self.group_rows(group);
-            if group.header.is_err() {
+            // Small appends' groups are compacted instead (operations::compaction): merged,
+            // sixteen of them would become one unit that compaction no longer counts as sixteen.
+            if group.header.is_err() || self.small_unit(&group.blocks, block_rows as u64) {
                 run = None;
                 continue;
             }
@@ -191,6 +193,18 @@ impl Table {
         columns: &[String],
         slice_rows: u32,
     ) -> Result<Vec<BlockKeys>> {
+        let bytes = self.whole_block_for_merge(blocks, i).await?;
+        let columns = columns.to_vec();
+        tokio::task::spawn_blocking(move || keys_of(bytes, &columns, slice_rows)).await?
+    }
+
+    /// Block `i`'s file, whole and checked against its checksums, its bytes counted against
+    /// the merge I/O rate: what background merges and compactions read.
+    pub(crate) async fn whole_block_for_merge(
+        &self,
+        blocks: &BlockList,
+        i: usize,
+    ) -> Result<Bytes> {
         let path = self.block_path(blocks.block_id(i));
         let checksums = blocks.checksums(i);
         if let Some(rate) = self.storage().merge_rate() {
@@ -198,9 +212,7 @@ impl Table {
         }
         let bytes = self.storage().store().get(&path).await?.bytes().await?;
         let whole = 0..checksums.file_len();
-        let bytes = checksums.check(path.as_ref(), &whole, bytes)?;
-        let columns = columns.to_vec();
-        tokio::task::spawn_blocking(move || keys_of(bytes, &columns, slice_rows)).await?
+        checksums.check(path.as_ref(), &whole, bytes)
     }
 
     /// Commits `merged` on the newest version: each whose groups are all still there, on the

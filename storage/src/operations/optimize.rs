@@ -52,17 +52,7 @@ impl BlockList {
     pub fn optimize_plan(&self, def: &TableDef) -> OptimizePlan {
         let options = &def.options;
         let block_rows = options.block_rows as u64;
-        let mut units: Vec<Range<usize>> = Vec::new();
-        let mut groups = self.locator_groups().iter().peekable();
-        let mut i = 0;
-        while i < self.len() {
-            let unit = match groups.next_if(|g| g.blocks.start == i) {
-                Some(g) => g.blocks.clone(),
-                None => i..i + 1,
-            };
-            i = unit.end;
-            units.push(unit);
-        }
+        let units = self.rewrite_units();
         let purge = |unit: &Range<usize>| {
             unit.clone().any(|b| {
                 let deleted = self.deleted(b).map_or(0, RoaringBitmap::len);
@@ -71,14 +61,16 @@ impl BlockList {
                         >= options.stale_rebuild_fraction * self.rows().value(b) as f64
             })
         };
-        let small = |unit: &Range<usize>| {
-            2 * unit.clone().map(|b| self.live_rows(b)).sum::<u64>()
-                < unit.len() as u64 * block_rows
-        };
         // Per unit: (its blocks, to purge, small).
         let units: Vec<(Range<usize>, bool, bool)> = units
             .into_iter()
-            .map(|unit| (unit.clone(), purge(&unit), small(&unit)))
+            .map(|unit| {
+                (
+                    unit.clone(),
+                    purge(&unit),
+                    self.small_unit(&unit, block_rows),
+                )
+            })
             .collect();
         let smalls = units.iter().filter(|u| u.2).count();
         let merge = smalls >= 2 || units.iter().any(|u| u.1);
@@ -95,6 +87,34 @@ impl BlockList {
             }
         }
         plan
+    }
+
+    /// The table's blocks in the units a rewrite takes whole: a locator group (its file
+    /// indexes every block of it) or a block outside any group.
+    pub(crate) fn rewrite_units(&self) -> Vec<Range<usize>> {
+        let mut units = Vec::new();
+        let mut groups = self.locator_groups().iter().peekable();
+        let mut i = 0;
+        while i < self.len() {
+            let unit = match groups.next_if(|g| g.blocks.start == i) {
+                Some(g) => g.blocks.clone(),
+                None => i..i + 1,
+            };
+            i = unit.end;
+            units.push(unit);
+        }
+        units
+    }
+
+    /// The live rows of a unit's blocks.
+    pub(crate) fn unit_live_rows(&self, unit: &Range<usize>) -> u64 {
+        unit.clone().map(|b| self.live_rows(b)).sum()
+    }
+
+    /// Whether a unit is small: its live rows are under half what its blocks hold when full
+    /// (small INSERTs' blocks, or blocks DELETEs thinned out).
+    pub(crate) fn small_unit(&self, unit: &Range<usize>, block_rows: u64) -> bool {
+        2 * self.unit_live_rows(unit) < unit.len() as u64 * block_rows
     }
 
     /// Whether block `i` has an index entry that keeps keys after their rows are deleted.
