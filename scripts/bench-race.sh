@@ -6,8 +6,8 @@
 # looking up the newest key some writer has committed (every fourth statement a count(*)), until
 # SIEVE_BENCH_STATEMENTS (default 50,000) statements have run. Prints the statements per kind,
 # how many failed (with the first errors), lookups that missed a committed row, and whether the
-# final count equals five rows per committed INSERT, and its progress every twentieth of the run
-# (at least 1,000 statements). The target: 0 failures.
+# final count equals five rows per committed INSERT, the blocks and locator groups left, and its
+# progress every twentieth of the run (at least 1,000 statements). The target: 0 failures.
 set -uo pipefail
 [ $# -ge 1 ] || { echo "usage: $0 SIEVE [STORAGE]" >&2; exit 1; }
 python3 -c "import pymysql" 2>/dev/null || { echo "PyMySQL is not installed" >&2; exit 1; }
@@ -84,12 +84,15 @@ took = time.monotonic() - began
 with connect().cursor() as cur:
     cur.execute(f"select count(*) from {table}")
     (final,) = cur.fetchone()
+    # Blocks and locator groups left (small appends are compacted in the background).
+    cur.execute(f"select kind, blocks, groups from sieve_index_stats('{table}') where column_name = 'k'")
+    layout = ", ".join(f"{kind}: {blocks} blocks, {groups} groups" for kind, blocks, groups in cur.fetchall())
 total = sum(ran.values())
 print(f"{connections} connections, {total} statements in {took:.0f} s ({total / took:.0f}/s): "
       f"{ran['insert']} inserts, {ran['lookup']} lookups, {ran['count']} counts; "
       f"{len(failures)} failed, {len(missed)} missed a committed row; "
       f"final count {final}, {'equal to' if final == sum(committed) * 5 else 'NOT'} "
-      f"5 x {sum(committed)} committed inserts")
+      f"5 x {sum(committed)} committed inserts; at the end {layout}")
 for f in (failures + missed)[:5]:
     print("  ", f)
 EOF
