@@ -497,17 +497,27 @@ async fn cached_segments_weigh_about_their_files() {
     assert!(list >= blocks.memory_size(), "{list}");
 }
 
-/// Small appends compact sixteen of a size into one, their deleted rows left out, and a full
-/// block is never written again: a full block then 40 appends of 5 rows take two compactions
-/// (16 blocks of 5 rows each time) and leave 11 blocks with every live row, on every storage.
+/// Small appends compact once sixteen share a size, all of that size at once, their deleted
+/// rows left out, and a full block is never written again: after a full block, 15 appends of 5
+/// rows are left alone; 40 are written again as one block (a size up), and 15 more are left.
+/// Every live row stays, on every storage.
 #[tokio::test]
-async fn small_appends_compact_sixteen_of_a_size_at_a_time() {
+async fn small_appends_compact_once_sixteen_share_a_size() {
     for (storage, _dir) in storages().await {
         let table = new_table(&storage, 1000).await;
         append(&table, 0, 1000, 1000).await;
-        for i in 0..40 {
-            append(&table, 1000 + i * 5, 5, 5).await;
-        }
+        let five_rows_each = |from: u64, to: u64| {
+            let table = table.clone();
+            async move {
+                for i in from..to {
+                    append(&table, 1000 + i * 5, 5, 5).await;
+                }
+            }
+        };
+        five_rows_each(0, 15).await;
+        let none = table.compact_small_appends().await.unwrap();
+        assert_eq!(none.blocks_removed, 0, "15 of one size are left alone");
+        five_rows_each(15, 40).await;
         let blocks = table
             .blocks(&table.snapshot().await.unwrap())
             .await
@@ -527,24 +537,24 @@ async fn small_appends_compact_sixteen_of_a_size_at_a_time() {
         }
         assert_eq!(table.delete_rows(deletes).await.unwrap().rows, 20);
 
-        let first = table.compact_small_appends().await.unwrap();
-        let done = (
-            first.blocks_removed,
-            first.blocks_written,
-            first.rows_written,
+        let done = table.compact_small_appends().await.unwrap();
+        let done = (done.blocks_removed, done.blocks_written, done.rows_written);
+        assert_eq!(done, (40, 1, 180));
+        five_rows_each(40, 55).await;
+        let again = table.compact_small_appends().await.unwrap();
+        assert_eq!(
+            again.blocks_removed, 0,
+            "15 of 5 rows and 1 of 180 are left"
         );
-        assert_eq!(done, (16, 1, 72));
-        let second = table.compact_small_appends().await.unwrap();
-        assert_eq!(second.blocks_removed, 16);
-        let third = table.compact_small_appends().await.unwrap();
-        assert_eq!(third.blocks_removed, 0, "8 of 5 rows and 2 of 72 are left");
 
-        let want: Vec<u64> = (0..1200).filter(|c1| *c1 < 1000 || c1 % 10 != 3).collect();
+        let want: Vec<u64> = (0..1275)
+            .filter(|c1| *c1 < 1000 || *c1 >= 1200 || c1 % 10 != 3)
+            .collect();
         let mut live = committed_c1(&table).await;
         live.sort_unstable();
         assert_eq!(live, want);
         let snapshot = table.snapshot().await.unwrap();
-        assert_eq!((snapshot.rows, snapshot.blocks), (want.len() as u64, 11));
+        assert_eq!((snapshot.rows, snapshot.blocks), (want.len() as u64, 17));
         let blocks = table.blocks(&snapshot).await.unwrap();
         assert_eq!(blocks.block_id(0), full);
         assert!(blocks.compaction_plan(table.def()).is_empty());

@@ -7,10 +7,11 @@
 //! Size-tiered, as LSM trees compact: OPTIMIZE's small units (a locator group or a block
 //! outside any, whose live rows are under half what its blocks hold when full) are put in
 //! classes by their live rows, class c holding up to 16^(c+1). Once [`MERGE_FAN_IN`] units
-//! share a class, the first sixteen of them are written again as one unit, of the next class
-//! at most. So a row is written again at most once per class (log16 of the block size: five
-//! times for 1M-row blocks), and a table keeps fewer than sixteen small units per class however
-//! many INSERTs it takes.
+//! share a class, they are written again together (all of them, up to sixteen full blocks'
+//! rows, so a table that took INSERTs faster than a round catches up at once), into a unit of
+//! a higher class. So a row is written again at most once per class (log16 of the block size:
+//! five times for 1M-row blocks), and a table keeps fewer than sixteen small units per class
+//! however many INSERTs it takes.
 //!
 //! The rewrite commits as an OPTIMIZE's does ([`Table::commit_rewrite`]): beside appends,
 //! carrying rows a DELETE removed meanwhile to their new places, and dropped if an OPTIMIZE
@@ -34,6 +35,11 @@ use crate::operations::optimize::{Optimized, Rewrite};
 use crate::read::table::Table;
 use crate::write::writer::TableWriter;
 
+/// Full blocks' worth of rows a compaction writes at most (past its first sixteen units): a
+/// table that took INSERTs faster than compactions ran catches up in one round, and a round
+/// stays as long as a small OPTIMIZE.
+const MAX_ROUND_BLOCKS: u64 = MERGE_FAN_IN as u64;
+
 /// A small unit's class: 0 up to 16 live rows, then one more per [`MERGE_FAN_IN`]-fold.
 fn class(live_rows: u64) -> u32 {
     let (mut class, mut cap) = (0, MERGE_FAN_IN as u64);
@@ -45,10 +51,12 @@ fn class(live_rows: u64) -> u32 {
 }
 
 impl BlockList {
-    /// The blocks the next compaction writes again, in order: the first [`MERGE_FAN_IN`] small
-    /// units of the lowest class that has that many; empty when no class has.
+    /// The blocks the next compaction writes again, in order: the small units of the lowest
+    /// class that has [`MERGE_FAN_IN`] of them, as many as [`MAX_ROUND_BLOCKS`] full blocks
+    /// hold past the first sixteen; empty when no class has sixteen.
     pub fn compaction_plan(&self, def: &TableDef) -> Vec<usize> {
         let block_rows = def.options.block_rows as u64;
+        let most_rows = MAX_ROUND_BLOCKS.saturating_mul(block_rows);
         let mut classes: BTreeMap<u32, Vec<std::ops::Range<usize>>> = BTreeMap::new();
         for unit in self.rewrite_units() {
             if self.small_unit(&unit, block_rows) {
@@ -56,11 +64,15 @@ impl BlockList {
                 classes.entry(class).or_default().push(unit);
             }
         }
-        classes
-            .into_values()
-            .find(|units| units.len() >= MERGE_FAN_IN)
-            .map(|units| units.into_iter().take(MERGE_FAN_IN).flatten().collect())
-            .unwrap_or_default()
+        let Some(units) = classes.into_values().find(|u| u.len() >= MERGE_FAN_IN) else {
+            return Vec::new();
+        };
+        let mut rows = 0;
+        let taken = units.into_iter().enumerate().take_while(|(k, unit)| {
+            rows += self.unit_live_rows(unit);
+            *k < MERGE_FAN_IN || rows <= most_rows
+        });
+        taken.flat_map(|(_, unit)| unit).collect()
     }
 }
 
