@@ -7,9 +7,10 @@
 //! Size-tiered, as LSM trees compact: OPTIMIZE's small units (a locator group or a block
 //! outside any, whose live rows are under half what its blocks hold when full) are put in
 //! classes by their live rows, class c holding up to 16^(c+1). Once [`MERGE_FAN_IN`] units
-//! share a class, they are written again together (all of them, up to sixteen full blocks'
-//! rows, so a table that took INSERTs faster than a round catches up at once), into a unit of
-//! a higher class. So a row is written again at most once per class (log16 of the block size:
+//! share a class, they are written again together, into a unit of a higher class. A round
+//! takes every such class, all of its units (up to sixteen full blocks' rows), so a table that
+//! takes INSERTs faster than rounds run catches up at once, and a busy table's larger classes
+//! are not starved by its smallest, which always has sixteen. So a row is written again at most once per class (log16 of the block size:
 //! five times for 1M-row blocks), and a table keeps fewer than sixteen small units per class
 //! however many INSERTs it takes.
 //!
@@ -18,12 +19,13 @@
 //! rewrote the same blocks first. Rows never change, only where they are stored, and a crash
 //! mid-compaction leaves the table as it was (the uploaded files are left for VACUUM).
 
-use std::collections::BTreeMap;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
+use std::ops::Range;
 
 use arrow_array::{BooleanArray, RecordBatch};
 use arrow_select::filter::filter_record_batch;
 use bytes::Bytes;
+use futures::StreamExt;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use roaring::RoaringBitmap;
 
@@ -40,6 +42,9 @@ use crate::write::writer::TableWriter;
 /// stays as long as a small OPTIMIZE.
 const MAX_ROUND_BLOCKS: u64 = MERGE_FAN_IN as u64;
 
+/// Bytes of block files a compaction reads ahead of what it writes.
+const READ_AHEAD_BYTES: u64 = 64 << 20;
+
 /// A small unit's class: 0 up to 16 live rows, then one more per [`MERGE_FAN_IN`]-fold.
 fn class(live_rows: u64) -> u32 {
     let (mut class, mut cap) = (0, MERGE_FAN_IN as u64);
@@ -51,28 +56,36 @@ fn class(live_rows: u64) -> u32 {
 }
 
 impl BlockList {
-    /// The blocks the next compaction writes again, in order: the small units of the lowest
-    /// class that has [`MERGE_FAN_IN`] of them, as many as [`MAX_ROUND_BLOCKS`] full blocks
-    /// hold past the first sixteen; empty when no class has sixteen.
+    /// The blocks the next compaction writes again, in order: the small units of every class
+    /// that has [`MERGE_FAN_IN`] of them, lowest class first, as many as [`MAX_ROUND_BLOCKS`]
+    /// full blocks hold past the first sixteen; a class is taken only if sixteen of its units
+    /// fit, so each unit taken moves up a class. Empty when no class has sixteen.
     pub fn compaction_plan(&self, def: &TableDef) -> Vec<usize> {
         let block_rows = def.options.block_rows as u64;
         let most_rows = MAX_ROUND_BLOCKS.saturating_mul(block_rows);
-        let mut classes: BTreeMap<u32, Vec<std::ops::Range<usize>>> = BTreeMap::new();
+        let mut classes: BTreeMap<u32, Vec<(Range<usize>, u64)>> = BTreeMap::new();
         for unit in self.rewrite_units() {
             if self.small_unit(&unit, block_rows) {
-                let class = class(self.unit_live_rows(&unit));
-                classes.entry(class).or_default().push(unit);
+                let live = self.unit_live_rows(&unit);
+                classes.entry(class(live)).or_default().push((unit, live));
             }
         }
-        let Some(units) = classes.into_values().find(|u| u.len() >= MERGE_FAN_IN) else {
-            return Vec::new();
-        };
-        let mut rows = 0;
-        let taken = units.into_iter().enumerate().take_while(|(k, unit)| {
-            rows += self.unit_live_rows(unit);
-            *k < MERGE_FAN_IN || rows <= most_rows
-        });
-        taken.flat_map(|(_, unit)| unit).collect()
+        let (mut taken, mut rows) = (Vec::new(), 0);
+        for units in classes.into_values().filter(|u| u.len() >= MERGE_FAN_IN) {
+            let sixteen: u64 = units[..MERGE_FAN_IN].iter().map(|(_, live)| live).sum();
+            if !taken.is_empty() && rows + sixteen > most_rows {
+                break;
+            }
+            for (k, (unit, live)) in units.into_iter().enumerate() {
+                if k >= MERGE_FAN_IN && rows + live > most_rows {
+                    break;
+                }
+                rows += live;
+                taken.push(unit);
+            }
+        }
+        taken.sort_by_key(|unit| unit.start);
+        taken.into_iter().flatten().collect()
     }
 }
 
@@ -86,24 +99,38 @@ impl Table {
         if rewritten.is_empty() {
             return Ok(Optimized::default());
         }
+        // Small blocks are read a few at once (each a round trip, on S3), in order, as many as
+        // READ_AHEAD_BYTES of the largest allow.
+        let largest = rewritten
+            .iter()
+            .map(|&i| blocks.data_bytes().value(i))
+            .max();
+        let in_flight = (READ_AHEAD_BYTES / largest.unwrap_or(1).max(1)).clamp(1, 16) as usize;
+        let mut reads = futures::stream::iter(rewritten.iter().copied())
+            .map(|i| {
+                let blocks = &blocks;
+                async move {
+                    let bytes = self.whole_block_for_merge(blocks, i).await?;
+                    let deleted = blocks.deleted(i).cloned();
+                    let live = move || live_batches(bytes, deleted.as_ref());
+                    tokio::task::spawn_blocking(live).await?
+                }
+            })
+            .buffered(in_flight);
         let mut writer = TableWriter::new(self.clone());
-        for &i in &rewritten {
-            let read = async {
-                let bytes = self.whole_block_for_merge(&blocks, i).await?;
-                let deleted = blocks.deleted(i).cloned();
-                tokio::task::spawn_blocking(move || live_batches(bytes, deleted.as_ref())).await?
-            };
-            let written = async {
-                for batch in read.await? {
+        let written = async {
+            while let Some(batches) = reads.next().await {
+                for batch in batches? {
                     writer.write(batch).await?;
                 }
-                Ok(())
-            };
-            if let Err(e) = written.await {
-                writer.abandon().await;
-                return Err(e);
             }
+            Ok(())
+        };
+        if let Err(e) = written.await {
+            writer.abandon().await;
+            return Err(e);
         }
+        drop(reads);
         let (written, _) = writer.upload().await?;
         self.commit_rewrite(Rewrite {
             base,
