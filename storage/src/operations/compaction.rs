@@ -29,7 +29,7 @@ use futures::StreamExt;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use roaring::RoaringBitmap;
 
-use crate::error::Result;
+use crate::error::{Result, StorageError};
 use crate::meta::block_list::BlockList;
 use crate::meta::table_def::TableDef;
 use crate::operations::group_merge::MERGE_FAN_IN;
@@ -132,13 +132,24 @@ impl Table {
         }
         drop(reads);
         let (written, _) = writer.upload().await?;
-        self.commit_rewrite(Rewrite {
+        let rewrite = Rewrite {
             base,
             rewritten,
             written,
             sidecars: HashMap::new(),
-        })
-        .await
+        };
+        match self.commit_rewrite(rewrite).await {
+            // Another process's compaction, or an OPTIMIZE, rewrote these blocks first: nothing
+            // is left to do here (what this one uploaded is left for VACUUM).
+            Err(StorageError::Rewritten(block)) => {
+                log::debug!(
+                    "{}: a compaction lost to another rewrite of {block}",
+                    self.def().name
+                );
+                Ok(Optimized::default())
+            }
+            done => done,
+        }
     }
 }
 
