@@ -32,7 +32,7 @@ use roaring::RoaringBitmap;
 use crate::error::{Result, StorageError};
 use crate::meta::block_list::BlockList;
 use crate::meta::table_def::TableDef;
-use crate::operations::group_merge::MERGE_FAN_IN;
+use crate::operations::group_merge::{MERGE_FAN_IN, tier};
 use crate::operations::optimize::{Optimized, Rewrite};
 use crate::read::table::Table;
 use crate::write::writer::TableWriter;
@@ -47,12 +47,7 @@ const READ_AHEAD_BYTES: u64 = 64 << 20;
 
 /// A small unit's class: 0 up to 16 live rows, then one more per [`MERGE_FAN_IN`]-fold.
 fn class(live_rows: u64) -> u32 {
-    let (mut class, mut cap) = (0, MERGE_FAN_IN as u64);
-    while live_rows > cap {
-        cap = cap.saturating_mul(MERGE_FAN_IN as u64);
-        class += 1;
-    }
-    class
+    tier(live_rows, MERGE_FAN_IN as u64)
 }
 
 impl BlockList {

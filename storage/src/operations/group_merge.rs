@@ -43,7 +43,8 @@ pub const MAX_GROUP_ROWS: u64 = 1 << 31;
 const MAX_ATTEMPTS: usize = 100;
 
 /// A group's tier: 0 up to `base` rows (a block's), then one more per [`MERGE_FAN_IN`]-fold.
-fn tier(rows: u64, base: u64) -> u32 {
+/// (Compaction's classes of small units are tiers over a base of sixteen rows.)
+pub(crate) fn tier(rows: u64, base: u64) -> u32 {
     let (mut tier, mut cap) = (0, base.max(1));
     while rows > cap {
         cap = cap.saturating_mul(MERGE_FAN_IN as u64);
