@@ -445,6 +445,23 @@ fn a_rest_catalog_is_read_as_pyiceberg_reads_it() {
         ok(&server, "select name from lake.`ns.deep`.t where id = 2"),
         "d2\n"
     );
+    // Or by its levels, in four parts: the catalog, the namespace's two levels, the table.
+    assert_eq!(ok(&server, "show tables from lake.ns.deep"), "t\n");
+    assert_eq!(
+        ok(&server, "select name from lake.ns.deep.t where id = 2"),
+        "d2\n"
+    );
+    assert_eq!(
+        ok(
+            &server,
+            "select count(*) from lake.ns.deep.t a join lake.ns.deep.t b on a.id = b.id"
+        ),
+        "2\n"
+    );
+    assert!(
+        ok(&server, "describe lake.ns.deep.t").starts_with("id\t"),
+        "DESCRIBE by four parts"
+    );
     refused(&server, "select * from lake.ns.nope", "lake.ns.nope");
     refused(
         &server,

@@ -10,6 +10,7 @@ pub(crate) mod functions;
 pub(crate) mod having_aliases;
 pub(crate) mod information_schema;
 pub(crate) mod lax_group_by;
+pub(crate) mod nested_names;
 pub(crate) mod rewrites;
 pub(crate) mod script;
 pub(crate) mod session_functions;

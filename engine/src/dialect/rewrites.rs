@@ -9,8 +9,10 @@ use crate::dialect::column_names::name_columns;
 use crate::dialect::expressions::rewrite_mysql_expressions;
 use crate::dialect::having_aliases::having_as_where;
 use crate::dialect::lax_group_by::any_value_of_ungrouped_columns;
+use crate::dialect::nested_names::collapse_nested_names;
 
 pub(crate) fn rewrite(statement: &mut DFStatement) {
+    collapse_nested_names(statement);
     // Names first: they are the text the client wrote, before any rewrite.
     if let Some(select) = outer_select(statement) {
         name_columns(select);

@@ -7,6 +7,7 @@ use datafusion::error::{DataFusionError, Result};
 use datafusion::sql::sqlparser::tokenizer::Token;
 use sieve_index::FilterKind;
 
+use crate::dialect::nested_names::table_levels;
 use crate::dialect::tokens::{Tokens, is_keyword};
 
 const CREATE_SYNTAX: &str = "CREATE INDEX <name> ON <catalog>.<namespace>.<table> (<column>, …) \
@@ -74,7 +75,7 @@ fn name_on_table(rest: &mut &[&Token]) -> Option<(String, Vec<String>)> {
         table.push(word(Some(part))?);
         *rest = &rest[2..];
     }
-    (table.len() <= 3).then_some((name, table))
+    Some((name, table_levels(table)))
 }
 
 fn parse_create(mut rest: &[&Token]) -> Option<Result<IndexStatement>> {
@@ -162,11 +163,19 @@ mod tests {
                 table: vec!["lake".into(), "ns".into(), "orders".into()],
             }
         );
+        // A table of a nested namespace, by its levels.
+        let drop = parse("drop index ix on lake.a.b.t").unwrap().unwrap();
+        assert_eq!(
+            drop,
+            IndexStatement::Drop {
+                name: "ix".into(),
+                table: vec!["lake".into(), "a.b".into(), "t".into()],
+            }
+        );
         for bad in [
             "create index ix on t",
             "create index ix on t ()",
             "create index ix on t (a b)",
-            "create index ix on a.b.c.d (a)",
             "create index on t (a)",
             "create index ix on t (a) using",
             "drop index ix",
