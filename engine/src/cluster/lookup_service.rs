@@ -236,7 +236,8 @@ mod tests {
         let service = LookupService::new(storage, MemoryLimits::default())
             .await
             .unwrap();
-        let ask = |version: u64| {
+        // `chosen`: the blocks a coordinator chose, and how many it listed.
+        let ask = |version: u64, chosen: Option<(Vec<u32>, u64)>| {
             let values =
                 ["49", "new"].map(|k| WireValue::of(&ScalarValue::Utf8(Some(k.into()))).unwrap());
             let wire = WireLookup {
@@ -261,8 +262,12 @@ mod tests {
                 pruning: true,
                 locator: true,
                 routing: true,
-                lookup_cache: true,
+                // A chosen lookup's rows are not kept: its answers here depend on the choice.
+                lookup_cache: chosen.is_none(),
                 allow_full_scan: false,
+                chosen: chosen.is_some(),
+                blocks_listed: chosen.as_ref().map_or(0, |c| c.1),
+                chosen_blocks: chosen.map(|c| c.0).unwrap_or_default(),
             };
             let session = &service.sessions[1][0];
             async move {
@@ -287,10 +292,27 @@ mod tests {
             (v2, vec![7, 5000]),
             (v1, vec![7]),
         ] {
-            let found = ask(version).await.unwrap();
+            let found = ask(version, None).await.unwrap();
             assert_eq!(found, expected.into_iter().collect(), "version {version}");
         }
-        let refused = ask(v3 + 1).await.unwrap_err().to_string();
+        // Version 2 lists two blocks, the CTAS's (with 7) and the INSERT's (with 5000). A
+        // worker reads the blocks its coordinator chose, and no other; a choice made from
+        // another list is refused.
+        for (chosen, expected) in [(vec![0, 1], vec![7, 5000]), (vec![1], vec![5000])] {
+            let found = ask(v2, Some((chosen.clone(), 2))).await.unwrap();
+            assert_eq!(found, expected.into_iter().collect(), "chosen {chosen:?}");
+        }
+        for (chosen, listed) in [(vec![1], 3), (vec![2], 2)] {
+            let refused = ask(v2, Some((chosen, listed)))
+                .await
+                .unwrap_err()
+                .to_string();
+            assert!(
+                refused.contains(&format!("chose among {listed} blocks, this worker lists 2")),
+                "{refused}"
+            );
+        }
+        let refused = ask(v3 + 1, None).await.unwrap_err().to_string();
         assert!(
             refused.contains(&format!("version {} of default.t is not committed", v3 + 1)),
             "{refused}"

@@ -7,7 +7,8 @@
 //! plan: the table (by name, and its id, so a table made again under the same name is
 //! refused), the snapshot version the coordinator resolved, the condition's columns and values
 //! as written, the output columns, the LIMIT, the placement the coordinator used and which of
-//! its workers is asked, and the pruning settings of the asking session.
+//! its workers is asked, the pruning settings of the asking session, and the blocks its pruning
+//! left to that worker.
 //!
 //! The condition travels in prefix order ([`WireNode`]): an AND or OR node is followed by its
 //! two sides, an IN node carries its column and values. Values are integers and strings as the
@@ -100,6 +101,16 @@ pub struct WireLookup {
     /// The asking statement may read every block (ALLOW FILTERING, `sieve.allow_full_scan`).
     #[prost(bool, tag = "16")]
     pub allow_full_scan: bool,
+    /// The coordinator pruned: `chosen_blocks` are the blocks (indices into the version's list
+    /// of `blocks_listed`) its min/max and node filters kept among those the worker owns, the
+    /// only ones the worker reads, without min/max again. Unset (a coordinator without
+    /// pruning, or of a release before it), the worker prunes its own.
+    #[prost(bool, tag = "17")]
+    pub chosen: bool,
+    #[prost(uint32, repeated, tag = "18")]
+    pub chosen_blocks: Vec<u32>,
+    #[prost(uint64, tag = "19")]
+    pub blocks_listed: u64,
 }
 
 /// One node of a condition in prefix order.
@@ -241,6 +252,9 @@ mod tests {
             routing: false,
             lookup_cache: true,
             allow_full_scan: false,
+            chosen: true,
+            chosen_blocks: vec![0, 3],
+            blocks_listed: 5,
         };
         let call = |lookups: Vec<WireLookup>| WireLookups { lookups }.encode_to_vec();
         let back = WireLookups::decode_body(&call(vec![lookup.clone(), lookup.clone()])).unwrap();

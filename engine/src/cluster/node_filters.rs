@@ -18,17 +18,21 @@ use crate::scan::pruning::{minmax_keep, probes, pruning_predicate};
 use crate::scan::routing::RoutingFilters;
 
 /// Which workers a lookup asks.
-pub struct Asked {
+struct Asked {
     /// Indices into the placement's workers.
-    pub workers: Vec<usize>,
+    workers: Vec<usize>,
     /// Workers that own blocks of the table but whose node filter ruled the keys out.
-    pub skipped: usize,
+    skipped: usize,
+    /// Per worker of the placement, the blocks (indices into the list) it would read: those
+    /// min/max kept, less the groups node filters ruled out. A point lookup sends each worker
+    /// its own, so the worker does not prune them again.
+    chosen: Vec<Vec<u32>>,
 }
 
 /// The workers that may hold a row matching every probe (`column`, its keys' hashes), among
 /// the owners of the blocks min/max `kept` (every block when None): all of those when there
 /// is no probe.
-pub fn workers_to_ask(
+fn workers_to_ask(
     routing: &Arc<RoutingFilters>,
     table: &Table,
     blocks: &BlockList,
@@ -37,18 +41,21 @@ pub fn workers_to_ask(
     probes: &[(String, Vec<u64>)],
 ) -> Asked {
     let mut owning = vec![false; placement.workers().len()];
-    let mut ask = owning.clone();
+    let mut chosen = vec![Vec::new(); placement.workers().len()];
     let mut grouped = vec![false; blocks.len()];
+    let kept_of = |range: std::ops::Range<usize>| {
+        range
+            .filter(|&i| kept.is_none_or(|kept| kept[i]))
+            .map(|i| i as u32)
+    };
     for group in blocks.locator_groups() {
         grouped[group.blocks.clone()].fill(true);
-        if kept.is_some_and(|kept| !kept[group.blocks.clone()].contains(&true)) {
+        let mut read = kept_of(group.blocks.clone()).peekable();
+        if read.peek().is_none() {
             continue;
         }
         let owner = placement.owner(&group.name);
         owning[owner] = true;
-        if ask[owner] {
-            continue;
-        }
         let may_hold = match (&group.header, probes.is_empty()) {
             (_, true) | (Err(_), _) => true,
             (Ok(header), false) => match routing.filter(table, &group.name, header) {
@@ -60,25 +67,34 @@ pub fn workers_to_ask(
                 None => true,
             },
         };
-        ask[owner] |= may_hold;
+        if may_hold {
+            chosen[owner].extend(read);
+        }
     }
-    for (i, grouped) in grouped.iter().enumerate() {
-        if !grouped && kept.is_none_or(|kept| kept[i]) {
-            let owner = placement.owner(blocks.block_id(i));
+    for i in kept_of(0..blocks.len()) {
+        if !grouped[i as usize] {
+            let owner = placement.owner(blocks.block_id(i as usize));
             owning[owner] = true;
-            ask[owner] = true;
+            chosen[owner].push(i);
         }
     }
     routing.forget_replaced(table, blocks);
-    let workers: Vec<usize> = (0..ask.len()).filter(|&w| ask[w]).collect();
+    let workers: Vec<usize> = (0..chosen.len())
+        .filter(|&w| !chosen[w].is_empty())
+        .collect();
     let skipped = owning.iter().filter(|&&o| o).count() - workers.len();
-    Asked { workers, skipped }
+    Asked {
+        workers,
+        skipped,
+        chosen,
+    }
 }
 
-/// The workers a scan of `blocks` filtered by `predicate` (None: unfiltered, or pruning off)
-/// asks under `placement`: the owners of the blocks min/max keeps, less those whose node filter
-/// rules the predicate's keys out (unless `node_filters` is off). What a distributed scan and
-/// a coordinator's point lookup both decide before contacting anyone.
+/// What a coordinator decides before contacting anyone, for a scan of `blocks` filtered by
+/// `predicate` (None: unfiltered, or pruning off) under `placement`: the owners of the blocks
+/// min/max keeps, less those whose node filter rules the predicate's keys out (unless
+/// `node_filters` is off), and each one's blocks. What a distributed scan and a coordinator's
+/// point lookup both decide.
 pub fn shares_to_ask(
     routing: &Arc<RoutingFilters>,
     table: &Table,
@@ -86,7 +102,7 @@ pub fn shares_to_ask(
     predicate: Option<&Arc<dyn PhysicalExpr>>,
     node_filters: bool,
     placement: Arc<Placement>,
-) -> Result<Shares> {
+) -> Result<(Shares, Vec<Vec<u32>>)> {
     let pruning = predicate.and_then(|p| pruning_predicate(table, p));
     let kept = pruning
         .as_ref()
@@ -94,12 +110,13 @@ pub fn shares_to_ask(
         .transpose()?;
     let probes = pruning
         .filter(|_| node_filters)
-        .map(|p| probes(table, &p))
+        .map(|p| probes(table, p.literal_guarantees()))
         .unwrap_or_default();
     let asked = workers_to_ask(routing, table, blocks, kept.as_deref(), &placement, &probes);
-    Ok(Shares {
+    let shares = Shares {
         placement,
         workers: asked.workers,
         skipped_by_node_filter: asked.skipped,
-    })
+    };
+    Ok((shares, asked.chosen))
 }

@@ -80,7 +80,7 @@ impl RemoteLookup {
         let mut lost_before: Option<String> = None;
         loop {
             let placement = Arc::new(self.cluster.placement()?);
-            let shares = shares_to_ask(
+            let (shares, mut chosen) = shares_to_ask(
                 &self.routing,
                 &self.table,
                 &self.blocks,
@@ -94,6 +94,10 @@ impl RemoteLookup {
                 let wire = WireLookup {
                     placement: placement.workers().to_vec(),
                     worker: worker as u32,
+                    // Without pruning, the worker reads every block it owns.
+                    chosen: self.predicate.is_some(),
+                    chosen_blocks: std::mem::take(&mut chosen[worker]),
+                    blocks_listed: self.blocks.len() as u64,
                     ..self.wire.clone()
                 };
                 async move {

@@ -140,6 +140,7 @@ impl PhysicalExtensionCodec for ScanCodec {
             // Scans sent to a worker run in its Parquet scan; its lookups come by their own call.
             direct: false,
             rows: None,
+            chosen: None,
         };
         Ok(Arc::new(SieveScanExec::new(request)?))
     }
@@ -243,6 +244,7 @@ mod tests {
             }),
             direct: false,
             rows: None,
+            chosen: None,
         })
         .unwrap()
     }

@@ -33,7 +33,7 @@ use sieve_storage::{BlockDeletes, BlockList, Deletes, RoaringBitmap, StorageErro
 use crate::error::to_df;
 use crate::scan::exec::{block_file, parquet_scan};
 use crate::scan::live_rows::{Positions, live_ranges};
-use crate::scan::pruning::{prune_blocks, pruning_predicate};
+use crate::scan::pruning::{Narrowing, prune_blocks, pruning_predicate};
 use crate::scan::routing::routing_of;
 
 /// Refuses a DELETE whose WHERE clause reads another relation (a subquery, a join): DataFusion
@@ -163,7 +163,7 @@ async fn choose(
         table,
         &blocks,
         None,
-        pruning.as_deref(),
+        pruning.as_deref().map(Narrowing::Prune),
         request.locator,
         routing.as_ref(),
     )

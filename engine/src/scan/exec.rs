@@ -26,7 +26,7 @@ use datafusion::datasource::source::DataSourceExec;
 use datafusion::error::Result;
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::parquet::arrow::arrow_reader::RowSelection;
-use datafusion::physical_expr::utils::collect_columns;
+use datafusion::physical_expr::utils::{LiteralGuarantee, collect_columns};
 use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
 use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
 use datafusion::physical_plan::metrics::{
@@ -47,7 +47,7 @@ use crate::error::{Classified, ErrorClass, external, to_df};
 use crate::options::SieveOptions;
 use crate::scan::live_rows::live_ranges;
 use crate::scan::page_read;
-use crate::scan::pruning::{PruneOutcome, prune_blocks, pruning_predicate};
+use crate::scan::pruning::{Narrowing, PruneOutcome, prune_blocks, pruning_predicate};
 use crate::scan::routing::routing_of;
 use crate::scan::verified_reader::{BlockPages, VerifiedReaderFactory};
 
@@ -106,6 +106,9 @@ pub struct ScanRequest {
     /// `snapshot`, for a scan of no column and no filter): its exact statistics, from which
     /// DataFusion answers `count(*)` without running it. Not sent to workers.
     pub rows: Option<u64>,
+    /// A worker's point lookup: the blocks its coordinator's pruning left to it, which it
+    /// reads in place of `shares`' and narrows without min/max (its coordinator's).
+    pub chosen: Option<ChosenBlocks>,
 }
 
 impl ScanRequest {
@@ -129,7 +132,41 @@ impl ScanRequest {
             shares: None,
             direct: false,
             rows: None,
+            chosen: None,
         }
+    }
+}
+
+/// The blocks a coordinator chose for a worker's lookup
+/// ([`crate::cluster::lookup_wire::WireLookup::chosen_blocks`]).
+#[derive(Debug, Clone)]
+pub struct ChosenBlocks {
+    /// Indices into the version's block list.
+    pub blocks: Arc<[u32]>,
+    /// How many blocks the coordinator's list of the version held.
+    pub listed: u64,
+}
+
+impl ChosenBlocks {
+    /// For each block of `blocks`, whether it was chosen; an error if `blocks` is not the list
+    /// the coordinator chose from.
+    fn owned(&self, blocks: &BlockList) -> Result<Vec<bool>> {
+        let mismatch = || {
+            datafusion::error::DataFusionError::Execution(format!(
+                "the coordinator chose among {} blocks, this worker lists {} at the version \
+                 asked: run coordinators and workers of one release",
+                self.listed,
+                blocks.len()
+            ))
+        };
+        if self.listed != blocks.len() as u64 {
+            return Err(mismatch());
+        }
+        let mut owned = vec![false; blocks.len()];
+        for &b in self.blocks.iter() {
+            *owned.get_mut(b as usize).ok_or_else(mismatch)? = true;
+        }
+        Ok(owned)
     }
 }
 
@@ -286,19 +323,28 @@ impl SieveScanExec {
             },
         }
         .map_err(to_df)?;
-        let owned = request.shares.as_ref().map(|s| s.owned(&blocks));
+        let owned = match (&request.chosen, &request.shares) {
+            (Some(chosen), _) => Some(chosen.owned(&blocks)?),
+            (None, shares) => shares.as_ref().map(|s| s.owned(&blocks)),
+        };
         let resolved = Instant::now();
-        let pruning = request
-            .predicate
-            .as_ref()
-            .filter(|_| request.pruning)
-            .and_then(|p| pruning_predicate(table, p));
+        let predicate = request.predicate.as_ref().filter(|_| request.pruning);
+        let (pruning, guarantees) = match (predicate, &request.chosen) {
+            (Some(p), Some(_)) => (None, LiteralGuarantee::analyze(p)),
+            (Some(p), None) => (pruning_predicate(table, p), Vec::new()),
+            (None, _) => (None, Vec::new()),
+        };
+        let narrowing = match (&pruning, &request.chosen) {
+            (Some(pruning), _) => Some(Narrowing::Prune(pruning)),
+            (None, Some(_)) if predicate.is_some() => Some(Narrowing::Chosen(&guarantees)),
+            (None, _) => None,
+        };
         let routing = routing_of(context);
         let outcome = prune_blocks(
             table,
             &blocks,
             owned.as_deref(),
-            pruning.as_deref(),
+            narrowing,
             request.locator,
             routing.as_ref(),
         )

@@ -127,7 +127,7 @@ impl TableProvider for SieveTable {
                     .config()
                     .get_extension::<RoutingFilters>()
                     .ok_or_else(|| internal_datafusion_err!("a session without routing filters"))?;
-                let shares = shares_to_ask(
+                let (shares, _) = shares_to_ask(
                     &routing,
                     &self.table,
                     &blocks,

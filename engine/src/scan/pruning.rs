@@ -272,14 +272,24 @@ pub fn pruning_predicate(
         .build(predicate.clone())
 }
 
-/// Every `column IN (keys)` the predicate guarantees on an indexed column, as the keys' hashes:
-/// a row can match only if, for each, its column holds one of them.
-pub fn probes(table: &Table, predicate: &PruningPredicate) -> Vec<(String, Vec<u64>)> {
-    predicate
-        .literal_guarantees()
+/// Every `column IN (keys)` the predicate's `guarantees` name on an indexed column, as the keys'
+/// hashes: a row can match only if, for each, its column holds one of them.
+pub fn probes(table: &Table, guarantees: &[LiteralGuarantee]) -> Vec<(String, Vec<u64>)> {
+    guarantees
         .iter()
         .filter_map(|g| guarantee_hashes(table, g))
         .collect()
+}
+
+/// How a scan narrows its blocks by its predicate.
+pub enum Narrowing<'a> {
+    /// Every step: routing filters, min/max, then locators and sidecars.
+    Prune(&'a PruningPredicate),
+    /// The blocks given are what a coordinator's min/max and node filters kept for this worker
+    /// ([`crate::cluster::remote_lookup`]): its routing filters, locators and sidecars are left
+    /// to ask, for the predicate's guarantees. A worker that built a pruning predicate and ran
+    /// min/max again did its coordinator's work twice.
+    Chosen(&'a [LiteralGuarantee]),
 }
 
 /// Per block, whether its min/max, null and row counts allow a row matching `predicate`.
@@ -349,12 +359,13 @@ fn routed_out(
 }
 
 /// Chooses the blocks to read among `owned` (all when None: a distributed scan's task reads only
-/// its workers' blocks, and counts only those).
+/// its workers' blocks, and counts only those; a worker's lookup, the blocks its coordinator
+/// chose).
 pub async fn prune_blocks(
     table: &Table,
     blocks: &BlockList,
     owned: Option<&[bool]>,
-    predicate: Option<&PruningPredicate>,
+    narrowing: Option<Narrowing<'_>>,
     use_locator: bool,
     routing: Option<&Arc<RoutingFilters>>,
 ) -> Result<PruneOutcome> {
@@ -371,15 +382,21 @@ pub async fn prune_blocks(
         fully_deleted: total - mine.len(),
         ..Default::default()
     };
-    let Some(predicate) = predicate else {
-        outcome.slices = vec![None; mine.len()];
-        outcome.survivors = mine;
-        return Ok(outcome);
+    let (guarantees, predicate) = match narrowing {
+        None => {
+            outcome.slices = vec![None; mine.len()];
+            outcome.survivors = mine;
+            return Ok(outcome);
+        }
+        Some(Narrowing::Prune(predicate)) => (predicate.literal_guarantees(), Some(predicate)),
+        Some(Narrowing::Chosen(guarantees)) => (guarantees, None),
     };
-    let probes = probes(table, predicate);
+    let probes = probes(table, guarantees);
     outcome.point_lookup = !probes.is_empty();
     // Routing first: it is in memory, and at 10,000 blocks min/max over every block's string
-    // bounds would cost a lookup more than the rest of its pruning.
+    // bounds would cost a lookup more than the rest of its pruning. A worker given chosen blocks
+    // asks its routing filters again: groups beyond its coordinator's `--node-filter-mib` were
+    // chosen unasked.
     let candidates: Vec<usize> = match routing.filter(|_| use_locator && !probes.is_empty()) {
         Some(routing) => {
             let out = routed_out(table, blocks, owned, &probes, routing, &mut outcome);
@@ -388,7 +405,10 @@ pub async fn prune_blocks(
         None => mine.clone(),
     };
     outcome.pruned_by_locator = mine.len() - candidates.len();
-    let survivors = minmax_survivors(blocks, candidates, predicate)?;
+    let survivors = match predicate {
+        Some(predicate) => minmax_survivors(blocks, candidates, predicate)?,
+        None => candidates,
+    };
     outcome.pruned_by_minmax = mine.len() - outcome.pruned_by_locator - survivors.len();
 
     // One column at a time, each probing only the blocks the columns before it kept.

@@ -58,7 +58,7 @@ use crate::error::to_df;
 use crate::guard::deadline::{DeadlineStream, QueryTimeout};
 use crate::iceberg::catalog::namespace_named;
 use crate::options::SieveOptions;
-use crate::scan::exec::{ScanRequest, Shares, SieveScanExec};
+use crate::scan::exec::{ChosenBlocks, ScanRequest, Shares, SieveScanExec};
 use crate::scan::lossless_cast::lossless_cast;
 use crate::scan::routing::RoutingFilters;
 use crate::session::lookup_results::{LookupKey, LookupResults, keeping};
@@ -253,12 +253,13 @@ impl PointLookup {
         })
     }
 
-    /// The plan of a bound lookup: a scan of the columns it reads at the key's version, the
-    /// condition, the outputs.
+    /// The plan of a bound lookup: a scan of the columns it reads at the key's version (of the
+    /// blocks `chosen`, on a worker its coordinator pruned for), the condition, the outputs.
     pub fn physical(
         &self,
         table: &Table,
         key: &LookupKey,
+        chosen: Option<ChosenBlocks>,
         options: &ConfigOptions,
     ) -> Result<LookupPlan> {
         let schema = table.def().schema.clone();
@@ -278,6 +279,7 @@ impl PointLookup {
         request.partitions = request.partitions.min(self.condition.keys()).max(1);
         request.snapshot = Some(key.version);
         request.direct = (options.extensions.get::<SieveOptions>()).is_none_or(|o| o.direct_reads);
+        request.chosen = chosen;
         let scan = Arc::new(SieveScanExec::new(request)?);
         LookupPlan::new((scan.clone(), Some(scan)), &schema, &read, key, options)
     }
@@ -459,6 +461,9 @@ impl PointLookup {
             routing: key.pruning.2,
             lookup_cache,
             allow_full_scan,
+            chosen: false,
+            chosen_blocks: Vec::new(),
+            blocks_listed: 0,
         })
     }
 
@@ -854,7 +859,7 @@ impl Session {
                 let plan = {
                     let state = self.ctx.state_ref();
                     let state = state.read();
-                    lookup.physical(&table, &key, state.config_options())?
+                    lookup.physical(&table, &key, None, state.config_options())?
                 };
                 match self.read_direct(&plan).await? {
                     Some(rows) => {
@@ -913,10 +918,14 @@ impl Session {
         if let Some(kept) = results.as_ref().and_then(|r| r.get(&key)) {
             return Ok(kept.rows());
         }
+        let chosen = wire.chosen.then(|| ChosenBlocks {
+            blocks: wire.chosen_blocks.as_slice().into(),
+            listed: wire.blocks_listed,
+        });
         let plan = {
             let state = self.ctx.state_ref();
             let state = state.read();
-            lookup.physical(&table, &key, state.config_options())?
+            lookup.physical(&table, &key, chosen, state.config_options())?
         };
         let rows = match self.read_direct(&plan).await? {
             Some(rows) => rows,
