@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use datafusion::error::Result;
 use datafusion::physical_expr::PhysicalExpr;
+use datafusion::physical_expr::utils::LiteralGuarantee;
 use sieve_storage::{BlockList, Table};
 
 use crate::cluster::placement::Placement;
@@ -27,6 +28,9 @@ struct Asked {
     /// min/max kept, less the groups node filters ruled out. A point lookup sends each worker
     /// its own, so the worker does not prune them again.
     chosen: Vec<Vec<u32>>,
+    /// Every chosen block is in a group whose loaded filter said it may hold the keys: min/max
+    /// could then only drop a filter's rare false positive, and is not worth its cost.
+    vouched: bool,
 }
 
 /// The workers that may hold a row matching every probe (`column`, its keys' hashes), among
@@ -43,6 +47,7 @@ fn workers_to_ask(
     let mut owning = vec![false; placement.workers().len()];
     let mut chosen = vec![Vec::new(); placement.workers().len()];
     let mut grouped = vec![false; blocks.len()];
+    let mut vouched = !probes.is_empty();
     let kept_of = |range: std::ops::Range<usize>| {
         range
             .filter(|&i| kept.is_none_or(|kept| kept[i]))
@@ -56,19 +61,28 @@ fn workers_to_ask(
         }
         let owner = placement.owner(&group.name);
         owning[owner] = true;
-        let may_hold = match (&group.header, probes.is_empty()) {
-            (_, true) | (Err(_), _) => true,
+        // Whether the group may hold the keys, and whether a filter said so.
+        let (may_hold, by_filter) = match (&group.header, probes.is_empty()) {
+            (_, true) | (Err(_), _) => (true, false),
             (Ok(header), false) => match routing.filter(table, &group.name, header) {
-                Some(filter) => probes.iter().all(|(column, hashes)| {
-                    hashes
-                        .iter()
-                        .any(|&h| filter.may_contain(column, h).unwrap_or(true))
-                }),
-                None => true,
+                Some(filter) => {
+                    // A column the filter does not cover (one min/max routes) it cannot vouch for.
+                    let mut covered = true;
+                    let may_hold = probes.iter().all(|(column, hashes)| {
+                        hashes.iter().any(|&h| {
+                            let answer = filter.may_contain(column, h);
+                            covered &= answer.is_some();
+                            answer.unwrap_or(true)
+                        })
+                    });
+                    (may_hold, covered)
+                }
+                None => (true, false),
             },
         };
         if may_hold {
             chosen[owner].extend(read);
+            vouched &= by_filter;
         }
     }
     for i in kept_of(0..blocks.len()) {
@@ -76,6 +90,7 @@ fn workers_to_ask(
             let owner = placement.owner(blocks.block_id(i as usize));
             owning[owner] = true;
             chosen[owner].push(i);
+            vouched = false;
         }
     }
     routing.forget_replaced(table, blocks);
@@ -87,6 +102,7 @@ fn workers_to_ask(
         workers,
         skipped,
         chosen,
+        vouched,
     }
 }
 
@@ -95,6 +111,10 @@ fn workers_to_ask(
 /// min/max keeps, less those whose node filter rules the predicate's keys out (unless
 /// `node_filters` is off), and each one's blocks. What a distributed scan and a coordinator's
 /// point lookup both decide.
+///
+/// The node filters are asked first, from the predicate's literal guarantees: when every group
+/// they leave has a loaded filter, min/max is skipped, and with it building a pruning predicate,
+/// a tenth of a coordinator's CPU per lookup.
 pub fn shares_to_ask(
     routing: &Arc<RoutingFilters>,
     table: &Table,
@@ -103,16 +123,17 @@ pub fn shares_to_ask(
     node_filters: bool,
     placement: Arc<Placement>,
 ) -> Result<(Shares, Vec<Vec<u32>>)> {
-    let pruning = predicate.and_then(|p| pruning_predicate(table, p));
-    let kept = pruning
-        .as_ref()
-        .map(|p| minmax_keep(blocks, p))
-        .transpose()?;
-    let probes = pruning
-        .filter(|_| node_filters)
-        .map(|p| probes(table, p.literal_guarantees()))
-        .unwrap_or_default();
-    let asked = workers_to_ask(routing, table, blocks, kept.as_deref(), &placement, &probes);
+    let probes = match predicate.filter(|_| node_filters) {
+        Some(predicate) => probes(table, &LiteralGuarantee::analyze(predicate)),
+        None => Vec::new(),
+    };
+    let mut asked = workers_to_ask(routing, table, blocks, None, &placement, &probes);
+    if !asked.vouched
+        && let Some(pruning) = predicate.and_then(|p| pruning_predicate(table, p))
+    {
+        let kept = minmax_keep(blocks, &pruning)?;
+        asked = workers_to_ask(routing, table, blocks, Some(&kept), &placement, &probes);
+    }
     let shares = Shares {
         placement,
         workers: asked.workers,
