@@ -33,7 +33,7 @@ use sieve_storage::{BlockDeletes, BlockList, Deletes, RoaringBitmap, StorageErro
 use crate::error::to_df;
 use crate::scan::exec::{block_file, parquet_scan};
 use crate::scan::live_rows::{Positions, live_ranges};
-use crate::scan::pruning::{Narrowing, prune_blocks, pruning_predicate};
+use crate::scan::pruning::{Narrowing, prune_blocks};
 use crate::scan::routing::routing_of;
 
 /// Refuses a DELETE whose WHERE clause reads another relation (a subquery, a join): DataFusion
@@ -153,17 +153,14 @@ async fn choose(
     let table = &request.table;
     let snapshot = table.snapshot().await.map_err(to_df)?;
     let blocks = table.blocks(&snapshot).await.map_err(to_df)?;
-    let pruning = request
-        .pruning_predicate
-        .as_ref()
-        .filter(|_| request.pruning)
-        .and_then(|p| pruning_predicate(table, p));
     let routing = routing_of(context);
     let outcome = prune_blocks(
         table,
         &blocks,
         None,
-        pruning.as_deref().map(Narrowing::Prune),
+        (request.pruning_predicate.as_ref())
+            .filter(|_| request.pruning)
+            .map(Narrowing::Prune),
         request.locator,
         routing.as_ref(),
     )

@@ -47,7 +47,7 @@ use crate::error::{Classified, ErrorClass, external, to_df};
 use crate::options::SieveOptions;
 use crate::scan::live_rows::live_ranges;
 use crate::scan::page_read;
-use crate::scan::pruning::{Narrowing, PruneOutcome, prune_blocks, pruning_predicate};
+use crate::scan::pruning::{Narrowing, PruneOutcome, prune_blocks};
 use crate::scan::routing::routing_of;
 use crate::scan::verified_reader::{BlockPages, VerifiedReaderFactory};
 
@@ -329,14 +329,13 @@ impl SieveScanExec {
         };
         let resolved = Instant::now();
         let predicate = request.predicate.as_ref().filter(|_| request.pruning);
-        let (pruning, guarantees) = match (predicate, &request.chosen) {
-            (Some(p), Some(_)) => (None, LiteralGuarantee::analyze(p)),
-            (Some(p), None) => (pruning_predicate(table, p), Vec::new()),
-            (None, _) => (None, Vec::new()),
+        let guarantees = match (predicate, &request.chosen) {
+            (Some(p), Some(_)) => LiteralGuarantee::analyze(p),
+            _ => Vec::new(),
         };
-        let narrowing = match (&pruning, &request.chosen) {
-            (Some(pruning), _) => Some(Narrowing::Prune(pruning)),
-            (None, Some(_)) if predicate.is_some() => Some(Narrowing::Chosen(&guarantees)),
+        let narrowing = match (predicate, &request.chosen) {
+            (Some(_), Some(_)) => Some(Narrowing::Chosen(&guarantees)),
+            (Some(p), None) => Some(Narrowing::Prune(p)),
             (None, _) => None,
         };
         let routing = routing_of(context);

@@ -9,6 +9,7 @@
 //! unreadable all mean "read the block"; a locator that is missing or damaged means "ask the
 //! sidecars".
 
+use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
@@ -18,7 +19,7 @@ use datafusion::arrow::datatypes::DataType;
 use datafusion::common::{Column, ScalarValue};
 use datafusion::error::Result;
 use datafusion::physical_expr::PhysicalExpr;
-use datafusion::physical_expr::utils::{Guarantee, LiteralGuarantee};
+use datafusion::physical_expr::utils::{Guarantee, LiteralGuarantee, collect_columns};
 use datafusion::physical_optimizer::pruning::{
     PruningPredicate, PruningPredicateBuilder, PruningStatistics,
 };
@@ -283,12 +284,13 @@ pub fn probes(table: &Table, guarantees: &[LiteralGuarantee]) -> Vec<(String, Ve
 
 /// How a scan narrows its blocks by its predicate.
 pub enum Narrowing<'a> {
-    /// Every step: routing filters, min/max, then locators and sidecars.
-    Prune(&'a PruningPredicate),
+    /// Every step: routing filters, min/max (its pruning predicate built only when the filters
+    /// leave blocks they cannot vouch for: [`probes_cover`]), then locators and sidecars.
+    Prune(&'a Arc<dyn PhysicalExpr>),
     /// The blocks given are what a coordinator's min/max and node filters kept for this worker
     /// ([`crate::cluster::remote_lookup`]): its routing filters, locators and sidecars are left
-    /// to ask, for the predicate's guarantees. A worker that built a pruning predicate and ran
-    /// min/max again did its coordinator's work twice.
+    /// to ask, for the predicate's guarantees. A worker that ran min/max again did its
+    /// coordinator's work twice.
     Chosen(&'a [LiteralGuarantee]),
 }
 
@@ -328,34 +330,58 @@ fn minmax_survivors(
         .collect())
 }
 
-/// Per block, whether a loaded routing filter rules out its group for one of `probes` (every
-/// probe must hold for a row to match): such blocks need neither min/max nor a locator read.
-/// Only the groups of `owned` blocks are asked, so a worker loads the filters of its own
-/// groups only: memory partitions by owner.
-fn routed_out(
+/// What the routing filters said of each block.
+struct Routed {
+    /// Its group is ruled out for one of the probes (every probe must hold for a row to
+    /// match): it needs neither min/max nor a locator read.
+    out: Vec<bool>,
+    /// Its group's loaded filter answered for every probe: min/max could drop it only when the
+    /// filter's "maybe" is a false positive, which its locator answers anyway.
+    vouched: Vec<bool>,
+}
+
+/// What the loaded routing filters say of `blocks` for `probes`. Only the groups of `owned`
+/// blocks are asked, so a worker loads the filters of its own groups only: memory partitions
+/// by owner.
+fn routed(
     table: &Table,
     blocks: &BlockList,
     owned: Option<&[bool]>,
     probes: &[(String, Vec<u64>)],
     routing: &Arc<RoutingFilters>,
     outcome: &mut PruneOutcome,
-) -> Vec<bool> {
+) -> Routed {
     let mut out = vec![false; blocks.len()];
+    let mut vouched = out.clone();
     for group in blocks.locator_groups() {
         if owned.is_some_and(|o| !o[group.blocks.clone()].contains(&true)) {
             continue;
         }
         let Ok(header) = &group.header else { continue };
-        let ruled_out = probes.iter().any(|(column, hashes)| {
-            header.column(column).is_some()
-                && routing.may_hold(table, &group.name, header, column, hashes) == Some(false)
-        });
-        if ruled_out {
+        let answers: Vec<Option<bool>> = (probes.iter())
+            .map(|(column, hashes)| {
+                header.column(column)?;
+                routing.may_hold(table, &group.name, header, column, hashes)
+            })
+            .collect();
+        if answers.contains(&Some(false)) {
             outcome.locator_groups_routed_out += 1;
             out[group.blocks.clone()].fill(true);
+        } else if !answers.contains(&None) {
+            vouched[group.blocks.clone()].fill(true);
         }
     }
-    out
+    Routed { out, vouched }
+}
+
+/// Whether the keys `probes` name are the whole of `predicate`: every column it reads is
+/// probed. Then routing filters that vouched for every block left make min/max worthless (it
+/// could only narrow on another column), and its pruning predicate is not built.
+pub fn probes_cover(predicate: &Arc<dyn PhysicalExpr>, probes: &[(String, Vec<u64>)]) -> bool {
+    !probes.is_empty()
+        && collect_columns(predicate)
+            .iter()
+            .all(|c| probes.iter().any(|(name, _)| name == c.name()))
 }
 
 /// Chooses the blocks to read among `owned` (all when None: a distributed scan's task reads only
@@ -388,25 +414,35 @@ pub async fn prune_blocks(
             outcome.survivors = mine;
             return Ok(outcome);
         }
-        Some(Narrowing::Prune(predicate)) => (predicate.literal_guarantees(), Some(predicate)),
-        Some(Narrowing::Chosen(guarantees)) => (guarantees, None),
+        Some(Narrowing::Prune(predicate)) => (
+            Cow::Owned(LiteralGuarantee::analyze(predicate)),
+            Some(predicate),
+        ),
+        Some(Narrowing::Chosen(guarantees)) => (Cow::Borrowed(guarantees), None),
     };
-    let probes = probes(table, guarantees);
+    let probes = probes(table, &guarantees);
     outcome.point_lookup = !probes.is_empty();
     // Routing first: it is in memory, and at 10,000 blocks min/max over every block's string
     // bounds would cost a lookup more than the rest of its pruning. A worker given chosen blocks
     // asks its routing filters again: groups beyond its coordinator's `--node-filter-mib` were
     // chosen unasked.
-    let candidates: Vec<usize> = match routing.filter(|_| use_locator && !probes.is_empty()) {
+    let (candidates, vouched): (Vec<usize>, bool) = match routing
+        .filter(|_| use_locator && !probes.is_empty())
+    {
         Some(routing) => {
-            let out = routed_out(table, blocks, owned, &probes, routing, &mut outcome);
-            mine.iter().copied().filter(|&i| !out[i]).collect()
+            let routed = routed(table, blocks, owned, &probes, routing, &mut outcome);
+            let candidates: Vec<usize> = mine.iter().copied().filter(|&i| !routed.out[i]).collect();
+            let vouched = candidates.iter().all(|&i| routed.vouched[i]);
+            (candidates, vouched)
         }
-        None => mine.clone(),
+        None => (mine.clone(), false),
     };
     outcome.pruned_by_locator = mine.len() - candidates.len();
-    let survivors = match predicate {
-        Some(predicate) => minmax_survivors(blocks, candidates, predicate)?,
+    let minmax = predicate
+        .filter(|p| !candidates.is_empty() && !(vouched && probes_cover(p, &probes)))
+        .and_then(|p| pruning_predicate(table, p));
+    let survivors = match minmax {
+        Some(minmax) => minmax_survivors(blocks, candidates, &minmax)?,
         None => candidates,
     };
     outcome.pruned_by_minmax = mine.len() - outcome.pruned_by_locator - survivors.len();
