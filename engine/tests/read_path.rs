@@ -31,6 +31,16 @@ async fn logged_session_caching(
     (session, log, storage)
 }
 
+/// Table `default.t` of `storage`, opened directly (not through a session).
+async fn table_t(storage: &Storage) -> sieve_storage::Table {
+    sieve_storage::Catalog::open(storage.clone())
+        .await
+        .unwrap()
+        .open_table("default", "t")
+        .await
+        .unwrap()
+}
+
 /// An engine on `location` whose every storage request is logged, keeping up to `data_bytes` of
 /// blocks' bytes in memory, and bytes on disk in `disk`.
 async fn logged_engine(
@@ -394,12 +404,7 @@ async fn concurrent_queries_share_freshness_checks() {
     )
     .await;
     run(&session, "insert into t values (10)").await;
-    let table = sieve_storage::Catalog::open(storage.clone())
-        .await
-        .unwrap()
-        .open_table("default", "t")
-        .await
-        .unwrap();
+    let table = table_t(&storage).await;
     table.snapshot().await.unwrap();
     log.take();
     let snapshots = futures::future::join_all((0..50).map(|_| table.snapshot())).await;
@@ -506,12 +511,7 @@ async fn a_cold_lookup_waits_for_few_round_trips() {
         // One locator page per group, read side by side: one group as the write is meant to
         // cut it, but a CI run under load once found the table in two (not reproduced alone;
         // the round trips above were still 4 and 3).
-        let table = sieve_storage::Catalog::open(storage.clone())
-            .await
-            .unwrap()
-            .open_table("default", "t")
-            .await
-            .unwrap();
+        let table = table_t(&storage).await;
         let snapshot = table.snapshot().await.unwrap();
         let groups = table
             .blocks(&snapshot)

@@ -358,16 +358,20 @@ fn routed(
             continue;
         }
         let Ok(header) = &group.header else { continue };
-        let answers: Vec<Option<bool>> = (probes.iter())
-            .map(|(column, hashes)| {
-                header.column(column)?;
-                routing.may_hold(table, &group.name, header, column, hashes)
-            })
-            .collect();
-        if answers.contains(&Some(false)) {
+        // Per group per lookup, so no list of answers: whether one ruled the group out, and
+        // whether every probe was answered.
+        let (mut ruled_out, mut answered) = (false, true);
+        for (column, hashes) in probes {
+            let answer = header
+                .column(column)
+                .and_then(|_| routing.may_hold(table, &group.name, header, column, hashes));
+            ruled_out |= answer == Some(false);
+            answered &= answer.is_some();
+        }
+        if ruled_out {
             outcome.locator_groups_routed_out += 1;
             out[group.blocks.clone()].fill(true);
-        } else if !answers.contains(&None) {
+        } else if answered {
             vouched[group.blocks.clone()].fill(true);
         }
     }
