@@ -70,6 +70,8 @@ fn counters_rise_by_exactly_what_statements_did() {
             "sieve_object_store_transferred_bytes_total{operation=\"put\"}"
         ) > 0.0
     );
+    // One small insert is neither compacted nor merged in the background.
+    assert_eq!(rise(&before, &after, "sieve_merge_io_bytes_total"), 0.0);
     assert!(after.contains_key("sieve_cache_hits_total{cache=\"sidecar\"}"));
     assert!(after.contains_key("sieve_memory_pool_reserved_bytes"));
 

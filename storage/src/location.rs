@@ -38,8 +38,8 @@ pub struct Storage {
     definitions: Arc<Freshness<Option<TableDef>>>,
     /// Appends waiting to commit, shared by every clone ([`crate::write::group_commit`]).
     commits: Arc<CommitQueues>,
-    /// What paces locator group merges' I/O; None: unbounded.
-    merge_rate: Option<Arc<MergeRate>>,
+    /// What paces and counts background merges' and compactions' I/O.
+    merge_rate: Arc<MergeRate>,
 }
 
 /// object_store refuses a plain-HTTP endpoint unless told to, with only "builder error" on the
@@ -121,21 +121,27 @@ impl Storage {
             snapshots: Arc::default(),
             definitions: Arc::default(),
             commits: Arc::default(),
-            merge_rate: None,
+            merge_rate: Arc::new(MergeRate::new(0)),
         }
     }
 
-    /// The same storage with its locator group merges reading and writing at most `mib_per_s`
-    /// MiB per second together ([`crate::operations::merge_rate`]); 0: unbounded.
+    /// The same storage with its locator group merges and compactions reading and writing at
+    /// most `mib_per_s` MiB per second together ([`crate::operations::merge_rate`]); 0:
+    /// unbounded.
     pub fn with_merge_rate(self, mib_per_s: u64) -> Self {
         Self {
-            merge_rate: MergeRate::new(mib_per_s).map(Arc::new),
+            merge_rate: Arc::new(MergeRate::new(mib_per_s)),
             ..self
         }
     }
 
-    pub(crate) fn merge_rate(&self) -> Option<&MergeRate> {
-        self.merge_rate.as_deref()
+    pub(crate) fn merge_rate(&self) -> &MergeRate {
+        &self.merge_rate
+    }
+
+    /// Bytes this storage's background merges and compactions have read and written.
+    pub fn merge_io_bytes(&self) -> u64 {
+        self.merge_rate.spent()
     }
 
     /// The same store with caches that keep up to `sidecar_bytes` of opened sidecar entries and

@@ -1,8 +1,8 @@
 //! What this process asks of object storage and finds in its caches, for Prometheus
 //! (`sieve serve --metrics-port`): requests, errors and bytes by operation, counted where every
 //! store's requests pass ([`crate::read::request_trace::TracedStore`]), process-wide as the
-//! storage they reach is; and each cache's hits, misses and bytes, read from the caches when
-//! scraped.
+//! storage they reach is; and each cache's hits, misses and bytes, and the bytes background
+//! merges spent, read from the storage when scraped.
 
 use std::sync::LazyLock;
 
@@ -169,6 +169,12 @@ impl Collector for CacheCollector {
                 ConstGauge::new(bytes as i64).encode(metric.encode_family(&label)?)?;
             }
         }
+        let spent = ConstCounter::new(self.0.merge_io_bytes());
+        let help = "Bytes background locator merges and compactions read and wrote \
+                    (merge_io_mib_per_s paces them)";
+        let metric =
+            encoder.encode_descriptor("merge_io", help, Some(&Unit::Bytes), spent.metric_type())?;
+        spent.encode(metric)?;
         Ok(())
     }
 }

@@ -537,9 +537,28 @@ async fn small_appends_compact_once_sixteen_share_a_size() {
         }
         assert_eq!(table.delete_rows(deletes).await.unwrap().rows, 20);
 
+        let spent_before = storage.merge_io_bytes();
         let done = table.compact_small_appends().await.unwrap();
         let done = (done.blocks_removed, done.blocks_written, done.rows_written);
         assert_eq!(done, (40, 1, 180));
+        // Its reads and writes are merge I/O: the 40 blocks read, the block, sidecar and
+        // locator written.
+        let after = table
+            .blocks(&table.snapshot().await.unwrap())
+            .await
+            .unwrap();
+        let read: u64 = (1..blocks.len())
+            .map(|i| blocks.data_bytes().value(i))
+            .sum();
+        let [group] = &after.locator_groups()[1..] else {
+            panic!("one group is written: {:?}", after.locator_groups());
+        };
+        let locator = table.locator_path(&group.name);
+        let locator = storage.store().head(&locator).await.unwrap();
+        let new = group.blocks.start;
+        let written =
+            after.data_bytes().value(new) + after.sidecar_bytes().value(new) + locator.size;
+        assert_eq!(storage.merge_io_bytes() - spent_before, read + written);
         five_rows_each(40, 55).await;
         let again = table.compact_small_appends().await.unwrap();
         assert_eq!(

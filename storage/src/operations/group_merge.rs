@@ -172,8 +172,7 @@ impl Table {
         let file =
             tokio::task::spawn_blocking(move || keys.build(slice_rows, slices, bits)).await??;
         let name = uuid::Uuid::new_v4().simple().to_string();
-        self.upload_locator(&name, &file, self.storage().merge_rate())
-            .await?;
+        self.upload_locator(&name, &file, true).await?;
         Ok(MergedGroup {
             name,
             header: file.header,
@@ -208,9 +207,10 @@ impl Table {
     ) -> Result<Bytes> {
         let path = self.block_path(blocks.block_id(i));
         let checksums = blocks.checksums(i);
-        if let Some(rate) = self.storage().merge_rate() {
-            rate.spend(checksums.file_len()).await;
-        }
+        self.storage()
+            .merge_rate()
+            .spend(checksums.file_len())
+            .await;
         let bytes = self.storage().store().get(&path).await?.bytes().await?;
         let whole = 0..checksums.file_len();
         checksums.check(path.as_ref(), &whole, bytes)

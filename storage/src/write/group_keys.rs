@@ -22,7 +22,6 @@ use sieve_index::retrieval::Scratch;
 use tempfile::TempDir;
 
 use crate::error::{Result, StorageError};
-use crate::operations::merge_rate::MergeRate;
 use crate::read::table::Table;
 
 /// Keys (16 bytes each) a group holds in memory over all its columns before it spills them:
@@ -336,15 +335,16 @@ fn read_part(path: &Path) -> Result<Vec<(u64, u32, u32)>> {
 }
 
 impl Table {
-    /// Uploads a locator file as `name`, spending `rate` (a merge's I/O budget) if given: one
-    /// request for a file in memory, a multipart upload streamed from a spilled one (aborted if
-    /// it fails, so no parts are left behind).
+    /// Uploads a locator file as `name`, spending the merge I/O budget if `merge_io` (a merge or
+    /// a compaction uploads it): one request for a file in memory, a multipart upload streamed
+    /// from a spilled one (aborted if it fails, so no parts are left behind).
     pub(crate) async fn upload_locator(
         &self,
         name: &str,
         file: &LocatorFile,
-        rate: Option<&MergeRate>,
+        merge_io: bool,
     ) -> Result<()> {
+        let rate = merge_io.then(|| self.storage().merge_rate());
         let path = self.locator_path(name);
         let store = self.storage().store();
         let pages = match &file.body {

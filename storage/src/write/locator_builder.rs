@@ -57,6 +57,8 @@ pub struct LocatorBuilder {
     always_located: Vec<bool>,
     /// Groups the table had before this write; read when the first group is built.
     groups_before: Option<u64>,
+    /// Whether uploads spend the merge I/O budget (a compaction's do).
+    merge_io: bool,
     started: u64,
     /// Groups building, each with whether it spilled.
     tasks: JoinSet<(bool, Result<Option<BuiltGroup>>)>,
@@ -152,11 +154,20 @@ impl LocatorBuilder {
             open: None,
             always_located: vec![false; columns],
             groups_before: None,
+            merge_io: false,
             started: 0,
             tasks: JoinSet::new(),
             max_building: crate::write::writer::parallelism(),
             spilled_building: false,
             built: Vec::new(),
+        }
+    }
+
+    /// The same builder, its uploads paced and counted as merge I/O.
+    pub(crate) fn as_merge_io(self) -> Self {
+        Self {
+            merge_io: true,
+            ..self
         }
     }
 
@@ -297,7 +308,7 @@ impl LocatorBuilder {
         };
         self.started += 1;
         let ordinal = groups_before + self.started;
-        let table = self.table.clone();
+        let (table, merge_io) = (self.table.clone(), self.merge_io);
         self.tasks.spawn(async move {
             let options = &table.def().options;
             let slices = options.block_rows.div_ceil(SLICE_ROWS as usize) as u32;
@@ -319,7 +330,7 @@ impl LocatorBuilder {
                 }
             };
             let name = uuid::Uuid::new_v4().simple().to_string();
-            let uploaded = table.upload_locator(&name, &file, None).await;
+            let uploaded = table.upload_locator(&name, &file, merge_io).await;
             let built = uploaded.map(|()| {
                 Some(BuiltGroup {
                     first_block,

@@ -35,6 +35,8 @@ pub struct TableWriter {
     rows_written: u64,
     /// A COPY's new list of copied files, committed with its rows.
     copies: Option<CopiesChange>,
+    /// Whether uploads spend the merge I/O budget (a compaction's do).
+    merge_io: bool,
 }
 
 /// What a finished write committed.
@@ -69,6 +71,17 @@ impl TableWriter {
             blocks_started: 0,
             rows_written: 0,
             copies: None,
+            merge_io: false,
+        }
+    }
+
+    /// The same writer, its uploads paced and counted as merge I/O
+    /// ([`crate::operations::merge_rate`]): a compaction is background work like a merge.
+    pub(crate) fn as_merge_io(self) -> Self {
+        Self {
+            locators: self.locators.map(LocatorBuilder::as_merge_io),
+            merge_io: true,
+            ..self
         }
     }
 
@@ -136,11 +149,16 @@ impl TableWriter {
         let table = self.table.clone();
         let sequence = self.blocks_started;
         self.blocks_started += 1;
+        let merge_io = self.merge_io;
         self.tasks.spawn(async move {
             let def = table.def().clone();
             let id = uuid::Uuid::new_v4().simple().to_string();
             let encoded =
                 tokio::task::spawn_blocking(move || encode_block(&def, id, &batches)).await??;
+            if merge_io {
+                let bytes = encoded.parquet.len() + encoded.sidecar.len();
+                table.storage().merge_rate().spend(bytes as u64).await;
+            }
             let store = table.storage().store();
             let (block_path, sidecar_path) = (
                 table.block_path(&encoded.stats.id),
