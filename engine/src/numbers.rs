@@ -1,5 +1,6 @@
-//! `numbers(N)`: the rows 0..N as column `number` (UInt64), streamed in several partitions so the
-//! expressions over it (Databend's `cast(rand() as string)`) run on every core.
+//! `numbers(N)`: the rows 0..N as column `number` (UInt64), streamed in the session's target
+//! partitions (one per core unless set) so the expressions over it (Databend's
+//! `cast(rand() as string)`) run on every core. With one partition its rows come in order.
 //!
 //! Partitions take fixed-size chunks round-robin rather than one contiguous range each: their
 //! merged output stays nearly in order, so blocks written from it keep tight min/max ranges.
@@ -36,7 +37,9 @@ impl TableFunctionImpl for NumbersFunction {
             DataType::UInt64,
             false,
         )]));
-        let partitions = sieve_storage::parallelism() as u64;
+        // Merged partitions come nearly in order, and only nearly: under load one can run a
+        // chunk or more ahead. A session that sets one partition gets the rows strictly in order.
+        let partitions = args.session().config().target_partitions().max(1) as u64;
         let streams: Vec<Arc<dyn PartitionStream>> = (0..partitions)
             .map(|p| {
                 Arc::new(NumbersPartition {

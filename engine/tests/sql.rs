@@ -489,3 +489,35 @@ async fn collecting_aggregates_answer_in_one_stage_as_in_two() {
         run(&session, "set sieve.one_stage_collect = true").await;
     }
 }
+
+/// numbers() streams in the session's target partitions: one gives its rows strictly in order
+/// (merged partitions come only nearly in order, and under load one can run a chunk ahead).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn numbers_streams_in_the_sessions_partitions() {
+    let session = memory_session().await;
+    for partitions in [1, 3] {
+        run(
+            &session,
+            &format!("set datafusion.execution.target_partitions = {partitions}"),
+        )
+        .await;
+        let plan = text(&run(&session, "explain select number from numbers(300000)").await);
+        assert!(
+            plan.contains(&format!("partition_sizes={partitions}")),
+            "{plan}"
+        );
+    }
+    run(&session, "set datafusion.execution.target_partitions = 1").await;
+    let output = run(&session, "select number from numbers(300000)").await;
+    let mut next = 0u64;
+    for batch in &output.batches {
+        for i in 0..batch.num_rows() {
+            assert_eq!(
+                array_value_to_string(batch.column(0), i).unwrap(),
+                next.to_string()
+            );
+            next += 1;
+        }
+    }
+    assert_eq!(next, 300000);
+}
