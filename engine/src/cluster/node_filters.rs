@@ -15,7 +15,7 @@ use sieve_storage::{BlockList, Table};
 
 use crate::cluster::placement::Placement;
 use crate::scan::exec::Shares;
-use crate::scan::pruning::{minmax_keep, probes, probes_cover, pruning_predicate};
+use crate::scan::pruning::{minmax_keep, minmax_needed, probes};
 use crate::scan::routing::RoutingFilters;
 
 /// Which workers a lookup asks.
@@ -113,7 +113,7 @@ fn workers_to_ask(
 /// point lookup both decide.
 ///
 /// The node filters are asked first, from the predicate's literal guarantees: when every group
-/// they leave has a loaded filter and the keys are the whole predicate ([`probes_cover`]),
+/// they leave has a loaded filter and the keys are the whole predicate ([`minmax_needed`]),
 /// min/max is skipped, and with it building a pruning predicate.
 pub fn shares_to_ask(
     routing: &Arc<RoutingFilters>,
@@ -128,8 +128,7 @@ pub fn shares_to_ask(
         None => Vec::new(),
     };
     let mut asked = workers_to_ask(routing, table, blocks, None, &placement, &probes);
-    let vouched = asked.vouched && predicate.is_some_and(|p| probes_cover(p, &probes));
-    if !vouched && let Some(pruning) = predicate.and_then(|p| pruning_predicate(table, p)) {
+    if let Some(pruning) = minmax_needed(table, predicate, &probes, asked.vouched) {
         let kept = minmax_keep(blocks, &pruning)?;
         asked = workers_to_ask(routing, table, blocks, Some(&kept), &placement, &probes);
     }

@@ -264,7 +264,7 @@ const LOCATOR_CONCURRENCY: usize = 64;
 
 /// The predicate as DataFusion's pruning predicate over the table's columns; None if it cannot
 /// prune.
-pub fn pruning_predicate(
+fn pruning_predicate(
     table: &Table,
     predicate: &Arc<dyn PhysicalExpr>,
 ) -> Option<Arc<PruningPredicate>> {
@@ -285,7 +285,7 @@ pub fn probes(table: &Table, guarantees: &[LiteralGuarantee]) -> Vec<(String, Ve
 /// How a scan narrows its blocks by its predicate.
 pub enum Narrowing<'a> {
     /// Every step: routing filters, min/max (its pruning predicate built only when the filters
-    /// leave blocks they cannot vouch for: [`probes_cover`]), then locators and sidecars.
+    /// leave blocks they cannot vouch for: [`minmax_needed`]), then locators and sidecars.
     Prune(&'a Arc<dyn PhysicalExpr>),
     /// The blocks given are what a coordinator's min/max and node filters kept for this worker
     /// ([`crate::cluster::remote_lookup`]): its routing filters, locators and sidecars are left
@@ -378,14 +378,26 @@ fn routed(
     Routed { out, vouched }
 }
 
-/// Whether the keys `probes` name are the whole of `predicate`: every column it reads is
-/// probed. Then routing filters that vouched for every block left make min/max worthless (it
-/// could only narrow on another column), and its pruning predicate is not built.
-pub fn probes_cover(predicate: &Arc<dyn PhysicalExpr>, probes: &[(String, Vec<u64>)]) -> bool {
-    !probes.is_empty()
-        && collect_columns(predicate)
-            .iter()
-            .all(|c| probes.iter().any(|(name, _)| name == c.name()))
+/// The min/max predicate a lookup still needs once the routing (or node) filters have answered:
+/// None when they `vouched` for every block left and the keys `probes` name are the whole of
+/// `predicate` (every column it reads is probed, so min/max could only narrow on another
+/// column), or when min/max cannot prune on it. One rule for a scan's pruning and a
+/// coordinator's choice of workers.
+pub fn minmax_needed(
+    table: &Table,
+    predicate: Option<&Arc<dyn PhysicalExpr>>,
+    probes: &[(String, Vec<u64>)],
+    vouched: bool,
+) -> Option<Arc<PruningPredicate>> {
+    let covered = |p: &Arc<dyn PhysicalExpr>| {
+        !probes.is_empty()
+            && collect_columns(p)
+                .iter()
+                .all(|c| probes.iter().any(|(name, _)| name == c.name()))
+    };
+    predicate
+        .filter(|p| !(vouched && covered(p)))
+        .and_then(|p| pruning_predicate(table, p))
 }
 
 /// Chooses the blocks to read among `owned` (all when None: a distributed scan's task reads only
@@ -442,9 +454,9 @@ pub async fn prune_blocks(
         None => (mine.clone(), false),
     };
     outcome.pruned_by_locator = mine.len() - candidates.len();
-    let minmax = predicate
-        .filter(|p| !candidates.is_empty() && !(vouched && probes_cover(p, &probes)))
-        .and_then(|p| pruning_predicate(table, p));
+    let minmax = (!candidates.is_empty())
+        .then(|| minmax_needed(table, predicate, &probes, vouched))
+        .flatten();
     let survivors = match minmax {
         Some(minmax) => minmax_survivors(blocks, candidates, &minmax)?,
         None => candidates,
