@@ -356,8 +356,32 @@ struct RestCatalogServer {
     uri: String,
 }
 
+/// Keys of a MinIO session (STS AssumeRole as the tests' root user, an hour long): keys a
+/// server given only other keys can read with only if they are vended to it.
+fn minio_session_keys() -> [String; 3] {
+    let script = "import boto3, os\n\
+        sts = boto3.client('sts', endpoint_url=os.environ['AWS_ENDPOINT'], region_name=os.environ['AWS_REGION'])\n\
+        c = sts.assume_role(RoleArn='arn:minio:iam:::role/sieve', RoleSessionName='sieve-tests', DurationSeconds=3600)['Credentials']\n\
+        print(c['AccessKeyId'], c['SecretAccessKey'], c['SessionToken'])";
+    let mut python = Command::new("python3");
+    python.args(["-c", script]);
+    let out = output_within(python, None, String::new);
+    assert!(
+        out.status.success(),
+        "MinIO's STS gave no session keys (scripts/test.sh installs boto3): {}",
+        stderr(&out)
+    );
+    let said = stdout(&out);
+    let keys: Vec<String> = said.split_whitespace().map(str::to_string).collect();
+    keys.try_into()
+        .unwrap_or_else(|_| panic!("not three keys: {said}"))
+}
+
 impl RestCatalogServer {
-    fn start(dir: &Path, warehouse: &str) -> Self {
+    /// `keys` (a MinIO session's) are the server's own S3 keys, which it vends with every
+    /// table it loads (the fixture's `include-credentials`).
+    fn start(dir: &Path, warehouse: &str, keys: &[String; 3]) -> Self {
+        let [key, secret, token] = keys;
         let classpath = std::env::var("SIEVE_ICEBERG_REST_CLASSPATH").expect(
             "SIEVE_ICEBERG_REST_CLASSPATH is the class path of Iceberg's REST catalog server \
              (scripts/test.sh resolves it with Maven from cli/tests/iceberg/rest/pom.xml)",
@@ -384,6 +408,10 @@ impl RestCatalogServer {
             )
             .env("CATALOG_S3_PATH__STYLE__ACCESS", "true")
             .env("CATALOG_REST_PORT", "0")
+            .env("CATALOG_S3_ACCESS__KEY__ID", key)
+            .env("CATALOG_S3_SECRET__ACCESS__KEY", secret)
+            .env("CATALOG_S3_SESSION__TOKEN", token)
+            .env("CATALOG_INCLUDE__CREDENTIALS", "true")
             .stdout(file.try_clone().unwrap())
             .stderr(file)
             .stdin(Stdio::null())
@@ -404,11 +432,14 @@ impl Drop for RestCatalogServer {
     }
 }
 
+/// The catalog vends the keys of a MinIO session with each table, and Sieve is configured
+/// with keys MinIO refuses: every read below (metadata, manifests, data files, the index
+/// build) goes out with the vended keys.
 #[test]
 fn a_rest_catalog_is_read_as_pyiceberg_reads_it() {
     let dir = tempfile::tempdir().unwrap();
     let prefix = format!("{}/rest-{}", common::s3_base(), std::process::id());
-    let rest = RestCatalogServer::start(dir.path(), &prefix);
+    let rest = RestCatalogServer::start(dir.path(), &prefix, &minio_session_keys());
     let read = pyiceberg_at(dir.path(), "make", Some(&prefix), Some(&rest.uri));
     pyiceberg_at(dir.path(), "nested", Some(&prefix), Some(&rest.uri));
     // The token route is asked for a token once, which every question then carries; a second
@@ -416,6 +447,7 @@ fn a_rest_catalog_is_read_as_pyiceberg_reads_it() {
     let config = format!(
         "[[iceberg_catalogs]]\nname = \"lake\"\nuri = \"{}\"\nwarehouse = \"{prefix}\"\n\
          credential = \"sieve:secret\"\n\
+         access_key_id = \"nobody\"\nsecret_access_key = \"refused\"\n\
          [[iceberg_catalogs]]\nname = \"down\"\nuri = \"http://127.0.0.1:1\"\n\
          warehouse = \"{prefix}\"\n",
         rest.uri

@@ -13,6 +13,7 @@ use crate::file_cache::{FILE_CACHE_BYTES, FileCache};
 use crate::rest_catalog::{RestAuth, RestCatalog};
 use crate::sql_catalog::SqlCatalog;
 use crate::table_scan::TableScan;
+use crate::vended::Renew;
 use crate::warehouse::Warehouse;
 
 /// Planned scans kept per catalog (by metadata file).
@@ -134,7 +135,16 @@ impl IcebergCatalog {
     pub async fn scan(&self, namespace: &str, table: &str) -> Result<Option<Arc<TableScan>>> {
         let location = match &self.tables {
             TableList::Sql(sql) => sql.metadata_location(namespace, table).await?,
-            TableList::Rest(rest) => rest.metadata_location(namespace, table).await?,
+            TableList::Rest(rest) => {
+                let loaded = rest.load_table(namespace, table).await?;
+                // Before the metadata file is read: it may be readable with the keys only.
+                if let Some(loaded) = &loaded {
+                    self.warehouse.vend(&loaded.vended, |one| {
+                        renew(rest.clone(), namespace, table, &one.prefix)
+                    })?;
+                }
+                loaded.map(|loaded| loaded.metadata_location)
+            }
         };
         let Some(location) = location else {
             return Ok(None);
@@ -152,12 +162,30 @@ impl IcebergCatalog {
     }
 }
 
+/// Asks `rest` for `namespace.table`'s keys for `prefix` again: the table loaded anew.
+fn renew(rest: Arc<RestCatalog>, namespace: &str, table: &str, prefix: &str) -> Renew {
+    let (namespace, table, prefix) = (namespace.to_string(), table.to_string(), prefix.to_string());
+    Arc::new(move || {
+        let (rest, namespace, table, prefix) = (
+            rest.clone(),
+            namespace.clone(),
+            table.clone(),
+            prefix.clone(),
+        );
+        Box::pin(async move {
+            let loaded = rest.load_table(&namespace, &table).await?;
+            let vended = loaded.map(|l| l.vended).unwrap_or_default();
+            Ok(vended.into_iter().find(|v| v.prefix == prefix))
+        })
+    })
+}
+
 /// Where a catalog keeps its table list: the kind of catalog `uri` names.
 #[derive(Debug)]
 enum TableList {
     Sql(SqlCatalog),
-    /// Boxed: the HTTP client is several times a SQL catalog's size.
-    Rest(Box<RestCatalog>),
+    /// Shared with the keys it vends, which ask it again when they expire.
+    Rest(Arc<RestCatalog>),
 }
 
 impl TableList {
@@ -214,7 +242,7 @@ impl TableList {
             }
             (None, None) => RestAuth::None,
         };
-        Ok(Self::Rest(Box::new(RestCatalog::new(
+        Ok(Self::Rest(Arc::new(RestCatalog::new(
             &config.name,
             &config.uri,
             config.rest_warehouse.clone(),

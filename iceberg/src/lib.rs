@@ -26,6 +26,7 @@ mod rest_catalog;
 mod schema;
 mod sql_catalog;
 mod table_scan;
+mod vended;
 mod warehouse;
 
 pub use catalog::{CatalogConfig, IcebergCatalog};

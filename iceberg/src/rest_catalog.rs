@@ -1,7 +1,8 @@
 //! Iceberg's REST catalog (the spec: apache/iceberg `open-api/rest-catalog-open-api.yaml`), the
 //! catalog Polaris, Unity Catalog, Lakekeeper, Gravitino, Nessie, AWS Glue and S3 Tables serve.
 //! Sieve asks it three questions, as it asks the SQL catalog: the namespaces, a namespace's
-//! tables, and a table's current metadata file. It writes nothing.
+//! tables, and a table's current metadata file (with the keys it vends for the table's files:
+//! vended.rs). It writes nothing.
 //!
 //! The first question fetches the catalog's configuration (`GET /v1/config`), which may give a
 //! path `prefix` (Polaris: the catalog's name) and another base `uri`; every later path goes
@@ -21,6 +22,7 @@ use tokio::sync::{Mutex, OnceCell};
 use url::Url;
 
 use crate::error::{IcebergError, Result};
+use crate::vended::{self, StorageCredential, Vended};
 
 /// How long connecting to the catalog may take, and a whole request.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -95,6 +97,26 @@ struct TableIdentifier {
 struct LoadTableResponse {
     #[serde(rename = "metadata-location")]
     metadata_location: Option<String>,
+    #[serde(default)]
+    metadata: TableLocation,
+    /// The table's properties for its client: vended keys among them.
+    #[serde(default)]
+    config: HashMap<String, String>,
+    #[serde(default, rename = "storage-credentials")]
+    storage_credentials: Vec<StorageCredential>,
+}
+
+/// Of the table's metadata, only where its files are.
+#[derive(Default, Deserialize)]
+struct TableLocation {
+    location: Option<String>,
+}
+
+/// A table as the catalog answers its load.
+pub struct LoadedTable {
+    pub metadata_location: String,
+    /// The S3 keys the catalog vends for the table's files, if it vends any.
+    pub vended: Vec<Vended>,
 }
 
 #[derive(Deserialize)]
@@ -141,21 +163,36 @@ impl RestCatalog {
         })
     }
 
-    /// The metadata file `namespace.table` is at now; None if the catalog has no such table.
-    pub async fn metadata_location(&self, namespace: &str, table: &str) -> Result<Option<String>> {
+    /// Where `namespace.table`'s metadata file is now, and the keys vended for its files;
+    /// None if the catalog has no such table.
+    pub async fn load_table(&self, namespace: &str, table: &str) -> Result<Option<LoadedTable>> {
         let mut url = self
             .route(&["namespaces", &levels_segment(namespace), "tables", table])
             .await?;
         // Only the metadata file's name is used: leave the snapshots out of the answer.
         url.query_pairs_mut().append_pair("snapshots", "refs");
-        let Some(loaded) = self.get::<LoadTableResponse>(url).await? else {
+        // Polaris, Unity Catalog and Lakekeeper vend keys only when asked to.
+        let delegation = ("X-Iceberg-Access-Delegation", "vended-credentials");
+        let Some(loaded) = self
+            .get_with::<LoadTableResponse>(url, &[delegation])
+            .await?
+        else {
             return Ok(None);
         };
-        loaded.metadata_location.map(Some).ok_or_else(|| {
+        let vended = vended::from_load_table(
+            loaded.metadata.location.as_deref(),
+            &loaded.config,
+            &loaded.storage_credentials,
+        );
+        let metadata_location = loaded.metadata_location.ok_or_else(|| {
             self.failed(format!(
                 "table {namespace}.{table} has no metadata-location (a staged table)"
             ))
-        })
+        })?;
+        Ok(Some(LoadedTable {
+            metadata_location,
+            vended,
+        }))
     }
 
     /// Every namespace, nested ones too, its levels joined by dots (`catalog.a.b.table`, or
@@ -295,9 +332,21 @@ impl RestCatalog {
     /// GETs `url` as JSON; None when the catalog answers 404 (no such namespace or table).
     /// A 401 renews a credential's token and asks once more.
     async fn get<T: serde::de::DeserializeOwned>(&self, url: Url) -> Result<Option<T>> {
+        self.get_with(url, &[]).await
+    }
+
+    /// [`Self::get`] with `headers` added.
+    async fn get_with<T: serde::de::DeserializeOwned>(
+        &self,
+        url: Url,
+        headers: &[(&str, &str)],
+    ) -> Result<Option<T>> {
         let mut renewed = false;
         loop {
             let mut request = self.client.get(url.clone());
+            for (name, value) in headers {
+                request = request.header(*name, *value);
+            }
             if let Some(token) = self.bearer(renewed).await? {
                 request = request.bearer_auth(token);
             }

@@ -12,6 +12,7 @@ use sieve_storage::{ExternalLocation, TracedStore};
 use url::Url;
 
 use crate::error::{IcebergError, Result};
+use crate::vended::{Renew, Vended, VendedStore};
 
 #[derive(Debug, Clone)]
 pub struct Warehouse {
@@ -23,6 +24,8 @@ pub struct Warehouse {
     /// The store's path of the prefix: empty for a local directory (the store is rooted
     /// there), the key prefix in the bucket for S3.
     base: Vec<String>,
+    /// An S3 warehouse's store, for the keys a REST catalog vends with its tables.
+    vended: Option<Arc<VendedStore>>,
 }
 
 impl Warehouse {
@@ -51,13 +54,15 @@ impl Warehouse {
                         .into(),
                     store: Arc::new(TracedStore::new(Arc::new(store))),
                     base: Vec::new(),
+                    vended: None,
                 })
             }
             "s3" | "s3a" => {
                 let bucket = parsed.host_str().ok_or_else(|| invalid("no bucket"))?;
-                let store = location
-                    .s3_store(bucket)
-                    .map_err(|e| invalid(&e.to_string()))?;
+                let store = Arc::new(
+                    VendedStore::new(location.clone(), bucket)
+                        .map_err(|e| invalid(&e.to_string()))?,
+                );
                 let mut prefix = format!("s3://{bucket}");
                 for segment in &segments {
                     prefix.push('/');
@@ -65,8 +70,9 @@ impl Warehouse {
                 }
                 Ok(Self {
                     prefix,
-                    store: Arc::new(TracedStore::new(Arc::new(store))),
+                    store: Arc::new(TracedStore::new(store.clone())),
                     base: segments,
+                    vended: Some(store),
                 })
             }
             other => Err(invalid(&format!(
@@ -81,6 +87,28 @@ impl Warehouse {
 
     pub fn url(&self) -> &str {
         &self.prefix
+    }
+
+    /// Sends the requests under each of `vended`'s prefixes with its keys from now on;
+    /// `renew` gives the way to ask the catalog for a prefix's keys again. A local warehouse
+    /// takes no keys, and a prefix neither above nor under the warehouse is not its own.
+    pub fn vend(&self, vended: &[Vended], renew: impl Fn(&Vended) -> Renew) -> Result<()> {
+        let Some(store) = &self.vended else {
+            return Ok(());
+        };
+        for one in vended {
+            let prefix = normalize(&one.prefix).replace("s3a://", "s3://");
+            let above = self.prefix == prefix || self.prefix.starts_with(&format!("{prefix}/"));
+            let path = match above {
+                true => Path::from_iter(self.base.iter().map(String::as_str)),
+                false => match self.path(&prefix) {
+                    Ok(path) => path,
+                    Err(_) => continue,
+                },
+            };
+            store.vend(path, one, renew(one))?;
+        }
+        Ok(())
     }
 
     /// The store's path of `uri`, which must lie under the warehouse.

@@ -30,6 +30,12 @@ pub struct ExternalLocation {
 impl ExternalLocation {
     /// The store of `bucket` with this location's settings, the environment's where left out.
     pub fn s3_store(&self, bucket: &str) -> Result<AmazonS3> {
+        Ok(self.s3_builder(bucket).build()?)
+    }
+
+    /// The builder of [`Self::s3_store`], for a caller that adds to it: an Iceberg warehouse
+    /// gives a table's requests the credentials its catalog vends.
+    pub fn s3_builder(&self, bucket: &str) -> AmazonS3Builder {
         let mut builder = AmazonS3Builder::from_env().with_bucket_name(bucket);
         if let Some(endpoint) = &self.endpoint {
             builder = builder.with_endpoint(endpoint);
@@ -46,7 +52,7 @@ impl ExternalLocation {
         if let Some(allow) = self.allow_http {
             builder = builder.with_allow_http(allow);
         }
-        Ok(builder.build()?)
+        builder
     }
 }
 

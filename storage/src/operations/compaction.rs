@@ -112,7 +112,7 @@ impl Table {
                 }
             })
             .buffered(in_flight);
-        let mut writer = TableWriter::new(self.clone()).as_merge_io();
+        let mut writer = TableWriter::new(self.clone()).paced_as_merge();
         let written = async {
             while let Some(batches) = reads.next().await {
                 for batch in batches? {

@@ -164,7 +164,7 @@ impl LocatorBuilder {
     }
 
     /// The same builder, its uploads paced and counted as merge I/O.
-    pub(crate) fn as_merge_io(self) -> Self {
+    pub(crate) fn paced_as_merge(self) -> Self {
         Self {
             merge_io: true,
             ..self

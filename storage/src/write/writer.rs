@@ -77,9 +77,9 @@ impl TableWriter {
 
     /// The same writer, its uploads paced and counted as merge I/O
     /// ([`crate::operations::merge_rate`]): a compaction is background work like a merge.
-    pub(crate) fn as_merge_io(self) -> Self {
+    pub(crate) fn paced_as_merge(self) -> Self {
         Self {
-            locators: self.locators.map(LocatorBuilder::as_merge_io),
+            locators: self.locators.map(LocatorBuilder::paced_as_merge),
             merge_io: true,
             ..self
         }
