@@ -31,7 +31,11 @@
 # 49), the second server is a coordinator (`sieve serve --workers …`) over N `sieve worker`s of
 # the same build instead, its CPU summed over all N+1 processes and its KB fetched left out (workers
 # publish no metrics); the table is then loaded in locator groups of SIEVE_BENCH_GROUP_ROWS rows
-# (default 25M, so 100M rows make 4 groups for the workers to share). uniform-absent: 20000 keys
+# (default 25M, so 100M rows make 4 groups for the workers to share). With two builds and
+# SIEVE_BENCH_WORKERS, each build in turn serves the same table as one process and as a cluster
+# whose workers listen on the same ports as the other build's did: rendezvous hashing places
+# groups by worker address, so both clusters have the same placement (which a run's own random
+# ports would not give), and each phase's ratios are against its own one process. uniform-absent: 20000 keys
 # not in the table, with kept results off. Every server looks up each uniform key once before
 # the runs, so their pages are in its data cache. With SIEVE_BENCH_PERF=DIR, each run's server
 # processes are profiled (`perf record --call-graph dwarf` at 299 Hz) into
@@ -56,14 +60,15 @@ workers="${SIEVE_BENCH_WORKERS:-0}"
 export SIEVE_DATA_CACHE_MIB="${SIEVE_DATA_CACHE_MIB:-2048}"
 load_flags=()
 if [ "$workers" -gt 0 ]; then
-  [ ${#binaries[@]} -eq 1 ] || { echo "SIEVE_BENCH_WORKERS compares one build with its cluster" >&2; exit 2; }
+  [ "${SIEVE_BENCH_OWN_TABLES:-0}" != 1 ] || { echo "a cluster's workers serve the one table" >&2; exit 2; }
   load_flags=(--locator-group-rows "${SIEVE_BENCH_GROUP_ROWS:-25000000}")
   export SIEVE_CLUSTER_SECRET="bench-serving-$RANDOM$RANDOM"
 fi
 source scripts/minio.sh
 work=$(mktemp -d)
 pids=()
-cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null; done; minio_stop; rm -rf "$work"; }
+# A server stopped before (kill fails) must not stop the cleanup: set -e holds in traps too.
+cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; minio_stop; rm -rf "$work"; }
 trap cleanup EXIT
 minio_start
 storage="s3://sieve-test/serving"
@@ -80,39 +85,52 @@ fi
 : >"$work/sieve.toml"
 # One server per binary, over the same storage (an A/B of two builds: runs alternate).
 # server_pids[i]: the processes whose CPU server i's lookups cost.
-ports=() metrics_ports=() names=() server_pids=()
+ports=() metrics_ports=() names=() server_pids=() served=()
 serve() { # BINARY NAME [serve flags]: one more server
   local binary=$1 name=$2 i=${#ports[@]}
   shift 2
   ports+=("$(free_port)")
   metrics_ports+=("$(free_port)")
   names+=("$name")
+  served+=("$binary")
   RUST_LOG=info "$binary" --storage "${storages[$i]:-$storage}" --config "$work/sieve.toml" serve \
     --port "${ports[$i]}" --metrics-port "${metrics_ports[$i]}" "$@" >"$work/serve-$i.log" 2>&1 &
   pids+=($!)
   server_pids[$i]="${server_pids[$i]:-} $!"
   wait_for_port "${ports[$i]}"
 }
-for b in "${binaries[@]}"; do
-  serve "$b" "$(basename "$b")"
-done
-if [ "$workers" -gt 0 ]; then
+# The workers' ports, the same for every phase (and so the same placement).
+worker_ports=()
+for _ in $(seq "$workers"); do worker_ports+=("$(free_port)"); done
+start_servers() { # BINARY…: one server each, or, with workers, one process and a cluster of the one
+  ports=() metrics_ports=() names=() server_pids=() served=()
+  for b in "$@"; do
+    serve "$b" "$(basename "$b")"
+  done
+  [ "$workers" -gt 0 ] || return 0
   names[0]=one
-  urls=() cluster_pids=""
-  for w in $(seq "$workers"); do
-    port=$(free_port)
-    RUST_LOG=info "$sieve" --storage "$storage" --config "$work/sieve.toml" worker --port "$port" \
-      >"$work/worker-$w.log" 2>&1 &
+  local urls=() cluster_pids="" port
+  for port in "${worker_ports[@]}"; do
+    RUST_LOG=info "$1" --storage "$storage" --config "$work/sieve.toml" worker --port "$port" \
+      >"$work/worker-$port.log" 2>&1 &
     pids+=($!)
     cluster_pids="$cluster_pids $!"
     wait_for_port "$port"
     urls+=("http://127.0.0.1:$port")
   done
   server_pids[1]=$cluster_pids
-  serve "$sieve" cluster --workers "$(IFS=,; echo "${urls[*]}")"
-  binaries+=("$sieve")
-fi
+  serve "$1" cluster --workers "$(IFS=,; echo "${urls[*]}")"
+}
+stop_servers() { # the phase's processes, their ports free again after
+  local pid
+  # shellcheck disable=SC2068 # one PID per word
+  for pid in ${server_pids[@]}; do
+    kill "$pid" 2>/dev/null || true
+    while kill -0 "$pid" 2>/dev/null; do sleep 0.2; done
+  done
+}
 
+measure() { # the servers started: keys, warm-up, every run, memory
 # The key files, and the routing filters loaded (in the background, from the first lookup).
 python3 - "$(IFS=,; echo "${ports[*]}")" "$rows" "$work" "$key_sets" ${workers#0} <<'PY'
 import random, re, sys, time
@@ -145,8 +163,12 @@ draw = {
 files = {}
 for seed, (name, keys) in enumerate(draw.items()):
     if name in wanted:
-        random.seed(30 + seed)
-        files[name] = keys()
+        # Drawn once: a later phase (another build's servers) looks up the same keys.
+        try:
+            files[name] = open(f"{work}/{name}.keys").read().split("\n")[:-1]
+        except FileNotFoundError:
+            random.seed(30 + seed)
+            files[name] = keys()
 for name, keys in files.items():
     with open(f"{work}/{name}.keys", "w") as f:
         f.write("\n".join(keys) + "\n")
@@ -183,7 +205,10 @@ if len(sys.argv) > 5:
             cur.fetchall()
         if loaded() != last:
             last, since = loaded(), time.time()
-    print(f"cluster ready: {last} routing loads in the workers' logs")
+    # The placement: the last of a worker's "routing filters loaded" lines counts its groups.
+    groups = [re.findall(r"routing filters loaded: (\d+) groups", open(f).read()) for f in sorted(glob.glob(f"{work}/worker-*.log"))]
+    print(f"cluster ready: {last} routing loads in the workers' logs; groups per worker (by port): "
+          + ", ".join(found[-1] if found else "0" for found in groups))
 PY
 cat "$work"/serve-*.log | grep -E "routing filters loaded" | tail -1 || true
 
@@ -208,10 +233,10 @@ for keys in $key_sets; do
     file=hot-present text="select c1 from t10b where c2 = '%s'"
   fi
   for threads in $threads_list; do
-    for run in $(for i in "${!binaries[@]}"; do for p in $paths; do echo "$i:$p"; done; done); do
+    for run in $(for i in "${!served[@]}"; do for p in $paths; do echo "$i:$p"; done; done); do
       i=${run%%:*} path=${run#*:}
       label=$path
-      [ ${#binaries[@]} -gt 1 ] && label="${names[$i]}:$path"
+      [ ${#served[@]} -gt 1 ] && label="${names[$i]}:$path"
       on=$([ $path = full ] && echo false || echo true)
       direct=$([ $path = short ] && echo true || echo false)
       setting="set sieve.short_path = $on; set sieve.data_cache = $on; set sieve.direct_reads = $direct"
@@ -256,7 +281,7 @@ for keys in $key_sets; do
     done
     # Against the first binary's last path.
     base=${paths##* }
-    [ ${#binaries[@]} -gt 1 ] && base="${names[0]}:$base"
+    [ ${#served[@]} -gt 1 ] && base="${names[0]}:$base"
     for label in "${!rate[@]}"; do
       [ "$label" = "$base" ] && continue
       python3 -c "print(f'| $keys | $threads | $label/$base | {${rate[$label]} / ${rate[$base]}:.2f}x | | {${cost[$label]} / ${cost[$base]}:.2f}x | | | |')"
@@ -277,3 +302,16 @@ for i in "${!names[@]}"; do
       name="${names[$i]}" role="$role" "/proc/$pid/status"
   done
 done
+}
+
+if [ "$workers" -gt 0 ]; then
+  for b in "${binaries[@]}"; do
+    [ ${#binaries[@]} -eq 1 ] || printf '\n## %s: one process and its cluster\n' "$(basename "$b")"
+    start_servers "$b"
+    measure
+    stop_servers
+  done
+else
+  start_servers "${binaries[@]}"
+  measure
+fi
