@@ -441,7 +441,9 @@ fn a_rest_catalog_is_read_as_pyiceberg_reads_it() {
     let prefix = format!("{}/rest-{}", common::s3_base(), std::process::id());
     let rest = RestCatalogServer::start(dir.path(), &prefix, &minio_session_keys());
     let read = pyiceberg_at(dir.path(), "make", Some(&prefix), Some(&rest.uri));
-    pyiceberg_at(dir.path(), "nested", Some(&prefix), Some(&rest.uri));
+    let nested = pyiceberg_at(dir.path(), "nested", Some(&prefix), Some(&rest.uri));
+    let metadata = nested["ns.deep.t"]["metadata"].as_str().unwrap();
+    assert!(metadata.ends_with(".gz.metadata.json"), "{metadata}");
     // The token route is asked for a token once, which every question then carries; a second
     // catalog whose server is down does not keep the server from starting.
     let config = format!(
@@ -466,8 +468,8 @@ fn a_rest_catalog_is_read_as_pyiceberg_reads_it() {
         ok(&server, "select id from lake.ns.people order by id"),
         ids(&read, "ns.people")
     );
-    // A namespace of two levels (ns, deep): the database `lake.ns.deep`, its levels joined by
-    // dots as SHOW DATABASES lists it.
+    // A namespace of two levels (ns, deep), its metadata gzipped: the database `lake.ns.deep`,
+    // its levels joined by dots as SHOW DATABASES lists it.
     assert_eq!(ok(&server, "show tables from `lake.ns.deep`"), "t\n");
     assert_eq!(
         ok(&server, "select id, name from `lake.ns.deep`.t order by id"),

@@ -247,9 +247,12 @@ def promote():
 
 
 def nested():
-    """ns.deep.t: a table in a namespace of two levels (ns, deep)."""
+    """ns.deep.t: a table in a namespace of two levels (ns, deep), its metadata files gzipped
+    (which a REST catalog's Java server writes as ….gz.metadata.json)."""
     catalog.create_namespace_if_not_exists(("ns", "deep"))
-    catalog.create_table(("ns", "deep", "t"), schema=people([], []).schema).append(people([1, 2], ["d1", "d2"]))
+    gzipped = {"write.metadata.compression-codec": "gzip"}
+    catalog.create_table(("ns", "deep", "t"), schema=people([], []).schema, properties=gzipped) \
+        .append(people([1, 2], ["d1", "d2"]))
 
 
 def defaults():
@@ -299,7 +302,7 @@ def big():
  "rename_again": rename_again, "paged": paged, "upserts": upserts, "promoted": promoted, "promote": promote,
  "defaults": defaults, "nested": nested}[sys.argv[2]]()
 rows = {}
-for name in ["ns.people", "ns.empty", "ns.keys", "ns.promoted", "ns.defaults"]:
+for name in ["ns.people", "ns.empty", "ns.keys", "ns.promoted", "ns.defaults", "ns.deep.t"]:
     if not catalog.table_exists(name):
         continue
     loaded = catalog.load_table(name)
@@ -307,5 +310,6 @@ for name in ["ns.people", "ns.empty", "ns.keys", "ns.promoted", "ns.defaults"]:
     snapshot = loaded.current_snapshot()
     manifests = len(snapshot.manifests(loaded.io)) if snapshot else 0
     rows[name] = {"count": table.num_rows, "ids": table.column("id").to_pylist(), "manifests": manifests,
-                  "rows": table.to_pylist() if name == "ns.defaults" else None}
+                  "rows": table.to_pylist() if name == "ns.defaults" else None,
+                  "metadata": loaded.metadata_location}
 print(json.dumps(rows))
