@@ -1122,6 +1122,43 @@ fn a_column_added_with_a_default_reads_as_it_in_older_files() {
     }
 }
 
+/// A migrated table: its first file has no field ids (PyArrow wrote it, `add_files` registered
+/// it and set the table's name mapping), and its column `name` was renamed `label` since. The
+/// file's `name` is read as `label` through the mapping, as PyIceberg reads it, in rows,
+/// filters and an index.
+#[test]
+fn a_file_without_field_ids_is_read_through_the_name_mapping() {
+    let warehouse = tempfile::tempdir().unwrap();
+    let read = pyiceberg(warehouse.path(), "migrated");
+    let server = Server::start_with(&config_indexing_every(warehouse.path(), 3600), None);
+    let want: String = (read["ns.migrated"]["rows"].as_array().unwrap().iter())
+        .map(|row| format!("{}\t{}\n", row["id"], row["label"].as_str().unwrap()))
+        .collect();
+    assert!(want.starts_with("1\tm1\n"), "{want}");
+    assert_eq!(
+        ok(
+            &server,
+            "select id, label from lake.ns.migrated order by id"
+        ),
+        want
+    );
+    let lookups = [("m2", "2\n"), ("m4", "4\n"), ("m9", "")];
+    for (label, want) in lookups {
+        let sql = format!("select id from lake.ns.migrated where label = '{label}'");
+        assert_eq!(ok(&server, &sql), want, "{sql}");
+    }
+    ok(&server, "create index ix on lake.ns.migrated (label)");
+    for (label, want) in lookups {
+        let sql = format!("select id from lake.ns.migrated where label = '{label}'");
+        assert_eq!(ok(&server, &sql), want, "{sql}");
+        let full = format!("set sieve.short_path = false; {sql}");
+        assert_eq!(ok(&server, &full), want, "{full}");
+    }
+    // The index kept the file's key: a lookup of m2 reads that one file.
+    let lookup = "select id from lake.ns.migrated where label = 'm2'";
+    assert_eq!(metric(&server, lookup, "blocks_read"), 1);
+}
+
 #[test]
 fn an_index_made_before_a_column_was_widened_still_finds_its_keys() {
     let warehouse = tempfile::tempdir().unwrap();

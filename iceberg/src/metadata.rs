@@ -29,6 +29,9 @@ pub struct TableMetadata {
     pub current_snapshot_id: Option<i64>,
     #[serde(default)]
     pub snapshots: Vec<Snapshot>,
+    /// The table's properties: its name mapping among them (name_mapping.rs).
+    #[serde(default)]
+    pub properties: std::collections::HashMap<String, String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -3,8 +3,8 @@
 //!
 //! Sieve's scan pairs a data file's columns with the table's by these ids (the engine's
 //! `iceberg::field_ids`), so renamed and replaced columns read as the spec says. Only a file
-//! without field ids falls back to names, which is exact only while every schema the table had
-//! paired each name with one id ([`Schema::names_stable`]).
+//! without field ids falls back to names: the table's name mapping's, else the current schema's
+//! while every schema the table had paired each name with one id (name_mapping.rs).
 //!
 //! A column added with an `initial-default` (v3; PyIceberg writes it into v2 tables too) reads
 //! as that value, not null, in the files written before it was added. The default rides in the
@@ -142,6 +142,13 @@ impl Schema {
                 })
                 .collect::<Result<Vec<_>>>()?;
         Ok(Arc::new(ArrowSchema::new(fields)))
+    }
+
+    /// Each top-level column's id, by its name.
+    pub fn field_ids_by_name(&self) -> HashMap<String, i32> {
+        (self.fields.iter())
+            .map(|f| (f.name.clone(), f.id))
+            .collect()
     }
 
     /// Whether every schema in `others` paired each field id with the name `self` gives it, and

@@ -16,6 +16,7 @@ use crate::error::{IcebergError, Result};
 use crate::file_cache::FileCache;
 use crate::manifest::{self, ColumnBounds, FileContent, FileEntry, ManifestFile};
 use crate::metadata::TableMetadata;
+use crate::name_mapping::FileNames;
 use crate::position_deletes;
 use crate::warehouse::Warehouse;
 
@@ -30,9 +31,8 @@ pub struct TableScan {
     pub snapshot_id: Option<i64>,
     /// What Sieve keys the table's indexes by; None for a v1 table without one.
     pub table_uuid: Option<String>,
-    /// Whether every schema the table had paired each column name with one field id, so a
-    /// data file without field ids can be read by name.
-    pub names_stable: bool,
+    /// How a data file without field ids names the table's columns.
+    pub file_names: Arc<FileNames>,
 }
 
 #[derive(Debug)]
@@ -61,7 +61,7 @@ impl TableScan {
         let bytes = warehouse.read(metadata_location).await?;
         let metadata = TableMetadata::parse(metadata_location, &bytes)?;
         let current = metadata.current_schema()?;
-        let names_stable = current.names_stable(metadata.all_schemas());
+        let file_names = Arc::new(FileNames::of(&metadata, current));
         let schema = current.to_arrow(table)?;
         let Some(snapshot) = metadata.current_snapshot()? else {
             return Ok(Self {
@@ -69,7 +69,7 @@ impl TableScan {
                 files: Vec::new(),
                 snapshot_id: None,
                 table_uuid: metadata.table_uuid,
-                names_stable,
+                file_names,
             });
         };
         let manifests = match (&snapshot.manifest_list, &snapshot.manifests) {
@@ -150,7 +150,7 @@ impl TableScan {
             files,
             snapshot_id: Some(snapshot.snapshot_id),
             table_uuid: metadata.table_uuid.clone(),
-            names_stable,
+            file_names,
         })
     }
 }

@@ -11,6 +11,7 @@
     python3 tables.py DIR upserts                     # ns.upserts, ns.regions: equality deletes
     python3 tables.py DIR promoted                    # ns.promoted: an int id, two files
     python3 tables.py DIR promote                     # its id widened to long, one more file
+    python3 tables.py DIR migrated                    # ns.migrated: a file without field ids, renamed
 
 The tables' files go to DIR, or to the S3 prefix (with AWS_ENDPOINT, AWS_ACCESS_KEY_ID, … from
 the environment, as scripts/minio.sh exports them). Prints, as one JSON object, what PyIceberg's
@@ -292,6 +293,21 @@ def paged():
     table.add_files([path])
 
 
+def migrated():
+    """ns.migrated: a file PyArrow wrote without field ids (as a Hive table's are), registered
+    with add_files (which sets the table's name mapping), then its column name renamed label
+    (which adds label to the mapping) and one more file of ids 4 and 5 appended."""
+    catalog.create_namespace_if_not_exists("ns")
+    table = catalog.create_table("ns.migrated", schema=people([], []).schema)
+    path = f"{table.metadata.location}/data/hive-{uuid.uuid4()}.parquet"
+    with table.io.new_output(path).create() as out:
+        pq.write_table(people([1, 2, 3], ["m1", "m2", "m3"]), out)
+    table.add_files([path])
+    with table.update_schema() as update:
+        update.rename_column("name", "label")
+    catalog.load_table("ns.migrated").append(people([4, 5], ["m4", "m5"]).rename_columns(["id", "label"]))
+
+
 def big():
     catalog.create_namespace_if_not_exists("ns")
     ids = pa.array(range(200_000), pa.int64())
@@ -300,9 +316,9 @@ def big():
 
 {"make": make, "append": append, "keys": keys, "grouped": grouped, "more_keys": more_keys, "big": big,
  "rename_again": rename_again, "paged": paged, "upserts": upserts, "promoted": promoted, "promote": promote,
- "defaults": defaults, "nested": nested}[sys.argv[2]]()
+ "defaults": defaults, "nested": nested, "migrated": migrated}[sys.argv[2]]()
 rows = {}
-for name in ["ns.people", "ns.empty", "ns.keys", "ns.promoted", "ns.defaults", "ns.deep.t"]:
+for name in ["ns.people", "ns.empty", "ns.keys", "ns.promoted", "ns.defaults", "ns.deep.t", "ns.migrated"]:
     if not catalog.table_exists(name):
         continue
     loaded = catalog.load_table(name)
@@ -310,6 +326,6 @@ for name in ["ns.people", "ns.empty", "ns.keys", "ns.promoted", "ns.defaults", "
     snapshot = loaded.current_snapshot()
     manifests = len(snapshot.manifests(loaded.io)) if snapshot else 0
     rows[name] = {"count": table.num_rows, "ids": table.column("id").to_pylist(), "manifests": manifests,
-                  "rows": table.to_pylist() if name == "ns.defaults" else None,
+                  "rows": table.to_pylist() if name in ["ns.defaults", "ns.migrated"] else None,
                   "metadata": loaded.metadata_location}
 print(json.dumps(rows))

@@ -9,10 +9,8 @@
 //! value instead ([`sieve_iceberg::initial_default`]), in projections and predicates alike, so
 //! statistics never prune such a file as if the column were null.
 //!
-//! A file without field ids (one a migration added) is read by name only while every schema
-//! the table had paired each name with one id ([`sieve_iceberg::TableScan::names_stable`]);
-//! otherwise it is refused: its columns could only be told apart by the table's name mapping,
-//! which is not read yet.
+//! A file without field ids (one a migration added) is paired by its column names, through the
+//! table's name mapping or its stable names ([`sieve_iceberg::FileNames`]), or refused.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -27,29 +25,23 @@ use datafusion::physical_expr::expressions::Literal;
 use datafusion::physical_expr_adapter::{
     DefaultPhysicalExprAdapterFactory, PhysicalExprAdapter, PhysicalExprAdapterFactory,
 };
-use sieve_iceberg::{field_id, initial_default};
+use sieve_iceberg::{FileNames, field_id, initial_default};
 
-/// Where a data file holds the table's column with field id `id` (named `name` now): None when
-/// the file has no such column (written before it was added: its values are null, or the
-/// column's initial default).
-pub fn column_in_file(
-    file: &Schema,
-    id: i32,
-    name: &str,
-    names_stable: bool,
-) -> Result<Option<usize>> {
+/// Where a data file holds the table's column with field id `id`: None when the file has no
+/// such column (written before it was added: its values are null, or the column's initial
+/// default). A file without field ids is read through `names`.
+pub fn column_in_file(file: &Schema, id: i32, names: &FileNames) -> Result<Option<usize>> {
     if file.fields().iter().any(|f| field_id(f).is_some()) {
         return Ok(file.fields().iter().position(|f| field_id(f) == Some(id)));
     }
-    if names_stable {
-        return Ok(file.index_of(name).ok());
+    for (at, field) in file.fields().iter().enumerate() {
+        let named = names.field_id(field.name());
+        let named = named.map_err(|why| DataFusionError::NotImplemented(why.to_string()))?;
+        if named == Some(id) {
+            return Ok(Some(at));
+        }
     }
-    Err(DataFusionError::NotImplemented(
-        "a data file without Iceberg field ids, in a table whose columns were renamed or \
-         replaced: such files are paired with the table's columns by its name mapping, which \
-         Sieve does not read yet"
-            .into(),
-    ))
+    Ok(None)
 }
 
 /// The value a table column added with an `initial-default` has in files written before it
@@ -61,7 +53,7 @@ pub fn initial_value(field: &Field) -> Result<Option<ScalarValue>> {
 /// Pairs each file's columns with the table's by field id before DataFusion's adapter runs.
 #[derive(Debug)]
 pub struct ByFieldId {
-    pub names_stable: bool,
+    pub file_names: Arc<FileNames>,
 }
 
 impl PhysicalExprAdapterFactory for ByFieldId {
@@ -78,7 +70,7 @@ impl PhysicalExprAdapterFactory for ByFieldId {
         let fields = (logical.fields().iter())
             .map(|field| {
                 let id = field_id(field).unwrap_or(-1);
-                let in_file = column_in_file(&physical, id, field.name(), self.names_stable)?;
+                let in_file = column_in_file(&physical, id, &self.file_names)?;
                 let name = match in_file {
                     Some(i) => physical.field(i).name().clone(),
                     None => format!("{}\u{0}field {id} not in this file", field.name()),
@@ -176,7 +168,7 @@ mod tests {
         let table = schema(&[("b", Some(2)), ("c", Some(3))]);
         let file = schema(&[("a", Some(2)), ("c", Some(9))]);
         let adapter = ByFieldId {
-            names_stable: false,
+            file_names: refused(),
         }
         .create(table.clone(), file.clone())
         .unwrap();
@@ -193,19 +185,33 @@ mod tests {
         assert_eq!(rewritten(c.as_ref()), "NULL");
     }
 
-    /// A file without field ids is read by name only while the table's names are stable.
+    fn refused() -> Arc<FileNames> {
+        Arc::new(FileNames::Refused("no name mapping".into()))
+    }
+
+    /// A file without field ids is read by the names its table pairs with ids (a name
+    /// mapping, or stable names), and refused when there are none.
     #[test]
-    fn a_file_without_field_ids_is_read_by_name_only_while_names_are_stable() {
-        let table = schema(&[("b", Some(2))]);
-        let file = schema(&[("b", None)]);
-        let adapter = ByFieldId { names_stable: true }
+    fn a_file_without_field_ids_is_read_by_its_tables_names() {
+        let table = schema(&[("b", Some(2)), ("c", Some(3))]);
+        // The file's `a` is what the mapping calls field 2 (the table's `b` now).
+        let file = schema(&[("a", None), ("c", None)]);
+        let names = [
+            ("a".to_string(), 2),
+            ("b".to_string(), 2),
+            ("c".to_string(), 3),
+        ];
+        let file_names = Arc::new(FileNames::Mapped(names.into_iter().collect()));
+        let adapter = ByFieldId { file_names }
             .create(table.clone(), file.clone())
             .unwrap();
-        // Read as the file's b (cast to the table's field, whose metadata differs).
+        // Read as the file's column (cast to the table's field, whose metadata differs).
         let b = adapter.rewrite(Arc::new(Column::new("b", 0))).unwrap();
-        assert_eq!(rewritten(b.as_ref()), "CAST(b@0 AS Int64)");
+        assert_eq!(rewritten(b.as_ref()), "CAST(a@0 AS Int64)");
+        let c = adapter.rewrite(Arc::new(Column::new("c", 1))).unwrap();
+        assert_eq!(rewritten(c.as_ref()), "CAST(c@1 AS Int64)");
         let refused = ByFieldId {
-            names_stable: false,
+            file_names: refused(),
         }
         .create(table, file)
         .unwrap_err();

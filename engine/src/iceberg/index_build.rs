@@ -27,7 +27,7 @@ use datafusion::physical_plan::metrics::ExecutionPlanMetricsSet;
 use futures::{StreamExt, TryStreamExt};
 use object_store::ObjectStore;
 use object_store::path::Path;
-use sieve_iceberg::DataFile;
+use sieve_iceberg::{DataFile, FileNames};
 use sieve_index::retrieval::Scratch;
 use sieve_index::{ColumnHashes, ColumnIndex, FilterKind, SliceMap, sidecar};
 use sieve_storage::{IndexedFile, PageLocation, RowGroupMap};
@@ -57,8 +57,8 @@ const WALKS: usize = 8;
 #[derive(Debug, Clone)]
 pub struct IndexSpec {
     pub columns: Vec<IndexedColumn>,
-    /// Whether a file without field ids may be read by name ([`field_ids::column_in_file`]).
-    pub names_stable: bool,
+    /// How a file without field ids names the columns ([`field_ids::column_in_file`]).
+    pub file_names: Arc<FileNames>,
     pub filter: FilterKind,
 }
 
@@ -80,7 +80,7 @@ impl IndexSpec {
     pub fn new(
         schema: &Schema,
         columns: impl IntoIterator<Item = (String, i32)>,
-        names_stable: bool,
+        file_names: Arc<FileNames>,
         filter: FilterKind,
     ) -> Result<Self> {
         let columns = columns
@@ -101,7 +101,7 @@ impl IndexSpec {
             .collect::<Result<_>>()?;
         Ok(Self {
             columns,
-            names_stable,
+            file_names,
             filter,
         })
     }
@@ -212,8 +212,7 @@ async fn index_file(
     // Where the file holds each indexed column; None: written before the column was added.
     let mut in_file = Vec::with_capacity(spec.columns.len());
     for column in &spec.columns {
-        let name = column.field.name();
-        let at = column_in_file(&file_schema, column.field_id, name, spec.names_stable)
+        let at = column_in_file(&file_schema, column.field_id, &spec.file_names)
             .map_err(|e| exec_datafusion_err!("data file {path}: {e}"))?;
         in_file.push(at.map(|i| file_schema.field(i).name().clone()));
     }

@@ -47,7 +47,7 @@ pub async fn index_into(
     let spec = Arc::new(IndexSpec::new(
         &scan.schema,
         columns,
-        scan.names_stable,
+        scan.file_names.clone(),
         def.filter,
     )?);
     let store = catalog.warehouse().store().clone();

@@ -226,7 +226,7 @@ impl IcebergTable {
         }
         let groups = FileGroup::new(files).split_files(state.config().target_partitions());
         let by_field_id = ByFieldId {
-            names_stable: self.scan.names_stable,
+            file_names: self.scan.file_names.clone(),
         };
         // A limit applies after deletes, so it is not the source's to apply when any remain.
         let config = FileScanConfigBuilder::new(self.store_url.clone(), Arc::new(source))
