@@ -107,21 +107,13 @@ impl Schema {
             self.fields
                 .iter()
                 .map(|field| {
-                    let kind = field.kind.as_str().ok_or_else(|| {
+                    let data_type = arrow_type(&field.kind).map_err(|why| {
                         IcebergError::Unsupported(
                             table.to_string(),
-                            format!(
-                                "column {} is nested (struct, list or map), not read yet",
-                                field.name
-                            ),
+                            format!("column {}: {why}", field.name),
                         )
                     })?;
-                    let data_type = primitive(kind).ok_or_else(|| {
-                        IcebergError::Unsupported(
-                            table.to_string(),
-                            format!("column {} has type {kind}, not read yet", field.name),
-                        )
-                    })?;
+                    let kind = &field.kind;
                     let mut metadata =
                         HashMap::from([(FIELD_ID.to_string(), field.id.to_string())]);
                     if let Some(default) = &field.initial_default {
@@ -151,6 +143,38 @@ impl Schema {
             .collect()
     }
 
+    /// Every nested field: (its id, its parent's id, its name).
+    fn nested(&self) -> Vec<(i64, i64, String)> {
+        let mut out = Vec::new();
+        for field in &self.fields {
+            nested_fields(field.id.into(), &field.kind, &mut out);
+        }
+        out
+    }
+
+    /// Whether every schema in `others` gave each of `self`'s nested fields the name and parent
+    /// it has now, and each (parent, name) the same id: then nested fields, which a scan pairs
+    /// by name below their column, read as the spec says. Else the field that moved.
+    pub fn nested_names_stable<'a>(
+        &self,
+        others: impl Iterator<Item = &'a Schema>,
+    ) -> std::result::Result<(), String> {
+        let now = self.nested();
+        for other in others {
+            for (id, parent, name) in other.nested() {
+                let moved =
+                    (now.iter()).any(|(i, p, n)| (*i == id) != (*p == parent && *n == name));
+                if moved {
+                    return Err(format!(
+                        "nested field {name} (field id {id}) was renamed, moved or replaced \
+                         since some of its files were written, not read yet"
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Whether every schema in `others` paired each field id with the name `self` gives it, and
     /// each name with the same id: then a data file's columns can be found by name.
     pub fn names_stable<'a>(&self, mut others: impl Iterator<Item = &'a Schema>) -> bool {
@@ -159,6 +183,121 @@ impl Schema {
                 (self.fields.iter()).all(|now| (old.id == now.id) == (old.name == now.name))
             })
         })
+    }
+}
+
+/// The Arrow type of an Iceberg type: a primitive's name, or a struct, list or map, whose
+/// fields carry their ids as top-level columns do. A list's element is named `element` and a
+/// map's entries `key_value` of `key` and `value`: the names Iceberg's Parquet writers give
+/// them, so a file's nested columns read as the table's. Nested fields are paired by name
+/// below their column (which is paired by id), so a table whose nested fields were renamed or
+/// replaced is refused ([`Schema::nested_names_stable`]), as is a nested field with an
+/// `initial-default`.
+fn arrow_type(kind: &serde_json::Value) -> std::result::Result<DataType, String> {
+    let unread = || format!("type {kind} is not read yet");
+    if let Some(name) = kind.as_str() {
+        return primitive(name).ok_or_else(unread);
+    }
+    let id_of = |key: &str| {
+        kind.get(key)
+            .and_then(serde_json::Value::as_i64)
+            .ok_or_else(unread)
+    };
+    let type_of = |key: &str| kind.get(key).ok_or_else(unread);
+    let required = |key: &str| {
+        kind.get(key)
+            .and_then(serde_json::Value::as_bool)
+            .unwrap_or(false)
+    };
+    match kind.get("type").and_then(serde_json::Value::as_str) {
+        Some("struct") => {
+            let fields: Vec<Field> = (kind.get("fields").cloned())
+                .and_then(|f| serde_json::from_value(f).ok())
+                .ok_or_else(unread)?;
+            let fields = (fields.iter())
+                .map(|f| match &f.initial_default {
+                    Some(_) => Err(format!(
+                        "nested field {} has an initial-default, not read yet",
+                        f.name
+                    )),
+                    None => with_id(&f.name, f.id.into(), &f.kind, f.required),
+                })
+                .collect::<std::result::Result<Vec<_>, _>>()?;
+            Ok(DataType::Struct(fields.into()))
+        }
+        Some("list") => {
+            let element = type_of("element")?;
+            let element = with_id(
+                "element",
+                id_of("element-id")?,
+                element,
+                required("element-required"),
+            )?;
+            Ok(DataType::List(Arc::new(element)))
+        }
+        Some("map") => {
+            let key = with_id("key", id_of("key-id")?, type_of("key")?, true)?;
+            let value = type_of("value")?;
+            let value = with_id(
+                "value",
+                id_of("value-id")?,
+                value,
+                required("value-required"),
+            )?;
+            let entries = DataType::Struct(vec![key, value].into());
+            Ok(DataType::Map(
+                Arc::new(ArrowField::new("key_value", entries, false)),
+                false,
+            ))
+        }
+        _ => Err(unread()),
+    }
+}
+
+/// A nested field as Arrow has it: its id in its metadata, as Parquet's reader gives it.
+fn with_id(
+    name: &str,
+    id: i64,
+    kind: &serde_json::Value,
+    required: bool,
+) -> std::result::Result<ArrowField, String> {
+    let metadata = HashMap::from([(FIELD_ID.to_string(), id.to_string())]);
+    Ok(ArrowField::new(name, arrow_type(kind)?, !required).with_metadata(metadata))
+}
+
+/// Each nested field's id, with its parent's id and its name, of the nested types `kind`
+/// holds (under the field of id `parent`).
+fn nested_fields(parent: i64, kind: &serde_json::Value, out: &mut Vec<(i64, i64, String)>) {
+    let Some(kind) = kind.as_object() else {
+        return;
+    };
+    let mut child = |id: Option<i64>, name: &str, kind: Option<&serde_json::Value>| {
+        if let Some(id) = id {
+            out.push((id, parent, name.to_string()));
+            if let Some(kind) = kind {
+                nested_fields(id, kind, out);
+            }
+        }
+    };
+    let id = |key: &str| kind.get(key).and_then(serde_json::Value::as_i64);
+    match kind.get("type").and_then(serde_json::Value::as_str) {
+        Some("struct") => {
+            let fields = kind.get("fields").and_then(serde_json::Value::as_array);
+            for field in fields.into_iter().flatten() {
+                let name = field.get("name").and_then(serde_json::Value::as_str);
+                child(
+                    field.get("id").and_then(serde_json::Value::as_i64),
+                    name.unwrap_or(""),
+                    field.get("type"),
+                );
+            }
+        }
+        Some("list") => child(id("element-id"), "element", kind.get("element")),
+        Some("map") => {
+            child(id("key-id"), "key", kind.get("key"));
+            child(id("value-id"), "value", kind.get("value"));
+        }
+        _ => {}
     }
 }
 
@@ -208,7 +347,7 @@ mod tests {
     }
 
     #[test]
-    fn primitives_map_to_arrow_and_nested_types_are_refused() {
+    fn primitives_map_to_arrow() {
         let s = schema(
             r#"{"type":"struct","schema-id":0,"fields":[
               {"id":1,"name":"id","required":true,"type":"long"},
@@ -226,12 +365,89 @@ mod tests {
             &DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into()))
         );
         assert_eq!(arrow.field(3).data_type(), &DataType::FixedSizeBinary(4));
+    }
+
+    /// Nested types as Iceberg's Parquet writers name their parts, each field with its id.
+    #[test]
+    fn nested_types_map_to_arrow_with_their_ids() {
         let nested = schema(
-            r#"{"type":"struct","fields":[{"id":1,"name":"tags","required":false,
-                "type":{"type":"list","element-id":2,"element":"string","element-required":false}}]}"#,
+            r#"{"type":"struct","fields":[
+              {"id":1,"name":"tags","required":false,
+                "type":{"type":"list","element-id":4,"element":"string","element-required":false}},
+              {"id":2,"name":"point","required":false,"type":{"type":"struct","fields":[
+                {"id":5,"name":"x","required":true,"type":"double"},
+                {"id":6,"name":"y","required":false,"type":"double"}]}},
+              {"id":3,"name":"attrs","required":false,"type":{"type":"map",
+                "key-id":7,"key":"string","value-id":8,"value":"long","value-required":false}}]}"#,
         );
-        let e = nested.to_arrow("t").unwrap_err().to_string();
-        assert!(e.contains("tags") && e.contains("nested"), "{e}");
+        let arrow = nested.to_arrow("t").unwrap();
+        let id = |f: &ArrowField| f.metadata()["PARQUET:field_id"].clone();
+        let DataType::List(element) = arrow.field(0).data_type() else {
+            panic!("{arrow:?}")
+        };
+        assert_eq!(
+            (element.name().as_str(), id(element)),
+            ("element", "4".into())
+        );
+        assert_eq!(element.data_type(), &DataType::Utf8);
+        let DataType::Struct(point) = arrow.field(1).data_type() else {
+            panic!("{arrow:?}")
+        };
+        assert_eq!((point[0].name().as_str(), id(&point[0])), ("x", "5".into()));
+        assert!(!point[0].is_nullable() && point[1].is_nullable());
+        let DataType::Map(entries, false) = arrow.field(2).data_type() else {
+            panic!("{arrow:?}")
+        };
+        let DataType::Struct(kv) = entries.data_type() else {
+            panic!("{entries:?}")
+        };
+        assert_eq!(entries.name(), "key_value");
+        assert_eq!((kv[0].name().as_str(), id(&kv[0])), ("key", "7".into()));
+        assert_eq!(
+            (kv[1].data_type(), id(&kv[1])),
+            (&DataType::Int64, "8".into())
+        );
+        // A nested field added with a default, and a type not read, are refused by name.
+        let defaulted = schema(
+            r#"{"fields":[{"id":1,"name":"p","required":false,"type":{"type":"struct","fields":[
+                {"id":2,"name":"z","required":false,"type":"long","initial-default":1}]}}]}"#,
+        );
+        let e = defaulted.to_arrow("t").unwrap_err().to_string();
+        assert!(
+            e.contains("column p: nested field z has an initial-default"),
+            "{e}"
+        );
+        let variant =
+            schema(r#"{"fields":[{"id":1,"name":"v","required":false,"type":"variant"}]}"#);
+        let e = variant.to_arrow("t").unwrap_err().to_string();
+        assert!(
+            e.contains("column v: type \"variant\" is not read yet"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn nested_fields_renamed_or_replaced_are_refused() {
+        let point = |x: &str, x_id: i32| {
+            schema(&format!(
+                r#"{{"fields":[{{"id":1,"name":"p","required":false,"type":{{"type":"struct",
+                "fields":[{{"id":{x_id},"name":"{x}","required":false,"type":"long"}}]}}}}]}}"#
+            ))
+        };
+        let now = point("x", 2);
+        // The column renamed above its fields, or a field added: still stable.
+        let renamed_column = schema(
+            r#"{"fields":[{"id":1,"name":"q","required":false,"type":{"type":"struct",
+            "fields":[{"id":2,"name":"x","required":false,"type":"long"}]}}]}"#,
+        );
+        assert!(
+            now.nested_names_stable([&renamed_column].into_iter())
+                .is_ok()
+        );
+        let e = now.nested_names_stable([&point("old", 2)].into_iter());
+        assert!(e.unwrap_err().contains("nested field old (field id 2)"));
+        let e = now.nested_names_stable([&point("x", 3)].into_iter());
+        assert!(e.unwrap_err().contains("field id 3"));
     }
 
     #[test]

@@ -62,6 +62,8 @@ impl TableScan {
         let metadata = TableMetadata::parse(metadata_location, &bytes)?;
         let current = metadata.current_schema()?;
         let file_names = Arc::new(FileNames::of(&metadata, current));
+        (current.nested_names_stable(metadata.all_schemas()))
+            .map_err(|why| IcebergError::Unsupported(table.to_string(), why))?;
         let schema = current.to_arrow(table)?;
         let Some(snapshot) = metadata.current_snapshot()? else {
             return Ok(Self {

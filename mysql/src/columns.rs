@@ -6,13 +6,14 @@
 use std::sync::Arc;
 
 use chrono::{Datelike, NaiveDate, Timelike};
-use datafusion::arrow::array::{Array, ArrayRef, AsArray, RecordBatch, StringArray};
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, RecordBatch, StringArray, StringBuilder};
 use datafusion::arrow::compute::{can_cast_types, cast};
 use datafusion::arrow::datatypes::{
     DataType, Date32Type, Field, Float32Type, Float64Type, Int64Type, Time64MicrosecondType,
     TimeUnit, TimestampMicrosecondType, UInt64Type,
 };
 use datafusion::arrow::error::ArrowError;
+use datafusion::arrow::json::writer::{EncoderOptions, make_encoder};
 use datafusion::arrow::util::display::{ArrayFormatter, FormatOptions};
 use sieve_engine::ColumnOrigin;
 
@@ -250,10 +251,19 @@ fn values(array: &ArrayRef) -> Result<Values, ArrowError> {
             && matches!(array.data_type(), DataType::LargeUtf8 | DataType::Utf8View));
     let array = if as_is {
         Arc::clone(array)
+    } else if matches!(
+        array.data_type(),
+        DataType::List(_)
+            | DataType::LargeList(_)
+            | DataType::FixedSizeList(..)
+            | DataType::Struct(_)
+            | DataType::Map(..)
+    ) {
+        json_text(array)?
     } else if can_cast_types(array.data_type(), &target) {
         cast(array, &target)?
     } else {
-        // Structs, maps, unions: as text, the way arrow prints them.
+        // Unions: as text, the way arrow prints them.
         let formatter = ArrayFormatter::try_new(array.as_ref(), &FormatOptions::default())?;
         let text: StringArray = (0..array.len())
             .map(|i| (!array.is_null(i)).then(|| formatter.value(i).to_string()))
@@ -261,6 +271,26 @@ fn values(array: &ArrayRef) -> Result<Values, ArrowError> {
         Arc::new(text)
     };
     Ok(Values { kind, array })
+}
+
+/// Lists, structs and maps as JSON text, the type DESCRIBE and information_schema give them
+/// (`json`): a list an array, a struct or a map an object, nulls inside them as null.
+fn json_text(array: &ArrayRef) -> Result<ArrayRef, ArrowError> {
+    let field = Arc::new(Field::new("", array.data_type().clone(), true));
+    let options = EncoderOptions::default().with_explicit_nulls(true);
+    let mut encoder = make_encoder(&field, array.as_ref(), &options)?;
+    let mut text = StringBuilder::new();
+    let mut json = Vec::new();
+    for i in 0..array.len() {
+        if array.is_null(i) {
+            text.append_null();
+            continue;
+        }
+        json.clear();
+        encoder.encode(i, &mut json);
+        text.append_value(String::from_utf8_lossy(&json));
+    }
+    Ok(Arc::new(text.finish()))
 }
 
 fn invalid(e: ArrowError) -> std::io::Error {
@@ -531,5 +561,43 @@ mod tests {
         encode_rows(&batch, RowFormat::Text, |r| text.push(r.to_vec())).unwrap();
         assert_eq!(text[0], b"\x02-2\x011\x06123.45");
         assert_eq!(text[1], b"\xfb\x010\xfb");
+    }
+
+    /// A list, a struct and a map are sent as the JSON DESCRIBE announces, nulls inside kept.
+    #[test]
+    fn nested_values_are_sent_as_json() {
+        use datafusion::arrow::array::{Float64Array, ListArray, MapBuilder, StructArray};
+        use datafusion::arrow::array::{Int64Builder, StringBuilder as Strings};
+        use datafusion::arrow::datatypes::Int64Type;
+        let list =
+            ListArray::from_iter_primitive::<Int64Type, _, _>([Some(vec![Some(1), None]), None]);
+        let point = StructArray::from(vec![
+            (
+                Arc::new(Field::new("x", DataType::Float64, true)),
+                Arc::new(Float64Array::from(vec![Some(1.5), None])) as ArrayRef,
+            ),
+            (
+                Arc::new(Field::new("y", DataType::Utf8, true)),
+                Arc::new(StringArray::from(vec![Some("a\"b"), Some("c")])) as ArrayRef,
+            ),
+        ]);
+        let mut attrs = MapBuilder::new(None, Strings::new(), Int64Builder::new());
+        attrs.keys().append_value("k");
+        attrs.values().append_value(1);
+        attrs.append(true).unwrap();
+        attrs.append(true).unwrap();
+        let columns: Vec<ArrayRef> =
+            vec![Arc::new(list), Arc::new(point), Arc::new(attrs.finish())];
+        let fields: Vec<Field> = (columns.iter().zip(["l", "p", "m"]))
+            .map(|(c, name)| Field::new(name, c.data_type().clone(), true))
+            .collect();
+        let batch = RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).unwrap();
+        let mut text = Vec::new();
+        encode_rows(&batch, RowFormat::Text, |r| text.push(r.to_vec())).unwrap();
+        assert_eq!(
+            text[0],
+            b"\x08[1,null]\x14{\"x\":1.5,\"y\":\"a\\\"b\"}\x07{\"k\":1}"
+        );
+        assert_eq!(text[1], b"\xfb\x12{\"x\":null,\"y\":\"c\"}\x02{}");
     }
 }

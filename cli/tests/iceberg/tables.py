@@ -165,8 +165,13 @@ def make():
     with replaced.update_schema() as update:
         update.add_column("name", StringType())
     replaced.append(people([2], ["b"]))
-    nested = pa.schema([pa.field("id", pa.int64()), pa.field("tags", pa.list_(pa.string()))])
-    catalog.create_table("other.nested", schema=nested)
+    # Nested columns: a list, a struct and a map, with empty and null values among them.
+    nested = pa.schema([pa.field("id", pa.int64()), pa.field("tags", pa.list_(pa.string())),
+                        pa.field("point", pa.struct([pa.field("x", pa.float64()), pa.field("y", pa.float64())])),
+                        pa.field("attrs", pa.map_(pa.string(), pa.int64()))])
+    catalog.create_table("other.nested", schema=nested).append(pa.table({
+        "id": [1, 2, 3], "tags": [["a", "b"], [], None], "point": [{"x": 1.5, "y": -2.0}, None, {"x": 0.0, "y": None}],
+        "attrs": [[("k", 1), ("l", 2)], [], None]}, schema=nested))
 
 
 def append():
