@@ -71,9 +71,11 @@ impl BackgroundMerges {
                 if compacted > 0 {
                     log::info!("{name}: compacted {compacted} small blocks");
                 }
-                let merged = logged(&name, "locator groups not merged", async {
-                    Ok(table.merge_locator_groups().await?)
-                })
+                let merged = logged(
+                    &name,
+                    "locator groups not merged",
+                    table.merge_locator_groups(),
+                )
                 .await;
                 if merged > 0 {
                     log::info!("{name}: merged {merged} locator groups");
