@@ -319,6 +319,8 @@ fn primitive(kind: &str) -> Option<DataType> {
         "string" => DataType::Utf8,
         "uuid" => DataType::FixedSizeBinary(16),
         "binary" => DataType::Binary,
+        // v3: a column whose type is not known yet; every value is null, and no file holds it.
+        "unknown" => DataType::Null,
         other => {
             if let Some(length) = other
                 .strip_prefix("fixed[")
@@ -365,6 +367,16 @@ mod tests {
             &DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into()))
         );
         assert_eq!(arrow.field(3).data_type(), &DataType::FixedSizeBinary(4));
+        let v3 = schema(
+            r#"{"fields":[{"id":1,"name":"at","required":false,"type":"timestamptz_ns"},
+              {"id":2,"name":"u","required":false,"type":"unknown"}]}"#,
+        );
+        let arrow = v3.to_arrow("t").unwrap();
+        assert_eq!(
+            arrow.field(0).data_type(),
+            &DataType::Timestamp(TimeUnit::Nanosecond, Some("UTC".into()))
+        );
+        assert_eq!(arrow.field(1).data_type(), &DataType::Null);
     }
 
     /// Nested types as Iceberg's Parquet writers name their parts, each field with its id.
