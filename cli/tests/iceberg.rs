@@ -211,12 +211,21 @@ fn attached_tables_read_as_pyiceberg_reads_them_and_follow_commits() {
     );
 
     // Nested columns (a list, a struct, a map) read as PyIceberg wrote them, sent as JSON: in
-    // a full read, a filter on one, and a lookup by id.
+    // a full read, filters on them, and a lookup by id. The struct's z, added after the first
+    // file was written, is null in its rows.
     assert_eq!(
         ok(&server, "select * from lake.other.nested order by id"),
-        "1\t[\"a\",\"b\"]\t{\"x\":1.5,\"y\":-2.0}\t{\"k\":1,\"l\":2}\n\
+        "1\t[\"a\",\"b\"]\t{\"x\":1.5,\"y\":-2.0,\"z\":null}\t{\"k\":1,\"l\":2}\n\
          2\t[]\tNULL\t{}\n\
-         3\tNULL\t{\"x\":0.0,\"y\":null}\tNULL\n"
+         3\tNULL\t{\"x\":0.0,\"y\":null,\"z\":null}\tNULL\n\
+         4\t[\"c\"]\t{\"x\":1.0,\"y\":2.0,\"z\":3.0}\t{\"m\":9}\n"
+    );
+    assert_eq!(
+        ok(
+            &server,
+            "select id from lake.other.nested where point.z is null order by id"
+        ),
+        "1\n2\n3\n"
     );
     assert_eq!(
         ok(
@@ -230,7 +239,7 @@ fn attached_tables_read_as_pyiceberg_reads_them_and_follow_commits() {
             &server,
             "select point, tags from lake.other.nested where id = 1"
         ),
-        "{\"x\":1.5,\"y\":-2.0}\t[\"a\",\"b\"]\n"
+        "{\"x\":1.5,\"y\":-2.0,\"z\":null}\t[\"a\",\"b\"]\n"
     );
     assert!(
         ok(&server, "describe lake.other.nested").contains("\npoint\tjson\t"),

@@ -327,7 +327,7 @@ fn failed_logins_from_one_address_are_slowed() {
 }
 
 #[test]
-fn nested_values_are_sent_as_text_and_refused_statements_keep_the_connection() {
+fn nested_values_are_sent_as_json_and_refused_statements_keep_the_connection() {
     let server = Server::start();
     let target = tempfile::tempdir().unwrap();
     let victim = target.path().join("victim.csv");
@@ -337,7 +337,12 @@ fn nested_values_are_sent_as_text_and_refused_statements_keep_the_connection() {
         victim.display()
     );
     let out = server.mysql_script(&["--force"], &script);
-    assert_eq!(stdout(&out), "{c0: 1, c1: a}\n42\n", "{}", stderr(&out));
+    assert_eq!(
+        stdout(&out),
+        "{\"c0\":1,\"c1\":\"a\"}\n42\n",
+        "{}",
+        stderr(&out)
+    );
     assert!(stderr(&out).contains("ERROR 1235"), "{}", stderr(&out));
     assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
 }

@@ -36,7 +36,7 @@ from pyiceberg.table.refs import SnapshotRefType
 from pyiceberg.table.snapshots import Operation, Snapshot, Summary
 from pyiceberg.table.update import AddSnapshotUpdate, AssertRefSnapshotId, SetSnapshotRefUpdate
 from pyiceberg.typedef import Record
-from pyiceberg.types import LongType, StringType
+from pyiceberg.types import DoubleType, LongType, StringType
 
 directory = os.path.abspath(sys.argv[1])
 os.makedirs(directory, exist_ok=True)
@@ -172,6 +172,12 @@ def make():
     catalog.create_table("other.nested", schema=nested).append(pa.table({
         "id": [1, 2, 3], "tags": [["a", "b"], [], None], "point": [{"x": 1.5, "y": -2.0}, None, {"x": 0.0, "y": None}],
         "attrs": [[("k", 1), ("l", 2)], [], None]}, schema=nested))
+    # A nested field added since: the first file's points have no z.
+    with catalog.load_table("other.nested").update_schema() as update:
+        update.add_column(("point", "z"), DoubleType())
+    table = catalog.load_table("other.nested")
+    table.append(pa.table({"id": [4], "tags": [["c"]], "point": [{"x": 1.0, "y": 2.0, "z": 3.0}],
+                           "attrs": [[("m", 9)]]}, schema=table.schema().as_arrow()))
 
 
 def append():
