@@ -1295,6 +1295,30 @@ fn merge_on_read_tables_spark_wrote_are_read_as_spark_reads_them() {
         check(&server);
         same_rows(&ok(&server, &all), &rows, table);
     }
+    // sp.nested: Spark's list, struct and map columns, sent as the JSON Spark's to_json gives.
+    let rows: Vec<String> = (read["nested"].as_array().unwrap().iter())
+        .map(|row| {
+            let values: Vec<&str> = (row.as_array().unwrap().iter())
+                .map(|v| v.as_str().unwrap())
+                .collect();
+            format!("{}\n", values.join("\t"))
+        })
+        .collect();
+    assert_eq!(
+        ok(
+            &server,
+            "select id, tags, point, attrs from lake.sp.nested order by id"
+        ),
+        rows.concat()
+    );
+    let one = rows[0].split_once('\t').unwrap().1;
+    assert_eq!(
+        ok(
+            &server,
+            "select tags, point, attrs from lake.sp.nested where id = 1"
+        ),
+        one
+    );
 }
 
 /// Rows as the client prints them, one per line, against those wanted: the first line that

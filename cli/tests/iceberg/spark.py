@@ -8,8 +8,9 @@ a JDBC catalog on SQLite in DIR/catalog.db (catalog name "writers"), its files u
 three appends, a merge-on-read DELETE, MERGE and UPDATE (position delete files, Spark's own
 Parquet settings), partitioned by region. Then `sp.vectors`: a v2 table with position delete
 files, upgraded to format version 3, whose later DELETEs and UPDATE write deletion vectors
-(Puffin blobs that take in the position deletes before them). Prints, as one JSON object, what
-Spark reads back from each: every row, and the answers to the lookups the test makes.
+(Puffin blobs that take in the position deletes before them). And `sp.nested`: a list, a struct
+and a map column. Prints, as one JSON object, what Spark reads back from each: every row (the
+nested ones as JSON), and the answers to the lookups the test makes.
 """
 import json
 import os
@@ -64,6 +65,18 @@ sql("delete from writers.sp.vectors where id % 10 = 1")
 sql("update writers.sp.vectors set customer = 'updated' where id = 7")
 sql("delete from writers.sp.vectors where id = 1502")
 
+# Nested columns as Spark writes them (through Iceberg's Parquet writer): a list, a struct and a
+# map, with empty and null values among them.
+sql("""create table writers.sp.nested (id bigint, tags array<string>, point struct<x: double, y: double>,
+       attrs map<string, bigint>) using iceberg tblproperties ('format-version' = '2')""")
+sql("""insert into writers.sp.nested values
+       (1, array('a', 'b'), named_struct('x', cast(1.5 as double), 'y', cast(-2 as double)), map('k', 1L, 'l', 2L)),
+       (2, cast(array() as array<string>), null, cast(map() as map<string, bigint>)),
+       (3, null, named_struct('x', cast(0 as double), 'y', cast(null as double)), null)""")
+# As JSON, nulls inside kept, as Sieve sends nested values over MySQL.
+nested = sql("""select id, to_json(tags), to_json(point, map('ignoreNullFields', 'false')), to_json(attrs)
+                from writers.sp.nested order by id""").collect()
+
 
 def read_back(table, columns, keys):
     rows = sql(f"select {columns} from writers.sp.{table} order by id").collect()
@@ -75,5 +88,6 @@ def read_back(table, columns, keys):
 print(json.dumps({
     "orders": read_back("orders", "id, customer, amount", [0, 7, 10, 11, 1995, 2000, 2001, 2005, 2999, 3000, 5000]),
     "vectors": read_back("vectors", "id, customer", [0, 1, 2, 7, 10, 11, 1500, 1501, 1502, 1503, 1999, 2000]),
+    "nested": [["NULL" if v is None else str(v) for v in r] for r in nested],
 }))
 spark.stop()
