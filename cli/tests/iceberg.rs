@@ -1232,6 +1232,18 @@ fn an_index_made_before_a_column_was_widened_still_finds_its_keys() {
     assert_eq!(metric(&server, lookup, "files_not_indexed"), 1);
 }
 
+/// Rows Spark read back (arrays of strings) as the client prints them: a line each, tab-separated.
+fn lines(rows: &serde_json::Value) -> Vec<String> {
+    (rows.as_array().unwrap().iter())
+        .map(|row| {
+            let values: Vec<&str> = (row.as_array().unwrap().iter())
+                .map(|v| v.as_str().unwrap())
+                .collect();
+            format!("{}\n", values.join("\t"))
+        })
+        .collect()
+}
+
 /// Runs cli/tests/iceberg/spark.py: Spark writes `sp.orders` into `dir`; what Spark reads back.
 fn spark(dir: &Path) -> serde_json::Value {
     let jars = std::env::var("SIEVE_SPARK_JARS").expect(
@@ -1267,14 +1279,7 @@ fn merge_on_read_tables_spark_wrote_are_read_as_spark_reads_them() {
         ("vectors", "id, customer"),
     ] {
         let spark = &read[table];
-        let rows: String = (spark["rows"].as_array().unwrap().iter())
-            .map(|row| {
-                let values: Vec<&str> = (row.as_array().unwrap().iter())
-                    .map(|v| v.as_str().unwrap())
-                    .collect();
-                format!("{}\n", values.join("\t"))
-            })
-            .collect();
+        let rows: String = lines(&spark["rows"]).concat();
         let all = format!("select {columns} from lake.sp.{table} order by id");
         same_rows(&ok(&server, &all), &rows, table);
         let check = |server: &Server| {
@@ -1296,14 +1301,7 @@ fn merge_on_read_tables_spark_wrote_are_read_as_spark_reads_them() {
         same_rows(&ok(&server, &all), &rows, table);
     }
     // sp.nested: Spark's list, struct and map columns, sent as the JSON Spark's to_json gives.
-    let rows: Vec<String> = (read["nested"].as_array().unwrap().iter())
-        .map(|row| {
-            let values: Vec<&str> = (row.as_array().unwrap().iter())
-                .map(|v| v.as_str().unwrap())
-                .collect();
-            format!("{}\n", values.join("\t"))
-        })
-        .collect();
+    let rows = lines(&read["nested"]);
     assert_eq!(
         ok(
             &server,
