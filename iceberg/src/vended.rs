@@ -205,9 +205,10 @@ impl VendedStore {
         })
     }
 
-    /// Signs requests under `prefix` with `vended`'s keys from now on (`renew` asks the
-    /// catalog again when they are about to expire).
-    pub fn vend(&self, prefix: Path, vended: &Vended, renew: Renew) -> Result<()> {
+    /// Signs requests under `prefix` with `vended`'s keys from now on (`renew` makes what asks
+    /// the catalog again when they are about to expire: made only for a prefix not seen
+    /// before, since every statement that loads the table vends its keys again).
+    pub fn vend(&self, prefix: Path, vended: &Vended, renew: impl FnOnce() -> Renew) -> Result<()> {
         if let Some(scoped) = (self.scoped.read().unwrap().iter()).find(|s| s.prefix == prefix) {
             scoped.keys.set(vended);
             return Ok(());
@@ -215,7 +216,7 @@ impl VendedStore {
         let keys = Arc::new(VendedKeys {
             prefix: vended.prefix.clone(),
             current: RwLock::new((vended.credential.clone(), vended.expires_at)),
-            renew,
+            renew: renew(),
             renewing: tokio::sync::Mutex::new(()),
         });
         let store = (self.location.s3_builder(&self.bucket))
@@ -469,10 +470,10 @@ mod tests {
             expires_at: None,
         };
         store
-            .vend(Path::from("wh/ns"), &vended("ns"), never.clone())
+            .vend(Path::from("wh/ns"), &vended("ns"), || never.clone())
             .unwrap();
         store
-            .vend(Path::from("wh/ns/t"), &vended("t"), never.clone())
+            .vend(Path::from("wh/ns/t"), &vended("t"), || never.clone())
             .unwrap();
         let keys_of =
             |path: &str| store.scoped_for(&Path::from(path), |s| s.keys.current().0.key_id.clone());
@@ -481,7 +482,7 @@ mod tests {
         assert_eq!(keys_of("wh/other/a.parquet"), None);
         // Vended again for the same prefix: the keys are replaced, not added.
         store
-            .vend(Path::from("wh/ns/t"), &vended("t-again"), never)
+            .vend(Path::from("wh/ns/t"), &vended("t-again"), || never)
             .unwrap();
         assert_eq!(store.scoped.read().unwrap().len(), 2);
         assert_eq!(keys_of("wh/ns/t/m.json").as_deref(), Some("t-again"));

@@ -97,7 +97,7 @@ impl Warehouse {
             return Ok(());
         };
         for one in vended {
-            let prefix = normalize(&one.prefix).replace("s3a://", "s3://");
+            let prefix = canonical(&one.prefix);
             let above = self.prefix == prefix || self.prefix.starts_with(&format!("{prefix}/"));
             let path = match above {
                 true => Path::from_iter(self.base.iter().map(String::as_str)),
@@ -106,7 +106,7 @@ impl Warehouse {
                     Err(_) => continue,
                 },
             };
-            store.vend(path, one, renew(one))?;
+            store.vend(path, one, || renew(one))?;
         }
         Ok(())
     }
@@ -114,8 +114,7 @@ impl Warehouse {
     /// The store's path of `uri`, which must lie under the warehouse.
     pub fn path(&self, uri: &str) -> Result<Path> {
         let outside = || IcebergError::OutsideWarehouse(uri.to_string(), self.prefix.clone());
-        let uri = normalize(uri);
-        let uri = uri.replace("s3a://", "s3://");
+        let uri = canonical(uri);
         let rest = uri
             .strip_prefix(&self.prefix)
             .and_then(|rest| rest.strip_prefix('/'))
@@ -151,6 +150,12 @@ impl Warehouse {
             .await
             .map_err(|e| IcebergError::Store(uri.to_string(), e))
     }
+}
+
+/// `uri` as the warehouse's prefix spells it: local paths as [`normalize`] writes them, and
+/// `s3a://` (Hadoop's) as `s3://`.
+fn canonical(uri: &str) -> String {
+    normalize(uri).replace("s3a://", "s3://")
 }
 
 /// Java writes local paths as `file:/abs/path`, PyIceberg as `file:///abs/path`; a bare
