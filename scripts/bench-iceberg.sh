@@ -15,7 +15,8 @@
 #     first SIEVE_BENCH_HOT_N, default 100, of the present keys, kept results on): lookups/s,
 #     p95, server CPU and MinIO requests per lookup, KB the server fetched per lookup, and the
 #     ratios of the attached table to Sieve's own (the issue's aim: within 1.5x for lookups/s
-#     and KB);
+#     and KB); and the attached table again with `sieve.direct_reads` off ("scanned": its pages
+#     read by DataFusion's scan), the direct read's baseline in the same run;
 #   - cold: a fresh server's first lookup of a present key on each table (the attached one
 #     indexed), and the MinIO requests it made (its round trips are at most that many);
 #   - the same present keys (SIEVE_BENCH_OTHER_N of them, default 20) looked up one at a time
@@ -168,16 +169,19 @@ PY
 echo
 echo "| keys | connections | table | lookups/s | p95 ms | server CPU ms/lookup | requests/lookup | KB fetched/lookup |"
 echo "|---|---|---|---|---|---|---|---|"
-declare -A rate kb
+declare -A rate kb cpu
 for kind in present absent hot; do
   set_kept=$([ $kind = hot ] || echo "set sieve.lookup_cache = false")
   label=$([ $kind = hot ] && echo "hot present" || echo "uniform $kind")
   for threads in $threads_list; do
-    for table in native attached; do
+    for table in native attached scanned; do
       name=$([ $table = native ] && echo t10b || echo lake.ns.t10b)
+      # The attached table with its pages read by DataFusion's scan: the direct read's baseline.
+      set=$([ $table = scanned ] && echo "set sieve.direct_reads = false; $set_kept" || echo "$set_kept")
+      keys=$([ $table = native ] && echo native || echo attached)
       c0=$(proc_cpu "$server") r0=$(minio_requests) b0=$(fetched_bytes "$metrics_port")
-      out=$(SIEVE_SET="$set_kept" SIEVE_LOOKUP="select c1 from $name where c2 = ?" \
-        SIEVE_KEYS="$work/$table-$kind.keys" sysbench scripts/serving/lookup.lua --db-driver=mysql \
+      out=$(SIEVE_SET="$set" SIEVE_LOOKUP="select c1 from $name where c2 = ?" \
+        SIEVE_KEYS="$work/$keys-$kind.keys" sysbench scripts/serving/lookup.lua --db-driver=mysql \
         --mysql-host=127.0.0.1 --mysql-port="$port" --mysql-user=root --mysql-db=default \
         --threads="$threads" --time="$seconds" --percentile=95 run 2>&1) || { echo "$out" >&2; exit 1; }
       c1=$(proc_cpu "$server") b1=$(fetched_bytes "$metrics_port") r1=$(minio_requests)
@@ -185,6 +189,7 @@ for kind in present absent hot; do
       per_s=$(echo "$out" | awk '/transactions:/ {gsub(/\(/, "", $3); print $3}')
       p95=$(echo "$out" | awk '/95th percentile/ {print $3}')
       ms=$(python3 -c "print(f'{($c1 - $c0) * 1000 / $ticks / $n:.3f}')")
+      cpu[$table]=$ms
       req=$(python3 -c "print(f'{($r1 - $r0) / $n:.2f}')")
       kb[$table]=$(python3 -c "print(f'{($b1 - $b0) / $n / 1000:.1f}')")
       rate[$table]=$per_s
@@ -193,7 +198,9 @@ for kind in present absent hot; do
     python3 -c "
 kb = ${kb[native]}
 print(f'| $label | $threads | attached/native | {${rate[attached]} / ${rate[native]}:.3f}x | | | | '
-      + (f'{${kb[attached]} / kb:.1f}x' if kb > 0 else '-') + ' |')"
+      + (f'{${kb[attached]} / kb:.1f}x' if kb > 0 else '-') + ' |')
+print(f'| $label | $threads | attached/scanned | {${rate[attached]} / ${rate[scanned]}:.3f}x | | '
+      + f'{${cpu[attached]} / ${cpu[scanned]}:.3f}x | | |')"
   done
 done
 

@@ -786,6 +786,36 @@ fn a_lookup_reads_the_pages_of_its_key_not_its_row_group() {
         let full = format!("set sieve.short_path = false; {}", lookup(key));
         assert_eq!(ok(&server, &full), want, "{full}");
     }
+    // A key of the file PyIceberg wrote (zstd) is decoded on the lookup's own task, one of the
+    // file PyArrow wrote (snappy) by DataFusion's scan, as both are with direct reads off.
+    let directly = |sql: &str| {
+        let read = || common::prometheus::scrape(metrics)["sieve_blocks_read_directly_total"];
+        let before = read();
+        let rows = ok(&server, sql);
+        (rows, read() - before)
+    };
+    for (key, files) in [(4243, 1.0), (154_243, 0.0)] {
+        let want = format!("p{key}\n");
+        assert_eq!(directly(&lookup(key)), (want.clone(), files), "id = {key}");
+        let scanned = format!("set sieve.direct_reads = false; {}", lookup(key + 1));
+        assert_eq!(
+            directly(&scanned),
+            (format!("p{}\n", key + 1), 0.0),
+            "{scanned}"
+        );
+    }
+    // The first rows of a row group are dictionary-encoded (PyIceberg's dictionary pages are
+    // 4 KB here): each read twice, the second time through the dictionary kept decompressed.
+    let first = ok(&server, "select id from lake.ns.paged limit 20");
+    for key in first.lines() {
+        let sql = format!(
+            "set sieve.lookup_cache = false; {}",
+            lookup(key.parse().unwrap())
+        );
+        for _ in 0..2 {
+            assert_eq!(ok(&server, &sql), format!("p{key}\n"), "{sql}");
+        }
+    }
     for lookup in [
         "select * from lake.ns.paged where id in (5, 150005, 300000)",
         "select p.name as n, id from lake.ns.paged p where id = 7 or id = 100007",

@@ -38,6 +38,7 @@ struct StatementCounters {
     rows_returned: Counter,
     blocks_considered: Counter,
     blocks_read: Counter,
+    blocks_read_directly: Counter,
     pages_read: Counter,
     rows_read: Counter,
     bytes_read: Counter,
@@ -54,6 +55,7 @@ static STATEMENTS: LazyLock<StatementCounters> = LazyLock::new(|| StatementCount
     rows_returned: Counter::default(),
     blocks_considered: Counter::default(),
     blocks_read: Counter::default(),
+    blocks_read_directly: Counter::default(),
     pages_read: Counter::default(),
     rows_read: Counter::default(),
     bytes_read: Counter::default(),
@@ -139,6 +141,7 @@ pub(crate) fn statement_ended(
     counters.rows_returned.inc_by(rows_returned);
     counters.blocks_considered.inc_by(stats.blocks_total);
     counters.blocks_read.inc_by(stats.blocks_read);
+    (counters.blocks_read_directly).inc_by(stats.blocks_read_directly);
     counters.pages_read.inc_by(stats.pages_read);
     counters.rows_read.inc_by(stats.rows_read);
     counters.bytes_read.inc_by(stats.bytes_read);
@@ -228,6 +231,12 @@ pub fn register(registry: &mut Registry, engine: &Engine) {
             "blocks_read",
             "Blocks statements' scans read after pruning",
             &counters.blocks_read,
+        ),
+        (
+            "blocks_read_directly",
+            "Blocks (or an attached table's files) whose pages point lookups decoded on their \
+             own task, without DataFusion's Parquet scan",
+            &counters.blocks_read_directly,
         ),
         (
             "pages_read",

@@ -30,8 +30,9 @@ extensions_options! {
         /// their scan, skipping DataFusion's planner and optimizer; off, every query takes the
         /// full path (the short path's differential baseline).
         pub short_path: bool, default = true
-        /// Decode the pages a short-path lookup's locator named on the connection's own task,
-        /// without DataFusion's Parquet scan; off, through the scan (the direct read's baseline).
+        /// Decode the pages a short-path lookup's locator (or an attached file's index) named on
+        /// the connection's own task, without DataFusion's Parquet scan; off, through the scan
+        /// (the direct read's baseline).
         pub direct_reads: bool, default = true
         /// Answer a short-path lookup from the results of the same lookup in the same table
         /// version when they are kept; off, every lookup reads the table.

@@ -37,7 +37,7 @@ pub use operations::group_merge::{MAX_GROUP_ROWS, MERGE_FAN_IN};
 pub use operations::merge_rate::DEFAULT_MERGE_IO_MIB_PER_S;
 pub use operations::optimize::{OptimizePlan, Optimized, Rewrite};
 pub use operations::vacuum::Vacuumed;
-pub use read::cache::{DEFAULT_DATA_CACHE_BYTES, DEFAULT_SIDECAR_CACHE_BYTES};
+pub use read::cache::{DEFAULT_DATA_CACHE_BYTES, DEFAULT_SIDECAR_CACHE_BYTES, RangeKey};
 pub use read::disk_cache::DiskCache;
 pub use read::request_trace::{RequestTrace, TracedStore};
 pub use read::table::{SidecarFetch, Table};

@@ -45,6 +45,7 @@ use datafusion::physical_plan::metrics::{Count, MetricBuilder};
 use sieve_storage::Storage;
 
 use super::file_indexes::Loaded;
+use crate::scan::page_read::KeptDictionaries;
 
 #[derive(Debug)]
 pub struct IndexedPagesFactory {
@@ -77,6 +78,22 @@ impl IndexedPagesFactory {
     }
 }
 
+impl IndexedPagesFactory {
+    /// The key of the file at `path` in the data cache.
+    fn cache_key(&self, path: &str) -> String {
+        format!("{}{path}", self.store_url)
+    }
+
+    /// Where a direct read keeps `file`'s dictionary pages decompressed: beside its bytes in
+    /// the data cache, when the read keeps any.
+    pub fn kept_dictionaries(&self, file: &PartitionedFile) -> Option<KeptDictionaries> {
+        Some(KeptDictionaries {
+            storage: self.data_cache.clone()?,
+            file: self.cache_key(file.object_meta.location.as_ref()),
+        })
+    }
+}
+
 impl ParquetFileReaderFactory for IndexedPagesFactory {
     fn create_reader(
         &self,
@@ -86,6 +103,7 @@ impl ParquetFileReaderFactory for IndexedPagesFactory {
         metrics: &ExecutionPlanMetricsSet,
     ) -> Result<Box<dyn AsyncFileReader + Send>> {
         let path = file.object_meta.location.to_string();
+        let cache_key = self.cache_key(&path);
         let selected = (file.extensions.get::<ParquetRowSelection>())
             .map(|s| selected_rows(s.selection(), self.batch_rows));
         let inner =
@@ -93,7 +111,7 @@ impl ParquetFileReaderFactory for IndexedPagesFactory {
         let counter = |name| MetricBuilder::new(metrics).counter(name, partition_index);
         Ok(Box::new(WithPages {
             inner,
-            cache_key: format!("{}{path}", self.store_url),
+            cache_key,
             path,
             data_cache: self.data_cache.clone(),
             hits: (counter("data_cache_hits"), counter("data_cache_hit_bytes")),

@@ -11,6 +11,7 @@ pub(crate) mod index_build;
 pub(crate) mod index_statement;
 pub(crate) mod indexed_pages;
 pub(crate) mod indexer;
+pub(crate) mod located_read;
 pub(crate) mod page_walk;
 pub(crate) mod scan_exec;
 pub(crate) mod table;

@@ -1,16 +1,22 @@
 //! What reading an attached table decided, shown by EXPLAIN ANALYZE with the counters Sieve's
 //! own scans use (a data file is a block): a node above DataFusion's Parquet scan of the files
 //! left, whose own metrics (row groups and pages pruned by Parquet's statistics) stay below it.
+//! A point lookup's short path may read the files directly instead ([`LocatedFiles`]).
 
 use std::fmt;
 use std::sync::Arc;
 
+use async_trait::async_trait;
+use datafusion::arrow::array::RecordBatch;
 use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::error::Result;
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_plan::metrics::{ExecutionPlanMetricsSet, MetricBuilder, MetricsSet};
 use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, PlanProperties};
+
+use super::located_read::LocatedFiles;
+use crate::scan::page_read::LocatedRead;
 
 /// How one read of an attached table chose its data files.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -36,6 +42,8 @@ pub struct IcebergScanExec {
     snapshot_id: Option<i64>,
     counts: FileCounts,
     files: Arc<dyn ExecutionPlan>,
+    /// The files again, for a point lookup that may read them directly.
+    located: Option<Arc<LocatedFiles>>,
     metrics: ExecutionPlanMetricsSet,
 }
 
@@ -44,7 +52,7 @@ impl IcebergScanExec {
         table: String,
         snapshot_id: Option<i64>,
         counts: FileCounts,
-        files: Arc<dyn ExecutionPlan>,
+        (files, located): (Arc<dyn ExecutionPlan>, Option<LocatedFiles>),
     ) -> Self {
         let metrics = ExecutionPlanMetricsSet::new();
         let count = |name: &'static str, value: usize| {
@@ -65,6 +73,7 @@ impl IcebergScanExec {
             snapshot_id,
             counts,
             files,
+            located: located.map(Arc::new),
             metrics,
         }
     }
@@ -121,6 +130,7 @@ impl ExecutionPlan for IcebergScanExec {
             snapshot_id: self.snapshot_id,
             counts: self.counts.clone(),
             files: children.swap_remove(0),
+            located: self.located.clone(),
             metrics: self.metrics.clone(),
         }))
     }
@@ -135,5 +145,20 @@ impl ExecutionPlan for IcebergScanExec {
 
     fn metrics(&self) -> Option<MetricsSet> {
         Some(self.metrics.clone_inner())
+    }
+}
+
+#[async_trait]
+impl LocatedRead for IcebergScanExec {
+    async fn read_direct(&self, _: &TaskContext) -> Result<Option<Vec<RecordBatch>>> {
+        let Some(located) = &self.located else {
+            return Ok(None);
+        };
+        let rows = located.read(&self.metrics).await?;
+        if rows.is_some() {
+            (MetricBuilder::new(&self.metrics).global_counter("blocks_read_directly"))
+                .add(located.files.len());
+        }
+        Ok(rows)
     }
 }

@@ -43,6 +43,7 @@ use super::field_ids::ByFieldId;
 use super::file_indexes::{FileIndexes, Loaded};
 use super::file_stats::FileStatistics;
 use super::indexed_pages::IndexedPagesFactory;
+use super::located_read::LocatedFiles;
 use super::scan_exec::{FileCounts, IcebergScanExec};
 
 #[derive(Debug)]
@@ -137,20 +138,29 @@ impl TableProvider for IcebergTable {
     ) -> Result<Arc<dyn ExecutionPlan>> {
         // On a coordinator too: a statement that reads an attached table is planned to run in
         // its process, whose workers hold no catalogs (`cluster::attached_here`).
-        self.read_here(state, projection, filters, limit).await
+        let scan = self
+            .read_here(state, projection, filters, limit, false)
+            .await?;
+        Ok(scan)
     }
 }
 
+/// Files a point lookup reads at most directly ([`LocatedFiles`]); more are read by
+/// DataFusion's scan, side by side.
+const LOCATED_FILES: usize = 16;
+
 impl IcebergTable {
     /// The plan of [`TableProvider::scan`], run in this process: also what a point lookup's
-    /// short path plans and runs, without DataFusion's physical planner.
+    /// short path plans and runs, without DataFusion's physical planner, and then may read
+    /// `located` ([`LocatedFiles`]).
     pub async fn read_here(
         &self,
         state: &dyn Session,
         projection: Option<&Vec<usize>>,
         filters: &[Expr],
         limit: Option<usize>,
-    ) -> Result<Arc<dyn ExecutionPlan>> {
+        located: bool,
+    ) -> Result<Arc<IcebergScanExec>> {
         require(state.config(), Privilege::Select, &self.object)?;
         let schema = self.schema();
         let df_schema = DFSchema::try_from(schema.as_ref().clone())?;
@@ -164,7 +174,7 @@ impl IcebergTable {
                 None => schema,
             };
             let empty = Arc::new(EmptyExec::new(projected));
-            return Ok(self.explained(counts, empty));
+            return Ok(self.explained(counts, (empty, None)));
         }
         // Equality deletes apply by the file a row comes from: each file's place is read as a
         // column of its own, with the key columns, for the node above to drop deleted rows.
@@ -199,6 +209,12 @@ impl IcebergTable {
                 .with_table_partition_cols(vec![Arc::new(file_column)])
                 .build();
         }
+        // A lookup's few files, each with the rows its index left, may be read directly.
+        let located = (located
+            && !with_deletes
+            && chosen.len() <= LOCATED_FILES
+            && (chosen.iter()).all(|(_, f)| f.extension::<ParquetRowSelection>().is_some()))
+        .then(|| chosen.iter().map(|(_, f)| f.clone()).collect::<Vec<_>>());
         let files = (chosen.into_iter().enumerate())
             .map(|(place, (_, file))| match with_deletes {
                 true => file.with_partition_values(vec![ScalarValue::UInt32(Some(place as u32))]),
@@ -211,16 +227,24 @@ impl IcebergTable {
         let runtime = state.runtime_env();
         let cached = (state.config().options().extensions.get::<SieveOptions>())
             .is_none_or(|o| o.data_cache);
-        let pages = IndexedPagesFactory::new(
+        let pages = Arc::new(IndexedPagesFactory::new(
             (runtime.object_store(&self.store_url)?, &self.store_url),
             runtime.cache_manager.get_file_metadata_cache(),
             cached.then(|| self.indexes.store().storage().clone()),
             loaded,
             state.config().batch_size(),
-        );
+        ));
+        let located = located.map(|files| LocatedFiles {
+            pages: pages.clone(),
+            files,
+            read: read.clone(),
+            schema: schema.clone(),
+            file_names: self.scan.file_names.clone(),
+            batch_size: state.config().batch_size(),
+        });
         let mut source = ParquetSource::new(table_schema)
             .with_table_parquet_options(options)
-            .with_parquet_file_reader_factory(Arc::new(pages));
+            .with_parquet_file_reader_factory(pages);
         if let Some(predicate) = predicate {
             source = source.with_predicate(predicate);
         }
@@ -237,11 +261,11 @@ impl IcebergTable {
             .build();
         let files = DataSourceExec::from_data_source(config);
         if !with_deletes {
-            return Ok(self.explained(counts, files));
+            return Ok(self.explained(counts, (files, located)));
         }
         let output = (0..wanted.len()).collect();
         let deleting = EqualityDeleteExec::new(files, deletes, key_columns, output)?;
-        Ok(self.explained(counts, Arc::new(deleting)))
+        Ok(self.explained(counts, (Arc::new(deleting), None)))
     }
 }
 
@@ -319,8 +343,8 @@ impl IcebergTable {
     fn explained(
         &self,
         counts: FileCounts,
-        files: Arc<dyn ExecutionPlan>,
-    ) -> Arc<dyn ExecutionPlan> {
+        files: (Arc<dyn ExecutionPlan>, Option<LocatedFiles>),
+    ) -> Arc<IcebergScanExec> {
         Arc::new(IcebergScanExec::new(
             self.name.clone(),
             self.scan.snapshot_id,

@@ -12,6 +12,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use async_trait::async_trait;
 use bytes::Bytes;
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::{Schema, SchemaRef};
@@ -46,7 +47,7 @@ use crate::cluster::placement::Placement;
 use crate::error::{Classified, ErrorClass, external, to_df};
 use crate::options::SieveOptions;
 use crate::scan::live_rows::live_ranges;
-use crate::scan::page_read;
+use crate::scan::page_read::{self, LocatedRead};
 use crate::scan::pruning::{Narrowing, PruneOutcome, prune_blocks};
 use crate::scan::routing::routing_of;
 use crate::scan::verified_reader::{BlockPages, VerifiedReaderFactory};
@@ -467,11 +468,13 @@ impl SieveScanExec {
             direct: Vec::new(),
         })
     }
+}
 
+#[async_trait]
+impl LocatedRead for SieveScanExec {
     /// Opens the scan on the caller's task and, when it chose to decode located pages directly
-    /// ([`ScanRequest::direct`]), decodes them there: the scan's rows, unfiltered. None: the scan
-    /// reads through DataFusion's Parquet scan; execute it.
-    pub async fn read_direct(&self, context: &TaskContext) -> Result<Option<Vec<RecordBatch>>> {
+    /// ([`ScanRequest::direct`]), decodes them there.
+    async fn read_direct(&self, context: &TaskContext) -> Result<Option<Vec<RecordBatch>>> {
         let opened = self
             .opened
             .get_or_try_init(|| Self::open(&self.request, &self.metrics, context))

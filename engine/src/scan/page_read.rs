@@ -21,6 +21,7 @@ use std::cell::RefCell;
 use std::ops::Range;
 use std::sync::{Arc, LazyLock};
 
+use async_trait::async_trait;
 use bytes::{Buf, Bytes};
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::SchemaRef;
@@ -28,20 +29,23 @@ use datafusion::common::internal_datafusion_err;
 use datafusion::datasource::listing::PartitionedFile;
 use datafusion::datasource::physical_plan::parquet::ParquetRowSelection;
 use datafusion::error::Result;
+use datafusion::execution::TaskContext;
 use datafusion::parquet::arrow::arrow_reader::{
     ParquetRecordBatchReader, RowGroups, RowSelection, RowSelector,
 };
 use datafusion::parquet::arrow::async_reader::AsyncFileReader;
-use datafusion::parquet::arrow::{ProjectionMask, parquet_to_arrow_field_levels};
+use datafusion::parquet::arrow::{FieldLevels, ProjectionMask, parquet_to_arrow_field_levels};
 use datafusion::parquet::basic::Compression;
 use datafusion::parquet::column::page::{Page, PageIterator, PageMetadata, PageReader};
 use datafusion::parquet::errors::{ParquetError, Result as ParquetResult};
-use datafusion::parquet::file::metadata::{ParquetMetaData, RowGroupMetaData};
+use datafusion::parquet::file::metadata::{ColumnChunkMetaData, ParquetMetaData, RowGroupMetaData};
+use datafusion::parquet::file::page_index::offset_index::OffsetIndexMetaData;
 use datafusion::parquet::file::properties::{ReaderProperties, ReaderPropertiesPtr};
 use datafusion::parquet::file::reader::{ChunkReader, Length};
 use datafusion::parquet::file::serialized_reader::SerializedPageReader;
 use datafusion::physical_plan::metrics::{ExecutionPlanMetricsSet, MetricBuilder};
 use futures::future::try_join_all;
+use sieve_storage::{RangeKey, Storage};
 
 use crate::scan::verified_reader::{ReadCounts, VerifiedReaderFactory};
 
@@ -72,51 +76,148 @@ pub(crate) async fn read_located(
         let selection = file
             .extension::<ParquetRowSelection>()
             .map(|s| s.selection().clone());
-        let mut group = LocatedRowGroup::new(metadata)?;
-        let wanted = group.ranges(&mask, selection.as_ref())?;
-        let fetched = reader
-            .get_byte_ranges(wanted.iter().map(|(_, r)| r.clone()).collect())
-            .await?;
-        group.fill(wanted, fetched);
-        let levels =
-            parquet_to_arrow_field_levels(parquet_schema, mask, Some(arrow.schema().fields()))?;
-        let rows = ParquetRecordBatchReader::try_new_with_row_groups(
-            &levels, &group, batch_size, selection,
+        let levels = parquet_to_arrow_field_levels(
+            parquet_schema,
+            mask.clone(),
+            Some(arrow.schema().fields()),
         )?;
+        let group = RowGroupRead {
+            metadata,
+            row_group: 0,
+            mask: &mask,
+            levels: &levels,
+            batch_size,
+            dictionaries: None,
+        };
+        let batches = group.read(&mut reader, selection).await?;
         // The block's columns are the table's (the page table was checked against its schema);
         // the batches take the scan's schema, field metadata included.
-        rows.map(|batch| {
-            Ok(RecordBatch::try_new(
-                schema.clone(),
-                batch?.columns().to_vec(),
-            )?)
-        })
-        .collect::<Result<Vec<_>>>()
+        (batches.into_iter())
+            .map(|batch| {
+                Ok(RecordBatch::try_new(
+                    schema.clone(),
+                    batch.columns().to_vec(),
+                )?)
+            })
+            .collect::<Result<Vec<_>>>()
     });
     Ok(try_join_all(reads).await?.into_iter().flatten().collect())
 }
 
-/// A located block's one row group, holding the pages of it a read fetched: what parquet-rs's
-/// record batch reader decodes (the model is its own `InMemoryRowGroup`, which is not public).
+/// A scan that can decode a point lookup's located pages on the lookup's own task: Sieve's own
+/// blocks' ([`crate::scan::exec::SieveScanExec`]) and an attached table's files'
+/// ([`crate::iceberg::scan_exec::IcebergScanExec`]).
+#[async_trait]
+pub trait LocatedRead: Send + Sync {
+    /// The scan's rows, unfiltered, decoded here; None when the scan chose to read through
+    /// DataFusion's Parquet scan instead: execute it.
+    async fn read_direct(&self, context: &TaskContext) -> Result<Option<Vec<RecordBatch>>>;
+}
+
+/// Where decompressed dictionary pages are kept: the process's data cache, under their file's
+/// key marked apart from its byte ranges. A dictionary page is the first page of each column
+/// chunk that has one, and every lookup of a key in the chunk's dictionary-encoded pages
+/// decodes it: PyIceberg's and Spark's files begin each row group's columns with dictionaries
+/// of up to a few MB, whose decompression was most of such a lookup's CPU.
+#[derive(Clone)]
+pub(crate) struct KeptDictionaries {
+    pub storage: Storage,
+    /// The file's key in the data cache.
+    pub file: String,
+}
+
+impl KeptDictionaries {
+    fn key(&self, chunk: &ColumnChunkMetaData) -> Option<RangeKey> {
+        let start = u64::try_from(chunk.dictionary_page_offset()?).ok()?;
+        let end = u64::try_from(chunk.data_page_offset()).ok()?;
+        Some((
+            format!("{}\u{0}decompressed dictionary", self.file),
+            start,
+            end,
+        ))
+    }
+}
+
+/// Whether every chunk of `group` in `mask` is one [`RowGroupRead`] can decompress: zstd (by
+/// this thread's context) or uncompressed.
+pub(crate) fn decompressible(group: &RowGroupMetaData, mask: &ProjectionMask) -> bool {
+    (group.columns().iter().enumerate())
+        .filter(|(column, _)| mask.leaf_included(*column))
+        .all(|(_, chunk)| {
+            matches!(
+                chunk.compression(),
+                Compression::ZSTD(_) | Compression::UNCOMPRESSED
+            )
+        })
+}
+
+/// One row group's read of a lookup: the columns in `mask`, decoded as `levels` say.
+pub(crate) struct RowGroupRead<'a> {
+    pub metadata: &'a ParquetMetaData,
+    pub row_group: usize,
+    pub mask: &'a ProjectionMask,
+    pub levels: &'a FieldLevels,
+    pub batch_size: usize,
+    pub dictionaries: Option<&'a KeptDictionaries>,
+}
+
+impl RowGroupRead<'_> {
+    /// The row group's rows `selection` names (all when None), fetched through `reader` in one
+    /// request and decoded, in the file's column order.
+    pub async fn read(
+        &self,
+        reader: &mut (dyn AsyncFileReader + Send),
+        selection: Option<RowSelection>,
+    ) -> Result<Vec<RecordBatch>> {
+        let mut group = LocatedRowGroup::new(self.metadata, self.row_group, self.dictionaries)?;
+        let wanted = group.ranges(self.mask, selection.as_ref())?;
+        let fetched = reader
+            .get_byte_ranges(wanted.iter().map(|(_, r)| r.clone()).collect())
+            .await?;
+        group.fill(wanted, fetched);
+        let rows = ParquetRecordBatchReader::try_new_with_row_groups(
+            self.levels,
+            &group,
+            self.batch_size,
+            selection,
+        )?;
+        Ok(rows.collect::<std::result::Result<Vec<_>, _>>()?)
+    }
+}
+
+/// A located row group, holding the pages of it a read fetched: what parquet-rs's record batch
+/// reader decodes (the model is its own `InMemoryRowGroup`, which is not public).
 struct LocatedRowGroup<'a> {
     metadata: &'a ParquetMetaData,
+    /// The row group's place in the file.
+    index: usize,
     row_group: &'a RowGroupMetaData,
     /// Per leaf column, the pages fetched of it; None for a column not read.
     chunks: Vec<Option<Arc<FetchedPages>>>,
+    dictionaries: Option<&'a KeptDictionaries>,
 }
 
 impl<'a> LocatedRowGroup<'a> {
-    fn new(metadata: &'a ParquetMetaData) -> Result<Self> {
-        let [row_group] = metadata.row_groups() else {
-            return Err(internal_datafusion_err!(
-                "a page table of several row groups"
-            ));
-        };
+    fn new(
+        metadata: &'a ParquetMetaData,
+        index: usize,
+        dictionaries: Option<&'a KeptDictionaries>,
+    ) -> Result<Self> {
+        let row_group = (metadata.row_groups().get(index))
+            .ok_or_else(|| internal_datafusion_err!("a located read of a row group not there"))?;
         Ok(Self {
             metadata,
+            index,
             row_group,
             chunks: vec![None; row_group.num_columns()],
+            dictionaries,
         })
+    }
+
+    /// The offset index of the row group's columns.
+    fn offsets(&self) -> Option<&'a [OffsetIndexMetaData]> {
+        let index = self.metadata.offset_index()?.get(self.index)?;
+        Some(index.as_slice())
     }
 
     /// The byte ranges of the pages `selection` reads of the columns in `mask`, by leaf column:
@@ -133,8 +234,7 @@ impl<'a> LocatedRowGroup<'a> {
         mask: &ProjectionMask,
         selection: Option<&RowSelection>,
     ) -> Result<Vec<(usize, Range<u64>)>> {
-        let offsets = (self.metadata.offset_index())
-            .and_then(|index| index.first())
+        let offsets = (self.offsets())
             .ok_or_else(|| internal_datafusion_err!("a page table without an offset index"))?;
         let covering = selection.filter(|s| read_as_mask(s)).map(covering);
         let selection = covering.as_ref().or(selection);
@@ -217,11 +317,11 @@ impl RowGroups for LocatedRowGroup<'_> {
         let pages = self.chunks[i].clone().ok_or_else(|| {
             ParquetError::General(format!("column {i} of a located read was not fetched"))
         })?;
-        let offsets = self.metadata.offset_index().and_then(|index| index.first());
-        let locations = offsets.map(|o| o[i].page_locations.clone());
-        // Read as stored, undecompressed: [`Decompressed`] decompresses. Only zstd chunks
-        // have page tables (`sieve_storage::meta::page_table`), so every chunk here is one.
+        let locations = self.offsets().map(|o| o[i].page_locations.clone());
+        // Read as stored, undecompressed: [`Decompressed`] decompresses zstd chunks (the only
+        // ones Sieve's page tables describe; [`decompressible`] checks others').
         let chunk = self.row_group.column(i);
+        let zstd = matches!(chunk.compression(), Compression::ZSTD(_));
         let stored = chunk
             .clone()
             .into_builder()
@@ -235,7 +335,14 @@ impl RowGroups for LocatedRowGroup<'_> {
             locations,
             PROPERTIES.clone(),
         )?;
-        let reader: Box<dyn PageReader> = Box::new(Decompressed(reader));
+        let reader: Box<dyn PageReader> = match zstd {
+            true => Box::new(Decompressed {
+                pages: reader,
+                dictionary: (self.dictionaries)
+                    .and_then(|kept| Some((kept.storage.clone(), kept.key(chunk)?))),
+            }),
+            false => Box::new(reader),
+        };
         Ok(Box::new(OnePage(Some(Ok(reader)))))
     }
 
@@ -314,18 +421,20 @@ thread_local! {
 }
 
 /// The zstd frame `compressed` decompressed, by this thread's context. Parquet-rs writes each
-/// page as one frame that records its size.
+/// page as one frame that records its size; Spark's writer (parquet-java streaming through
+/// zstd-jni) does not, and such a frame is decompressed into a buffer grown until it fits.
 fn decompress(compressed: &[u8]) -> ParquetResult<Bytes> {
     let size = zstd::zstd_safe::get_frame_content_size(compressed)
-        .ok()
-        .flatten()
-        .ok_or_else(|| ParquetError::General("a zstd page without its size".into()))?;
-    let size =
-        usize::try_from(size).map_err(|_| ParquetError::General("a page over 4 GiB".into()))?;
+        .map_err(|_| ParquetError::General("a zstd page that is not a zstd frame".into()))?;
+    let size = (size.map(usize::try_from).transpose())
+        .map_err(|_| ParquetError::General("a page over 4 GiB".into()))?;
     ZSTD.with_borrow_mut(|context| {
         let context = match context {
             Some(context) => context,
             None => context.insert(zstd::bulk::Decompressor::new()?),
+        };
+        let Some(size) = size else {
+            return decompress_unsized(context, compressed);
         };
         let out = context.decompress(compressed, size)?;
         if out.len() != size {
@@ -338,8 +447,56 @@ fn decompress(compressed: &[u8]) -> ParquetResult<Bytes> {
     })
 }
 
-/// A page reader over zstd pages read as stored, whose pages it decompresses.
-struct Decompressed<P>(P);
+/// The most a zstd page without its size is taken to decompress to: parquet writers cut pages
+/// at about 1 MB and dictionaries at a few.
+const LARGEST_UNSIZED_PAGE: usize = 256 << 20;
+
+/// A zstd frame that does not record its size, decompressed by `context` into a buffer of 8
+/// times its size, then 4 times larger until it fits (zstd fails a buffer too small).
+fn decompress_unsized(
+    context: &mut zstd::bulk::Decompressor<'static>,
+    compressed: &[u8],
+) -> ParquetResult<Bytes> {
+    let mut capacity = (compressed.len() * 8).max(64 << 10);
+    loop {
+        match context.decompress(compressed, capacity) {
+            Ok(out) => return Ok(Bytes::from(out)),
+            Err(_) if capacity < LARGEST_UNSIZED_PAGE => capacity *= 4,
+            Err(e) => {
+                return Err(ParquetError::General(format!(
+                    "a zstd page without its size did not decompress within {} MiB: {e}",
+                    LARGEST_UNSIZED_PAGE >> 20
+                )));
+            }
+        }
+    }
+}
+
+/// A page reader over zstd pages read as stored, whose pages it decompresses; its chunk's
+/// dictionary page is taken from the data cache, decompressed, where it is kept
+/// ([`KeptDictionaries`]).
+struct Decompressed<P> {
+    pages: P,
+    /// Where the chunk's dictionary page is kept decompressed.
+    dictionary: Option<(Storage, RangeKey)>,
+}
+
+impl<P> Decompressed<P> {
+    /// A dictionary page's bytes decompressed, from the data cache or kept there.
+    fn dictionary(&self, compressed: &[u8]) -> ParquetResult<Bytes> {
+        let kept = (self.dictionary.as_ref())
+            .and_then(|(storage, key)| Some((storage.caches().data.as_ref()?, key)));
+        let Some((cache, key)) = kept else {
+            return decompress(compressed);
+        };
+        if let Some(bytes) = cache.get(key) {
+            return Ok(bytes);
+        }
+        let bytes = decompress(compressed)?;
+        cache.insert(key.clone(), bytes.clone());
+        Ok(bytes)
+    }
+}
 
 impl<P: PageReader> Iterator for Decompressed<P> {
     type Item = ParquetResult<Page>;
@@ -351,13 +508,12 @@ impl<P: PageReader> Iterator for Decompressed<P> {
 
 impl<P: PageReader> PageReader for Decompressed<P> {
     fn get_next_page(&mut self) -> ParquetResult<Option<Page>> {
-        let Some(mut page) = self.0.get_next_page()? else {
+        let Some(mut page) = self.pages.get_next_page()? else {
             return Ok(None);
         };
         match &mut page {
-            Page::DataPage { buf, .. } | Page::DictionaryPage { buf, .. } => {
-                *buf = decompress(buf)?;
-            }
+            Page::DataPage { buf, .. } => *buf = decompress(buf)?,
+            Page::DictionaryPage { buf, .. } => *buf = self.dictionary(buf)?,
             Page::DataPageV2 {
                 buf,
                 def_levels_byte_len,
@@ -383,14 +539,49 @@ impl<P: PageReader> PageReader for Decompressed<P> {
     }
 
     fn peek_next_page(&mut self) -> ParquetResult<Option<PageMetadata>> {
-        self.0.peek_next_page()
+        self.pages.peek_next_page()
     }
 
     fn skip_next_page(&mut self) -> ParquetResult<()> {
-        self.0.skip_next_page()
+        self.pages.skip_next_page()
     }
 
     fn at_record_boundary(&mut self) -> ParquetResult<bool> {
-        self.0.at_record_boundary()
+        self.pages.at_record_boundary()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+
+    use super::*;
+
+    /// A page of `bytes` compressed as one zstd frame, recording its size or not.
+    fn frame(bytes: &[u8], sized: bool) -> Vec<u8> {
+        let mut encoder = zstd::stream::Encoder::new(Vec::new(), 3).unwrap();
+        encoder.include_contentsize(sized).unwrap();
+        if sized {
+            encoder
+                .set_pledged_src_size(Some(bytes.len() as u64))
+                .unwrap();
+        }
+        encoder.write_all(bytes).unwrap();
+        encoder.finish().unwrap()
+    }
+
+    #[test]
+    fn pages_decompress_whether_their_frames_record_their_size_or_not() {
+        // 2 MB that compress to a few hundred bytes: more than 8 times their frame, so an
+        // unsized frame's buffer grows three times.
+        let page: Vec<u8> = (0..2_000_000u32).map(|i| (i / 1000) as u8).collect();
+        for sized in [true, false] {
+            let compressed = frame(&page, sized);
+            assert!(compressed.len() * 8 < page.len());
+            let known = zstd::zstd_safe::get_frame_content_size(&compressed).unwrap();
+            assert_eq!(known.is_some(), sized);
+            assert_eq!(decompress(&compressed).unwrap(), page, "sized: {sized}");
+        }
+        assert!(decompress(b"not a zstd frame").is_err());
     }
 }

@@ -4,19 +4,20 @@
 //! metadata, the account's privileges checked), then the lookup is bound to the snapshot the
 //! catalog names and answered from its kept result, or planned straight into the table's scan
 //! (its index and pages), a filter and a projection, without DataFusion's SQL planner and
-//! optimizer. A snapshot never changes, so a kept result keyed by the table's UUID and snapshot
+//! optimizer; the scan's few files are read on the lookup's task where they can be
+//! ([`crate::iceberg::located_read`]). A snapshot never changes, so a kept result keyed by the table's UUID and snapshot
 //! id is never stale; a commit by any writer names a new snapshot, seen by the next statement.
 
 use std::sync::Arc;
 
 use datafusion::common::ScalarValue;
 use datafusion::error::Result;
-use datafusion::physical_plan::ExecutionPlan;
 
 use super::Session;
 use crate::access::privileges::Privilege;
 use crate::iceberg::catalog::{namespace_named, object};
 use crate::iceberg::table::IcebergTable;
+use crate::scan::page_read::LocatedRead;
 use crate::session::lookup_results::keeping;
 use crate::session::query_stream::QueryStream;
 use crate::session::short_path::{Bound, LookupPlan, PointLookup};
@@ -74,16 +75,17 @@ impl Session {
         let state = self.ctx.state();
         // No limit: the filter above the scan applies it (the scan's filters are inexact).
         let filters = [key.condition.clone()];
-        let scan: Arc<dyn ExecutionPlan> =
-            (table.read_here(&state, Some(&read), &filters, None)).await?;
+        let direct = self.options(|o| o.direct_reads);
+        let scan = (table.read_here(&state, Some(&read), &filters, None, direct)).await?;
+        let located: Arc<dyn LocatedRead> = scan.clone();
         let plan = LookupPlan::new(
-            (scan, None),
+            (scan, Some(located)),
             &table_schema,
             &read,
             &key,
             state.config_options(),
         )?;
-        let answer = self.run_physical(plan.plan()?, origins)?.by_short_path();
+        let answer = self.answer(&plan, origins).await?;
         Ok(Some(match results {
             Some(results) => answer.map_rows(|rows| keeping(rows, results, key)),
             None => answer,

@@ -77,6 +77,10 @@ impl ScanStats {
         if let Some(scan) = plan.downcast_ref::<IcebergScanExec>() {
             stats.blocks_total += scan.counts().total as u64;
             stats.blocks_read += scan.counts().read as u64;
+            let direct = scan
+                .metrics()
+                .and_then(|m| m.sum_by_name("blocks_read_directly"));
+            stats.blocks_read_directly += direct.map_or(0, |v| v.as_usize() as u64);
         }
         for child in plan.children() {
             stats.add(&Self::of(child));

@@ -60,6 +60,7 @@ use crate::iceberg::catalog::namespace_named;
 use crate::options::SieveOptions;
 use crate::scan::exec::{ChosenBlocks, ScanRequest, Shares, SieveScanExec};
 use crate::scan::lossless_cast::lossless_cast;
+use crate::scan::page_read::LocatedRead;
 use crate::scan::routing::RoutingFilters;
 use crate::session::lookup_results::{LookupKey, LookupResults, keeping};
 use crate::session::query_stream::{ColumnOrigin, QueryStream};
@@ -281,7 +282,8 @@ impl PointLookup {
         request.direct = (options.extensions.get::<SieveOptions>()).is_none_or(|o| o.direct_reads);
         request.chosen = chosen;
         let scan = Arc::new(SieveScanExec::new(request)?);
-        LookupPlan::new((scan.clone(), Some(scan)), &schema, &read, key, options)
+        let direct: Arc<dyn LocatedRead> = scan.clone();
+        LookupPlan::new((scan, Some(direct)), &schema, &read, key, options)
     }
 
     /// The columns of `schema` a bound lookup reads: its outputs' and its condition's, in
@@ -302,8 +304,8 @@ impl PointLookup {
 /// does not decode its pages directly (building them costs a direct read a tenth of its CPU).
 pub(crate) struct LookupPlan {
     scan: Arc<dyn ExecutionPlan>,
-    /// The scan, when it is one of Sieve's own that can decode its located pages directly.
-    direct: Option<Arc<SieveScanExec>>,
+    /// The scan, when it is one that can decode its located pages directly.
+    direct: Option<Arc<dyn LocatedRead>>,
     /// The lookup's condition, over the scan's columns.
     predicate: Arc<dyn PhysicalExpr>,
     /// The scan's columns the lookup returns, in order, with their output names.
@@ -318,7 +320,7 @@ impl LookupPlan {
     /// The plan of the lookup `key` of a table of `schema` over `scan`, a scan of its columns
     /// `read` (the one it decodes directly, if it can, second).
     pub fn new(
-        (scan, direct): (Arc<dyn ExecutionPlan>, Option<Arc<SieveScanExec>>),
+        (scan, direct): (Arc<dyn ExecutionPlan>, Option<Arc<dyn LocatedRead>>),
         schema: &SchemaRef,
         read: &[usize],
         key: &LookupKey,
@@ -341,7 +343,7 @@ impl LookupPlan {
     }
 
     /// The lookup's rows, read and filtered on this task when its scan decodes located pages
-    /// directly ([`SieveScanExec::read_direct`]); None: run [`Self::plan`]. `FilterExec`'s and
+    /// directly ([`LocatedRead::read_direct`]); None: run [`Self::plan`]. `FilterExec`'s and
     /// `ProjectionExec`'s work, done on the few rows of a slice or two.
     pub async fn read_direct(&self, context: &TaskContext) -> Result<Option<Vec<RecordBatch>>> {
         let Some(direct) = &self.direct else {
@@ -861,14 +863,7 @@ impl Session {
                     let state = state.read();
                     lookup.physical(&table, &key, None, state.config_options())?
                 };
-                match self.read_direct(&plan).await? {
-                    Some(rows) => {
-                        QueryStream::rows(plan.schema.clone(), rows, Some(plan.scan()), self.pool())
-                            .with_origins(origins)
-                            .by_short_path()
-                    }
-                    None => self.run_physical(plan.plan()?, origins)?,
-                }
+                self.answer(&plan, origins).await?
             }
         };
         Ok(Some(match results {
@@ -937,6 +932,23 @@ impl Session {
         Ok(match results {
             Some(results) => keeping(rows, results, key),
             None => rows,
+        })
+    }
+
+    /// `plan`'s answer: its rows read on this task when its scan decodes its located pages
+    /// directly, else its plan run on the executor.
+    pub(super) async fn answer(
+        &self,
+        plan: &LookupPlan,
+        origins: Vec<Option<ColumnOrigin>>,
+    ) -> Result<QueryStream> {
+        Ok(match self.read_direct(plan).await? {
+            Some(rows) => {
+                QueryStream::rows(plan.schema.clone(), rows, Some(plan.scan()), self.pool())
+                    .with_origins(origins)
+                    .by_short_path()
+            }
+            None => self.run_physical(plan.plan()?, origins)?,
         })
     }
 
