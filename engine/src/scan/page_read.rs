@@ -15,7 +15,7 @@
 //! Pages are decompressed here, not by parquet-rs: its page reader makes a zstd codec per column
 //! chunk, a compression context and a decompression context, and creating each runs `cpuid`,
 //! which traps to the hypervisor on a virtual machine: 7 µs a context, a tenth of a lookup's
-//! CPU. [`Decompressed`] reuses one decompression context per thread instead.
+//! CPU. [`LocatedPages`] reuses one decompression context per thread instead.
 
 use std::cell::RefCell;
 use std::ops::Range;
@@ -35,7 +35,7 @@ use datafusion::parquet::arrow::arrow_reader::{
 };
 use datafusion::parquet::arrow::async_reader::AsyncFileReader;
 use datafusion::parquet::arrow::{FieldLevels, ProjectionMask, parquet_to_arrow_field_levels};
-use datafusion::parquet::basic::Compression;
+use datafusion::parquet::basic::{Compression, Encoding};
 use datafusion::parquet::column::page::{Page, PageIterator, PageMetadata, PageReader};
 use datafusion::parquet::errors::{ParquetError, Result as ParquetResult};
 use datafusion::parquet::file::metadata::{ColumnChunkMetaData, ParquetMetaData, RowGroupMetaData};
@@ -318,7 +318,7 @@ impl RowGroups for LocatedRowGroup<'_> {
             ParquetError::General(format!("column {i} of a located read was not fetched"))
         })?;
         let locations = self.offsets().map(|o| o[i].page_locations.clone());
-        // Read as stored, undecompressed: [`Decompressed`] decompresses zstd chunks (the only
+        // Read as stored, undecompressed: [`LocatedPages`] decompresses zstd chunks (the only
         // ones Sieve's page tables describe; [`decompressible`] checks others').
         let chunk = self.row_group.column(i);
         let zstd = matches!(chunk.compression(), Compression::ZSTD(_));
@@ -335,15 +335,15 @@ impl RowGroups for LocatedRowGroup<'_> {
             locations,
             PROPERTIES.clone(),
         )?;
-        let reader: Box<dyn PageReader> = match zstd {
-            true => Box::new(Decompressed {
-                pages: reader,
-                dictionary: (self.dictionaries)
-                    .and_then(|kept| Some((kept.storage.clone(), kept.key(chunk)?))),
-            }),
-            false => Box::new(reader),
+        let reader = LocatedPages {
+            pages: reader,
+            zstd,
+            dictionary: (self.dictionaries)
+                .and_then(|kept| Some((kept.storage.clone(), kept.key(chunk)?))),
+            held: None,
+            next: None,
         };
-        Ok(Box::new(OnePage(Some(Ok(reader)))))
+        Ok(Box::new(OnePage(Some(Ok(Box::new(reader))))))
     }
 
     fn row_groups(&self) -> Box<dyn Iterator<Item = &RowGroupMetaData> + '_> {
@@ -472,48 +472,62 @@ fn decompress_unsized(
     }
 }
 
-/// A page reader over zstd pages read as stored, whose pages it decompresses; its chunk's
-/// dictionary page is taken from the data cache, decompressed, where it is kept
-/// ([`KeptDictionaries`]).
-struct Decompressed<P> {
+/// A column chunk's pages as read from the bytes fetched, decompressed here where they are
+/// zstd; its dictionary page given to the column reader only before a dictionary-encoded data
+/// page, and taken decompressed from the data cache, where it is kept ([`KeptDictionaries`]).
+///
+/// Why the dictionary waits: writers fall back from dictionary encoding to plain pages once a
+/// chunk's dictionary outgrows its limit (PyArrow's 1 MB), so in a row group of unique keys
+/// most data pages are plain, and a lookup of a row in one needs no dictionary. Parquet-rs's
+/// column reader decodes a dictionary page as soon as it meets it (a few MB into its own
+/// buffers, a tenth of such a lookup's CPU), so the page is held back until a data page
+/// needs it.
+struct LocatedPages<P> {
     pages: P,
+    /// Whether the chunk's pages are zstd frames (else uncompressed).
+    zstd: bool,
     /// Where the chunk's dictionary page is kept decompressed.
     dictionary: Option<(Storage, RangeKey)>,
+    /// The chunk's dictionary page, as stored, not yet given.
+    held: Option<Page>,
+    /// The data page read after the dictionary page given for it, given next.
+    next: Option<Page>,
 }
 
-impl<P> Decompressed<P> {
+impl<P: PageReader> LocatedPages<P> {
     /// A dictionary page's bytes decompressed, from the data cache or kept there.
-    fn dictionary(&self, compressed: &[u8]) -> ParquetResult<Bytes> {
+    fn dictionary(&self, compressed: Bytes) -> ParquetResult<Bytes> {
+        if !self.zstd {
+            return Ok(compressed);
+        }
         let kept = (self.dictionary.as_ref())
             .and_then(|(storage, key)| Some((storage.caches().data.as_ref()?, key)));
         let Some((cache, key)) = kept else {
-            return decompress(compressed);
+            return decompress(&compressed);
         };
         if let Some(bytes) = cache.get(key) {
             return Ok(bytes);
         }
-        let bytes = decompress(compressed)?;
+        let bytes = decompress(&compressed)?;
         cache.insert(key.clone(), bytes.clone());
         Ok(bytes)
     }
-}
 
-impl<P: PageReader> Iterator for Decompressed<P> {
-    type Item = ParquetResult<Page>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        self.get_next_page().transpose()
+    /// Holds the dictionary page if it is the next page.
+    fn hold_dictionary(&mut self) -> ParquetResult<()> {
+        if self.held.is_none() && self.pages.peek_next_page()?.is_some_and(|p| p.is_dict) {
+            self.held = self.pages.get_next_page()?;
+        }
+        Ok(())
     }
-}
 
-impl<P: PageReader> PageReader for Decompressed<P> {
-    fn get_next_page(&mut self) -> ParquetResult<Option<Page>> {
-        let Some(mut page) = self.pages.get_next_page()? else {
-            return Ok(None);
-        };
+    /// A data page decompressed.
+    fn decompressed(&self, mut page: Page) -> ParquetResult<Page> {
+        if !self.zstd {
+            return Ok(page);
+        }
         match &mut page {
             Page::DataPage { buf, .. } => *buf = decompress(buf)?,
-            Page::DictionaryPage { buf, .. } => *buf = self.dictionary(buf)?,
             Page::DataPageV2 {
                 buf,
                 def_levels_byte_len,
@@ -533,16 +547,75 @@ impl<P: PageReader> PageReader for Decompressed<P> {
                 *buf = Bytes::from(whole);
                 *is_compressed = false;
             }
-            Page::DataPageV2 { .. } => {}
+            Page::DataPageV2 { .. } | Page::DictionaryPage { .. } => {}
         }
-        Ok(Some(page))
+        Ok(page)
+    }
+}
+
+impl<P: PageReader> Iterator for LocatedPages<P> {
+    type Item = ParquetResult<Page>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.get_next_page().transpose()
+    }
+}
+
+impl<P: PageReader> PageReader for LocatedPages<P> {
+    fn get_next_page(&mut self) -> ParquetResult<Option<Page>> {
+        if let Some(page) = self.next.take() {
+            return Ok(Some(page));
+        }
+        self.hold_dictionary()?;
+        let Some(page) = self.pages.get_next_page()? else {
+            return Ok(None);
+        };
+        let page = self.decompressed(page)?;
+        let wants_dictionary = matches!(
+            page.encoding(),
+            Encoding::RLE_DICTIONARY | Encoding::PLAIN_DICTIONARY
+        );
+        match self.held.take() {
+            Some(Page::DictionaryPage {
+                buf,
+                num_values,
+                encoding,
+                is_sorted,
+            }) if wants_dictionary => {
+                self.next = Some(page);
+                Ok(Some(Page::DictionaryPage {
+                    buf: self.dictionary(buf)?,
+                    num_values,
+                    encoding,
+                    is_sorted,
+                }))
+            }
+            held => {
+                self.held = held;
+                Ok(Some(page))
+            }
+        }
     }
 
+    /// The next data page's: the dictionary page is never offered, so the column reader
+    /// skips data pages without decoding it.
     fn peek_next_page(&mut self) -> ParquetResult<Option<PageMetadata>> {
+        if let Some(page) = &self.next {
+            return Ok(Some(PageMetadata {
+                num_rows: None,
+                num_levels: Some(page.num_values() as usize),
+                is_dict: false,
+            }));
+        }
+        self.hold_dictionary()?;
         self.pages.peek_next_page()
     }
 
     fn skip_next_page(&mut self) -> ParquetResult<()> {
+        if self.next.take().is_some() {
+            return Ok(());
+        }
+        self.hold_dictionary()?;
         self.pages.skip_next_page()
     }
 
@@ -583,5 +656,87 @@ mod tests {
             assert_eq!(decompress(&compressed).unwrap(), page, "sized: {sized}");
         }
         assert!(decompress(b"not a zstd frame").is_err());
+    }
+
+    /// 100,000 distinct strings in one row group of zstd pages of at most 5,000 rows, with a
+    /// page index; the dictionary outgrows its 64 KB limit early, so later pages are plain.
+    fn fallen_back() -> (Bytes, Arc<ParquetMetaData>) {
+        use datafusion::arrow::array::StringArray;
+        use datafusion::arrow::datatypes::{DataType, Field, Schema};
+        use datafusion::parquet::arrow::ArrowWriter;
+        use datafusion::parquet::basic::ZstdLevel;
+        use datafusion::parquet::file::metadata::{PageIndexPolicy, ParquetMetaDataReader};
+        use datafusion::parquet::file::properties::WriterProperties;
+
+        let schema = Arc::new(Schema::new(vec![Field::new("k", DataType::Utf8, false)]));
+        let values = StringArray::from_iter_values((0..100_000).map(|i| format!("key {i:08}")));
+        let batch = RecordBatch::try_new(schema.clone(), vec![Arc::new(values)]).unwrap();
+        let properties = WriterProperties::builder()
+            .set_compression(Compression::ZSTD(ZstdLevel::default()))
+            .set_dictionary_page_size_limit(64 << 10)
+            .set_data_page_row_count_limit(5_000)
+            .set_write_batch_size(1_000)
+            .build();
+        let mut file = Vec::new();
+        let mut writer = ArrowWriter::try_new(&mut file, schema, Some(properties)).unwrap();
+        writer.write(&batch).unwrap();
+        writer.close().unwrap();
+        let file = Bytes::from(file);
+        let metadata = (ParquetMetaDataReader::new()
+            .with_page_index_policy(PageIndexPolicy::Required))
+        .parse_and_finish(&file)
+        .unwrap();
+        (file, Arc::new(metadata))
+    }
+
+    /// A lookup of a row in a plain page never decompresses the chunk's dictionary page; one
+    /// in a dictionary-encoded page does, and keeps it.
+    #[tokio::test]
+    async fn a_dictionary_page_is_read_only_for_a_page_that_needs_it() {
+        use datafusion::arrow::array::AsArray;
+
+        let (file, metadata) = fallen_back();
+        let chunk = metadata.row_group(0).column(0);
+        let kept = KeptDictionaries {
+            storage: Storage::in_memory().with_caches(0, 64 << 20),
+            file: "fallen back".into(),
+        };
+        // The chunk has a dictionary page; a row read without it is in a plain page.
+        let key = kept.key(chunk).unwrap();
+        let held = || {
+            kept.storage
+                .caches()
+                .data
+                .as_ref()
+                .unwrap()
+                .get(&key)
+                .is_some()
+        };
+        let mask = ProjectionMask::all();
+        let levels = parquet_to_arrow_field_levels(
+            metadata.file_metadata().schema_descr(),
+            mask.clone(),
+            None,
+        )
+        .unwrap();
+        let group = RowGroupRead {
+            metadata: &metadata,
+            row_group: 0,
+            mask: &mask,
+            levels: &levels,
+            batch_size: 8192,
+            dictionaries: Some(&kept),
+        };
+        for (row, dictionary) in [(99_999, false), (90_001, false), (3, true), (99_998, true)] {
+            let selection =
+                RowSelection::from(vec![RowSelector::skip(row), RowSelector::select(1)]);
+            let mut reader = std::io::Cursor::new(file.to_vec());
+            let batches = group.read(&mut reader, Some(selection)).await.unwrap();
+            let got: Vec<&str> = (batches.iter())
+                .flat_map(|b| b.column(0).as_string::<i32>().iter().flatten())
+                .collect();
+            assert_eq!(got, [format!("key {row:08}")]);
+            assert_eq!(held(), dictionary, "after row {row}");
+        }
     }
 }
