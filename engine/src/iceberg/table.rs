@@ -22,6 +22,7 @@ use datafusion::datasource::source::DataSourceExec;
 use datafusion::datasource::table_schema::TableSchema;
 use datafusion::error::Result;
 use datafusion::execution::object_store::ObjectStoreUrl;
+use datafusion::execution::runtime_env::RuntimeEnv;
 use datafusion::logical_expr::utils::conjunction;
 use datafusion::logical_expr::{Expr, TableProviderFilterPushDown};
 use datafusion::parquet::arrow::arrow_reader::RowSelection;
@@ -138,9 +139,7 @@ impl TableProvider for IcebergTable {
     ) -> Result<Arc<dyn ExecutionPlan>> {
         // On a coordinator too: a statement that reads an attached table is planned to run in
         // its process, whose workers hold no catalogs (`cluster::attached_here`).
-        let scan = self
-            .read_here(state, projection, filters, limit, false)
-            .await?;
+        let scan = (self.read(self.reading(state, filters)?, projection, limit, false)).await?;
         Ok(scan)
     }
 }
@@ -149,24 +148,57 @@ impl TableProvider for IcebergTable {
 /// DataFusion's scan, side by side.
 const LOCATED_FILES: usize = 16;
 
+/// What a read of an attached table takes from the session, taken before it awaits anything:
+/// a point lookup's short path then borrows the session's state instead of cloning it (a
+/// clone of DataFusion's `SessionState`, its function registries and options, is a few
+/// percent of a lookup's CPU).
+pub struct Reading {
+    predicate: Option<Arc<dyn PhysicalExpr>>,
+    runtime: Arc<RuntimeEnv>,
+    batch_size: usize,
+    target_partitions: usize,
+    /// Whether the bytes read are kept in the data cache (`sieve.data_cache`).
+    data_cache: bool,
+}
+
 impl IcebergTable {
-    /// The plan of [`TableProvider::scan`], run in this process: also what a point lookup's
-    /// short path plans and runs, without DataFusion's physical planner, and then may read
-    /// `located` ([`LocatedFiles`]).
-    pub async fn read_here(
-        &self,
-        state: &dyn Session,
-        projection: Option<&Vec<usize>>,
-        filters: &[Expr],
-        limit: Option<usize>,
-        located: bool,
-    ) -> Result<Arc<IcebergScanExec>> {
+    /// What [`Self::read`] takes of `state` to read the rows `filters` may select, the
+    /// account's privilege checked.
+    pub fn reading(&self, state: &dyn Session, filters: &[Expr]) -> Result<Reading> {
         require(state.config(), Privilege::Select, &self.object)?;
-        let schema = self.schema();
-        let df_schema = DFSchema::try_from(schema.as_ref().clone())?;
+        let df_schema = DFSchema::try_from(self.schema().as_ref().clone())?;
         let predicate = conjunction(filters.iter().cloned())
             .map(|e| state.create_physical_expr(e, &df_schema))
             .transpose()?;
+        let config = state.config();
+        Ok(Reading {
+            predicate,
+            runtime: state.runtime_env().clone(),
+            batch_size: config.batch_size(),
+            target_partitions: config.target_partitions(),
+            data_cache: (config.options().extensions.get::<SieveOptions>())
+                .is_none_or(|o| o.data_cache),
+        })
+    }
+
+    /// The plan of [`TableProvider::scan`], run in this process: also what a point lookup's
+    /// short path plans and runs, without DataFusion's physical planner, and then may read
+    /// `located` ([`LocatedFiles`]).
+    pub async fn read(
+        &self,
+        reading: Reading,
+        projection: Option<&Vec<usize>>,
+        limit: Option<usize>,
+        located: bool,
+    ) -> Result<Arc<IcebergScanExec>> {
+        let Reading {
+            predicate,
+            runtime,
+            batch_size,
+            target_partitions,
+            data_cache,
+        } = reading;
+        let schema = self.schema();
         let (chosen, counts, loaded) = self.choose_files(predicate.as_ref()).await;
         if chosen.is_empty() {
             let projected = match projection {
@@ -224,15 +256,12 @@ impl IcebergTable {
         // The options stay with the source when DataFusion pushes the filter above it down
         // into it after this, so a float filter prunes nothing by Parquet's statistics either.
         let options = parquet_options(predicate.as_ref(), &schema, false);
-        let runtime = state.runtime_env();
-        let cached = (state.config().options().extensions.get::<SieveOptions>())
-            .is_none_or(|o| o.data_cache);
         let pages = Arc::new(IndexedPagesFactory::new(
             (runtime.object_store(&self.store_url)?, &self.store_url),
             runtime.cache_manager.get_file_metadata_cache(),
-            cached.then(|| self.indexes.store().storage().clone()),
+            data_cache.then(|| self.indexes.store().storage().clone()),
             loaded,
-            state.config().batch_size(),
+            batch_size,
         ));
         let located = located.map(|files| LocatedFiles {
             pages: pages.clone(),
@@ -240,7 +269,7 @@ impl IcebergTable {
             read: read.clone(),
             schema: schema.clone(),
             file_names: self.scan.file_names.clone(),
-            batch_size: state.config().batch_size(),
+            batch_size,
         });
         let mut source = ParquetSource::new(table_schema)
             .with_table_parquet_options(options)
@@ -248,7 +277,7 @@ impl IcebergTable {
         if let Some(predicate) = predicate {
             source = source.with_predicate(predicate);
         }
-        let groups = FileGroup::new(files).split_files(state.config().target_partitions());
+        let groups = FileGroup::new(files).split_files(target_partitions);
         let by_field_id = ByFieldId {
             file_names: self.scan.file_names.clone(),
         };

@@ -72,18 +72,18 @@ impl Session {
             return Ok(Some(kept));
         }
         let read = PointLookup::columns_read(&table_schema, &key)?;
-        let state = self.ctx.state();
         // No limit: the filter above the scan applies it (the scan's filters are inexact).
         let filters = [key.condition.clone()];
         let direct = self.options(|o| o.direct_reads);
-        let scan = (table.read_here(&state, Some(&read), &filters, None, direct)).await?;
+        let reading = table.reading(&*self.ctx.state_ref().read(), &filters)?;
+        let scan = (table.read(reading, Some(&read), None, direct)).await?;
         let located: Arc<dyn LocatedRead> = scan.clone();
         let plan = LookupPlan::new(
             (scan, Some(located)),
             &table_schema,
             &read,
             &key,
-            state.config_options(),
+            self.ctx.state_ref().read().config_options(),
         )?;
         let answer = self.answer(&plan, origins).await?;
         Ok(Some(match results {
