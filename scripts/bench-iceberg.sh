@@ -56,34 +56,7 @@ storage="s3://sieve-test/native"
 warehouse="s3://sieve-test/lake"
 
 "$sieve" --storage "$storage" load t10b --rows "$rows" 2>&1 | grep -E "loaded|c2 locator"
-python3 - "$work" "$warehouse" "$rows" "$file_rows" "$keys_n" <<'PY'
-import os, sys, time
-import numpy as np
-import pyarrow as pa
-from pyiceberg.catalog.sql import SqlCatalog
-work, warehouse, rows_text, file_rows, keys_n = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
-scale = {"k": 10**3, "M": 10**6, "B": 10**9}
-rows = int(float(rows_text[:-1]) * scale[rows_text[-1]]) if rows_text[-1] in scale else int(rows_text)
-s3 = {"s3.endpoint": os.environ["AWS_ENDPOINT"], "s3.access-key-id": os.environ["AWS_ACCESS_KEY_ID"],
-      "s3.secret-access-key": os.environ["AWS_SECRET_ACCESS_KEY"], "s3.region": os.environ["AWS_REGION"]}
-catalog = SqlCatalog("writers", uri=f"sqlite:///{work}/catalog.db", warehouse=warehouse, **s3)
-catalog.create_namespace("ns")
-table = catalog.create_table("ns.t10b", schema=pa.schema([pa.field("c1", pa.int64()), pa.field("c2", pa.string())]))
-rng = np.random.default_rng(42)
-wanted = np.sort(rng.choice(rows, size=keys_n, replace=False))
-keys, started = [], time.time()
-for first in range(0, rows, file_rows):
-    n = min(file_rows, rows - first)
-    c2 = rng.random(n).astype(str)
-    mine = wanted[(wanted >= first) & (wanted < first + n)] - first
-    keys += list(c2[mine])
-    table.append(pa.table({"c1": pa.array(np.arange(first, first + n), pa.int64()), "c2": pa.array(c2)}))
-files = table.scan().plan_files()
-print(f"PyIceberg wrote {rows:,} rows in {len(files)} files in {time.time() - started:.0f} s")
-rng.shuffle(keys)
-with open(f"{work}/attached-present.keys", "w") as f:
-    f.write("\n".join(keys) + "\n")
-PY
+python3 scripts/serving/pyiceberg_t10b.py "$work" "$warehouse" "$rows" "$file_rows" "$keys_n"
 cat > "$work/sieve.toml" <<TOML
 [[iceberg_catalogs]]
 name = "lake"

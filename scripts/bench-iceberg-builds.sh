@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# Two builds of Sieve on the same attached Iceberg table, alternating, in one script so both see
+# the same machine state (issue 51): `bash scripts/bench-iceberg-builds.sh BASE NEW` (release
+# builds; BASE from an earlier commit). In one fresh MinIO, PyIceberg writes t10b
+# (scripts/serving/pyiceberg_t10b.py: SIEVE_BENCH_ROWS, default 10M, in files of
+# SIEVE_BENCH_FILE_ROWS, default 10M; SIEVE_BENCH_KEYS_N present keys, default 1000). Then
+# SIEVE_BENCH_ROUNDS times (default 2), BASE then NEW: a fresh server of the build, on storage
+# of its own, attaches the catalog (its indexer idle), runs CREATE INDEX on c2 (USING
+# SIEVE_BENCH_FILTER, default binary_fuse16: each build's own index), looks every key up once
+# (every answer checked; the data cache then holds the pages), and runs sysbench
+# (scripts/serving/lookup.lua, kept results off) on the uniform present keys for
+# SIEVE_BENCH_SECONDS (default 10) at each of SIEVE_BENCH_THREADS (default "1 16") connections.
+# Prints each run's lookups/s and server CPU per lookup, then per connection count the medians
+# of each build and NEW's ratios to BASE.
+# The client runs on the same cores; keep the machine otherwise idle.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+base="$(realpath "${1:?usage: bench-iceberg-builds.sh BASE NEW}")"
+new="$(realpath "${2:?usage: bench-iceberg-builds.sh BASE NEW}")"
+rows="${SIEVE_BENCH_ROWS:-10M}"
+file_rows="${SIEVE_BENCH_FILE_ROWS:-10000000}"
+keys_n="${SIEVE_BENCH_KEYS_N:-1000}"
+rounds="${SIEVE_BENCH_ROUNDS:-2}"
+seconds="${SIEVE_BENCH_SECONDS:-10}"
+threads_list="${SIEVE_BENCH_THREADS:-1 16}"
+filter="${SIEVE_BENCH_FILTER:-binary_fuse16}"
+source scripts/serving/measure.sh
+need_sysbench
+source scripts/minio.sh
+work=$(mktemp -d)
+server=
+cleanup() { [ -n "$server" ] && { kill "$server" 2>/dev/null || true; }; minio_stop; rm -rf "$work"; }
+trap cleanup EXIT
+minio_start
+warehouse="s3://sieve-test/lake"
+python3 scripts/serving/pyiceberg_t10b.py "$work" "$warehouse" "$rows" "$file_rows" "$keys_n"
+cat > "$work/sieve.toml" <<TOML
+[[iceberg_catalogs]]
+name = "lake"
+uri = "sqlite://$work/catalog.db"
+catalog_name = "writers"
+warehouse = "$warehouse"
+index_interval_s = 86400
+TOML
+ticks=$(getconf CLK_TCK)
+echo
+echo "| round | build | connections | lookups/s | server CPU ms/lookup |"
+echo "|---|---|---|---|---|"
+: > "$work/runs"
+for round in $(seq "$rounds"); do
+  for build in base new; do
+    sieve=$([ $build = base ] && echo "$base" || echo "$new")
+    port=$(free_port)
+    "$sieve" --storage "s3://sieve-test/sieve-$build-$round" --config "$work/sieve.toml" serve \
+      --port "$port" >>"$work/serve-$build.log" 2>&1 &
+    server=$!
+    wait_for_port "$port"
+    mysql -h127.0.0.1 -P"$port" -uroot -N -e "create index ix_c2 on lake.ns.t10b (c2) using $filter" >/dev/null
+    python3 - "$port" "$work/attached-present.keys" <<'PY'
+import sys
+import pymysql
+cur = pymysql.connect(host="127.0.0.1", port=int(sys.argv[1]), user="root", autocommit=True).cursor()
+cur.execute("set sieve.lookup_cache = false")
+for key in open(sys.argv[2]).read().split():
+    cur.execute("select c2 from lake.ns.t10b where c2 = %s", (key,))
+    assert cur.fetchall() == ((key,),), key
+PY
+    for threads in $threads_list; do
+      c0=$(proc_cpu "$server")
+      out=$(SIEVE_SET="set sieve.lookup_cache = false" SIEVE_LOOKUP="select c1 from lake.ns.t10b where c2 = ?" \
+        SIEVE_KEYS="$work/attached-present.keys" sysbench scripts/serving/lookup.lua --db-driver=mysql \
+        --mysql-host=127.0.0.1 --mysql-port="$port" --mysql-user=root --mysql-db=default \
+        --threads="$threads" --time="$seconds" run 2>&1) || { echo "$out" >&2; exit 1; }
+      c1=$(proc_cpu "$server")
+      n=$(echo "$out" | awk '/transactions:/ {print $2}')
+      per_s=$(echo "$out" | awk '/transactions:/ {gsub(/\(/, "", $3); print $3}')
+      ms=$(python3 -c "print(f'{($c1 - $c0) * 1000 / $ticks / $n:.3f}')")
+      echo "| $round | $build | $threads | $per_s | $ms |"
+      echo "$build $threads $per_s $ms" >> "$work/runs"
+    done
+    kill "$server"; wait "$server" 2>/dev/null || true; server=
+  done
+done
+echo
+python3 - "$work/runs" <<'PY'
+import statistics, sys
+runs = [line.split() for line in open(sys.argv[1])]
+print("| connections | base lookups/s | new lookups/s | new/base | base CPU ms | new CPU ms | new/base CPU |")
+print("|---|---|---|---|---|---|---|")
+for threads in dict.fromkeys(r[1] for r in runs):
+    med = lambda build, i: statistics.median(float(r[i]) for r in runs if r[0] == build and r[1] == threads)
+    b, n, bc, nc = med("base", 2), med("new", 2), med("base", 3), med("new", 3)
+    print(f"| {threads} | {b:,.0f} | {n:,.0f} | {n / b:.2f}x | {bc:.3f} | {nc:.3f} | {nc / bc:.2f}x |")
+PY

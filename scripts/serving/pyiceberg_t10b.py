@@ -1,0 +1,33 @@
+"""PyIceberg writes t10b's shape into an Iceberg table, as the attached-table benchmarks read it:
+`python3 pyiceberg_t10b.py WORK WAREHOUSE ROWS FILE_ROWS KEYS_N`. A SqlCatalog on SQLite
+(WORK/catalog.db, catalog name "writers") holds ns.t10b: c1 the row number, c2 a random decimal
+as text, appended FILE_ROWS rows at a time with PyIceberg's default Parquet settings (1M-row row
+groups, 1 MB pages of at most 20,000 rows, zstd, no page index). KEYS_N of its c2 values, drawn
+uniformly, are written shuffled to WORK/attached-present.keys. The S3 settings are the
+environment's (scripts/minio.sh)."""
+import os, sys, time
+import numpy as np
+import pyarrow as pa
+from pyiceberg.catalog.sql import SqlCatalog
+work, warehouse, rows_text, file_rows, keys_n = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
+scale = {"k": 10**3, "M": 10**6, "B": 10**9}
+rows = int(float(rows_text[:-1]) * scale[rows_text[-1]]) if rows_text[-1] in scale else int(rows_text)
+s3 = {"s3.endpoint": os.environ["AWS_ENDPOINT"], "s3.access-key-id": os.environ["AWS_ACCESS_KEY_ID"],
+      "s3.secret-access-key": os.environ["AWS_SECRET_ACCESS_KEY"], "s3.region": os.environ["AWS_REGION"]}
+catalog = SqlCatalog("writers", uri=f"sqlite:///{work}/catalog.db", warehouse=warehouse, **s3)
+catalog.create_namespace("ns")
+table = catalog.create_table("ns.t10b", schema=pa.schema([pa.field("c1", pa.int64()), pa.field("c2", pa.string())]))
+rng = np.random.default_rng(42)
+wanted = np.sort(rng.choice(rows, size=keys_n, replace=False))
+keys, started = [], time.time()
+for first in range(0, rows, file_rows):
+    n = min(file_rows, rows - first)
+    c2 = rng.random(n).astype(str)
+    mine = wanted[(wanted >= first) & (wanted < first + n)] - first
+    keys += list(c2[mine])
+    table.append(pa.table({"c1": pa.array(np.arange(first, first + n), pa.int64()), "c2": pa.array(c2)}))
+files = table.scan().plan_files()
+print(f"PyIceberg wrote {rows:,} rows in {len(files)} files in {time.time() - started:.0f} s")
+rng.shuffle(keys)
+with open(f"{work}/attached-present.keys", "w") as f:
+    f.write("\n".join(keys) + "\n")
