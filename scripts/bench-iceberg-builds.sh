@@ -34,14 +34,6 @@ trap cleanup EXIT
 minio_start
 warehouse="s3://sieve-test/lake"
 python3 scripts/serving/pyiceberg_t10b.py "$work" "$warehouse" "$rows" "$file_rows" "$keys_n"
-cat > "$work/sieve.toml" <<TOML
-[[iceberg_catalogs]]
-name = "lake"
-uri = "sqlite://$work/catalog.db"
-catalog_name = "writers"
-warehouse = "$warehouse"
-index_interval_s = 86400
-TOML
 ticks=$(getconf CLK_TCK)
 echo
 echo "| round | build | connections | lookups/s | server CPU ms/lookup |"

@@ -57,14 +57,6 @@ warehouse="s3://sieve-test/lake"
 
 "$sieve" --storage "$storage" load t10b --rows "$rows" 2>&1 | grep -E "loaded|c2 locator"
 python3 scripts/serving/pyiceberg_t10b.py "$work" "$warehouse" "$rows" "$file_rows" "$keys_n"
-cat > "$work/sieve.toml" <<TOML
-[[iceberg_catalogs]]
-name = "lake"
-uri = "sqlite://$work/catalog.db"
-catalog_name = "writers"
-warehouse = "$warehouse"
-index_interval_s = 86400
-TOML
 
 port=$(free_port) metrics_port=$(free_port)
 serve() {

@@ -3,8 +3,9 @@
 (WORK/catalog.db, catalog name "writers") holds ns.t10b: c1 the row number, c2 a random decimal
 as text, appended FILE_ROWS rows at a time with PyIceberg's default Parquet settings (1M-row row
 groups, 1 MB pages of at most 20,000 rows, zstd, no page index). KEYS_N of its c2 values, drawn
-uniformly, are written shuffled to WORK/attached-present.keys. The S3 settings are the
-environment's (scripts/minio.sh)."""
+uniformly, are written shuffled to WORK/attached-present.keys, and WORK/sieve.toml attaches the
+catalog to Sieve as `lake` (its indexer idle). The S3 settings are the environment's
+(scripts/minio.sh)."""
 import os, sys, time
 import numpy as np
 import pyarrow as pa
@@ -31,3 +32,11 @@ print(f"PyIceberg wrote {rows:,} rows in {len(files)} files in {time.time() - st
 rng.shuffle(keys)
 with open(f"{work}/attached-present.keys", "w") as f:
     f.write("\n".join(keys) + "\n")
+with open(f"{work}/sieve.toml", "w") as f:
+    f.write(f"""[[iceberg_catalogs]]
+name = "lake"
+uri = "sqlite://{work}/catalog.db"
+catalog_name = "writers"
+warehouse = "{warehouse}"
+index_interval_s = 86400
+""")
