@@ -523,6 +523,12 @@ impl<P: PageReader> LocatedPages<P> {
 
     /// A data page decompressed.
     fn decompressed(&self, mut page: Page) -> ParquetResult<Page> {
+        // The first was held ([`Self::hold_dictionary`]); Parquet allows one per chunk.
+        if page.is_dictionary_page() {
+            return Err(ParquetError::General(
+                "a column chunk with a second dictionary page".into(),
+            ));
+        }
         if !self.zstd {
             return Ok(page);
         }
