@@ -31,11 +31,11 @@ use datafusion::parquet::arrow::{
     FieldLevels, ProjectionMask, parquet_to_arrow_field_levels, parquet_to_arrow_schema,
 };
 use datafusion::parquet::file::metadata::ParquetMetaData;
-use datafusion::physical_plan::metrics::ExecutionPlanMetricsSet;
+use datafusion::physical_plan::metrics::{Count, ExecutionPlanMetricsSet};
 use futures::future::try_join_all;
 use sieve_iceberg::{FileNames, field_id};
 
-use crate::scan::page_read::{KeptDictionaries, RowGroupRead, decompressible};
+use crate::scan::page_read::{KeptDictionaries, RowGroupRead, decompressed_bytes, decompressible};
 
 use super::field_ids::column_in_file;
 use super::indexed_pages::IndexedPagesFactory;
@@ -81,9 +81,8 @@ impl LocatedFiles {
                 None => return Ok(None),
             }
         }
-        let reads = reads
-            .into_iter()
-            .map(|read| self.read_file(read, &projected));
+        let decompressed = decompressed_bytes(metrics);
+        let reads = (reads.into_iter()).map(|read| self.read_file(read, &projected, &decompressed));
         Ok(Some(
             try_join_all(reads).await?.into_iter().flatten().collect(),
         ))
@@ -165,7 +164,12 @@ impl LocatedFiles {
         }))
     }
 
-    async fn read_file(&self, read: FileRead, projected: &SchemaRef) -> Result<Vec<RecordBatch>> {
+    async fn read_file(
+        &self,
+        read: FileRead,
+        projected: &SchemaRef,
+        decompressed: &Count,
+    ) -> Result<Vec<RecordBatch>> {
         let FileRead {
             mut reader,
             metadata,
@@ -184,6 +188,7 @@ impl LocatedFiles {
                 levels: &levels,
                 batch_size: self.batch_size,
                 dictionaries: dictionaries.as_ref(),
+                decompressed,
             };
             for batch in group.read(reader.as_mut(), Some(selection)).await? {
                 let columns = (columns.iter().zip(projected.fields()))

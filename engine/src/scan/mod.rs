@@ -4,8 +4,10 @@
 pub(crate) mod exec;
 pub(crate) mod live_rows;
 pub(crate) mod lossless_cast;
+pub(crate) mod page_cut;
 pub(crate) mod page_read;
 pub(crate) mod provider;
 pub(crate) mod pruning;
 pub(crate) mod routing;
 pub(crate) mod verified_reader;
+pub(crate) mod zstd_pages;

@@ -12,12 +12,10 @@
 //! Parquet's page and value pruning is not needed: the selection already names only the
 //! located pages. The rows are the scan's; the caller filters.
 //!
-//! Pages are decompressed here, not by parquet-rs: its page reader makes a zstd codec per column
-//! chunk, a compression context and a decompression context, and creating each runs `cpuid`,
-//! which traps to the hypervisor on a virtual machine: 7 µs a context, a tenth of a lookup's
-//! CPU. [`LocatedPages`] reuses one decompression context per thread instead.
+//! Pages are decompressed here, not by parquet-rs ([`LocatedPages`]): by one zstd context per
+//! thread instead of a codec per column chunk, and, for the page where the selected rows end,
+//! only as far as they reach ([`super::page_cut`]).
 
-use std::cell::RefCell;
 use std::ops::Range;
 use std::sync::{Arc, LazyLock};
 
@@ -43,11 +41,13 @@ use datafusion::parquet::file::page_index::offset_index::OffsetIndexMetaData;
 use datafusion::parquet::file::properties::{ReaderProperties, ReaderPropertiesPtr};
 use datafusion::parquet::file::reader::{ChunkReader, Length};
 use datafusion::parquet::file::serialized_reader::SerializedPageReader;
-use datafusion::physical_plan::metrics::{ExecutionPlanMetricsSet, MetricBuilder};
+use datafusion::physical_plan::metrics::{Count, ExecutionPlanMetricsSet, MetricBuilder};
 use futures::future::try_join_all;
 use sieve_storage::{RangeKey, Storage};
 
+use crate::scan::page_cut::{Layout, PageCut};
 use crate::scan::verified_reader::{ReadCounts, VerifiedReaderFactory};
+use crate::scan::zstd_pages::{decompress, decompress_until};
 
 /// The rows the selections of `files` (located blocks whose page tables fit,
 /// [`VerifiedReaderFactory::fits`]) name, of the `projection` of the table's columns, as
@@ -64,6 +64,7 @@ pub(crate) async fn read_located(
         let path = file.object_meta.location.clone();
         let bytes_scanned = MetricBuilder::new(metrics).counter("bytes_scanned", 0);
         let counts = ReadCounts::new(metrics, 0, bytes_scanned);
+        let decompressed = decompressed_bytes(metrics);
         let (mut reader, arrow) = factory.located(file.clone(), counts)?.ok_or_else(|| {
             internal_datafusion_err!("{path} was chosen for a direct read without a page table")
         })?;
@@ -88,6 +89,7 @@ pub(crate) async fn read_located(
             levels: &levels,
             batch_size,
             dictionaries: None,
+            decompressed: &decompressed,
         };
         let batches = group.read(&mut reader, selection).await?;
         // The block's columns are the table's (the page table was checked against its schema);
@@ -138,6 +140,11 @@ impl KeptDictionaries {
     }
 }
 
+/// The counter of the bytes a located read's pages decompressed to, as EXPLAIN ANALYZE shows it.
+pub(crate) fn decompressed_bytes(metrics: &ExecutionPlanMetricsSet) -> Count {
+    MetricBuilder::new(metrics).counter("page_bytes_decompressed", 0)
+}
+
 /// Whether every chunk of `group` in `mask` is one [`RowGroupRead`] can decompress: zstd (by
 /// this thread's context) or uncompressed.
 pub(crate) fn decompressible(group: &RowGroupMetaData, mask: &ProjectionMask) -> bool {
@@ -159,6 +166,8 @@ pub(crate) struct RowGroupRead<'a> {
     pub levels: &'a FieldLevels,
     pub batch_size: usize,
     pub dictionaries: Option<&'a KeptDictionaries>,
+    /// Counts the bytes pages decompress to.
+    pub decompressed: &'a Count,
 }
 
 impl RowGroupRead<'_> {
@@ -170,6 +179,8 @@ impl RowGroupRead<'_> {
         selection: Option<RowSelection>,
     ) -> Result<Vec<RecordBatch>> {
         let mut group = LocatedRowGroup::new(self.metadata, self.row_group, self.dictionaries)?;
+        group.end = selection.as_ref().map(|s| selected_span(s).end);
+        group.decompressed = Some(self.decompressed);
         let wanted = group.ranges(self.mask, selection.as_ref())?;
         let fetched = reader
             .get_byte_ranges(wanted.iter().map(|(_, r)| r.clone()).collect())
@@ -195,6 +206,10 @@ struct LocatedRowGroup<'a> {
     /// Per leaf column, the pages fetched of it; None for a column not read.
     chunks: Vec<Option<Arc<FetchedPages>>>,
     dictionaries: Option<&'a KeptDictionaries>,
+    /// The row after the last one read (parquet-rs reads none past the selection's last);
+    /// None: all.
+    end: Option<usize>,
+    decompressed: Option<&'a Count>,
 }
 
 impl<'a> LocatedRowGroup<'a> {
@@ -211,6 +226,8 @@ impl<'a> LocatedRowGroup<'a> {
             row_group,
             chunks: vec![None; row_group.num_columns()],
             dictionaries,
+            end: None,
+            decompressed: None,
         })
     }
 
@@ -281,8 +298,8 @@ fn read_as_mask(selection: &RowSelection) -> bool {
     rows < runs * 32
 }
 
-/// A selection of every row from `selection`'s first selected row to its last.
-fn covering(selection: &RowSelection) -> RowSelection {
+/// The rows from `selection`'s first selected row to its last (empty at 0 when none is).
+fn selected_span(selection: &RowSelection) -> Range<usize> {
     let (mut at, mut first, mut end) = (0, None, 0);
     for selector in selection.iter() {
         if !selector.skip && selector.row_count > 0 {
@@ -291,10 +308,15 @@ fn covering(selection: &RowSelection) -> RowSelection {
         }
         at += selector.row_count;
     }
-    let first = first.unwrap_or(0);
+    first.unwrap_or(0)..end
+}
+
+/// A selection of every row from `selection`'s first selected row to its last.
+fn covering(selection: &RowSelection) -> RowSelection {
+    let span = selected_span(selection);
     RowSelection::from(vec![
-        RowSelector::skip(first),
-        RowSelector::select(end.saturating_sub(first)),
+        RowSelector::skip(span.start),
+        RowSelector::select(span.len()),
     ])
 }
 
@@ -328,6 +350,7 @@ impl RowGroups for LocatedRowGroup<'_> {
             .set_compression(Compression::UNCOMPRESSED)
             .build()?;
         let rows = self.num_rows();
+        let layout = Layout::of(chunk.column_descr());
         let reader = SerializedPageReader::new_with_properties(
             pages,
             &stored,
@@ -342,6 +365,10 @@ impl RowGroups for LocatedRowGroup<'_> {
                 .and_then(|kept| Some((kept.storage.clone(), kept.key(chunk)?))),
             held: None,
             next: None,
+            layout,
+            row: layout.map(|_| 0),
+            end: self.end,
+            decompressed: self.decompressed.cloned().unwrap_or_default(),
         };
         Ok(Box::new(OnePage(Some(Ok(Box::new(reader))))))
     }
@@ -415,63 +442,6 @@ impl ChunkReader for FetchedPages {
     }
 }
 
-thread_local! {
-    /// This thread's zstd decompression context, reused by every page it decompresses.
-    static ZSTD: RefCell<Option<zstd::bulk::Decompressor<'static>>> = const { RefCell::new(None) };
-}
-
-/// The zstd frame `compressed` decompressed, by this thread's context. Parquet-rs writes each
-/// page as one frame that records its size; Spark's writer (parquet-java streaming through
-/// zstd-jni) does not, and such a frame is decompressed into a buffer grown until it fits.
-fn decompress(compressed: &[u8]) -> ParquetResult<Bytes> {
-    let size = zstd::zstd_safe::get_frame_content_size(compressed)
-        .map_err(|_| ParquetError::General("a zstd page that is not a zstd frame".into()))?;
-    let size = (size.map(usize::try_from).transpose())
-        .map_err(|_| ParquetError::General("a page over 4 GiB".into()))?;
-    ZSTD.with_borrow_mut(|context| {
-        let context = match context {
-            Some(context) => context,
-            None => context.insert(zstd::bulk::Decompressor::new()?),
-        };
-        let Some(size) = size else {
-            return decompress_unsized(context, compressed);
-        };
-        let out = context.decompress(compressed, size)?;
-        if out.len() != size {
-            return Err(ParquetError::General(format!(
-                "a zstd page decompressed to {} bytes instead of {size}",
-                out.len()
-            )));
-        }
-        Ok(Bytes::from(out))
-    })
-}
-
-/// The most a zstd page without its size is taken to decompress to: parquet writers cut pages
-/// at about 1 MB and dictionaries at a few.
-const LARGEST_UNSIZED_PAGE: usize = 256 << 20;
-
-/// A zstd frame that does not record its size, decompressed by `context` into a buffer of 8
-/// times its size, then 4 times larger until it fits (zstd fails a buffer too small).
-fn decompress_unsized(
-    context: &mut zstd::bulk::Decompressor<'static>,
-    compressed: &[u8],
-) -> ParquetResult<Bytes> {
-    let mut capacity = (compressed.len() * 8).max(64 << 10);
-    loop {
-        match context.decompress(compressed, capacity) {
-            Ok(out) => return Ok(Bytes::from(out)),
-            Err(_) if capacity < LARGEST_UNSIZED_PAGE => capacity *= 4,
-            Err(e) => {
-                return Err(ParquetError::General(format!(
-                    "a zstd page without its size did not decompress within {} MiB: {e}",
-                    LARGEST_UNSIZED_PAGE >> 20
-                )));
-            }
-        }
-    }
-}
-
 /// A column chunk's pages as read from the bytes fetched, decompressed here where they are
 /// zstd; its dictionary page given to the column reader only before a dictionary-encoded data
 /// page, and taken decompressed from the data cache, where it is kept ([`KeptDictionaries`]).
@@ -482,6 +452,10 @@ fn decompress_unsized(
 /// column reader decodes a dictionary page as soon as it meets it (a few MB into its own
 /// buffers, a tenth of such a lookup's CPU), so the page is held back until a data page
 /// needs it.
+///
+/// The data page where the selected rows end ([`LocatedRowGroup::end`]) is decompressed only
+/// as far as those rows reach, where [`PageCut`] can tell how far that is, and given to
+/// parquet-rs as a page of just those rows.
 struct LocatedPages<P> {
     pages: P,
     /// Whether the chunk's pages are zstd frames (else uncompressed).
@@ -492,6 +466,14 @@ struct LocatedPages<P> {
     held: Option<Page>,
     /// The data page read after the dictionary page given for it, given next.
     next: Option<Page>,
+    /// How the chunk's pages are laid out, where a page of it can be cut.
+    layout: Option<Layout>,
+    /// The chunk's row the next data page begins with; None once not known.
+    row: Option<usize>,
+    /// The row after the last one read; None: all.
+    end: Option<usize>,
+    /// Counts the bytes pages decompress to.
+    decompressed: Count,
 }
 
 impl<P: PageReader> LocatedPages<P> {
@@ -503,14 +485,29 @@ impl<P: PageReader> LocatedPages<P> {
         let kept = (self.dictionary.as_ref())
             .and_then(|(storage, key)| Some((storage.caches().data.as_ref()?, key)));
         let Some((cache, key)) = kept else {
-            return decompress(&compressed);
+            return self.count(decompress(&compressed));
         };
         if let Some(bytes) = cache.get(key) {
             return Ok(bytes);
         }
-        let bytes = decompress(&compressed)?;
+        let bytes = self.count(decompress(&compressed))?;
         cache.insert(key.clone(), bytes.clone());
         Ok(bytes)
+    }
+
+    /// `bytes` decompressed, counted.
+    fn count(&self, bytes: ParquetResult<Bytes>) -> ParquetResult<Bytes> {
+        if let Ok(bytes) = &bytes {
+            self.decompressed.add(bytes.len());
+        }
+        bytes
+    }
+
+    /// How many of its rows a data page beginning with row `first` and holding `rows` rows
+    /// gives: up to [`Self::end`].
+    fn rows_read(&self, first: Option<usize>, rows: usize) -> Option<usize> {
+        let wanted = self.end?.checked_sub(first?)?;
+        (wanted < rows).then_some(wanted)
     }
 
     /// Holds the dictionary page if it is the next page.
@@ -521,8 +518,9 @@ impl<P: PageReader> LocatedPages<P> {
         Ok(())
     }
 
-    /// A data page decompressed.
-    fn decompressed(&self, mut page: Page) -> ParquetResult<Page> {
+    /// A data page beginning with the chunk's row `first`, decompressed, and cut after the
+    /// rows read where they end in it and the page can be cut.
+    fn decompressed(&self, mut page: Page, first: Option<usize>) -> ParquetResult<Page> {
         // The first was held ([`Self::hold_dictionary`]); Parquet allows one per chunk.
         if page.is_dictionary_page() {
             return Err(ParquetError::General(
@@ -532,8 +530,29 @@ impl<P: PageReader> LocatedPages<P> {
         if !self.zstd {
             return Ok(page);
         }
+        let cut = self.rows_read(first, page.num_values() as usize);
         match &mut page {
-            Page::DataPage { buf, .. } => *buf = decompress(buf)?,
+            Page::DataPage {
+                buf,
+                num_values,
+                encoding,
+                def_level_encoding,
+                statistics,
+                ..
+            } => {
+                let cut = (self.layout.zip(cut))
+                    .and_then(|(l, rows)| PageCut::new(l, rows, *encoding, *def_level_encoding));
+                *buf = self.count(match cut {
+                    Some(mut cut) => {
+                        // A page of the rows read: parquet-rs decodes its first `num_values`
+                        // levels and the values they hold, and nothing after.
+                        *num_values = cut.rows() as u32;
+                        *statistics = None;
+                        decompress_until(buf, |so_far| cut.reach(so_far))
+                    }
+                    None => decompress(buf),
+                })?;
+            }
             Page::DataPageV2 {
                 buf,
                 def_levels_byte_len,
@@ -546,7 +565,7 @@ impl<P: PageReader> LocatedPages<P> {
                 let values = buf.get(levels..).ok_or_else(|| {
                     ParquetError::General("a page shorter than its levels".into())
                 })?;
-                let values = decompress(values)?;
+                let values = self.count(decompress(values))?;
                 let mut whole = Vec::with_capacity(levels + values.len());
                 whole.extend_from_slice(&buf[..levels]);
                 whole.extend_from_slice(&values);
@@ -576,7 +595,11 @@ impl<P: PageReader> PageReader for LocatedPages<P> {
         let Some(page) = self.pages.get_next_page()? else {
             return Ok(None);
         };
-        let page = self.decompressed(page)?;
+        let first = self.row;
+        if page.is_data_page() {
+            self.row = first.map(|row| row + page.num_values() as usize);
+        }
+        let page = self.decompressed(page, first)?;
         let wants_dictionary = matches!(
             page.encoding(),
             Encoding::RLE_DICTIONARY | Encoding::PLAIN_DICTIONARY
@@ -622,6 +645,8 @@ impl<P: PageReader> PageReader for LocatedPages<P> {
             return Ok(());
         }
         self.hold_dictionary()?;
+        let rows = (self.pages.peek_next_page()?).and_then(|p| p.num_rows.or(p.num_levels));
+        self.row = self.row.zip(rows).map(|(row, rows)| row + rows);
         self.pages.skip_next_page()
     }
 
@@ -632,37 +657,7 @@ impl<P: PageReader> PageReader for LocatedPages<P> {
 
 #[cfg(test)]
 mod tests {
-    use std::io::Write;
-
     use super::*;
-
-    /// A page of `bytes` compressed as one zstd frame, recording its size or not.
-    fn frame(bytes: &[u8], sized: bool) -> Vec<u8> {
-        let mut encoder = zstd::stream::Encoder::new(Vec::new(), 3).unwrap();
-        encoder.include_contentsize(sized).unwrap();
-        if sized {
-            encoder
-                .set_pledged_src_size(Some(bytes.len() as u64))
-                .unwrap();
-        }
-        encoder.write_all(bytes).unwrap();
-        encoder.finish().unwrap()
-    }
-
-    #[test]
-    fn pages_decompress_whether_their_frames_record_their_size_or_not() {
-        // 2 MB that compress to a few hundred bytes: more than 8 times their frame, so an
-        // unsized frame's buffer grows three times.
-        let page: Vec<u8> = (0..2_000_000u32).map(|i| (i / 1000) as u8).collect();
-        for sized in [true, false] {
-            let compressed = frame(&page, sized);
-            assert!(compressed.len() * 8 < page.len());
-            let known = zstd::zstd_safe::get_frame_content_size(&compressed).unwrap();
-            assert_eq!(known.is_some(), sized);
-            assert_eq!(decompress(&compressed).unwrap(), page, "sized: {sized}");
-        }
-        assert!(decompress(b"not a zstd frame").is_err());
-    }
 
     /// 100,000 distinct strings in one row group of zstd pages of at most 5,000 rows, with a
     /// page index; the dictionary outgrows its 64 KB limit early, so later pages are plain.
@@ -732,6 +727,7 @@ mod tests {
             levels: &levels,
             batch_size: 8192,
             dictionaries: Some(&kept),
+            decompressed: &Count::new(),
         };
         for (row, dictionary) in [(99_999, false), (90_001, false), (3, true), (99_998, true)] {
             let selection =
@@ -744,5 +740,148 @@ mod tests {
             assert_eq!(got, [format!("key {row:08}")]);
             assert_eq!(held(), dictionary, "after row {row}");
         }
+    }
+
+    /// 100,000 rows in one row group of two zstd pages of 50,000 PLAIN values a column (no
+    /// dictionaries), with a page index: an int64 key, a string null at irregular rows (its
+    /// levels mix repeated and bit-packed runs), an int32 null at every fifth.
+    fn plain_pages() -> (Bytes, Arc<ParquetMetaData>, RecordBatch) {
+        use datafusion::arrow::array::{Int32Array, Int64Array, StringArray};
+        use datafusion::arrow::datatypes::{DataType, Field, Schema};
+        use datafusion::parquet::arrow::ArrowWriter;
+        use datafusion::parquet::basic::ZstdLevel;
+        use datafusion::parquet::file::metadata::{PageIndexPolicy, ParquetMetaDataReader};
+        use datafusion::parquet::file::properties::WriterProperties;
+
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("k", DataType::Int64, false),
+            Field::new("s", DataType::Utf8, true),
+            Field::new("n", DataType::Int32, true),
+        ]));
+        let rows = 0..100_000i64;
+        let keys = Int64Array::from_iter_values(rows.clone());
+        let strings = StringArray::from_iter(rows.clone().map(|i| {
+            (i % 7 != 3 && i % 11 != 0).then(|| format!("{}", (i * 7919) as f64 / 104_729.0))
+        }));
+        let numbers = Int32Array::from_iter(rows.map(|i| (i % 5 != 0).then_some(i as i32 * 3)));
+        let batch = RecordBatch::try_new(
+            schema.clone(),
+            vec![Arc::new(keys), Arc::new(strings), Arc::new(numbers)],
+        )
+        .unwrap();
+        let properties = WriterProperties::builder()
+            .set_compression(Compression::ZSTD(ZstdLevel::default()))
+            .set_dictionary_enabled(false)
+            .set_data_page_row_count_limit(50_000)
+            .set_data_page_size_limit(64 << 20)
+            .set_write_batch_size(1_000)
+            .build();
+        let mut file = Vec::new();
+        let mut writer = ArrowWriter::try_new(&mut file, schema, Some(properties)).unwrap();
+        writer.write(&batch).unwrap();
+        writer.close().unwrap();
+        let file = Bytes::from(file);
+        let metadata = (ParquetMetaDataReader::new()
+            .with_page_index_policy(PageIndexPolicy::Required))
+        .parse_and_finish(&file)
+        .unwrap();
+        (file, Arc::new(metadata), batch)
+    }
+
+    /// A lookup whose rows end inside a page decompresses the page only about as far as they
+    /// reach, and gets the same rows as a whole read; reads ending at a page's end, crossing
+    /// pages or read as a mask too.
+    #[tokio::test]
+    async fn a_page_is_decompressed_only_as_far_as_its_rows_read_reach() {
+        use datafusion::arrow::array::BooleanArray;
+        use datafusion::arrow::compute::filter_record_batch;
+
+        let (file, metadata, batch) = plain_pages();
+        let group = metadata.row_group(0);
+        assert_eq!(offsets(&metadata, 0), [0, 50_000], "two pages a column");
+        let whole: i64 = group.columns().iter().map(|c| c.uncompressed_size()).sum();
+        let mask = ProjectionMask::all();
+        let levels = parquet_to_arrow_field_levels(
+            metadata.file_metadata().schema_descr(),
+            mask.clone(),
+            None,
+        )
+        .unwrap();
+        let mut short_runs: Vec<RowSelector> = vec![RowSelector::skip(60_000)];
+        for _ in 0..200 {
+            short_runs.extend([RowSelector::select(1), RowSelector::skip(2)]);
+        }
+        let selections = [
+            (
+                vec![RowSelector::skip(10), RowSelector::select(5)],
+                Some(whole / 8),
+            ),
+            (
+                vec![RowSelector::skip(49_990), RowSelector::select(20)],
+                None,
+            ),
+            (
+                vec![RowSelector::skip(40_000), RowSelector::select(10_000)],
+                None,
+            ),
+            (
+                vec![
+                    RowSelector::skip(70_000),
+                    RowSelector::select(1),
+                    RowSelector::skip(100),
+                    RowSelector::select(3),
+                ],
+                Some(whole * 7 / 8),
+            ),
+            (short_runs, Some(whole * 7 / 8)),
+            (
+                vec![RowSelector::skip(99_999), RowSelector::select(1)],
+                None,
+            ),
+        ];
+        for (selectors, at_most) in selections {
+            let selection = RowSelection::from(selectors);
+            let decompressed = Count::new();
+            let read = RowGroupRead {
+                metadata: &metadata,
+                row_group: 0,
+                mask: &mask,
+                levels: &levels,
+                batch_size: 8192,
+                dictionaries: None,
+                decompressed: &decompressed,
+            };
+            let mut reader = std::io::Cursor::new(file.to_vec());
+            let got = read
+                .read(&mut reader, Some(selection.clone()))
+                .await
+                .unwrap();
+            let got = datafusion::arrow::compute::concat_batches(&batch.schema(), &got).unwrap();
+            let mut wanted = Vec::new();
+            for selector in selection.iter() {
+                wanted.extend(std::iter::repeat_n(!selector.skip, selector.row_count));
+            }
+            wanted.resize(batch.num_rows(), false);
+            let wanted = filter_record_batch(&batch, &BooleanArray::from(wanted)).unwrap();
+            assert_eq!(got, wanted, "{selection:?}");
+            let decompressed = decompressed.value() as i64;
+            assert!(decompressed > 0);
+            if let Some(at_most) = at_most {
+                assert!(
+                    decompressed <= at_most,
+                    "{selection:?}: {decompressed} of {whole} bytes decompressed"
+                );
+            }
+        }
+    }
+
+    /// The first rows of the pages of `row_group`'s first column.
+    fn offsets(metadata: &ParquetMetaData, row_group: usize) -> Vec<i64> {
+        let index = &metadata.offset_index().unwrap()[row_group][0];
+        index
+            .page_locations
+            .iter()
+            .map(|p| p.first_row_index)
+            .collect()
     }
 }
