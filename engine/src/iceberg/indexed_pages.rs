@@ -5,7 +5,9 @@
 //! and not the column chunks: a key's slice costs its pages, not its row group. It also
 //! fetches a column's dictionary page whenever the chunk has one; where every page the
 //! selection touches was walked and found plain-encoded, the chunk is described to it without
-//! its dictionary page, which is then not fetched.
+//! its dictionary page, which is then not fetched. Such a footer is built once per file and
+//! set of dictionary pages left out, and kept with the table's indexes
+//! ([`Loaded::footer_with_pages`]).
 //!
 //! The bytes read are kept in the process's data cache (`data_cache_mib`, shared with Sieve's
 //! own blocks; `SET sieve.data_cache = false` reads past it), by the file's URL and range: data
@@ -186,27 +188,28 @@ impl AsyncFileReader for WithPages {
             if metadata.offset_index().is_some() {
                 return Ok(metadata);
             }
-            Ok(match self.loaded.walked_pages(&self.path, &metadata) {
-                Some(walked) => Arc::new(with_pages(&metadata, &walked, self.selected.as_deref())),
-                None => metadata,
-            })
+            let Some(walked) = self.loaded.walked_pages(&self.path, &metadata) else {
+                return Ok(metadata);
+            };
+            let dropped = dropped_dictionaries(&metadata, &walked, self.selected.as_deref());
+            let build = |dropped: &[bool]| with_pages(&metadata, &walked, dropped);
+            Ok(self.loaded.footer_with_pages(&self.path, dropped, build))
         }
         .boxed()
     }
 }
 
-/// `metadata` with the offset index of the pages `walked`, and without the dictionary page of
-/// each column chunk whose pages that `selected` touches are all plain-encoded.
-fn with_pages(
+/// Per column chunk of `metadata`, in file order, whether a read of the rows `selected` (all
+/// when None) leaves its dictionary page out: it has one, and every page of it among those
+/// rows was `walked` and found plain-encoded.
+fn dropped_dictionaries(
     metadata: &ParquetMetaData,
     walked: &[&[Vec<PageLocation>]],
     selected: Option<&[Range<u64>]>,
-) -> ParquetMetaData {
-    let mut builder = metadata.clone().into_builder();
+) -> Vec<bool> {
     let mut first_row = 0u64;
-    let mut groups = Vec::with_capacity(walked.len());
-    let mut index = Vec::with_capacity(walked.len());
-    for (group, pages) in builder.take_row_groups().into_iter().zip(walked) {
+    let mut dropped = Vec::new();
+    for (group, pages) in metadata.row_groups().iter().zip(walked) {
         let rows = group.num_rows() as u64;
         let within: Vec<Range<u64>> = match selected {
             Some(ranges) => (ranges.iter())
@@ -217,17 +220,37 @@ fn with_pages(
                 .collect(),
             None => std::iter::once(0..rows).collect(),
         };
-        let columns = (group.columns().iter().zip(pages.iter()))
-            .map(|(column, pages)| {
-                let mut touched = pages.iter().enumerate().filter(|(i, page)| {
-                    let end = pages.get(i + 1).map_or(rows, |next| next.first_row);
-                    within
-                        .iter()
-                        .any(|r| r.start < end && r.end > page.first_row)
-                });
-                let plain = touched.all(|(_, page)| page.plain);
-                match (column.dictionary_page_offset(), plain) {
-                    (Some(dictionary), true) => {
+        for (column, pages) in group.columns().iter().zip(pages.iter()) {
+            let mut touched = pages.iter().enumerate().filter(|(i, page)| {
+                let end = pages.get(i + 1).map_or(rows, |next| next.first_row);
+                within
+                    .iter()
+                    .any(|r| r.start < end && r.end > page.first_row)
+            });
+            let plain = touched.all(|(_, page)| page.plain);
+            dropped.push(plain && column.dictionary_page_offset().is_some());
+        }
+        first_row += rows;
+    }
+    dropped
+}
+
+/// `metadata` with the offset index of the pages `walked`, and without the dictionary page of
+/// each column chunk `dropped` says ([`dropped_dictionaries`]).
+fn with_pages(
+    metadata: &ParquetMetaData,
+    walked: &[&[Vec<PageLocation>]],
+    dropped: &[bool],
+) -> ParquetMetaData {
+    let mut builder = metadata.clone().into_builder();
+    let mut dropped = dropped.iter();
+    let mut groups = Vec::with_capacity(walked.len());
+    let mut index = Vec::with_capacity(walked.len());
+    for (group, pages) in builder.take_row_groups().into_iter().zip(walked) {
+        let columns = (group.columns().iter())
+            .map(
+                |column| match (column.dictionary_page_offset(), dropped.next()) {
+                    (Some(dictionary), Some(true)) => {
                         let data = column.data_page_offset();
                         let size = column.compressed_size() - (data - dictionary);
                         (column.clone().into_builder())
@@ -237,8 +260,8 @@ fn with_pages(
                             .unwrap_or_else(|_| column.clone())
                     }
                     _ => column.clone(),
-                }
-            })
+                },
+            )
             .collect();
         let group = (group.clone().into_builder())
             .set_column_metadata(columns)
@@ -259,7 +282,6 @@ fn with_pages(
                 })
                 .collect(),
         );
-        first_row += rows;
     }
     builder
         .set_row_groups(groups)

@@ -4,11 +4,13 @@
 //! A point lookup's short path may read the files directly instead ([`LocatedFiles`]).
 
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use async_trait::async_trait;
 use datafusion::arrow::array::RecordBatch;
 use datafusion::common::tree_node::TreeNodeRecursion;
+use datafusion::datasource::physical_plan::FileScanConfig;
+use datafusion::datasource::source::DataSourceExec;
 use datafusion::error::Result;
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::physical_expr::PhysicalExpr;
@@ -41,10 +43,36 @@ pub struct IcebergScanExec {
     table: String,
     snapshot_id: Option<i64>,
     counts: FileCounts,
-    files: Arc<dyn ExecutionPlan>,
+    files: Files,
     /// The files again, for a point lookup that may read them directly.
     located: Option<Arc<LocatedFiles>>,
     metrics: ExecutionPlanMetricsSet,
+}
+
+/// The node's child, which reads the files: DataFusion's scan, built when first asked for, so
+/// that a point lookup that reads its files directly never builds it (its equivalence
+/// properties and output ordering, worked out from the file groups and schema, were a few
+/// percent of such a lookup's CPU).
+#[derive(Debug)]
+pub enum Files {
+    Built(Arc<dyn ExecutionPlan>),
+    Scan(FileScanConfig, OnceLock<Arc<dyn ExecutionPlan>>),
+}
+
+impl Files {
+    /// DataFusion's scan of `config`, built when first asked for.
+    pub fn scan(config: FileScanConfig) -> Self {
+        Self::Scan(config, OnceLock::new())
+    }
+
+    fn plan(&self) -> &Arc<dyn ExecutionPlan> {
+        match self {
+            Self::Built(plan) => plan,
+            Self::Scan(config, built) => {
+                built.get_or_init(|| DataSourceExec::from_data_source(config.clone()))
+            }
+        }
+    }
 }
 
 impl IcebergScanExec {
@@ -52,7 +80,7 @@ impl IcebergScanExec {
         table: String,
         snapshot_id: Option<i64>,
         counts: FileCounts,
-        (files, located): (Arc<dyn ExecutionPlan>, Option<LocatedFiles>),
+        (files, located): (Files, Option<LocatedFiles>),
     ) -> Self {
         let metrics = ExecutionPlanMetricsSet::new();
         let count = |name: &'static str, value: usize| {
@@ -99,11 +127,11 @@ impl ExecutionPlan for IcebergScanExec {
     }
 
     fn properties(&self) -> &Arc<PlanProperties> {
-        self.files.properties()
+        self.files.plan().properties()
     }
 
     fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
-        vec![&self.files]
+        vec![self.files.plan()]
     }
 
     fn apply_expressions(
@@ -129,7 +157,7 @@ impl ExecutionPlan for IcebergScanExec {
             table: self.table.clone(),
             snapshot_id: self.snapshot_id,
             counts: self.counts.clone(),
-            files: children.swap_remove(0),
+            files: Files::Built(children.swap_remove(0)),
             located: self.located.clone(),
             metrics: self.metrics.clone(),
         }))
@@ -140,7 +168,7 @@ impl ExecutionPlan for IcebergScanExec {
         partition: usize,
         context: Arc<TaskContext>,
     ) -> Result<SendableRecordBatchStream> {
-        self.files.execute(partition, context)
+        self.files.plan().execute(partition, context)
     }
 
     fn metrics(&self) -> Option<MetricsSet> {

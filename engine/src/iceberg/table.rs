@@ -45,7 +45,7 @@ use super::file_indexes::{FileIndexes, Loaded};
 use super::file_stats::FileStatistics;
 use super::indexed_pages::IndexedPagesFactory;
 use super::located_read::LocatedFiles;
-use super::scan_exec::{FileCounts, IcebergScanExec};
+use super::scan_exec::{FileCounts, Files, IcebergScanExec};
 
 #[derive(Debug)]
 pub struct IcebergTable {
@@ -206,7 +206,7 @@ impl IcebergTable {
                 None => schema,
             };
             let empty = Arc::new(EmptyExec::new(projected));
-            return Ok(self.explained(counts, (empty, None)));
+            return Ok(self.explained(counts, (Files::Built(empty), None)));
         }
         // Equality deletes apply by the file a row comes from: each file's place is read as a
         // column of its own, with the key columns, for the node above to drop deleted rows.
@@ -288,13 +288,14 @@ impl IcebergTable {
             .with_projection_indices(Some(read))?
             .with_limit(limit.filter(|_| !with_deletes))
             .build();
-        let files = DataSourceExec::from_data_source(config);
         if !with_deletes {
-            return Ok(self.explained(counts, (files, located)));
+            return Ok(self.explained(counts, (Files::scan(config), located)));
         }
+        let files = DataSourceExec::from_data_source(config);
         let output = (0..wanted.len()).collect();
         let deleting = EqualityDeleteExec::new(files, deletes, key_columns, output)?;
-        Ok(self.explained(counts, (Arc::new(deleting), None)))
+        let deleting = Files::Built(Arc::new(deleting));
+        Ok(self.explained(counts, (deleting, None)))
     }
 }
 
@@ -372,7 +373,7 @@ impl IcebergTable {
     fn explained(
         &self,
         counts: FileCounts,
-        files: (Arc<dyn ExecutionPlan>, Option<LocatedFiles>),
+        files: (Files, Option<LocatedFiles>),
     ) -> Arc<IcebergScanExec> {
         Arc::new(IcebergScanExec::new(
             self.name.clone(),

@@ -81,6 +81,8 @@ impl ScanStats {
                 .metrics()
                 .and_then(|m| m.sum_by_name("blocks_read_directly"));
             stats.blocks_read_directly += direct.map_or(0, |v| v.as_usize() as u64);
+            // Its child reads files, not Sieve's blocks: a direct read never built it.
+            return stats;
         }
         for child in plan.children() {
             stats.add(&Self::of(child));
