@@ -664,30 +664,19 @@ mod tests {
     fn fallen_back() -> (Bytes, Arc<ParquetMetaData>) {
         use datafusion::arrow::array::StringArray;
         use datafusion::arrow::datatypes::{DataType, Field, Schema};
-        use datafusion::parquet::arrow::ArrowWriter;
         use datafusion::parquet::basic::ZstdLevel;
-        use datafusion::parquet::file::metadata::{PageIndexPolicy, ParquetMetaDataReader};
         use datafusion::parquet::file::properties::WriterProperties;
 
         let schema = Arc::new(Schema::new(vec![Field::new("k", DataType::Utf8, false)]));
         let values = StringArray::from_iter_values((0..100_000).map(|i| format!("key {i:08}")));
-        let batch = RecordBatch::try_new(schema.clone(), vec![Arc::new(values)]).unwrap();
+        let batch = RecordBatch::try_new(schema, vec![Arc::new(values)]).unwrap();
         let properties = WriterProperties::builder()
             .set_compression(Compression::ZSTD(ZstdLevel::default()))
             .set_dictionary_page_size_limit(64 << 10)
             .set_data_page_row_count_limit(5_000)
             .set_write_batch_size(1_000)
             .build();
-        let mut file = Vec::new();
-        let mut writer = ArrowWriter::try_new(&mut file, schema, Some(properties)).unwrap();
-        writer.write(&batch).unwrap();
-        writer.close().unwrap();
-        let file = Bytes::from(file);
-        let metadata = (ParquetMetaDataReader::new()
-            .with_page_index_policy(PageIndexPolicy::Required))
-        .parse_and_finish(&file)
-        .unwrap();
-        (file, Arc::new(metadata))
+        written(&batch, properties)
     }
 
     /// A lookup of a row in a plain page never decompresses the chunk's dictionary page; one
@@ -713,13 +702,7 @@ mod tests {
                 .get(&key)
                 .is_some()
         };
-        let mask = ProjectionMask::all();
-        let levels = parquet_to_arrow_field_levels(
-            metadata.file_metadata().schema_descr(),
-            mask.clone(),
-            None,
-        )
-        .unwrap();
+        let (mask, levels) = every_column(&metadata);
         let group = RowGroupRead {
             metadata: &metadata,
             row_group: 0,
@@ -748,9 +731,7 @@ mod tests {
     fn plain_pages() -> (Bytes, Arc<ParquetMetaData>, RecordBatch) {
         use datafusion::arrow::array::{Int32Array, Int64Array, StringArray};
         use datafusion::arrow::datatypes::{DataType, Field, Schema};
-        use datafusion::parquet::arrow::ArrowWriter;
         use datafusion::parquet::basic::ZstdLevel;
-        use datafusion::parquet::file::metadata::{PageIndexPolicy, ParquetMetaDataReader};
         use datafusion::parquet::file::properties::WriterProperties;
 
         let schema = Arc::new(Schema::new(vec![
@@ -765,7 +746,7 @@ mod tests {
         }));
         let numbers = Int32Array::from_iter(rows.map(|i| (i % 5 != 0).then_some(i as i32 * 3)));
         let batch = RecordBatch::try_new(
-            schema.clone(),
+            schema,
             vec![Arc::new(keys), Arc::new(strings), Arc::new(numbers)],
         )
         .unwrap();
@@ -776,16 +757,36 @@ mod tests {
             .set_data_page_size_limit(64 << 20)
             .set_write_batch_size(1_000)
             .build();
+        let (file, metadata) = written(&batch, properties);
+        (file, metadata, batch)
+    }
+
+    /// A read of every column of `metadata`'s file, as decoded.
+    fn every_column(metadata: &ParquetMetaData) -> (ProjectionMask, FieldLevels) {
+        let mask = ProjectionMask::all();
+        let schema = metadata.file_metadata().schema_descr();
+        let levels = parquet_to_arrow_field_levels(schema, mask.clone(), None).unwrap();
+        (mask, levels)
+    }
+
+    /// `batch` written as a file with `properties`, and its footer with its page index.
+    fn written(
+        batch: &RecordBatch,
+        properties: datafusion::parquet::file::properties::WriterProperties,
+    ) -> (Bytes, Arc<ParquetMetaData>) {
+        use datafusion::parquet::arrow::ArrowWriter;
+        use datafusion::parquet::file::metadata::{PageIndexPolicy, ParquetMetaDataReader};
+
         let mut file = Vec::new();
-        let mut writer = ArrowWriter::try_new(&mut file, schema, Some(properties)).unwrap();
-        writer.write(&batch).unwrap();
+        let mut writer = ArrowWriter::try_new(&mut file, batch.schema(), Some(properties)).unwrap();
+        writer.write(batch).unwrap();
         writer.close().unwrap();
         let file = Bytes::from(file);
         let metadata = (ParquetMetaDataReader::new()
             .with_page_index_policy(PageIndexPolicy::Required))
         .parse_and_finish(&file)
         .unwrap();
-        (file, Arc::new(metadata), batch)
+        (file, Arc::new(metadata))
     }
 
     /// A lookup whose rows end inside a page decompresses the page only about as far as they
@@ -800,13 +801,7 @@ mod tests {
         let group = metadata.row_group(0);
         assert_eq!(offsets(&metadata, 0), [0, 50_000], "two pages a column");
         let whole: i64 = group.columns().iter().map(|c| c.uncompressed_size()).sum();
-        let mask = ProjectionMask::all();
-        let levels = parquet_to_arrow_field_levels(
-            metadata.file_metadata().schema_descr(),
-            mask.clone(),
-            None,
-        )
-        .unwrap();
+        let (mask, levels) = every_column(&metadata);
         let mut short_runs: Vec<RowSelector> = vec![RowSelector::skip(60_000)];
         for _ in 0..200 {
             short_runs.extend([RowSelector::select(1), RowSelector::skip(2)]);
