@@ -27,9 +27,17 @@ use crate::scan::pruning::literal_hashes;
 /// is used this much later at most (until then its files are read unpruned, never skipped).
 pub const RELIST_AFTER: Duration = Duration::from_secs(2);
 
-/// The most footers kept of one file ([`Loaded::footer_with_pages`]); past that, a lookup's
-/// is built and dropped.
-const FOOTERS_PER_FILE: usize = 64;
+/// The most memory the footers kept of one table's files take ([`Loaded::footer_with_pages`]);
+/// past that, a lookup's footer is built and dropped, as it was before any was kept.
+const FOOTER_BYTES: usize = 32 << 20;
+
+/// The footers [`Loaded::footer_with_pages`] kept, within [`FOOTER_BYTES`].
+#[derive(Debug, Default)]
+struct KeptFooters {
+    /// Per data file path, its footers, each with the dictionary pages it leaves out.
+    by_file: HashMap<String, Vec<(Vec<bool>, Arc<ParquetMetaData>)>>,
+    bytes: usize,
+}
 
 /// An entry of a loaded part: the part, and the entry's place in it.
 type EntryAt = (Arc<Vec<IndexedFileEntry>>, usize);
@@ -41,9 +49,8 @@ pub struct Loaded {
     parts: HashMap<Path, Arc<Vec<IndexedFileEntry>>>,
     /// Per data file path, the entries of the parts that cover it.
     files: HashMap<String, Vec<EntryAt>>,
-    /// Per data file path, its footers with the offset index of its walked pages, each with the
-    /// dictionary pages it leaves out ([`Self::footer_with_pages`]).
-    footers: Mutex<HashMap<String, Vec<(Vec<bool>, Arc<ParquetMetaData>)>>>,
+    /// Footers with the offset index of their files' walked pages ([`Self::footer_with_pages`]).
+    footers: Mutex<KeptFooters>,
 }
 
 impl Loaded {
@@ -104,9 +111,10 @@ impl Loaded {
 
     /// The footer of the file at `path` that `build` makes of its walked pages
     /// ([`Self::walked_pages`]) and the column chunks (in file order) whose dictionary page it
-    /// leaves out, `dropped`: built once per file and pattern, and kept (a data file never
-    /// changes once written; a lookup's pattern is one of a few per row group). Rebuilding it,
-    /// a copy of the footer, was a few percent of a lookup's CPU.
+    /// leaves out, `dropped`: built once per file and pattern, and kept while the table's kept
+    /// footers fit in [`FOOTER_BYTES`] (a data file never changes once written; a lookup's
+    /// pattern is one of a few per row group). Rebuilding it, a copy of the footer, was a few
+    /// percent of a lookup's CPU.
     pub fn footer_with_pages(
         &self,
         path: &str,
@@ -115,15 +123,20 @@ impl Loaded {
     ) -> Arc<ParquetMetaData> {
         let footers = || self.footers.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(kept) =
-            (footers().get(path)).and_then(|kept| kept.iter().find(|(d, _)| *d == dropped))
+            (footers().by_file.get(path)).and_then(|kept| kept.iter().find(|(d, _)| *d == dropped))
         {
             return kept.1.clone();
         }
         let built = Arc::new(build(&dropped));
+        let bytes = built.memory_size() + dropped.len();
         let mut footers = footers();
-        let kept = footers.entry(path.to_string()).or_default();
-        if kept.len() < FOOTERS_PER_FILE {
-            kept.push((dropped, built.clone()));
+        if footers.bytes + bytes <= FOOTER_BYTES {
+            let kept = footers.by_file.entry(path.to_string()).or_default();
+            // Another lookup may have built the same one meanwhile.
+            if !kept.iter().any(|(d, _)| *d == dropped) {
+                kept.push((dropped, built.clone()));
+                footers.bytes += bytes;
+            }
         }
         built
     }

@@ -507,7 +507,7 @@ impl<P: PageReader> LocatedPages<P> {
     /// gives: up to [`Self::end`].
     fn rows_read(&self, first: Option<usize>, rows: usize) -> Option<usize> {
         let wanted = self.end?.checked_sub(first?)?;
-        (wanted < rows).then_some(wanted)
+        (wanted > 0 && wanted < rows).then_some(wanted)
     }
 
     /// Holds the dictionary page if it is the next page.
