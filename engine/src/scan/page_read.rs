@@ -178,9 +178,8 @@ impl RowGroupRead<'_> {
         reader: &mut (dyn AsyncFileReader + Send),
         selection: Option<RowSelection>,
     ) -> Result<Vec<RecordBatch>> {
-        let mut group = LocatedRowGroup::new(self.metadata, self.row_group, self.dictionaries)?;
-        group.end = selection.as_ref().map(|s| selected_span(s).end);
-        group.decompressed = Some(self.decompressed);
+        let end = selection.as_ref().map(|s| selected_span(s).end);
+        let mut group = LocatedRowGroup::new(self, end)?;
         let wanted = group.ranges(self.mask, selection.as_ref())?;
         let fetched = reader
             .get_byte_ranges(wanted.iter().map(|(_, r)| r.clone()).collect())
@@ -209,25 +208,22 @@ struct LocatedRowGroup<'a> {
     /// The row after the last one read (parquet-rs reads none past the selection's last);
     /// None: all.
     end: Option<usize>,
-    decompressed: Option<&'a Count>,
+    decompressed: &'a Count,
 }
 
 impl<'a> LocatedRowGroup<'a> {
-    fn new(
-        metadata: &'a ParquetMetaData,
-        index: usize,
-        dictionaries: Option<&'a KeptDictionaries>,
-    ) -> Result<Self> {
-        let row_group = (metadata.row_groups().get(index))
+    /// The row group `read` reads, up to the row `end`.
+    fn new(read: &RowGroupRead<'a>, end: Option<usize>) -> Result<Self> {
+        let row_group = (read.metadata.row_groups().get(read.row_group))
             .ok_or_else(|| internal_datafusion_err!("a located read of a row group not there"))?;
         Ok(Self {
-            metadata,
-            index,
+            metadata: read.metadata,
+            index: read.row_group,
             row_group,
             chunks: vec![None; row_group.num_columns()],
-            dictionaries,
-            end: None,
-            decompressed: None,
+            dictionaries: read.dictionaries,
+            end,
+            decompressed: read.decompressed,
         })
     }
 
@@ -368,7 +364,7 @@ impl RowGroups for LocatedRowGroup<'_> {
             layout,
             row: layout.map(|_| 0),
             end: self.end,
-            decompressed: self.decompressed.cloned().unwrap_or_default(),
+            decompressed: self.decompressed.clone(),
         };
         Ok(Box::new(OnePage(Some(Ok(Box::new(reader))))))
     }
