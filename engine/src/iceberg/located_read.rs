@@ -31,11 +31,11 @@ use datafusion::parquet::arrow::{
     FieldLevels, ProjectionMask, parquet_to_arrow_field_levels, parquet_to_arrow_schema,
 };
 use datafusion::parquet::file::metadata::ParquetMetaData;
-use datafusion::physical_plan::metrics::{Count, ExecutionPlanMetricsSet};
+use datafusion::physical_plan::metrics::ExecutionPlanMetricsSet;
 use futures::future::try_join_all;
 use sieve_iceberg::{FileNames, field_id};
 
-use crate::scan::page_read::{KeptDictionaries, RowGroupRead, decompressed_bytes, decompressible};
+use crate::scan::page_read::{KeptDictionaries, PageCounts, RowGroupRead, decompressible};
 
 use super::field_ids::column_in_file;
 use super::indexed_pages::IndexedPagesFactory;
@@ -81,8 +81,8 @@ impl LocatedFiles {
                 None => return Ok(None),
             }
         }
-        let decompressed = decompressed_bytes(metrics);
-        let reads = (reads.into_iter()).map(|read| self.read_file(read, &projected, &decompressed));
+        let pages = PageCounts::new(metrics);
+        let reads = (reads.into_iter()).map(|read| self.read_file(read, &projected, &pages));
         Ok(Some(
             try_join_all(reads).await?.into_iter().flatten().collect(),
         ))
@@ -168,7 +168,7 @@ impl LocatedFiles {
         &self,
         read: FileRead,
         projected: &SchemaRef,
-        decompressed: &Count,
+        pages: &PageCounts,
     ) -> Result<Vec<RecordBatch>> {
         let FileRead {
             mut reader,
@@ -188,7 +188,7 @@ impl LocatedFiles {
                 levels: &levels,
                 batch_size: self.batch_size,
                 dictionaries: dictionaries.as_ref(),
-                decompressed,
+                pages,
             };
             for batch in group.read(reader.as_mut(), Some(selection)).await? {
                 let columns = (columns.iter().zip(projected.fields()))

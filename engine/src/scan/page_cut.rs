@@ -20,12 +20,12 @@ use super::zstd_pages::Reach;
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Layout {
     /// Whether its pages begin with definition levels.
-    optional: bool,
-    values: Values,
+    pub(super) optional: bool,
+    pub(super) values: Values,
 }
 
 #[derive(Clone, Copy, Debug)]
-enum Values {
+pub(super) enum Values {
     /// Bit-packed, eight to a byte.
     Bits,
     /// This many bytes each.
@@ -35,6 +35,11 @@ enum Values {
 }
 
 impl Layout {
+    /// Whether the column's values are byte arrays.
+    pub(super) fn byte_arrays(&self) -> bool {
+        matches!(self.values, Values::Lengths)
+    }
+
     /// `column`'s layout; None for a column whose pages are never cut (nested).
     pub fn of(column: &ColumnDescriptor) -> Option<Layout> {
         if column.max_rep_level() > 0 || column.max_def_level() > 1 {
@@ -135,7 +140,7 @@ impl PageCut {
 
 /// How many of the first `rows` of 1-bit definition levels `levels` holds are 1 (a value is
 /// present); None where the runs end first or are malformed.
-fn present(mut levels: &[u8], rows: usize) -> Option<usize> {
+pub(super) fn present(mut levels: &[u8], rows: usize) -> Option<usize> {
     let (mut left, mut present) = (rows, 0);
     while left > 0 {
         let header = uleb128(&mut levels)?;
@@ -165,7 +170,7 @@ fn present(mut levels: &[u8], rows: usize) -> Option<usize> {
 }
 
 /// An unsigned LEB128 varint, as RLE run headers are written, taken off the front of `bytes`.
-fn uleb128(bytes: &mut &[u8]) -> Option<u64> {
+pub(super) fn uleb128(bytes: &mut &[u8]) -> Option<u64> {
     let mut value = 0u64;
     for (i, byte) in bytes.iter().enumerate().take(10) {
         value |= u64::from(byte & 0x7f) << (7 * i);

@@ -45,6 +45,7 @@ use datafusion::physical_plan::metrics::{Count, ExecutionPlanMetricsSet, MetricB
 use futures::future::try_join_all;
 use sieve_storage::{RangeKey, Storage};
 
+use crate::scan::dictionary_pages::{Dictionary, offsets, plain_page};
 use crate::scan::page_cut::{Layout, PageCut};
 use crate::scan::verified_reader::{ReadCounts, VerifiedReaderFactory};
 use crate::scan::zstd_pages::{decompress, decompress_until};
@@ -64,7 +65,7 @@ pub(crate) async fn read_located(
         let path = file.object_meta.location.clone();
         let bytes_scanned = MetricBuilder::new(metrics).counter("bytes_scanned", 0);
         let counts = ReadCounts::new(metrics, 0, bytes_scanned);
-        let decompressed = decompressed_bytes(metrics);
+        let pages = PageCounts::new(metrics);
         let (mut reader, arrow) = factory.located(file.clone(), counts)?.ok_or_else(|| {
             internal_datafusion_err!("{path} was chosen for a direct read without a page table")
         })?;
@@ -89,7 +90,7 @@ pub(crate) async fn read_located(
             levels: &levels,
             batch_size,
             dictionaries: None,
-            decompressed: &decompressed,
+            pages: &pages,
         };
         let batches = group.read(&mut reader, selection).await?;
         // The block's columns are the table's (the page table was checked against its schema);
@@ -140,9 +141,23 @@ impl KeptDictionaries {
     }
 }
 
-/// The counter of the bytes a located read's pages decompressed to, as EXPLAIN ANALYZE shows it.
-pub(crate) fn decompressed_bytes(metrics: &ExecutionPlanMetricsSet) -> Count {
-    MetricBuilder::new(metrics).counter("page_bytes_decompressed", 0)
+/// What a located read did with its pages, as EXPLAIN ANALYZE shows it.
+#[derive(Clone, Default)]
+pub(crate) struct PageCounts {
+    /// The bytes pages decompressed to (`page_bytes_decompressed`).
+    pub decompressed: Count,
+    /// Dictionary-encoded pages read as PLAIN pages of the rows read, their chunk's dictionary
+    /// never decoded by parquet-rs (`pages_from_dictionary`).
+    pub from_dictionary: Count,
+}
+
+impl PageCounts {
+    pub fn new(metrics: &ExecutionPlanMetricsSet) -> Self {
+        Self {
+            decompressed: MetricBuilder::new(metrics).counter("page_bytes_decompressed", 0),
+            from_dictionary: MetricBuilder::new(metrics).counter("pages_from_dictionary", 0),
+        }
+    }
 }
 
 /// Whether every chunk of `group` in `mask` is one [`RowGroupRead`] can decompress: zstd (by
@@ -166,8 +181,8 @@ pub(crate) struct RowGroupRead<'a> {
     pub levels: &'a FieldLevels,
     pub batch_size: usize,
     pub dictionaries: Option<&'a KeptDictionaries>,
-    /// Counts the bytes pages decompress to.
-    pub decompressed: &'a Count,
+    /// Counts what is done with the pages.
+    pub pages: &'a PageCounts,
 }
 
 impl RowGroupRead<'_> {
@@ -178,8 +193,8 @@ impl RowGroupRead<'_> {
         reader: &mut (dyn AsyncFileReader + Send),
         selection: Option<RowSelection>,
     ) -> Result<Vec<RecordBatch>> {
-        let end = selection.as_ref().map(|s| selected_span(s).end);
-        let mut group = LocatedRowGroup::new(self, end)?;
+        let span = selection.as_ref().map(selected_span);
+        let mut group = LocatedRowGroup::new(self, span)?;
         let wanted = group.ranges(self.mask, selection.as_ref())?;
         let fetched = reader
             .get_byte_ranges(wanted.iter().map(|(_, r)| r.clone()).collect())
@@ -205,15 +220,15 @@ struct LocatedRowGroup<'a> {
     /// Per leaf column, the pages fetched of it; None for a column not read.
     chunks: Vec<Option<Arc<FetchedPages>>>,
     dictionaries: Option<&'a KeptDictionaries>,
-    /// The row after the last one read (parquet-rs reads none past the selection's last);
-    /// None: all.
-    end: Option<usize>,
-    decompressed: &'a Count,
+    /// The rows from the first selected to the one after the last (parquet-rs reads none past
+    /// the selection's last, and only skips those before its first); None: all.
+    span: Option<Range<usize>>,
+    pages: &'a PageCounts,
 }
 
 impl<'a> LocatedRowGroup<'a> {
-    /// The row group `read` reads, up to the row `end`.
-    fn new(read: &RowGroupRead<'a>, end: Option<usize>) -> Result<Self> {
+    /// The row group `read` reads, the rows `span`.
+    fn new(read: &RowGroupRead<'a>, span: Option<Range<usize>>) -> Result<Self> {
         let row_group = (read.metadata.row_groups().get(read.row_group))
             .ok_or_else(|| internal_datafusion_err!("a located read of a row group not there"))?;
         Ok(Self {
@@ -222,8 +237,8 @@ impl<'a> LocatedRowGroup<'a> {
             row_group,
             chunks: vec![None; row_group.num_columns()],
             dictionaries: read.dictionaries,
-            end,
-            decompressed: read.decompressed,
+            span,
+            pages: read.pages,
         })
     }
 
@@ -363,8 +378,9 @@ impl RowGroups for LocatedRowGroup<'_> {
             next: None,
             layout,
             row: layout.map(|_| 0),
-            end: self.end,
-            decompressed: self.decompressed.clone(),
+            span: self.span.clone(),
+            values: None,
+            counts: self.pages.clone(),
         };
         Ok(Box::new(OnePage(Some(Ok(Box::new(reader))))))
     }
@@ -466,13 +482,86 @@ struct LocatedPages<P> {
     layout: Option<Layout>,
     /// The chunk's row the next data page begins with; None once not known.
     row: Option<usize>,
-    /// The row after the last one read; None: all.
-    end: Option<usize>,
-    /// Counts the bytes pages decompress to.
-    decompressed: Count,
+    /// The first row read (the rows before it are only skipped) and the row after the last;
+    /// None: all.
+    span: Option<Range<usize>>,
+    /// The held dictionary page's values, once a dictionary-encoded page was rewritten from
+    /// them ([`Self::plain`]).
+    values: Option<Dictionary>,
+    /// Counts what is done with the pages.
+    counts: PageCounts,
 }
 
 impl<P: PageReader> LocatedPages<P> {
+    /// A decompressed dictionary-encoded `page` beginning with the chunk's row `first`, as a
+    /// PLAIN page of the rows read, from the held dictionary page ([`super::dictionary_pages`]);
+    /// None where it cannot be rewritten: give parquet-rs the dictionary.
+    fn plain(&mut self, page: &Page, first: Option<usize>) -> ParquetResult<Option<Page>> {
+        let Page::DataPage {
+            buf,
+            num_values,
+            def_level_encoding,
+            rep_level_encoding,
+            ..
+        } = page
+        else {
+            return Ok(None);
+        };
+        let Some(layout) = self
+            .layout
+            .filter(|l| !l.optional || *def_level_encoding == Encoding::RLE)
+        else {
+            return Ok(None);
+        };
+        if self.values.is_none() {
+            self.values = self.values(layout)?;
+        }
+        let Some(dictionary) = &self.values else {
+            return Ok(None);
+        };
+        let rows = (self.rows_read(first, *num_values as usize)).unwrap_or(*num_values as usize);
+        let start = self.span.as_ref().map_or(0, |span| span.start);
+        let placeholders = first.map_or(0, |first| start.saturating_sub(first));
+        let Some(values) = plain_page(buf, layout, dictionary, rows, placeholders) else {
+            return Ok(None);
+        };
+        self.counts.from_dictionary.add(1);
+        Ok(Some(Page::DataPage {
+            buf: Bytes::from(values),
+            num_values: rows as u32,
+            encoding: Encoding::PLAIN,
+            def_level_encoding: *def_level_encoding,
+            rep_level_encoding: *rep_level_encoding,
+            statistics: None,
+        }))
+    }
+
+    /// The held dictionary page's values, decompressed, with their offsets where they are byte
+    /// arrays; both kept in the data cache where the dictionary is.
+    fn values(&self, layout: Layout) -> ParquetResult<Option<Dictionary>> {
+        let Some(Page::DictionaryPage {
+            buf, num_values, ..
+        }) = &self.held
+        else {
+            return Ok(None);
+        };
+        let count = *num_values as usize;
+        let values = self.dictionary(buf.clone())?;
+        let kept = (self.dictionary.as_ref()).and_then(|(storage, (file, start, end))| {
+            let key = (format!("{file}\u{0}offsets"), *start, *end);
+            Some((storage.caches().data.as_ref()?, key))
+        });
+        let offsets = match kept {
+            _ if !layout.byte_arrays() => None,
+            Some((cache, key)) => match cache.get(&key) {
+                Some(offsets) => Some(offsets),
+                None => offsets(&values, count).inspect(|o| cache.insert(key, o.clone())),
+            },
+            None => offsets(&values, count),
+        };
+        Ok(Dictionary::new(layout, values, count, offsets))
+    }
+
     /// A dictionary page's bytes decompressed, from the data cache or kept there.
     fn dictionary(&self, compressed: Bytes) -> ParquetResult<Bytes> {
         if !self.zstd {
@@ -494,7 +583,7 @@ impl<P: PageReader> LocatedPages<P> {
     /// `bytes` decompressed, counted.
     fn count(&self, bytes: ParquetResult<Bytes>) -> ParquetResult<Bytes> {
         if let Ok(bytes) = &bytes {
-            self.decompressed.add(bytes.len());
+            self.counts.decompressed.add(bytes.len());
         }
         bytes
     }
@@ -502,7 +591,7 @@ impl<P: PageReader> LocatedPages<P> {
     /// How many of its rows a data page beginning with row `first` and holding `rows` rows
     /// gives: up to [`Self::end`].
     fn rows_read(&self, first: Option<usize>, rows: usize) -> Option<usize> {
-        let wanted = self.end?.checked_sub(first?)?;
+        let wanted = self.span.as_ref()?.end.checked_sub(first?)?;
         (wanted > 0 && wanted < rows).then_some(wanted)
     }
 
@@ -600,6 +689,9 @@ impl<P: PageReader> PageReader for LocatedPages<P> {
             page.encoding(),
             Encoding::RLE_DICTIONARY | Encoding::PLAIN_DICTIONARY
         );
+        if wants_dictionary && let Some(plain) = self.plain(&page, first)? {
+            return Ok(Some(plain));
+        }
         match self.held.take() {
             Some(Page::DictionaryPage {
                 buf,
@@ -706,7 +798,7 @@ mod tests {
             levels: &levels,
             batch_size: 8192,
             dictionaries: Some(&kept),
-            decompressed: &Count::new(),
+            pages: &PageCounts::default(),
         };
         for (row, dictionary) in [(99_999, false), (90_001, false), (3, true), (99_998, true)] {
             let selection =
@@ -790,78 +882,152 @@ mod tests {
     /// pages or read as a mask too.
     #[tokio::test]
     async fn a_page_is_decompressed_only_as_far_as_its_rows_read_reach() {
-        use datafusion::arrow::array::BooleanArray;
-        use datafusion::arrow::compute::filter_record_batch;
-
         let (file, metadata, batch) = plain_pages();
         let group = metadata.row_group(0);
         assert_eq!(offsets(&metadata, 0), [0, 50_000], "two pages a column");
         let whole: i64 = group.columns().iter().map(|c| c.uncompressed_size()).sum();
-        let (mask, levels) = every_column(&metadata);
-        let mut short_runs: Vec<RowSelector> = vec![RowSelector::skip(60_000)];
-        for _ in 0..200 {
-            short_runs.extend([RowSelector::select(1), RowSelector::skip(2)]);
-        }
-        let selections = [
-            (
-                vec![RowSelector::skip(10), RowSelector::select(5)],
-                Some(whole / 8),
-            ),
-            (
-                vec![RowSelector::skip(49_990), RowSelector::select(20)],
-                None,
-            ),
-            (
-                vec![RowSelector::skip(40_000), RowSelector::select(10_000)],
-                None,
-            ),
-            (
-                vec![
-                    RowSelector::skip(70_000),
-                    RowSelector::select(1),
-                    RowSelector::skip(100),
-                    RowSelector::select(3),
-                ],
-                Some(whole * 7 / 8),
-            ),
-            (short_runs, Some(whole * 7 / 8)),
-            (
-                vec![RowSelector::skip(99_999), RowSelector::select(1)],
-                None,
-            ),
+        // How much of the chunks each of [`lookups`] may decompress, where bounded.
+        let bounds = [
+            Some(whole / 8),
+            None,
+            None,
+            Some(whole * 7 / 8),
+            Some(whole * 7 / 8),
+            None,
         ];
+        let selections = lookups().into_iter().zip(bounds);
         for (selectors, at_most) in selections {
             let selection = RowSelection::from(selectors);
-            let decompressed = Count::new();
-            let read = RowGroupRead {
-                metadata: &metadata,
-                row_group: 0,
-                mask: &mask,
-                levels: &levels,
-                batch_size: 8192,
-                dictionaries: None,
-                decompressed: &decompressed,
-            };
-            let mut reader = std::io::Cursor::new(file.to_vec());
-            let got = read
-                .read(&mut reader, Some(selection.clone()))
-                .await
-                .unwrap();
-            let got = datafusion::arrow::compute::concat_batches(&batch.schema(), &got).unwrap();
-            let mut wanted = Vec::new();
-            for selector in selection.iter() {
-                wanted.extend(std::iter::repeat_n(!selector.skip, selector.row_count));
-            }
-            wanted.resize(batch.num_rows(), false);
-            let wanted = filter_record_batch(&batch, &BooleanArray::from(wanted)).unwrap();
-            assert_eq!(got, wanted, "{selection:?}");
-            let decompressed = decompressed.value() as i64;
+            let (got, pages) = read_rows(&file, &batch.schema(), &metadata, &selection, None).await;
+            assert_eq!(got, selected(&batch, &selection), "{selection:?}");
+            let decompressed = pages.decompressed.value() as i64;
             assert!(decompressed > 0);
             if let Some(at_most) = at_most {
                 assert!(
                     decompressed <= at_most,
                     "{selection:?}: {decompressed} of {whole} bytes decompressed"
                 );
+            }
+        }
+    }
+
+    /// Selections of one row, rows crossing pages, rows read as a mask, the last row.
+    fn lookups() -> Vec<Vec<RowSelector>> {
+        let mut short_runs: Vec<RowSelector> = vec![RowSelector::skip(60_000)];
+        for _ in 0..200 {
+            short_runs.extend([RowSelector::select(1), RowSelector::skip(2)]);
+        }
+        vec![
+            vec![RowSelector::skip(10), RowSelector::select(5)],
+            vec![RowSelector::skip(49_990), RowSelector::select(20)],
+            vec![RowSelector::skip(40_000), RowSelector::select(10_000)],
+            vec![
+                RowSelector::skip(70_000),
+                RowSelector::select(1),
+                RowSelector::skip(100),
+                RowSelector::select(3),
+            ],
+            short_runs,
+            vec![RowSelector::skip(99_999), RowSelector::select(1)],
+        ]
+    }
+
+    /// The rows of `selection` read from the file's first row group, every column, as `schema`'s
+    /// batch, and what was done with their pages.
+    async fn read_rows(
+        file: &Bytes,
+        schema: &SchemaRef,
+        metadata: &ParquetMetaData,
+        selection: &RowSelection,
+        dictionaries: Option<&KeptDictionaries>,
+    ) -> (RecordBatch, PageCounts) {
+        let (mask, levels) = every_column(metadata);
+        let pages = PageCounts::default();
+        let read = RowGroupRead {
+            metadata,
+            row_group: 0,
+            mask: &mask,
+            levels: &levels,
+            batch_size: 8192,
+            dictionaries,
+            pages: &pages,
+        };
+        let mut reader = std::io::Cursor::new(file.to_vec());
+        let got = read
+            .read(&mut reader, Some(selection.clone()))
+            .await
+            .unwrap();
+        let got = datafusion::arrow::compute::concat_batches(schema, &got).unwrap();
+        (got, pages)
+    }
+
+    /// The rows of `batch` that `selection` selects.
+    fn selected(batch: &RecordBatch, selection: &RowSelection) -> RecordBatch {
+        use datafusion::arrow::array::BooleanArray;
+        use datafusion::arrow::compute::filter_record_batch;
+
+        let mut wanted = Vec::new();
+        for selector in selection.iter() {
+            wanted.extend(std::iter::repeat_n(!selector.skip, selector.row_count));
+        }
+        wanted.resize(batch.num_rows(), false);
+        filter_record_batch(batch, &BooleanArray::from(wanted)).unwrap()
+    }
+
+    /// 100,000 rows in one row group of zstd pages of 10,000 dictionary-encoded values a column,
+    /// with a page index: an int64 key (bit-packed indices), a string null at irregular rows,
+    /// of 700 values, and an int32 in runs of 1,000 null at every fifth row (repeated runs).
+    fn dictionary_pages() -> (Bytes, Arc<ParquetMetaData>, RecordBatch) {
+        use datafusion::arrow::array::{Int32Array, Int64Array, StringArray};
+        use datafusion::arrow::datatypes::{DataType, Field, Schema};
+        use datafusion::parquet::basic::ZstdLevel;
+        use datafusion::parquet::file::properties::WriterProperties;
+
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("k", DataType::Int64, false),
+            Field::new("s", DataType::Utf8, true),
+            Field::new("n", DataType::Int32, true),
+        ]));
+        let rows = 0..100_000i64;
+        let keys = Int64Array::from_iter_values(rows.clone().map(|i| i * 3 + 1));
+        let strings =
+            StringArray::from_iter(rows.clone().map(|i| {
+                (i % 7 != 3 && i % 11 != 0).then(|| format!("value {}", (i * 7919) % 700))
+            }));
+        let numbers = Int32Array::from_iter(rows.map(|i| (i % 5 != 0).then_some(i as i32 / 1000)));
+        let batch = RecordBatch::try_new(
+            schema,
+            vec![Arc::new(keys), Arc::new(strings), Arc::new(numbers)],
+        )
+        .unwrap();
+        let properties = WriterProperties::builder()
+            .set_compression(Compression::ZSTD(ZstdLevel::default()))
+            .set_dictionary_page_size_limit(4 << 20)
+            .set_data_page_row_count_limit(10_000)
+            .set_write_batch_size(1_000)
+            .build();
+        let (file, metadata) = written(&batch, properties);
+        (file, metadata, batch)
+    }
+
+    /// Dictionary-encoded pages are read as PLAIN pages of the rows read, with and without the
+    /// dictionaries kept, and give the rows a whole read gives.
+    #[tokio::test]
+    async fn dictionary_encoded_pages_are_read_as_plain_pages_of_the_rows_read() {
+        let (file, metadata, batch) = dictionary_pages();
+        assert_eq!(offsets(&metadata, 0).len(), 10, "ten pages a column");
+        let kept = KeptDictionaries {
+            storage: Storage::in_memory().with_caches(0, 64 << 20),
+            file: "dictionary pages".into(),
+        };
+        for dictionaries in [None, Some(&kept), Some(&kept)] {
+            for selectors in lookups() {
+                let selection = RowSelection::from(selectors);
+                let (got, pages) =
+                    read_rows(&file, &batch.schema(), &metadata, &selection, dictionaries).await;
+                assert_eq!(got, selected(&batch, &selection), "{selection:?}");
+                // Every column's pages holding rows read, rewritten.
+                assert!(pages.from_dictionary.value() >= 3, "{selection:?}");
             }
         }
     }
