@@ -539,8 +539,13 @@ impl<P: PageReader> LocatedPages<P> {
     /// The held dictionary page's values, decompressed, with their offsets where they are byte
     /// arrays; both kept in the data cache where the dictionary is.
     fn values(&self, layout: Layout) -> ParquetResult<Option<Dictionary>> {
+        // Dictionary pages hold PLAIN values, whichever of these they name; parquet-rs
+        // refuses others, so such a page is left to it.
         let Some(Page::DictionaryPage {
-            buf, num_values, ..
+            buf,
+            num_values,
+            encoding: Encoding::PLAIN | Encoding::PLAIN_DICTIONARY | Encoding::RLE_DICTIONARY,
+            ..
         }) = &self.held
         else {
             return Ok(None);
@@ -745,6 +750,9 @@ impl<P: PageReader> PageReader for LocatedPages<P> {
 
 #[cfg(test)]
 mod tests {
+    use datafusion::parquet::basic::ZstdLevel;
+    use datafusion::parquet::file::properties::WriterProperties;
+
     use super::*;
 
     /// 100,000 distinct strings in one row group of zstd pages of at most 5,000 rows, with a
@@ -752,8 +760,6 @@ mod tests {
     fn fallen_back() -> (Bytes, Arc<ParquetMetaData>) {
         use datafusion::arrow::array::StringArray;
         use datafusion::arrow::datatypes::{DataType, Field, Schema};
-        use datafusion::parquet::basic::ZstdLevel;
-        use datafusion::parquet::file::properties::WriterProperties;
 
         let schema = Arc::new(Schema::new(vec![Field::new("k", DataType::Utf8, false)]));
         let values = StringArray::from_iter_values((0..100_000).map(|i| format!("key {i:08}")));
@@ -817,27 +823,6 @@ mod tests {
     /// dictionaries), with a page index: an int64 key, a string null at irregular rows (its
     /// levels mix repeated and bit-packed runs), an int32 null at every fifth.
     fn plain_pages() -> (Bytes, Arc<ParquetMetaData>, RecordBatch) {
-        use datafusion::arrow::array::{Int32Array, Int64Array, StringArray};
-        use datafusion::arrow::datatypes::{DataType, Field, Schema};
-        use datafusion::parquet::basic::ZstdLevel;
-        use datafusion::parquet::file::properties::WriterProperties;
-
-        let schema = Arc::new(Schema::new(vec![
-            Field::new("k", DataType::Int64, false),
-            Field::new("s", DataType::Utf8, true),
-            Field::new("n", DataType::Int32, true),
-        ]));
-        let rows = 0..100_000i64;
-        let keys = Int64Array::from_iter_values(rows.clone());
-        let strings = StringArray::from_iter(rows.clone().map(|i| {
-            (i % 7 != 3 && i % 11 != 0).then(|| format!("{}", (i * 7919) as f64 / 104_729.0))
-        }));
-        let numbers = Int32Array::from_iter(rows.map(|i| (i % 5 != 0).then_some(i as i32 * 3)));
-        let batch = RecordBatch::try_new(
-            schema,
-            vec![Arc::new(keys), Arc::new(strings), Arc::new(numbers)],
-        )
-        .unwrap();
         let properties = WriterProperties::builder()
             .set_compression(Compression::ZSTD(ZstdLevel::default()))
             .set_dictionary_enabled(false)
@@ -845,6 +830,42 @@ mod tests {
             .set_data_page_size_limit(64 << 20)
             .set_write_batch_size(1_000)
             .build();
+        three_columns(
+            |i| i,
+            |i| format!("{}", (i * 7919) as f64 / 104_729.0),
+            |i| i as i32 * 3,
+            properties,
+        )
+    }
+
+    /// 100,000 rows written with `properties`: an int64 `key(row)`, a string `string(row)` null
+    /// at irregular rows (its levels mix repeated and bit-packed runs), an int32 `number(row)`
+    /// null at every fifth.
+    fn three_columns(
+        key: impl Fn(i64) -> i64,
+        string: impl Fn(i64) -> String,
+        number: impl Fn(i64) -> i32,
+        properties: WriterProperties,
+    ) -> (Bytes, Arc<ParquetMetaData>, RecordBatch) {
+        use datafusion::arrow::array::{Int32Array, Int64Array, StringArray};
+        use datafusion::arrow::datatypes::{DataType, Field, Schema};
+
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("k", DataType::Int64, false),
+            Field::new("s", DataType::Utf8, true),
+            Field::new("n", DataType::Int32, true),
+        ]));
+        let rows = 0..100_000i64;
+        let keys = Int64Array::from_iter_values(rows.clone().map(key));
+        let strings = StringArray::from_iter(
+            (rows.clone()).map(|i| (i % 7 != 3 && i % 11 != 0).then(|| string(i))),
+        );
+        let numbers = Int32Array::from_iter(rows.map(|i| (i % 5 != 0).then(|| number(i))));
+        let batch = RecordBatch::try_new(
+            schema,
+            vec![Arc::new(keys), Arc::new(strings), Arc::new(numbers)],
+        )
+        .unwrap();
         let (file, metadata) = written(&batch, properties);
         (file, metadata, batch)
     }
@@ -858,10 +879,7 @@ mod tests {
     }
 
     /// `batch` written as a file with `properties`, and its footer with its page index.
-    fn written(
-        batch: &RecordBatch,
-        properties: datafusion::parquet::file::properties::WriterProperties,
-    ) -> (Bytes, Arc<ParquetMetaData>) {
+    fn written(batch: &RecordBatch, properties: WriterProperties) -> (Bytes, Arc<ParquetMetaData>) {
         use datafusion::parquet::arrow::ArrowWriter;
         use datafusion::parquet::file::metadata::{PageIndexPolicy, ParquetMetaDataReader};
 
@@ -975,39 +993,21 @@ mod tests {
     }
 
     /// 100,000 rows in one row group of zstd pages of 10,000 dictionary-encoded values a column,
-    /// with a page index: an int64 key (bit-packed indices), a string null at irregular rows,
-    /// of 700 values, and an int32 in runs of 1,000 null at every fifth row (repeated runs).
+    /// with a page index ([`three_columns`]): an int64 key (bit-packed indices), a string of
+    /// 700 values, and an int32 in runs of 1,000 (repeated runs).
     fn dictionary_pages() -> (Bytes, Arc<ParquetMetaData>, RecordBatch) {
-        use datafusion::arrow::array::{Int32Array, Int64Array, StringArray};
-        use datafusion::arrow::datatypes::{DataType, Field, Schema};
-        use datafusion::parquet::basic::ZstdLevel;
-        use datafusion::parquet::file::properties::WriterProperties;
-
-        let schema = Arc::new(Schema::new(vec![
-            Field::new("k", DataType::Int64, false),
-            Field::new("s", DataType::Utf8, true),
-            Field::new("n", DataType::Int32, true),
-        ]));
-        let rows = 0..100_000i64;
-        let keys = Int64Array::from_iter_values(rows.clone().map(|i| i * 3 + 1));
-        let strings =
-            StringArray::from_iter(rows.clone().map(|i| {
-                (i % 7 != 3 && i % 11 != 0).then(|| format!("value {}", (i * 7919) % 700))
-            }));
-        let numbers = Int32Array::from_iter(rows.map(|i| (i % 5 != 0).then_some(i as i32 / 1000)));
-        let batch = RecordBatch::try_new(
-            schema,
-            vec![Arc::new(keys), Arc::new(strings), Arc::new(numbers)],
-        )
-        .unwrap();
         let properties = WriterProperties::builder()
             .set_compression(Compression::ZSTD(ZstdLevel::default()))
             .set_dictionary_page_size_limit(4 << 20)
             .set_data_page_row_count_limit(10_000)
             .set_write_batch_size(1_000)
             .build();
-        let (file, metadata) = written(&batch, properties);
-        (file, metadata, batch)
+        three_columns(
+            |i| i * 3 + 1,
+            |i| format!("value {}", (i * 7919) % 700),
+            |i| i as i32 / 1000,
+            properties,
+        )
     }
 
     /// Dictionary-encoded pages are read as PLAIN pages of the rows read, with and without the
