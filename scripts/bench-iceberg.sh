@@ -4,8 +4,9 @@
 #   - `sieve load t10b --rows ROWS` writes Sieve's own t10b (SIEVE_BENCH_ROWS, default 100M);
 #   - PyIceberg (SqlCatalog on SQLite, warehouse s3://sieve-test/lake) writes a t10b of the same
 #     shape (c1 the row number, c2 a random decimal as text) in appends of SIEVE_BENCH_FILE_ROWS
-#     rows (default 10M) with its default Parquet settings (1M-row row groups, 1 MB pages, zstd,
-#     no page index), keeping SIEVE_BENCH_KEYS_N (default 2000) of its c2 values drawn uniformly;
+#     rows (default 10M) with its default Parquet settings (1M-row row groups, 1 MB pages, zstd
+#     or SIEVE_BENCH_CODEC, no page index), keeping SIEVE_BENCH_KEYS_N (default 2000) of its c2
+#     values drawn uniformly;
 #   - one `sieve serve` attaches the catalog (its indexer idle) and runs CREATE INDEX on c2
 #     (`USING SIEVE_BENCH_FILTER`, default binary_fuse8): rows per server CPU second;
 #   - sysbench (scripts/serving/lookup.lua: a prepared `select c1 from T where c2 = ?` per

@@ -747,12 +747,12 @@ fn a_lookup_reads_the_pages_of_its_key_not_its_row_group() {
         (count("bytes_scanned"), count("data_cache_hits"))
     };
     let scanned = |key| read(key, false).0;
-    // A key of the file PyIceberg wrote (no page index) and of the one PyArrow wrote with one;
-    // each file's bounds hold its key, and its row group is read whole.
-    let keys = [4242, 154_242];
+    // A key of the file PyIceberg wrote (no page index), of the one PyArrow wrote with one, and
+    // of the gzip one without; each file's bounds hold its key, and its row group is read whole.
+    let keys = [4242, 154_242, 254_242];
     let unindexed = keys.map(scanned);
     let made = ok(&server, "create index ix on lake.ns.paged (id)");
-    assert!(made.starts_with("2\t200000\t"), "{made}");
+    assert!(made.starts_with("3\t300000\t"), "{made}");
     for (key, unindexed) in keys.into_iter().zip(unindexed) {
         assert_eq!(ok(&server, &lookup(key)), format!("p{key}\n"));
         let indexed = scanned(key);
@@ -774,8 +774,10 @@ fn a_lookup_reads_the_pages_of_its_key_not_its_row_group() {
     );
     assert!(read(77_777, false).0 > 0);
     // Every answer is the one the same query gets without the index (`id + 0` names no key).
-    for key in [0, 1, 4242, 99_999, 100_000, 154_242, 199_999, 200_000, -1] {
-        let want = match (0..200_000).contains(&key) {
+    for key in [
+        0, 1, 4242, 99_999, 100_000, 154_242, 199_999, 200_000, 254_242, 299_999, 300_000, -1,
+    ] {
+        let want = match (0..300_000).contains(&key) {
             true => format!("p{key}\n"),
             false => String::new(),
         };
@@ -786,15 +788,15 @@ fn a_lookup_reads_the_pages_of_its_key_not_its_row_group() {
         let full = format!("set sieve.short_path = false; {}", lookup(key));
         assert_eq!(ok(&server, &full), want, "{full}");
     }
-    // A key of the file PyIceberg wrote (zstd) is decoded on the lookup's own task, one of the
-    // file PyArrow wrote (snappy) by DataFusion's scan, as both are with direct reads off.
+    // A key of each file is decoded on the lookup's own task, whatever its codec (zstd, snappy,
+    // gzip), and by DataFusion's scan with direct reads off.
     let directly = |sql: &str| {
         let read = || common::prometheus::scrape(metrics)["sieve_blocks_read_directly_total"];
         let before = read();
         let rows = ok(&server, sql);
         (rows, read() - before)
     };
-    for (key, files) in [(4243, 1.0), (154_243, 0.0)] {
+    for (key, files) in [(4243, 1.0), (154_243, 1.0), (254_243, 1.0)] {
         let want = format!("p{key}\n");
         assert_eq!(directly(&lookup(key)), (want.clone(), files), "id = {key}");
         let scanned = format!("set sieve.direct_reads = false; {}", lookup(key + 1));
@@ -817,7 +819,7 @@ fn a_lookup_reads_the_pages_of_its_key_not_its_row_group() {
         }
     }
     for lookup in [
-        "select * from lake.ns.paged where id in (5, 150005, 300000)",
+        "select * from lake.ns.paged where id in (5, 150005, 250005, 300000)",
         "select p.name as n, id from lake.ns.paged p where id = 7 or id = 100007",
         "select id from lake.ns.paged where id = 8 and name = 'p8'",
         "select id from lake.ns.paged where id = 9 and name = 'nope'",

@@ -5,6 +5,7 @@ pub(crate) mod dictionary_pages;
 pub(crate) mod exec;
 pub(crate) mod live_rows;
 pub(crate) mod lossless_cast;
+pub(crate) mod page_codec;
 pub(crate) mod page_cut;
 pub(crate) mod page_read;
 pub(crate) mod provider;

@@ -1,5 +1,5 @@
 //! Where a data page's first rows end in its bytes, so that a lookup whose rows end inside the
-//! page decompresses it only that far ([`super::zstd_pages::decompress_until`]) and hands
+//! page decompresses it only that far ([`super::page_codec::PageCodec::decompress_until`]) and hands
 //! parquet-rs a page of just those rows.
 //!
 //! Only pages this can tell exactly are cut: version 1 data pages (PyArrow's, Spark's and
@@ -14,7 +14,7 @@
 use datafusion::parquet::basic::{Encoding, Type};
 use datafusion::parquet::schema::types::ColumnDescriptor;
 
-use super::zstd_pages::Reach;
+use super::page_codec::Reach;
 
 /// How a flat column's PLAIN pages are laid out.
 #[derive(Clone, Copy, Debug)]

@@ -12,9 +12,9 @@
 //! Parquet's page and value pruning is not needed: the selection already names only the
 //! located pages. The rows are the scan's; the caller filters.
 //!
-//! Pages are decompressed here, not by parquet-rs ([`LocatedPages`]): by one zstd context per
-//! thread instead of a codec per column chunk, and, for the page where the selected rows end,
-//! only as far as they reach ([`super::page_cut`]).
+//! Pages are decompressed here, not by parquet-rs ([`LocatedPages`], [`PageCodec`]): zstd by one
+//! context per thread instead of a codec per column chunk, and, for the page where the selected
+//! rows end, only as far as they reach ([`super::page_cut`]).
 
 use std::ops::Range;
 use std::sync::{Arc, LazyLock};
@@ -46,9 +46,9 @@ use futures::future::try_join_all;
 use sieve_storage::{RangeKey, Storage};
 
 use crate::scan::dictionary_pages::{Dictionary, offsets, plain_page};
+use crate::scan::page_codec::PageCodec;
 use crate::scan::page_cut::{Layout, PageCut};
 use crate::scan::verified_reader::{ReadCounts, VerifiedReaderFactory};
-use crate::scan::zstd_pages::{decompress, decompress_until};
 
 /// The rows the selections of `files` (located blocks whose page tables fit,
 /// [`VerifiedReaderFactory::fits`]) name, of the `projection` of the table's columns, as
@@ -160,17 +160,12 @@ impl PageCounts {
     }
 }
 
-/// Whether every chunk of `group` in `mask` is one [`RowGroupRead`] can decompress: zstd (by
-/// this thread's context) or uncompressed.
+/// Whether every chunk of `group` in `mask` is one [`RowGroupRead`] can decompress
+/// ([`PageCodec`]).
 pub(crate) fn decompressible(group: &RowGroupMetaData, mask: &ProjectionMask) -> bool {
     (group.columns().iter().enumerate())
         .filter(|(column, _)| mask.leaf_included(*column))
-        .all(|(_, chunk)| {
-            matches!(
-                chunk.compression(),
-                Compression::ZSTD(_) | Compression::UNCOMPRESSED
-            )
-        })
+        .all(|(_, chunk)| PageCodec::of(chunk.compression()).is_some())
 }
 
 /// One row group's read of a lookup: the columns in `mask`, decoded as `levels` say.
@@ -351,10 +346,15 @@ impl RowGroups for LocatedRowGroup<'_> {
             ParquetError::General(format!("column {i} of a located read was not fetched"))
         })?;
         let locations = self.offsets().map(|o| o[i].page_locations.clone());
-        // Read as stored, undecompressed: [`LocatedPages`] decompresses zstd chunks (the only
-        // ones Sieve's page tables describe; [`decompressible`] checks others').
+        // Read as stored, undecompressed: [`LocatedPages`] decompresses them ([`decompressible`]
+        // checks that it can before a read is made this way).
         let chunk = self.row_group.column(i);
-        let zstd = matches!(chunk.compression(), Compression::ZSTD(_));
+        let codec = PageCodec::of(chunk.compression()).ok_or_else(|| {
+            ParquetError::General(format!(
+                "a located read of a chunk compressed by {}",
+                chunk.compression()
+            ))
+        })?;
         let stored = chunk
             .clone()
             .into_builder()
@@ -371,7 +371,7 @@ impl RowGroups for LocatedRowGroup<'_> {
         )?;
         let reader = LocatedPages {
             pages: reader,
-            zstd,
+            codec,
             dictionary: (self.dictionaries)
                 .and_then(|kept| Some((kept.storage.clone(), kept.key(chunk)?))),
             held: None,
@@ -470,8 +470,8 @@ impl ChunkReader for FetchedPages {
 /// parquet-rs as a page of just those rows.
 struct LocatedPages<P> {
     pages: P,
-    /// Whether the chunk's pages are zstd frames (else uncompressed).
-    zstd: bool,
+    /// How the chunk's pages are compressed.
+    codec: PageCodec,
     /// Where the chunk's dictionary page is kept decompressed.
     dictionary: Option<(Storage, RangeKey)>,
     /// The chunk's dictionary page, as stored, not yet given.
@@ -569,18 +569,18 @@ impl<P: PageReader> LocatedPages<P> {
 
     /// A dictionary page's bytes decompressed, from the data cache or kept there.
     fn dictionary(&self, compressed: Bytes) -> ParquetResult<Bytes> {
-        if !self.zstd {
+        if self.codec == PageCodec::Uncompressed {
             return Ok(compressed);
         }
         let kept = (self.dictionary.as_ref())
             .and_then(|(storage, key)| Some((storage.caches().data.as_ref()?, key)));
         let Some((cache, key)) = kept else {
-            return self.count(decompress(&compressed));
+            return self.count(self.codec.decompress(&compressed));
         };
         if let Some(bytes) = cache.get(key) {
             return Ok(bytes);
         }
-        let bytes = self.count(decompress(&compressed))?;
+        let bytes = self.count(self.codec.decompress(&compressed))?;
         cache.insert(key.clone(), bytes.clone());
         Ok(bytes)
     }
@@ -617,7 +617,7 @@ impl<P: PageReader> LocatedPages<P> {
                 "a column chunk with a second dictionary page".into(),
             ));
         }
-        if !self.zstd {
+        if self.codec == PageCodec::Uncompressed {
             return Ok(page);
         }
         let cut = self.rows_read(first, page.num_values() as usize);
@@ -638,9 +638,9 @@ impl<P: PageReader> LocatedPages<P> {
                         // levels and the values they hold, and nothing after.
                         *num_values = cut.rows() as u32;
                         *statistics = None;
-                        decompress_until(buf, |so_far| cut.reach(so_far))
+                        self.codec.decompress_until(buf, |so_far| cut.reach(so_far))
                     }
-                    None => decompress(buf),
+                    None => self.codec.decompress(buf),
                 })?;
             }
             Page::DataPageV2 {
@@ -655,7 +655,7 @@ impl<P: PageReader> LocatedPages<P> {
                 let values = buf.get(levels..).ok_or_else(|| {
                     ParquetError::General("a page shorter than its levels".into())
                 })?;
-                let values = self.count(decompress(values))?;
+                let values = self.count(self.codec.decompress(values))?;
                 let mut whole = Vec::with_capacity(levels + values.len());
                 whole.extend_from_slice(&buf[..levels]);
                 whole.extend_from_slice(&values);
@@ -755,6 +755,10 @@ mod tests {
 
     use super::*;
 
+    fn zstd() -> Compression {
+        Compression::ZSTD(ZstdLevel::default())
+    }
+
     /// 100,000 distinct strings in one row group of zstd pages of at most 5,000 rows, with a
     /// page index; the dictionary outgrows its 64 KB limit early, so later pages are plain.
     fn fallen_back() -> (Bytes, Arc<ParquetMetaData>) {
@@ -765,7 +769,7 @@ mod tests {
         let values = StringArray::from_iter_values((0..100_000).map(|i| format!("key {i:08}")));
         let batch = RecordBatch::try_new(schema, vec![Arc::new(values)]).unwrap();
         let properties = WriterProperties::builder()
-            .set_compression(Compression::ZSTD(ZstdLevel::default()))
+            .set_compression(zstd())
             .set_dictionary_page_size_limit(64 << 10)
             .set_data_page_row_count_limit(5_000)
             .set_write_batch_size(1_000)
@@ -819,12 +823,12 @@ mod tests {
         }
     }
 
-    /// 100,000 rows in one row group of two zstd pages of 50,000 PLAIN values a column (no
+    /// 100,000 rows in one row group of two `codec` pages of 50,000 PLAIN values a column (no
     /// dictionaries), with a page index: an int64 key, a string null at irregular rows (its
     /// levels mix repeated and bit-packed runs), an int32 null at every fifth.
-    fn plain_pages() -> (Bytes, Arc<ParquetMetaData>, RecordBatch) {
+    fn plain_pages(codec: Compression) -> (Bytes, Arc<ParquetMetaData>, RecordBatch) {
         let properties = WriterProperties::builder()
-            .set_compression(Compression::ZSTD(ZstdLevel::default()))
+            .set_compression(codec)
             .set_dictionary_enabled(false)
             .set_data_page_row_count_limit(50_000)
             .set_data_page_size_limit(64 << 20)
@@ -900,7 +904,7 @@ mod tests {
     /// pages or read as a mask too.
     #[tokio::test]
     async fn a_page_is_decompressed_only_as_far_as_its_rows_read_reach() {
-        let (file, metadata, batch) = plain_pages();
+        let (file, metadata, batch) = plain_pages(zstd());
         let group = metadata.row_group(0);
         assert_eq!(offsets(&metadata, 0), [0, 50_000], "two pages a column");
         let whole: i64 = group.columns().iter().map(|c| c.uncompressed_size()).sum();
@@ -992,12 +996,12 @@ mod tests {
         filter_record_batch(batch, &BooleanArray::from(wanted)).unwrap()
     }
 
-    /// 100,000 rows in one row group of zstd pages of 10,000 dictionary-encoded values a column,
-    /// with a page index ([`three_columns`]): an int64 key (bit-packed indices), a string of
-    /// 700 values, and an int32 in runs of 1,000 (repeated runs).
-    fn dictionary_pages() -> (Bytes, Arc<ParquetMetaData>, RecordBatch) {
+    /// 100,000 rows in one row group of `codec` pages of 10,000 dictionary-encoded values a
+    /// column, with a page index ([`three_columns`]): an int64 key (bit-packed indices), a
+    /// string of 700 values, and an int32 in runs of 1,000 (repeated runs).
+    fn dictionary_pages(codec: Compression) -> (Bytes, Arc<ParquetMetaData>, RecordBatch) {
         let properties = WriterProperties::builder()
-            .set_compression(Compression::ZSTD(ZstdLevel::default()))
+            .set_compression(codec)
             .set_dictionary_page_size_limit(4 << 20)
             .set_data_page_row_count_limit(10_000)
             .set_write_batch_size(1_000)
@@ -1014,7 +1018,7 @@ mod tests {
     /// dictionaries kept, and give the rows a whole read gives.
     #[tokio::test]
     async fn dictionary_encoded_pages_are_read_as_plain_pages_of_the_rows_read() {
-        let (file, metadata, batch) = dictionary_pages();
+        let (file, metadata, batch) = dictionary_pages(zstd());
         assert_eq!(offsets(&metadata, 0).len(), 10, "ten pages a column");
         let kept = KeptDictionaries {
             storage: Storage::in_memory().with_caches(0, 64 << 20),
@@ -1030,6 +1034,78 @@ mod tests {
                 assert!(pages.from_dictionary.value() >= 3, "{selection:?}");
             }
         }
+    }
+
+    /// Pages of each codec a located read decompresses itself, plain or dictionary-encoded,
+    /// give the rows a whole read gives, their last page cut; a chunk of another codec is
+    /// left to the scan ([`decompressible`]), and a read of it made regardless is refused.
+    #[tokio::test]
+    async fn pages_of_each_codec_read_give_the_rows_a_whole_read_gives() {
+        use datafusion::parquet::basic::GzipLevel;
+
+        for codec in [
+            Compression::SNAPPY,
+            Compression::GZIP(GzipLevel::default()),
+            Compression::UNCOMPRESSED,
+            zstd(),
+        ] {
+            for (dictionary, (file, metadata, batch)) in
+                [(false, plain_pages(codec)), (true, dictionary_pages(codec))]
+            {
+                let (mask, _) = every_column(&metadata);
+                assert!(decompressible(metadata.row_group(0), &mask), "{codec}");
+                for selectors in lookups() {
+                    let selection = RowSelection::from(selectors);
+                    let (got, pages) =
+                        read_rows(&file, &batch.schema(), &metadata, &selection, None).await;
+                    assert_eq!(got, selected(&batch, &selection), "{codec}: {selection:?}");
+                    let decompressed = pages.decompressed.value();
+                    assert_eq!(
+                        decompressed > 0,
+                        codec != Compression::UNCOMPRESSED,
+                        "{codec}"
+                    );
+                    if dictionary {
+                        assert!(pages.from_dictionary.value() >= 3, "{codec}: {selection:?}");
+                    }
+                }
+            }
+            // The first row's pages only: the string page (about 1 MB decompressed) is cut
+            // after its first rows, where its codec can stop early.
+            let (file, metadata, batch) = plain_pages(codec);
+            let selection = RowSelection::from(vec![RowSelector::select(10)]);
+            let (_, pages) = read_rows(&file, &batch.schema(), &metadata, &selection, None).await;
+            let whole: i64 = (metadata.row_group(0).columns().iter())
+                .map(|c| c.uncompressed_size())
+                .sum();
+            let decompressed = pages.decompressed.value() as i64;
+            match codec {
+                Compression::GZIP(_) | Compression::ZSTD(_) => {
+                    assert!(
+                        decompressed < whole / 4,
+                        "{codec}: {decompressed} of {whole}"
+                    )
+                }
+                _ => {}
+            }
+        }
+        let (file, metadata, _) = plain_pages(Compression::LZ4_RAW);
+        let (mask, levels) = every_column(&metadata);
+        assert!(!decompressible(metadata.row_group(0), &mask));
+        let pages = PageCounts::default();
+        let read = RowGroupRead {
+            metadata: &metadata,
+            row_group: 0,
+            mask: &mask,
+            levels: &levels,
+            batch_size: 8192,
+            dictionaries: None,
+            pages: &pages,
+        };
+        let mut reader = std::io::Cursor::new(file.to_vec());
+        let selection = RowSelection::from(vec![RowSelector::select(1)]);
+        let e = read.read(&mut reader, Some(selection)).await.unwrap_err();
+        assert!(e.to_string().contains("compressed by LZ4_RAW"), "{e}");
     }
 
     /// The first rows of the pages of `row_group`'s first column.

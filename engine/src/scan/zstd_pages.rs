@@ -17,23 +17,11 @@ use bytes::Bytes;
 use datafusion::parquet::errors::{ParquetError, Result as ParquetResult};
 use zstd::zstd_safe::{DCtx, InBuffer, OutBuffer, ResetDirective, get_frame_content_size};
 
+use super::page_codec::{LARGEST_PAGE, Reach};
+
 thread_local! {
     /// This thread's zstd decompression context, reused by every page it decompresses.
     static CONTEXT: RefCell<Option<DCtx<'static>>> = const { RefCell::new(None) };
-}
-
-/// The most a zstd page is taken to decompress to: parquet writers cut pages at about 1 MB and
-/// dictionaries at a few. A frame claiming more is refused before anything is allocated.
-const LARGEST_PAGE: usize = 256 << 20;
-
-/// What a reader of a page's first rows says of the page's bytes decompressed so far.
-pub(crate) enum Reach {
-    /// Its rows lie within the page's first `n` bytes (`n` may be more than decompressed yet).
-    Within(usize),
-    /// More bytes are needed to tell.
-    Further,
-    /// It cannot tell: the whole page is decompressed.
-    Whole,
 }
 
 fn zstd_error(what: &str, code: usize) -> ParquetError {
@@ -62,7 +50,7 @@ fn with_context<T>(f: impl FnOnce(&mut DCtx<'static>) -> ParquetResult<T>) -> Pa
 /// The zstd frame `compressed` decompressed whole. Parquet-rs writes each page as one frame
 /// that records its size; Spark's writer (parquet-java streaming through zstd-jni) does not,
 /// and such a frame is decompressed into a buffer grown until it fits.
-pub(crate) fn decompress(compressed: &[u8]) -> ParquetResult<Bytes> {
+pub(super) fn decompress(compressed: &[u8]) -> ParquetResult<Bytes> {
     let size = content_size(compressed)?;
     with_context(|context| {
         let Some(size) = size else {
@@ -106,7 +94,7 @@ fn decompress_unsized(context: &mut DCtx<'static>, compressed: &[u8]) -> Parquet
 /// The zstd frame `compressed` decompressed up to the first block boundary past the bytes
 /// `reach` needs, then cut to those bytes; whole where `reach` cannot tell or the frame does
 /// not record its size. `reach` is asked again after each block, with all bytes so far.
-pub(crate) fn decompress_until(
+pub(super) fn decompress_until(
     compressed: &[u8],
     mut reach: impl FnMut(&[u8]) -> Reach,
 ) -> ParquetResult<Bytes> {
