@@ -34,6 +34,28 @@ pub(crate) enum Reach {
     Whole,
 }
 
+/// What a decompressor does after asking a page's reader ([`next`]).
+pub(super) enum Next {
+    /// The bytes so far hold the rows, and are cut after them.
+    Done,
+    /// Decompress another step.
+    More,
+    /// Decompress the rest.
+    ToTheEnd,
+}
+
+/// Asks `reach` of the bytes decompressed so far, `out`, and cuts them where they hold the rows.
+pub(super) fn next(reach: &mut impl FnMut(&[u8]) -> Reach, out: &mut Vec<u8>) -> Next {
+    match reach(out) {
+        Reach::Within(n) if n <= out.len() => {
+            out.truncate(n);
+            Next::Done
+        }
+        Reach::Within(_) | Reach::Further => Next::More,
+        Reach::Whole => Next::ToTheEnd,
+    }
+}
+
 /// A column chunk's codec, as a located read decompresses it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum PageCodec {
@@ -122,13 +144,10 @@ fn gzip_until(compressed: &[u8], mut reach: impl FnMut(&[u8]) -> Reach) -> Parqu
         if told {
             continue;
         }
-        match reach(&out) {
-            Reach::Within(n) if n <= out.len() => {
-                out.truncate(n);
-                return Ok(Bytes::from(out));
-            }
-            Reach::Within(_) | Reach::Further => {}
-            Reach::Whole => told = true,
+        match next(&mut reach, &mut out) {
+            Next::Done => return Ok(Bytes::from(out)),
+            Next::More => {}
+            Next::ToTheEnd => told = true,
         }
     }
 }
@@ -169,12 +188,15 @@ mod tests {
         snap::raw::Encoder::new().compress_vec(bytes).unwrap()
     }
 
-    /// Each codec gives the page whole, or cut where its reader's rows end; a gzip page is
-    /// decompressed no further than a step past that end; a page cut short is an error.
+    /// Each codec gives the page whole, or cut where its reader's rows end; a zstd or gzip page
+    /// is decompressed no further than a step (a zstd block) past that end; a page cut short
+    /// is an error, not a short page.
     #[test]
     fn pages_decompress_whole_or_as_far_as_their_rows_reach() {
         let page = page();
         for (codec, compressed) in [
+            // One frame recording its size, as parquet-rs writes a page.
+            (PageCodec::Zstd, zstd::bulk::compress(&page, 3).unwrap()),
             (PageCodec::Snappy, snappy(&page)),
             (PageCodec::Gzip, gzip(&page)),
             (PageCodec::Uncompressed, page.clone()),
@@ -189,12 +211,13 @@ mod tests {
                     })
                     .unwrap();
                 assert_eq!(got, page[..want.min(page.len())], "{codec:?}, want {want}");
-                if codec == PageCodec::Gzip {
-                    assert!(
-                        seen < want + GZIP_STEP as usize,
-                        "want {want}, decoded {seen}"
-                    );
-                }
+                let step = match codec {
+                    PageCodec::Zstd => 128 << 10,
+                    PageCodec::Gzip => GZIP_STEP as usize,
+                    // Asked once, of the whole page.
+                    PageCodec::Snappy | PageCodec::Uncompressed => page.len() + 1,
+                };
+                assert!(seen < want + step, "{codec:?}: want {want}, decoded {seen}");
             }
             // A reader that asks for more, then gives up, gets the whole page.
             let mut calls = 0;
@@ -212,6 +235,8 @@ mod tests {
             if codec != PageCodec::Uncompressed {
                 let cut = &compressed[..compressed.len() / 2];
                 assert!(codec.decompress(cut).is_err(), "{codec:?}");
+                let further = codec.decompress_until(cut, |_| Reach::Further);
+                assert!(further.is_err(), "{codec:?}");
             }
         }
         // Two gzip members, as Hadoop's codec may write them, read as one page.

@@ -17,7 +17,7 @@ use bytes::Bytes;
 use datafusion::parquet::errors::{ParquetError, Result as ParquetResult};
 use zstd::zstd_safe::{DCtx, InBuffer, OutBuffer, ResetDirective, get_frame_content_size};
 
-use super::page_codec::{LARGEST_PAGE, Reach};
+use super::page_codec::{LARGEST_PAGE, Next, Reach, next};
 
 thread_local! {
     /// This thread's zstd decompression context, reused by every page it decompresses.
@@ -127,13 +127,10 @@ pub(super) fn decompress_until(
             if told {
                 continue;
             }
-            match reach(&out) {
-                Reach::Within(n) if n <= out.len() => {
-                    out.truncate(n);
-                    return Ok(Bytes::from(out));
-                }
-                Reach::Within(_) | Reach::Further => {}
-                Reach::Whole => {
+            match next(&mut reach, &mut out) {
+                Next::Done => return Ok(Bytes::from(out)),
+                Next::More => {}
+                Next::ToTheEnd => {
                     // The rest in one call: the output has room for all of it.
                     told = true;
                     wanted = compressed.len() - at;
@@ -185,49 +182,5 @@ mod tests {
         }
         assert!(decompress(b"not a zstd frame").is_err());
         assert!(decompress_until(b"not a zstd frame", |_| Reach::Further).is_err());
-    }
-
-    /// A prefix is decoded block by block: no more than the block holding its end, and the
-    /// bytes given are the page's first.
-    #[test]
-    fn a_prefix_stops_at_the_block_holding_its_end() {
-        // 1 MB of little-compressible bytes: eight 128 KB blocks.
-        let mut state = 0x2545_f491_4f6c_dd1d_u64;
-        let page: Vec<u8> = (0..1 << 20)
-            .map(|_| {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                b'0' + (state % 10) as u8
-            })
-            .collect();
-        let compressed = frame(&page, true);
-        for want in [1, 100_000, 131_072, 131_073, 600_000, 1 << 20] {
-            let mut seen = 0;
-            let got = decompress_until(&compressed, |so_far| {
-                seen = so_far.len();
-                Reach::Within(want)
-            })
-            .unwrap();
-            assert_eq!(got, page[..want], "want {want}");
-            // Decoding stopped within a block of the prefix's end.
-            assert!(seen < want + (128 << 10), "want {want}, decoded {seen}");
-        }
-        // A reader that asks for more, then gives up, gets the whole page.
-        let mut calls = 0;
-        let got = decompress_until(&compressed, |_| {
-            calls += 1;
-            if calls < 3 {
-                Reach::Further
-            } else {
-                Reach::Whole
-            }
-        })
-        .unwrap();
-        assert_eq!(got, page);
-        // A frame cut short is an error, not a short page.
-        let cut = &compressed[..compressed.len() / 2];
-        assert!(decompress_until(cut, |_| Reach::Further).is_err());
-        assert!(decompress(cut).is_err());
     }
 }
