@@ -454,8 +454,8 @@ impl ChunkReader for FetchedPages {
     }
 }
 
-/// A column chunk's pages as read from the bytes fetched, decompressed here where they are
-/// zstd; its dictionary page given to the column reader only before a dictionary-encoded data
+/// A column chunk's pages as read from the bytes fetched, decompressed here ([`PageCodec`]);
+/// its dictionary page given to the column reader only before a dictionary-encoded data
 /// page, and taken decompressed from the data cache, where it is kept ([`KeptDictionaries`]).
 ///
 /// Why the dictionary waits: writers fall back from dictionary encoding to plain pages once a
