@@ -6,7 +6,7 @@
     python3 tables.py DIR more_keys                   # one more file of ns.keys (ids 9000-9099)
     python3 tables.py DIR grouped                     # ns.grouped: one file in 8 row groups
     python3 tables.py DIR big                         # ns.big: one file of 200,000 rows
-    python3 tables.py DIR paged                       # ns.paged: three files of small pages
+    python3 tables.py DIR paged                       # ns.paged: five files of small pages
     python3 tables.py DIR rename_again                # ns.renamed's label renamed tag, one more row
     python3 tables.py DIR upserts                     # ns.upserts, ns.regions: equality deletes
     python3 tables.py DIR promoted                    # ns.promoted: an int id, two files
@@ -283,11 +283,12 @@ def defaults():
 
 
 def paged():
-    """ns.paged: three files of 100,000 shuffled ids each (0 to 99,999, 100,000 to 199,999, then
-    200,000 to 299,999), a row group each, in pages of about 4 KB: the first as PyIceberg writes
-    (zstd, no page index), the second written by PyArrow (snappy, its default) with a page index
-    and added as it is, the third gzip without a page index (as Iceberg wrote before 1.4, through
-    parquet-mr)."""
+    """ns.paged: five files of 100,000 shuffled ids each (0 to 99,999, 100,000 to 199,999,
+    200,000 to 299,999, then 1,000,000 to 1,099,999 and 1,100,000 to 1,199,999), a row group
+    each, in pages of about 4 KB: the first as PyIceberg writes (zstd, no page index), the
+    second written by PyArrow (snappy, its default) with a page index and added as it is, the
+    third gzip without a page index (as Iceberg wrote before 1.4, through parquet-mr), the last
+    two LZ4 (PyArrow's: raw blocks) and Brotli with a page index."""
     catalog.create_namespace_if_not_exists("ns")
     schema = pa.schema([pa.field("id", pa.int64()), pa.field("name", pa.string())])
     small = {"write.parquet.row-group-limit": "1000000", "write.parquet.page-size-bytes": "4096",
@@ -307,7 +308,13 @@ def paged():
     with table.io.new_output(gzipped).create() as out:
         pq.write_table(rows(200_000), out, data_page_size=4096, dictionary_pagesize_limit=4096,
                        write_batch_size=1000, compression="gzip")
-    table.add_files([path, gzipped])
+    others = []
+    for first, codec in [(1_000_000, "lz4"), (1_100_000, "brotli")]:
+        others.append(f"{table.metadata.location}/data/{uuid.uuid4()}-{codec}.parquet")
+        with table.io.new_output(others[-1]).create() as out:
+            pq.write_table(rows(first), out, data_page_size=4096, dictionary_pagesize_limit=4096,
+                           write_batch_size=1000, compression=codec, write_page_index=True)
+    table.add_files([path, gzipped, *others])
 
 
 def migrated():

@@ -1,13 +1,19 @@
 //! The codecs a located read decompresses its pages with itself, rather than leaving the
-//! chunk to DataFusion's Parquet scan: zstd (Sieve's own blocks, PyIceberg's and Iceberg's
-//! default since 1.4), snappy (Spark's and Hive's default, and PyArrow's) and gzip (Iceberg's
-//! default before 1.4, so most older tables). Others (LZ4, Brotli) are rare in tables users
-//! have and are left to the scan, which reads every codec.
+//! chunk to DataFusion's Parquet scan: every codec parquet-rs reads. Zstd (Sieve's own blocks,
+//! PyIceberg's and Iceberg's default since 1.4), snappy (Spark's and Hive's default, and
+//! PyArrow's), gzip (Iceberg's default before 1.4, so most older tables), LZ4 (raw, as PyArrow
+//! writes it, or in Hadoop's framing, as parquet-java does) and Brotli.
 //!
 //! A page is decompressed whole, or only as far as a reader of its first rows needs
-//! ([`Reach`], [`super::page_cut`]): zstd a block at a time ([`super::zstd_pages`]), gzip 64
-//! KiB at a time. Snappy is always decompressed whole: its raw format has no points to stop at
-//! that the `snap` crate exposes, and it decompresses several times faster than zstd anyway.
+//! ([`Reach`], [`super::page_cut`]): zstd a block at a time ([`super::zstd_pages`]), gzip and
+//! Brotli [`STEP`] at a time. Snappy and LZ4 are always decompressed whole: their block formats
+//! have no points to stop at that their crates expose, and they decompress several times faster
+//! than zstd anyway.
+//!
+//! The page's decompressed size is not known here (parquet-rs keeps its page header to itself
+//! when it reads pages as stored), so a raw LZ4 page, which does not record it, is decompressed
+//! into a buffer grown until it fits, as a zstd frame that does not record it is
+//! ([`capacities`]).
 
 use std::io::Read;
 
@@ -21,8 +27,17 @@ use super::zstd_pages;
 /// dictionaries at a few. A page claiming more is refused before anything is allocated.
 pub(crate) const LARGEST_PAGE: usize = 256 << 20;
 
-/// How much of a gzip page is decompressed between two questions to its reader.
-const GZIP_STEP: u64 = 64 << 10;
+/// How much of a gzip or Brotli page is decompressed between two questions to its reader.
+const STEP: u64 = 64 << 10;
+
+/// The capacities a page of `compressed` bytes whose decompressed size is not known is tried
+/// in: 8 times its size (at least 64 KiB), then 4 times larger up to [`LARGEST_PAGE`].
+pub(super) fn capacities(compressed: usize) -> impl Iterator<Item = usize> {
+    let first = compressed.saturating_mul(8).clamp(64 << 10, LARGEST_PAGE);
+    std::iter::successors(Some(first), |&c| {
+        (c < LARGEST_PAGE).then(|| (c * 4).min(LARGEST_PAGE))
+    })
+}
 
 /// What a reader of a page's first rows says of the page's bytes decompressed so far.
 pub(crate) enum Reach {
@@ -63,6 +78,11 @@ pub(crate) enum PageCodec {
     Zstd,
     Snappy,
     Gzip,
+    /// LZ4's block format, unframed (LZ4_RAW).
+    Lz4Raw,
+    /// LZ4 in Hadoop's framing (the deprecated LZ4), with parquet-rs's fallbacks.
+    Lz4,
+    Brotli,
 }
 
 impl PageCodec {
@@ -73,6 +93,10 @@ impl PageCodec {
             Compression::ZSTD(_) => Some(Self::Zstd),
             Compression::SNAPPY => Some(Self::Snappy),
             Compression::GZIP(_) => Some(Self::Gzip),
+            Compression::LZ4_RAW => Some(Self::Lz4Raw),
+            Compression::LZ4 => Some(Self::Lz4),
+            Compression::BROTLI(_) => Some(Self::Brotli),
+            // LZO, which parquet-rs does not read either.
             _ => None,
         }
     }
@@ -95,9 +119,19 @@ impl PageCodec {
     ) -> ParquetResult<Bytes> {
         let mut whole = match self {
             Self::Zstd => return zstd_pages::decompress_until(compressed, reach),
-            Self::Gzip => return gzip_until(compressed, reach),
+            Self::Gzip => {
+                let gzip = flate2::read::MultiGzDecoder::new(compressed);
+                return streamed_until(gzip, compressed.len(), "a gzip page", reach);
+            }
+            Self::Brotli => {
+                // The buffer it reads `compressed` through (a slice: nothing to batch reads of).
+                let brotli = brotli_decompressor::Decompressor::new(compressed, 4096);
+                return streamed_until(brotli, compressed.len(), "a Brotli page", reach);
+            }
             Self::Uncompressed => compressed.to_vec(),
             Self::Snappy => snappy(compressed)?,
+            Self::Lz4Raw => lz4_raw(compressed)?,
+            Self::Lz4 => lz4_hadoop(compressed)?,
         };
         if let Reach::Within(n) = reach(&whole) {
             whole.truncate(n);
@@ -118,25 +152,88 @@ fn snappy(compressed: &[u8]) -> ParquetResult<Vec<u8>> {
         .map_err(bad)
 }
 
-/// A gzip page (one or more members, as parquet-rs reads them) decompressed a step at a time
-/// until `reach` is answered.
-fn gzip_until(compressed: &[u8], mut reach: impl FnMut(&[u8]) -> Reach) -> ParquetResult<Bytes> {
-    let bad = |e: std::io::Error| ParquetError::General(format!("a gzip page: {e}"));
-    let mut decoder = flate2::read::MultiGzDecoder::new(compressed);
-    let mut out = Vec::with_capacity(compressed.len().saturating_mul(4).min(LARGEST_PAGE));
+/// A raw LZ4 page decompressed whole, into a buffer grown until it fits.
+fn lz4_raw(compressed: &[u8]) -> ParquetResult<Vec<u8>> {
+    use lz4_flex::block::DecompressError;
+    for capacity in capacities(compressed.len()) {
+        let mut out = vec![0; capacity];
+        match lz4_flex::block::decompress_into(compressed, &mut out) {
+            Ok(size) => {
+                out.truncate(size);
+                return Ok(out);
+            }
+            Err(DecompressError::OutputTooSmall { .. }) => {}
+            Err(e) => return Err(ParquetError::General(format!("an LZ4 page: {e}"))),
+        }
+    }
+    Err(too_large("an LZ4 page"))
+}
+
+/// A page of the deprecated LZ4 codec decompressed whole. Parquet-java writes it in Hadoop's
+/// framing: blocks, each its decompressed and compressed sizes (32-bit big-endian) then the
+/// raw block. Older parquet-cpp and parquet-rs wrote LZ4's frame format or raw blocks under
+/// the same name; those are read as parquet-rs reads them, after Hadoop's framing fails.
+fn lz4_hadoop(compressed: &[u8]) -> ParquetResult<Vec<u8>> {
+    if let Some(page) = hadoop_frames(compressed) {
+        return Ok(page);
+    }
+    let magic = compressed
+        .first_chunk::<4>()
+        .map(|m| u32::from_le_bytes(*m));
+    if magic == Some(0x184D_2204) {
+        let frames = lz4_flex::frame::FrameDecoder::new(compressed);
+        let whole = |_: &[u8]| Reach::Whole;
+        return streamed_until(frames, compressed.len(), "an LZ4 page", whole).map(Vec::from);
+    }
+    lz4_raw(compressed)
+}
+
+/// `compressed` read as Hadoop's LZ4 blocks; None where it is not that.
+fn hadoop_frames(mut compressed: &[u8]) -> Option<Vec<u8>> {
+    let mut out = Vec::new();
+    while !compressed.is_empty() {
+        let (sizes, rest) = compressed.split_first_chunk::<8>()?;
+        let [d0, d1, d2, d3, c0, c1, c2, c3] = *sizes;
+        let size = u32::from_be_bytes([d0, d1, d2, d3]) as usize;
+        let length = u32::from_be_bytes([c0, c1, c2, c3]) as usize;
+        if length > rest.len() || out.len() + size > LARGEST_PAGE {
+            return None;
+        }
+        let start = out.len();
+        out.resize(start + size, 0);
+        let block = lz4_flex::block::decompress_into(&rest[..length], &mut out[start..]);
+        if block.ok()? != size {
+            return None;
+        }
+        compressed = &rest[length..];
+    }
+    Some(out)
+}
+
+/// A page read through `decoder`, a streaming decompressor of its `compressed` bytes (one or
+/// more gzip members, as parquet-rs reads them, or a Brotli stream), a [`STEP`] at a time until
+/// `reach` is answered.
+fn streamed_until(
+    mut decoder: impl Read,
+    compressed: usize,
+    what: &str,
+    mut reach: impl FnMut(&[u8]) -> Reach,
+) -> ParquetResult<Bytes> {
+    let bad = |e: std::io::Error| ParquetError::General(format!("{what}: {e}"));
+    let mut out = Vec::with_capacity(compressed.saturating_mul(4).min(LARGEST_PAGE));
     let mut told = false;
     loop {
         // Told to go on to the end: one byte past the largest page, to tell a page too large.
         let step = match told {
             true => (LARGEST_PAGE + 1).saturating_sub(out.len()) as u64,
-            false => GZIP_STEP,
+            false => STEP,
         };
         let read = (&mut decoder)
             .take(step)
             .read_to_end(&mut out)
             .map_err(bad)?;
         if out.len() > LARGEST_PAGE {
-            return Err(too_large("a gzip page"));
+            return Err(too_large(what));
         }
         if read == 0 {
             return Ok(Bytes::from(out));
@@ -188,6 +285,24 @@ mod tests {
         snap::raw::Encoder::new().compress_vec(bytes).unwrap()
     }
 
+    fn brotli(bytes: &[u8]) -> Vec<u8> {
+        let mut encoder = brotli::CompressorWriter::new(Vec::new(), 4096, 1, 22);
+        encoder.write_all(bytes).unwrap();
+        encoder.into_inner()
+    }
+
+    /// `bytes` in Hadoop's LZ4 framing, as parquet-java writes it: one block a `block` bytes.
+    fn hadoop(bytes: &[u8], block: usize) -> Vec<u8> {
+        let mut framed = Vec::new();
+        for part in bytes.chunks(block) {
+            let compressed = lz4_flex::block::compress(part);
+            framed.extend((part.len() as u32).to_be_bytes());
+            framed.extend((compressed.len() as u32).to_be_bytes());
+            framed.extend(compressed);
+        }
+        framed
+    }
+
     /// Each codec gives the page whole, or cut where its reader's rows end; a zstd or gzip page
     /// is decompressed no further than a step (a zstd block) past that end; a page cut short
     /// is an error, not a short page.
@@ -199,6 +314,9 @@ mod tests {
             (PageCodec::Zstd, zstd::bulk::compress(&page, 3).unwrap()),
             (PageCodec::Snappy, snappy(&page)),
             (PageCodec::Gzip, gzip(&page)),
+            (PageCodec::Brotli, brotli(&page)),
+            (PageCodec::Lz4Raw, lz4_flex::block::compress(&page)),
+            (PageCodec::Lz4, hadoop(&page, 256 << 10)),
             (PageCodec::Uncompressed, page.clone()),
         ] {
             assert_eq!(codec.decompress(&compressed).unwrap(), page, "{codec:?}");
@@ -213,9 +331,12 @@ mod tests {
                 assert_eq!(got, page[..want.min(page.len())], "{codec:?}, want {want}");
                 let step = match codec {
                     PageCodec::Zstd => 128 << 10,
-                    PageCodec::Gzip => GZIP_STEP as usize,
+                    PageCodec::Gzip | PageCodec::Brotli => STEP as usize,
                     // Asked once, of the whole page.
-                    PageCodec::Snappy | PageCodec::Uncompressed => page.len() + 1,
+                    PageCodec::Snappy
+                    | PageCodec::Lz4Raw
+                    | PageCodec::Lz4
+                    | PageCodec::Uncompressed => page.len() + 1,
                 };
                 assert!(seen < want + step, "{codec:?}: want {want}, decoded {seen}");
             }
@@ -243,6 +364,20 @@ mod tests {
         let mut members = gzip(&page[..1000]);
         members.extend(gzip(&page[1000..]));
         assert_eq!(PageCodec::Gzip.decompress(&members).unwrap(), page);
+        // The deprecated LZ4 also names LZ4's frame format and raw blocks, as older writers
+        // wrote them; a raw page of zeros, 255 times smaller, grows its buffer to fit.
+        let mut frame = lz4_flex::frame::FrameEncoder::new(Vec::new());
+        frame.write_all(&page).unwrap();
+        let zeros = vec![0; 4 << 20];
+        for (compressed, want, raw) in [
+            (frame.finish().unwrap(), &page, false),
+            (lz4_flex::block::compress(&page), &page, true),
+            (lz4_flex::block::compress(&zeros), &zeros, true),
+        ] {
+            assert_eq!(PageCodec::Lz4.decompress(&compressed).unwrap(), want);
+            let read = PageCodec::Lz4Raw.decompress(&compressed);
+            assert_eq!(read.ok().map(Vec::from), raw.then(|| want.clone()));
+        }
         // A snappy page claiming more than a page can hold is refused before it is decoded.
         let mut claims = vec![0xff, 0xff, 0xff, 0xff, 0x0f];
         claims.extend_from_slice(b"short");

@@ -17,7 +17,7 @@ use bytes::Bytes;
 use datafusion::parquet::errors::{ParquetError, Result as ParquetResult};
 use zstd::zstd_safe::{DCtx, InBuffer, OutBuffer, ResetDirective, get_frame_content_size};
 
-use super::page_codec::{LARGEST_PAGE, Next, Reach, next};
+use super::page_codec::{LARGEST_PAGE, Next, Reach, capacities, next};
 
 thread_local! {
     /// This thread's zstd decompression context, reused by every page it decompresses.
@@ -69,26 +69,22 @@ pub(super) fn decompress(compressed: &[u8]) -> ParquetResult<Bytes> {
     })
 }
 
-/// A zstd frame that does not record its size, decompressed by `context` into a buffer of 8
-/// times its size, then 4 times larger until it fits (zstd fails a buffer too small).
+/// A zstd frame that does not record its size, decompressed by `context` into a buffer grown
+/// until it fits ([`capacities`]; zstd fails a buffer too small).
 fn decompress_unsized(context: &mut DCtx<'static>, compressed: &[u8]) -> ParquetResult<Bytes> {
-    let mut capacity = (compressed.len() * 8).max(64 << 10);
-    loop {
+    let mut failed = 0;
+    for capacity in capacities(compressed.len()) {
         let mut out = Vec::with_capacity(capacity);
         match context.decompress(&mut out, compressed) {
             Ok(_) => return Ok(Bytes::from(out)),
-            Err(_) if capacity < LARGEST_PAGE => capacity *= 4,
-            Err(code) => {
-                return Err(zstd_error(
-                    &format!(
-                        "a zstd page without its size did not decompress within {} MiB",
-                        LARGEST_PAGE >> 20
-                    ),
-                    code,
-                ));
-            }
+            Err(code) => failed = code,
         }
     }
+    let what = format!(
+        "a zstd page without its size did not decompress within {} MiB",
+        LARGEST_PAGE >> 20
+    );
+    Err(zstd_error(&what, failed))
 }
 
 /// The zstd frame `compressed` decompressed up to the first block boundary past the bytes
