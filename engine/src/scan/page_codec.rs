@@ -124,7 +124,7 @@ impl PageCodec {
                 return streamed_until(gzip, compressed.len(), "a gzip page", reach);
             }
             Self::Brotli => {
-                // The buffer it reads `compressed` through (a slice: nothing to batch reads of).
+                // 4096: the buffer it copies its input through; the input is already in memory.
                 let brotli = brotli_decompressor::Decompressor::new(compressed, 4096);
                 return streamed_until(brotli, compressed.len(), "a Brotli page", reach);
             }
@@ -303,9 +303,9 @@ mod tests {
         framed
     }
 
-    /// Each codec gives the page whole, or cut where its reader's rows end; a zstd or gzip page
-    /// is decompressed no further than a step (a zstd block) past that end; a page cut short
-    /// is an error, not a short page.
+    /// Each codec gives the page whole, or cut where its reader's rows end; a zstd, gzip or
+    /// Brotli page is decompressed no further than a step (a zstd block) past that end; a page
+    /// cut short is an error, not a short page.
     #[test]
     fn pages_decompress_whole_or_as_far_as_their_rows_reach() {
         let page = page();
