@@ -20,7 +20,8 @@
 #   - full: `set sieve.short_path = false; set sieve.data_cache = false` (the full path, the
 #     short path's baseline);
 # and reports lookups/s, p95 latency,
-# the server's CPU per lookup (user + system from /proc), MinIO's requests per lookup (its
+# the server's CPU per lookup (user + system from /proc) and context switches per lookup (every
+# thread's, voluntary or not: how often its threads slept and were woken), MinIO's requests per lookup (its
 # Prometheus counters, read 12 s after a run) and the bytes the server's GETs fetched per lookup
 # (its own `sieve_object_store_transferred_bytes_total{operation="get"}`, from --metrics-port),
 # then the ratios against the last path. With a second binary (`bench-serving.sh SIEVE OTHER`:
@@ -216,6 +217,10 @@ cpu() { # server $1's processes
   # shellcheck disable=SC2086 # one PID per word
   proc_cpu ${server_pids[$1]}
 }
+switches() { # server $1's processes
+  # shellcheck disable=SC2086 # one PID per word
+  proc_switches ${server_pids[$1]}
+}
 
 # A coordinator's lookups sent to workers, and the calls that carried them.
 worker_calls() {
@@ -224,8 +229,8 @@ worker_calls() {
 }
 
 echo
-echo "| keys | connections | path | lookups/s | p95 ms | server CPU ms/lookup | requests/lookup | KB fetched/lookup | lookups/call |"
-echo "|---|---|---|---|---|---|---|---|---|"
+echo "| keys | connections | path | lookups/s | p95 ms | server CPU ms/lookup | switches/lookup | requests/lookup | KB fetched/lookup | lookups/call |"
+echo "|---|---|---|---|---|---|---|---|---|---|"
 declare -A rate cost
 for keys in $key_sets; do
   file="$keys" text=""
@@ -242,7 +247,7 @@ for keys in $key_sets; do
       setting="set sieve.short_path = $on; set sieve.data_cache = $on; set sieve.direct_reads = $direct"
       [[ "$keys" = uniform-* ]] && setting="$setting; set sieve.lookup_cache = false"
       [ -n "$text" ] && setting="set sieve.text_lookups = $on"
-      c0=$(cpu "$i")
+      c0=$(cpu "$i") s0=$(switches "$i")
       r0=$(minio_requests)
       b0=$(fetched_bytes "${metrics_ports[$i]}")
       read -r l0 k0 < <(worker_calls "$i")
@@ -259,7 +264,7 @@ for keys in $key_sets; do
         echo "$out" >&2
         exit 1
       }
-      c1=$(cpu "$i")
+      c1=$(cpu "$i") s1=$(switches "$i")
       [ -n "$perf_pid" ] && { kill -INT "$perf_pid"; wait "$perf_pid" || true; }
       b1=$(fetched_bytes "${metrics_ports[$i]}")
       read -r l1 k1 < <(worker_calls "$i")
@@ -268,6 +273,7 @@ for keys in $key_sets; do
       per_s=$(echo "$out" | awk '/transactions:/ {gsub(/\(/, "", $3); print $3}')
       p95=$(echo "$out" | awk '/95th percentile/ {print $3}')
       ms=$(python3 -c "print(f'{($c1 - $c0) * 10 / $n:.3f}')")
+      sw=$(python3 -c "print(f'{($s1 - $s0) / $n:.1f}')")
       req=$(python3 -c "print(f'{($r1 - $r0) / $n:.2f}')")
       kb=$(python3 -c "print(f'{($b1 - $b0) / $n / 1000:.1f}')")
       per_call=-
@@ -277,14 +283,14 @@ for keys in $key_sets; do
       fi
       rate[$label]=$per_s
       cost[$label]=$ms
-      echo "| $keys | $threads | $label | $per_s | $p95 | $ms | $req | $kb | $per_call |"
+      echo "| $keys | $threads | $label | $per_s | $p95 | $ms | $sw | $req | $kb | $per_call |"
     done
     # Against the first binary's last path.
     base=${paths##* }
     [ ${#served[@]} -gt 1 ] && base="${names[0]}:$base"
     for label in "${!rate[@]}"; do
       [ "$label" = "$base" ] && continue
-      python3 -c "print(f'| $keys | $threads | $label/$base | {${rate[$label]} / ${rate[$base]}:.2f}x | | {${cost[$label]} / ${cost[$base]}:.2f}x | | | |')"
+      python3 -c "print(f'| $keys | $threads | $label/$base | {${rate[$label]} / ${rate[$base]}:.2f}x | | {${cost[$label]} / ${cost[$base]}:.2f}x | | | | |')"
     done
     rate=() cost=()
   done

@@ -16,6 +16,14 @@ proc_cpu() {
   echo "$sum"
 }
 
+# proc_switches PID...: the context switches (voluntary and not) of every thread of the
+# processes: how often they slept and were woken, or were preempted.
+proc_switches() {
+  local pid
+  for pid in "$@"; do cat /proc/"$pid"/task/*/status 2>/dev/null; done \
+    | awk '/ctxt_switches:/ {sum += $2} END {print sum + 0}'
+}
+
 # minio_requests: MinIO's S3 requests so far (needs MINIO_PROMETHEUS_AUTH_TYPE=public when it
 # started). MinIO publishes its counters with a delay of a few seconds: read them after it.
 minio_requests() {

@@ -173,25 +173,30 @@ impl FlightService for LookupService {
         }
         let call = WireLookups::decode_body(&action.body)
             .map_err(|e| Status::invalid_argument(e.to_string()))?;
-        let answers: BoxStream<'static, _> = match <[WireLookup; 1]>::try_from(call.lookups) {
+        // Every answer is made before the response starts, not as hyper polls its body: the
+        // response's headers would otherwise go out alone while the lookup runs, and the
+        // coordinator would wake and read twice a call (headers, then answers and trailers).
+        let answers = match <[WireLookup; 1]>::try_from(call.lookups) {
             // A lone lookup is answered on the call's own task.
-            Ok([wire]) => futures::stream::once(answer(self.sessions.clone(), wire)).boxed(),
+            Ok([wire]) => vec![answer(self.sessions.clone(), wire).await],
             Err(lookups) => {
                 let answering: Vec<_> = (lookups.into_iter())
                     .map(|wire| tokio::spawn(answer(self.sessions.clone(), wire)))
                     .collect();
-                futures::stream::iter(answering)
-                    .then(|answering| async move {
-                        answering.await.unwrap_or_else(|e| {
-                            encoded(WireOutcome::Error(format!(
-                                "answering the lookup failed: {e}"
-                            )))
-                        })
-                    })
-                    .boxed()
+                let mut answers = Vec::with_capacity(answering.len());
+                for answering in answering {
+                    answers.push(answering.await.unwrap_or_else(|e| {
+                        encoded(WireOutcome::Error(format!(
+                            "answering the lookup failed: {e}"
+                        )))
+                    }));
+                }
+                answers
             }
         };
-        Ok(Response::new(answers.map(Ok).boxed()))
+        Ok(Response::new(
+            futures::stream::iter(answers.into_iter().map(Ok)).boxed(),
+        ))
     }
 
     async fn list_actions(&self, _: Request<Empty>) -> Answer<ActionType> {

@@ -208,7 +208,8 @@ impl Table {
                 // Asked by a coordinator (a worker's lookup, a pinned scan) that saw a version
                 // this storage never held: no answer from another version stands in for it.
                 return Err(StorageError::Invalid(format!(
-                    "version {version} of {}.{} is not committed in this storage: a coordinator                      and its workers must share one storage",
+                    "version {version} of {}.{} is not committed in this storage: a coordinator \
+                     and its workers must share one storage",
                     self.def.database, self.def.name
                 )));
             }
