@@ -130,6 +130,7 @@ pub async fn run(location: &Location, args: WorkerArgs, config: &ConfigFile) -> 
         Some(secret) => secret.check(call),
         None => Ok(call),
     };
+    let close_lookups = lookups.closer();
     let service = InterceptedService::new(worker.into_worker_server(), check.clone());
     // Point lookups: a Flight service of their own beside the plan fragments', on one port.
     let lookups = InterceptedService::new(lookups.into_server(), check);
@@ -146,7 +147,10 @@ pub async fn run(location: &Location, args: WorkerArgs, config: &ConfigFile) -> 
         // point lookup, measured), which tonic turns off only on sockets it binds itself.
         .serve_with_incoming_shutdown(
             TcpIncoming::from(listener).with_nodelay(Some(true)),
-            shutdown_signal(),
+            async move {
+                shutdown_signal().await;
+                close_lookups();
+            },
         )
         .await
         .map_err(|e| format!("worker on {bound} failed: {e}"))

@@ -29,7 +29,8 @@ use tokio::sync::OnceCell;
 use tonic::transport::{Channel, ClientTlsConfig, Endpoint};
 use url::Url;
 
-use crate::cluster::secret::REFUSED;
+use crate::cluster::lookup_stream::LookupStream;
+use crate::cluster::secret::{ClusterSecret, REFUSED};
 
 /// How long connecting to a worker may take before the query is told it is lost.
 const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
@@ -107,9 +108,9 @@ enum Link {
 #[derive(Clone, Default)]
 pub(crate) struct WorkerChannels {
     links: Arc<Mutex<HashMap<Url, Link>>>,
-    /// For point lookups ([`crate::cluster::remote_lookup`]): a channel of their own to the
-    /// same port, so a lookup does not queue behind a scan's streams.
-    lookups: Arc<Mutex<HashMap<Url, Channel>>>,
+    /// For point lookups ([`crate::cluster::remote_lookup`]): an exchange on a channel of
+    /// their own to the same port, so a lookup does not queue behind a scan's streams.
+    lookups: Arc<Mutex<HashMap<Url, Arc<LookupStream>>>>,
     /// For `https://` workers.
     tls: Option<ClientTlsConfig>,
 }
@@ -142,12 +143,16 @@ impl WorkerChannels {
         lock(&self.lookups).clear();
     }
 
-    /// The channel point lookups to `url` take: made once (connected when first used, over
-    /// TLS for `https://`) and kept until the worker is forgotten.
-    pub(crate) fn lookup_channel(&self, url: &Url) -> Result<Channel, DataFusionError> {
+    /// The exchange point lookups to `url` take: opened once (connected when first used, over
+    /// TLS for `https://`) and kept until the worker is forgotten or the exchange ends.
+    pub(crate) fn lookup_stream(
+        &self,
+        url: &Url,
+        secret: Option<&ClusterSecret>,
+    ) -> Result<Arc<LookupStream>, DataFusionError> {
         let mut lookups = lock(&self.lookups);
-        if let Some(channel) = lookups.get(url) {
-            return Ok(channel.clone());
+        if let Some(stream) = lookups.get(url).filter(|stream| !stream.ended()) {
+            return Ok(stream.clone());
         }
         let tls = match url.scheme() {
             "https" => Some(self.tls.clone().ok_or_else(|| {
@@ -155,9 +160,12 @@ impl WorkerChannels {
             })?),
             _ => None,
         };
-        let channel = endpoint(url, tls)?.connect_lazy();
-        lookups.insert(url.clone(), channel.clone());
-        Ok(channel)
+        let stream = Arc::new(LookupStream::open(
+            endpoint(url, tls)?.connect_lazy(),
+            secret,
+        ));
+        lookups.insert(url.clone(), stream.clone());
+        Ok(stream)
     }
 
     fn resolvers(&self) -> std::sync::MutexGuard<'_, HashMap<Url, Link>> {

@@ -37,6 +37,7 @@ use crate::cluster::attached_here::AttachedHere;
 use crate::cluster::bounded_analyze::BoundedAnalyzePlanner;
 use crate::cluster::call_batches::{CallBatches, WorkerCalls};
 use crate::cluster::channels::{WorkerChannels, refusal};
+use crate::cluster::lookup_stream::LookupStream;
 use crate::cluster::lookup_wire::WireLookup;
 use crate::cluster::placement::Placement;
 use crate::cluster::remote_lookup::LookupAnswer;
@@ -185,16 +186,11 @@ impl Cluster {
         Ok(Placement::new(live.iter().map(Url::to_string).collect()))
     }
 
-    /// The secret every call to a worker carries.
-    pub(crate) fn secret(&self) -> Option<&ClusterSecret> {
-        self.secret.as_ref()
-    }
-
-    /// The channel point lookups to the worker named `url` take.
-    pub(crate) fn lookup_channel(&self, url: &str) -> Result<tonic::transport::Channel> {
+    /// The exchange point lookups to the worker named `url` take.
+    pub(crate) fn lookup_stream(&self, url: &str) -> Result<Arc<LookupStream>> {
         let url =
             Url::parse(url).map_err(|e| DataFusionError::Internal(format!("worker {url}: {e}")))?;
-        self.channels.lookup_channel(&url)
+        self.channels.lookup_stream(&url, self.secret.as_ref())
     }
 
     /// The calls carrying point lookups to the worker named `url`.

@@ -1,10 +1,11 @@
 //! A worker's answer to coordinators' point lookups ([`crate::cluster::remote_lookup`]): an
 //! Arrow Flight service beside datafusion-distributed's on the worker's port (gRPC tells the
-//! two apart by name), behind the same TLS and cluster secret. A `DoAction` of type
-//! [`LOOKUPS_ACTION`] carries one or more lookups ([`WireLookups`]) and is answered with one
-//! [`WireAnswer`] per lookup, in order, each the lookup's rows as Arrow IPC or its error; a
-//! call's lookups are answered side by side, each in a task of its own. Nothing else is
-//! served.
+//! two apart by name), behind the same TLS and cluster secret. Each coordinator keeps one
+//! `DoExchange` open ([`crate::cluster::lookup_stream`]); each message on it is a call of one
+//! or more lookups ([`WireLookups`], its id in the message's app metadata) and is answered by a
+//! message with the same id holding one [`WireAnswer`] per lookup, in order, each the lookup's
+//! rows as Arrow IPC or its error. Calls are answered side by side, as they come, and a call's
+//! lookups too, each in a task of its own. Nothing else is served.
 //!
 //! The worker runs the lookup through the same short path as one process
 //! ([`Session::answer_owned`]): its routing filters, locator pages, data cache and kept
@@ -19,15 +20,15 @@ use arrow_flight::{
 };
 use datafusion::arrow::ipc::writer::StreamWriter;
 use datafusion::error::Result;
+use futures::channel::mpsc;
 use futures::stream::BoxStream;
 use futures::{StreamExt, TryStreamExt};
 use prost::Message;
 use sieve_storage::Storage;
+use tokio::sync::watch;
 use tonic::{Request, Response, Status, Streaming};
 
-use crate::cluster::lookup_wire::{
-    LOOKUPS_ACTION, WireAnswer, WireLookup, WireLookups, WireOutcome,
-};
+use crate::cluster::lookup_wire::{WireAnswer, WireAnswers, WireLookup, WireLookups, WireOutcome};
 use crate::guard::memory::MemoryLimits;
 use crate::session::{Engine, Session};
 
@@ -37,6 +38,10 @@ pub struct LookupService {
     /// reads from its own: `[sieve.routing][sieve.allow_full_scan]` (routing off is a
     /// differential baseline; a full scan is allowed by ALLOW FILTERING).
     sessions: Arc<[[Session; 2]; 2]>,
+    /// Set when the worker stops: each exchange then reads no more calls and ends once those
+    /// read are answered, so the server's graceful shutdown, which waits for every open
+    /// stream, is not held up by coordinators that keep theirs open.
+    closing: Arc<watch::Sender<bool>>,
 }
 
 type Answer<T> =
@@ -66,7 +71,16 @@ impl LookupService {
                 [session(false, false).await?, session(false, true).await?],
                 [session(true, false).await?, session(true, true).await?],
             ]),
+            closing: Arc::new(watch::Sender::new(false)),
         })
+    }
+
+    /// What ends this service's exchanges when called (on the worker's shutdown).
+    pub fn closer(&self) -> impl FnOnce() + Send + 'static {
+        let closing = self.closing.clone();
+        move || {
+            closing.send_replace(true);
+        }
     }
 
     /// The gRPC service, to be added to the worker's server.
@@ -77,27 +91,62 @@ impl LookupService {
 
 fn not_served<T>() -> std::result::Result<T, Status> {
     Err(Status::unimplemented(format!(
-        "a Sieve worker serves only point lookups (the {LOOKUPS_ACTION} action) on its Flight \
+        "a Sieve worker serves only point lookups (an exchange of lookup calls) on its Flight \
          service"
     )))
 }
 
-/// The answer to one lookup of a call.
-async fn answer(sessions: Arc<[[Session; 2]; 2]>, wire: WireLookup) -> arrow_flight::Result {
-    let session = &sessions[usize::from(wire.routing)][usize::from(wire.allow_full_scan)];
-    encoded(match rows(session, &wire).await {
-        Ok(ipc) => WireOutcome::Rows(ipc.into()),
-        Err(e) => WireOutcome::Error(e.to_string()),
-    })
+/// The answers to one call (a message of an exchange), as the message that carries them back
+/// under the call's id.
+async fn answer_call(sessions: Arc<[[Session; 2]; 2]>, call: FlightData) -> FlightData {
+    let answers = match WireLookups::decode_body(&call.data_body) {
+        Ok(WireLookups { lookups }) => WireAnswers {
+            answers: answers(sessions, lookups).await,
+            refused: None,
+        },
+        Err(e) => WireAnswers {
+            answers: Vec::new(),
+            refused: Some(e.to_string()),
+        },
+    };
+    FlightData {
+        app_metadata: call.app_metadata,
+        data_body: answers.encode_to_vec().into(),
+        ..Default::default()
+    }
 }
 
-/// One lookup's outcome as the call's stream carries it.
-fn encoded(outcome: WireOutcome) -> arrow_flight::Result {
-    let answer = WireAnswer {
-        outcome: Some(outcome),
+/// One answer per lookup, in order.
+async fn answers(sessions: Arc<[[Session; 2]; 2]>, lookups: Vec<WireLookup>) -> Vec<WireAnswer> {
+    match <[WireLookup; 1]>::try_from(lookups) {
+        // A lone lookup is answered on the call's own task.
+        Ok([wire]) => vec![answer(sessions, wire).await],
+        Err(lookups) => {
+            let answering: Vec<_> = (lookups.into_iter())
+                .map(|wire| tokio::spawn(answer(sessions.clone(), wire)))
+                .collect();
+            let mut answers = Vec::with_capacity(answering.len());
+            for answering in answering {
+                answers.push(answering.await.unwrap_or_else(|e| WireAnswer {
+                    outcome: Some(WireOutcome::Error(format!(
+                        "answering the lookup failed: {e}"
+                    ))),
+                }));
+            }
+            answers
+        }
+    }
+}
+
+/// The answer to one lookup of a call.
+async fn answer(sessions: Arc<[[Session; 2]; 2]>, wire: WireLookup) -> WireAnswer {
+    let session = &sessions[usize::from(wire.routing)][usize::from(wire.allow_full_scan)];
+    let outcome = match rows(session, &wire).await {
+        Ok(ipc) => WireOutcome::Rows(ipc.into()),
+        Err(e) => WireOutcome::Error(e.to_string()),
     };
-    arrow_flight::Result {
-        body: answer.encode_to_vec().into(),
+    WireAnswer {
+        outcome: Some(outcome),
     }
 }
 
@@ -162,41 +211,32 @@ impl FlightService for LookupService {
         not_served()
     }
 
-    async fn do_exchange(&self, _: Request<Streaming<FlightData>>) -> Answer<FlightData> {
-        not_served()
+    async fn do_exchange(&self, request: Request<Streaming<FlightData>>) -> Answer<FlightData> {
+        let mut calls = request.into_inner();
+        let (answered, answers) = mpsc::unbounded();
+        let sessions = self.sessions.clone();
+        let mut closing = self.closing.subscribe();
+        // Each call is answered in a task of its own, so a slow one holds up no other; the
+        // exchange ends once the coordinator ends its side (or the worker stops) and every
+        // call read is answered.
+        tokio::spawn(async move {
+            loop {
+                let call = tokio::select! {
+                    call = calls.message() => call,
+                    _ = closing.wait_for(|closing| *closing) => break,
+                };
+                let Ok(Some(call)) = call else { break };
+                let (sessions, answered) = (sessions.clone(), answered.clone());
+                tokio::spawn(async move {
+                    let _ = answered.unbounded_send(Ok(answer_call(sessions, call).await));
+                });
+            }
+        });
+        Ok(Response::new(answers.boxed()))
     }
 
-    async fn do_action(&self, request: Request<Action>) -> Answer<arrow_flight::Result> {
-        let action = request.into_inner();
-        if action.r#type != LOOKUPS_ACTION {
-            return not_served();
-        }
-        let call = WireLookups::decode_body(&action.body)
-            .map_err(|e| Status::invalid_argument(e.to_string()))?;
-        // Every answer is made before the response starts, not as hyper polls its body: the
-        // response's headers would otherwise go out alone while the lookup runs, and the
-        // coordinator would wake and read twice a call (headers, then answers and trailers).
-        let answers = match <[WireLookup; 1]>::try_from(call.lookups) {
-            // A lone lookup is answered on the call's own task.
-            Ok([wire]) => vec![answer(self.sessions.clone(), wire).await],
-            Err(lookups) => {
-                let answering: Vec<_> = (lookups.into_iter())
-                    .map(|wire| tokio::spawn(answer(self.sessions.clone(), wire)))
-                    .collect();
-                let mut answers = Vec::with_capacity(answering.len());
-                for answering in answering {
-                    answers.push(answering.await.unwrap_or_else(|e| {
-                        encoded(WireOutcome::Error(format!(
-                            "answering the lookup failed: {e}"
-                        )))
-                    }));
-                }
-                answers
-            }
-        };
-        Ok(Response::new(
-            futures::stream::iter(answers.into_iter().map(Ok)).boxed(),
-        ))
+    async fn do_action(&self, _: Request<Action>) -> Answer<arrow_flight::Result> {
+        not_served()
     }
 
     async fn list_actions(&self, _: Request<Empty>) -> Answer<ActionType> {
@@ -211,12 +251,8 @@ mod tests {
 
     use datafusion::arrow::array::AsArray;
     use datafusion::arrow::datatypes::UInt64Type;
-    use datafusion::common::ScalarValue;
 
     use super::*;
-    use crate::cluster::lookup_wire::{
-        LOOKUP_WIRE_VERSION, WireColumn, WireNode, WireOp, WireValue,
-    };
 
     /// A worker answers a lookup at exactly the version its coordinator asked: a newer one than
     /// it has seen (a stale worker), an older one after it has read a newer, and none that does
@@ -243,36 +279,13 @@ mod tests {
             .unwrap();
         // `chosen`: the blocks a coordinator chose, and how many it listed.
         let ask = |version: u64, chosen: Option<(Vec<u32>, u64)>| {
-            let values =
-                ["49", "new"].map(|k| WireValue::of(&ScalarValue::Utf8(Some(k.into()))).unwrap());
             let wire = WireLookup {
-                wire_version: LOOKUP_WIRE_VERSION,
-                database: "default".into(),
-                table: "t".into(),
-                table_id: table_id.clone(),
-                version,
-                condition: vec![WireNode {
-                    op: WireOp::In as i32,
-                    column: "c2".into(),
-                    values: values.to_vec(),
-                }],
-                columns: vec![WireColumn {
-                    column: "c1".into(),
-                    name: "c1".into(),
-                }],
-                all_columns: false,
-                limit: None,
-                placement: vec!["http://127.0.0.1:1".into()],
-                worker: 0,
-                pruning: true,
-                locator: true,
-                routing: true,
                 // A chosen lookup's rows are not kept: its answers here depend on the choice.
                 lookup_cache: chosen.is_none(),
-                allow_full_scan: false,
                 chosen: chosen.is_some(),
                 blocks_listed: chosen.as_ref().map_or(0, |c| c.1),
                 chosen_blocks: chosen.map(|c| c.0).unwrap_or_default(),
+                ..WireLookup::c1_where_c2_in(&table_id, version, &["49", "new"])
             };
             let session = &service.sessions[1][0];
             async move {

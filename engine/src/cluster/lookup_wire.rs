@@ -1,7 +1,8 @@
-//! The messages between a coordinator and the worker that owns a point lookup's blocks: a
-//! Flight action ([`LOOKUPS_ACTION`], [`crate::cluster::lookup_service`]) whose body holds the
-//! lookups waiting for that worker ([`WireLookups`], one or more: see
-//! [`crate::cluster::call_batches`]), answered by one [`WireAnswer`] per lookup, in order.
+//! The messages between a coordinator and the worker that owns a point lookup's blocks: calls
+//! on one long-lived Flight exchange per worker ([`crate::cluster::lookup_stream`]), each a
+//! message holding the lookups waiting for that worker ([`WireLookups`], one or more: see
+//! [`crate::cluster::call_batches`]) and answered by a message of one [`WireAnswer`] per lookup,
+//! in order ([`WireAnswers`]).
 //!
 //! A lookup names what it asks and nothing about how to run it, so it is not a serialized
 //! plan: the table (by name, and its id, so a table made again under the same name is
@@ -20,7 +21,8 @@
 //!
 //! Versioned by [`LOOKUP_WIRE_VERSION`]: a worker refuses a lookup of another version rather
 //! than guess (coordinators and workers are upgraded together; the error says so). Version 1
-//! sent one lookup per `DoGet` ticket; version 2 sends lookups in calls of one or more.
+//! sent one lookup per `DoGet` ticket; version 2 sent lookups in `DoAction` calls of one or
+//! more; version 3 sends those calls as messages of one `DoExchange` per worker.
 
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::ScalarValue;
@@ -28,16 +30,23 @@ use datafusion::error::{DataFusionError, Result};
 use prost::Message;
 
 /// Bumped whenever a field's meaning changes.
-pub const LOOKUP_WIRE_VERSION: u32 = 2;
-
-/// The Flight action type of a call carrying [`WireLookups`].
-pub const LOOKUPS_ACTION: &str = "sieve.lookups";
+pub const LOOKUP_WIRE_VERSION: u32 = 3;
 
 /// The lookups one call asks a worker.
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct WireLookups {
     #[prost(message, repeated, tag = "1")]
     pub lookups: Vec<WireLookup>,
+}
+
+/// A worker's answers to one call, in the order its lookups were asked; or why the call as a
+/// whole was refused (a message it could not read).
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct WireAnswers {
+    #[prost(message, repeated, tag = "1")]
+    pub answers: Vec<WireAnswer>,
+    #[prost(string, optional, tag = "2")]
+    pub refused: Option<String>,
 }
 
 /// A worker's answer to one lookup of a call.
@@ -204,6 +213,45 @@ impl WireLookups {
             )));
         }
         Ok(lookups)
+    }
+}
+
+#[cfg(test)]
+impl WireLookup {
+    /// `select c1 from default.t where c2 in (keys)`, at `version` of the table `table_id`,
+    /// asked of the only worker of a placement, pruned by its routing filters and locator.
+    pub(crate) fn c1_where_c2_in(table_id: &str, version: u64, keys: &[&str]) -> Self {
+        let values = keys.iter().map(|k| {
+            WireValue::of(&ScalarValue::Utf8(Some(k.to_string()))).expect("a string travels")
+        });
+        WireLookup {
+            wire_version: LOOKUP_WIRE_VERSION,
+            database: "default".into(),
+            table: "t".into(),
+            table_id: table_id.into(),
+            version,
+            condition: vec![WireNode {
+                op: WireOp::In as i32,
+                column: "c2".into(),
+                values: values.collect(),
+            }],
+            columns: vec![WireColumn {
+                column: "c1".into(),
+                name: "c1".into(),
+            }],
+            all_columns: false,
+            limit: None,
+            placement: vec!["http://127.0.0.1:1".into()],
+            worker: 0,
+            pruning: true,
+            locator: true,
+            routing: true,
+            lookup_cache: true,
+            allow_full_scan: false,
+            chosen: false,
+            blocks_listed: 0,
+            chosen_blocks: Vec::new(),
+        }
     }
 }
 

@@ -8,6 +8,7 @@ pub(crate) mod call_batches;
 pub(crate) mod channels;
 pub(crate) mod coordinator;
 pub(crate) mod lookup_service;
+pub(crate) mod lookup_stream;
 pub(crate) mod lookup_wire;
 pub(crate) mod node_filters;
 pub(crate) mod placement;

@@ -6,8 +6,8 @@
 //!
 //! Min/max statistics and node filters ([`crate::cluster::node_filters`]) choose the workers,
 //! so an absent key calls none; each is sent the lookup as a typed message
-//! ([`WireLookup`], a Flight ticket on the worker's own port, with the cluster's TLS and
-//! secret) and answers the rows of the blocks it owns under the placement sent, which it reads
+//! ([`WireLookup`], in a call on the exchange the coordinator keeps with that worker's port,
+//! [`crate::cluster::lookup_stream`], with the cluster's TLS and secret) and answers the rows of the blocks it owns under the placement sent, which it reads
 //! through its own short path and caches ([`crate::cluster::lookup_service`]). Every worker
 //! asked answers whole before a row is returned, so a worker lost mid-lookup costs one retry
 //! of the whole lookup over the workers live after a probe (its groups then go to their next
@@ -15,8 +15,6 @@
 
 use std::sync::Arc;
 
-use arrow_flight::Action;
-use arrow_flight::flight_service_client::FlightServiceClient;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::ipc::reader::StreamReader;
 use datafusion::arrow::record_batch::RecordBatch;
@@ -25,15 +23,12 @@ use datafusion::execution::SendableRecordBatchStream;
 use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use futures::TryStreamExt;
-use prost::Message;
 use sieve_storage::{BlockList, Table};
 use tonic::Code;
 
 use crate::cluster::channels::{chain, refusal};
 use crate::cluster::coordinator::Cluster;
-use crate::cluster::lookup_wire::{
-    LOOKUPS_ACTION, WireAnswer, WireLookup, WireLookups, WireOutcome,
-};
+use crate::cluster::lookup_wire::{WireAnswer, WireLookup, WireOutcome};
 use crate::cluster::node_filters::shares_to_ask;
 use crate::scan::routing::RoutingFilters;
 
@@ -182,27 +177,12 @@ async fn send(
     url: &str,
     lookups: Vec<WireLookup>,
 ) -> std::result::Result<Vec<LookupAnswer>, Failure> {
-    let channel = cluster
-        .lookup_channel(url)
+    let stream = cluster
+        .lookup_stream(url)
         .map_err(|e| Failure::Refused(e.to_string()))?;
-    let mut client = FlightServiceClient::new(channel).max_decoding_message_size(usize::MAX);
     let asked = lookups.len();
-    let mut request = tonic::Request::new(Action {
-        r#type: LOOKUPS_ACTION.to_string(),
-        body: WireLookups { lookups }.encode_to_vec().into(),
-    });
-    if let Some(secret) = cluster.secret() {
-        *request.metadata_mut() = tonic::metadata::MetadataMap::from_headers(secret.headers());
-    }
     crate::metrics::worker_call_sent(url);
-    let answers: Vec<arrow_flight::Result> = client
-        .do_action(request)
-        .await
-        .map_err(failure)?
-        .into_inner()
-        .try_collect()
-        .await
-        .map_err(failure)?;
+    let answers = stream.call(lookups).await?;
     if answers.len() != asked {
         return Err(Failure::Refused(format!(
             "it answered {} of the {asked} lookups sent: run coordinators and workers of one \
@@ -210,13 +190,12 @@ async fn send(
             answers.len()
         )));
     }
-    Ok(answers.into_iter().map(|a| answer(&a.body)).collect())
+    Ok(answers.into_iter().map(answer).collect())
 }
 
 /// One lookup's rows, or the error the worker met answering it.
-fn answer(body: &[u8]) -> LookupAnswer {
+fn answer(answer: WireAnswer) -> LookupAnswer {
     let malformed = |why: String| Failure::Refused(format!("a malformed answer: {why}"));
-    let answer = WireAnswer::decode(body).map_err(|e| malformed(e.to_string()))?;
     match answer.outcome {
         Some(WireOutcome::Rows(ipc)) => StreamReader::try_new(std::io::Cursor::new(ipc), None)
             .and_then(|rows| rows.collect())
@@ -227,7 +206,7 @@ fn answer(body: &[u8]) -> LookupAnswer {
 }
 
 /// A gRPC status as a lost worker (its transport failed) or an answer not to ask again.
-fn failure(status: tonic::Status) -> Failure {
+pub(crate) fn failure(status: tonic::Status) -> Failure {
     // tonic's own message for a transport error is "transport error"; its sources say which.
     let text = chain(&status);
     if let Some(refused) = refusal(&text) {
