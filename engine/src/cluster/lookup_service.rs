@@ -20,7 +20,7 @@ use arrow_flight::{
 };
 use datafusion::arrow::ipc::writer::StreamWriter;
 use datafusion::error::Result;
-use futures::channel::mpsc;
+use futures::FutureExt;
 use futures::stream::BoxStream;
 use futures::{StreamExt, TryStreamExt};
 use prost::Message;
@@ -31,6 +31,9 @@ use tonic::{Request, Response, Status, Streaming};
 use crate::cluster::lookup_wire::{WireAnswer, WireAnswers, WireLookup, WireLookups, WireOutcome};
 use crate::guard::memory::MemoryLimits;
 use crate::session::{Engine, Session};
+
+/// Calls of one exchange answered at once at most; the next is read when one is answered.
+const CALLS_AT_ONCE: usize = 1024;
 
 /// Serves the point lookups coordinators send a worker.
 pub struct LookupService {
@@ -104,13 +107,23 @@ async fn answer_call(sessions: Arc<[[Session; 2]; 2]>, call: FlightData) -> Flig
             answers: answers(sessions, lookups).await,
             refused: None,
         },
-        Err(e) => WireAnswers {
-            answers: Vec::new(),
-            refused: Some(e.to_string()),
-        },
+        Err(e) => return refused(call.app_metadata, e.to_string()),
     };
     FlightData {
         app_metadata: call.app_metadata,
+        data_body: answers.encode_to_vec().into(),
+        ..Default::default()
+    }
+}
+
+/// The answer to the call `id` when it has none: why.
+fn refused(id: bytes::Bytes, why: String) -> FlightData {
+    let answers = WireAnswers {
+        answers: Vec::new(),
+        refused: Some(why),
+    };
+    FlightData {
+        app_metadata: id,
         data_body: answers.encode_to_vec().into(),
         ..Default::default()
     }
@@ -212,26 +225,26 @@ impl FlightService for LookupService {
     }
 
     async fn do_exchange(&self, request: Request<Streaming<FlightData>>) -> Answer<FlightData> {
-        let mut calls = request.into_inner();
-        let (answered, answers) = mpsc::unbounded();
         let sessions = self.sessions.clone();
         let mut closing = self.closing.subscribe();
-        // Each call is answered in a task of its own, so a slow one holds up no other; the
-        // exchange ends once the coordinator ends its side (or the worker stops) and every
-        // call read is answered.
-        tokio::spawn(async move {
-            loop {
-                let call = tokio::select! {
-                    call = calls.message() => call,
-                    _ = closing.wait_for(|closing| *closing) => break,
-                };
-                let Ok(Some(call)) = call else { break };
-                let (sessions, answered) = (sessions.clone(), answered.clone());
-                tokio::spawn(async move {
-                    let _ = answered.unbounded_send(Ok(answer_call(sessions, call).await));
-                });
-            }
-        });
+        let stopping = async move {
+            let _ = closing.wait_for(|closing| *closing).await;
+        };
+        // Read by the task that sends the answers (hyper's, polling the response): no task
+        // between the two. Each call is answered in a task of its own, so a slow one holds up
+        // no other; the exchange ends once the coordinator ends its side (or the worker
+        // stops) and every call read is answered.
+        let answers = (request.into_inner())
+            .take_until(stopping)
+            .take_while(|call| std::future::ready(call.is_ok()))
+            .filter_map(|call| std::future::ready(call.ok()))
+            .map(move |call| {
+                let id = call.app_metadata.clone();
+                tokio::spawn(answer_call(sessions.clone(), call)).map(|answered| {
+                    Ok(answered.unwrap_or_else(|e| refused(id, format!("answering failed: {e}"))))
+                })
+            })
+            .buffer_unordered(CALLS_AT_ONCE);
         Ok(Response::new(answers.boxed()))
     }
 
