@@ -92,8 +92,9 @@ pub(crate) fn refusal(text: &str) -> Option<DataFusionError> {
     is_tls_refusal(text).then(|| DataFusionError::Execution(format!("{TLS_REFUSED}: {text}")))
 }
 
-fn lock<T>(map: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    // A map of handles cannot be left half-changed by a panic.
+/// `map` locked, poisoned or not.
+pub(crate) fn lock<T>(map: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // A map of handles (channels, senders) cannot be left half-changed by a panic.
     map.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 

@@ -107,21 +107,21 @@ async fn answer_call(sessions: Arc<[[Session; 2]; 2]>, call: FlightData) -> Flig
             answers: answers(sessions, lookups).await,
             refused: None,
         },
-        Err(e) => return refused(call.app_metadata, e.to_string()),
+        Err(e) => refusal(e.to_string()),
     };
-    FlightData {
-        app_metadata: call.app_metadata,
-        data_body: answers.encode_to_vec().into(),
-        ..Default::default()
+    reply(call.app_metadata, answers)
+}
+
+/// A call's answers when it has none: why.
+fn refusal(why: String) -> WireAnswers {
+    WireAnswers {
+        answers: Vec::new(),
+        refused: Some(why),
     }
 }
 
-/// The answer to the call `id` when it has none: why.
-fn refused(id: bytes::Bytes, why: String) -> FlightData {
-    let answers = WireAnswers {
-        answers: Vec::new(),
-        refused: Some(why),
-    };
+/// The message carrying `answers` back to the call `id`.
+fn reply(id: bytes::Bytes, answers: WireAnswers) -> FlightData {
     FlightData {
         app_metadata: id,
         data_body: answers.encode_to_vec().into(),
@@ -241,7 +241,8 @@ impl FlightService for LookupService {
             .map(move |call| {
                 let id = call.app_metadata.clone();
                 tokio::spawn(answer_call(sessions.clone(), call)).map(|answered| {
-                    Ok(answered.unwrap_or_else(|e| refused(id, format!("answering failed: {e}"))))
+                    Ok(answered
+                        .unwrap_or_else(|e| reply(id, refusal(format!("answering failed: {e}")))))
                 })
             })
             .buffer_unordered(CALLS_AT_ONCE);

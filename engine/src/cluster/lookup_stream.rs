@@ -23,6 +23,7 @@ use prost::Message;
 use tokio::sync::oneshot;
 use tonic::transport::Channel;
 
+use crate::cluster::channels::lock;
 use crate::cluster::lookup_wire::{WireAnswer, WireAnswers, WireLookup, WireLookups};
 use crate::cluster::remote_lookup::{Failure, failure};
 use crate::cluster::secret::ClusterSecret;
@@ -138,13 +139,6 @@ fn answer(waiting: &Mutex<Waiting>, message: FlightData) {
         Err(e) => Err(Failure::Refused(format!("a malformed answer: {e}"))),
     };
     let _ = call.send(answers);
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    // Maps of senders, left whole by any panic.
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 #[cfg(test)]
