@@ -222,14 +222,14 @@ switches() { # server $1's processes
   proc_switches ${server_pids[$1]}
 }
 
-# A coordinator's lookups sent to workers, and the calls that carried them.
-worker_calls() {
+# A coordinator's lookups sent to workers (one per owner asked).
+worker_lookups() {
   curl -s "http://127.0.0.1:${metrics_ports[$1]}/metrics" \
-    | awk '/^sieve_worker_lookups_total\{/ {l += $NF} /^sieve_worker_lookup_calls_total\{/ {c += $NF} END {print l + 0, c + 0}'
+    | awk '/^sieve_worker_lookups_total\{/ {l += $NF} END {print l + 0}'
 }
 
 echo
-echo "| keys | connections | path | lookups/s | p95 ms | server CPU ms/lookup | switches/lookup | requests/lookup | KB fetched/lookup | lookups/call |"
+echo "| keys | connections | path | lookups/s | p95 ms | server CPU ms/lookup | switches/lookup | requests/lookup | KB fetched/lookup | owners asked/lookup |"
 echo "|---|---|---|---|---|---|---|---|---|---|"
 declare -A rate cost
 for keys in $key_sets; do
@@ -250,7 +250,7 @@ for keys in $key_sets; do
       c0=$(cpu "$i") s0=$(switches "$i")
       r0=$(minio_requests)
       b0=$(fetched_bytes "${metrics_ports[$i]}")
-      read -r l0 k0 < <(worker_calls "$i")
+      l0=$(worker_lookups "$i")
       perf_pid=""
       if [ -n "${SIEVE_BENCH_PERF:-}" ]; then
         mkdir -p "$SIEVE_BENCH_PERF"
@@ -267,7 +267,7 @@ for keys in $key_sets; do
       c1=$(cpu "$i") s1=$(switches "$i")
       [ -n "$perf_pid" ] && { kill -INT "$perf_pid"; wait "$perf_pid" || true; }
       b1=$(fetched_bytes "${metrics_ports[$i]}")
-      read -r l1 k1 < <(worker_calls "$i")
+      l1=$(worker_lookups "$i")
       r1=$(minio_requests)
       n=$(echo "$out" | awk '/transactions:/ {print $2}')
       per_s=$(echo "$out" | awk '/transactions:/ {gsub(/\(/, "", $3); print $3}')
@@ -276,14 +276,14 @@ for keys in $key_sets; do
       sw=$(python3 -c "print(f'{($s1 - $s0) / $n:.1f}')")
       req=$(python3 -c "print(f'{($r1 - $r0) / $n:.2f}')")
       kb=$(python3 -c "print(f'{($b1 - $b0) / $n / 1000:.1f}')")
-      per_call=-
+      asked=-
       if [ "${names[$i]}" = cluster ]; then
         kb=-
-        per_call=$(python3 -c "print(f'{($l1 - $l0) / max($k1 - $k0, 1):.2f}')")
+        asked=$(python3 -c "print(f'{($l1 - $l0) / $n:.2f}')")
       fi
       rate[$label]=$per_s
       cost[$label]=$ms
-      echo "| $keys | $threads | $label | $per_s | $p95 | $ms | $sw | $req | $kb | $per_call |"
+      echo "| $keys | $threads | $label | $per_s | $p95 | $ms | $sw | $req | $kb | $asked |"
     done
     # Against the first binary's last path.
     base=${paths##* }

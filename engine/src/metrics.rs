@@ -73,21 +73,9 @@ struct ByWorker {
 /// A coordinator's point lookups sent to workers, by worker (as `--workers` names them).
 static WORKER_LOOKUPS: LazyLock<Family<ByWorker, Counter>> = LazyLock::new(Family::default);
 
-/// A coordinator's calls to workers carrying point lookups (one or more each), by worker.
-static WORKER_LOOKUP_CALLS: LazyLock<Family<ByWorker, Counter>> = LazyLock::new(Family::default);
-
 /// Counts a point lookup a coordinator sent the worker named `worker`.
 pub(crate) fn worker_lookup_sent(worker: &str) {
-    by_worker(&WORKER_LOOKUPS, worker);
-}
-
-/// Counts a call carrying point lookups to the worker named `worker`.
-pub(crate) fn worker_call_sent(worker: &str) {
-    by_worker(&WORKER_LOOKUP_CALLS, worker);
-}
-
-fn by_worker(family: &Family<ByWorker, Counter>, worker: &str) {
-    family
+    WORKER_LOOKUPS
         .get_or_create(&ByWorker {
             worker: worker.to_string(),
         })
@@ -198,11 +186,6 @@ pub fn register(registry: &mut Registry, engine: &Engine) {
         "worker_lookups",
         "Point lookups a coordinator sent to workers (to each owner that may hold the key), by worker",
         WORKER_LOOKUPS.clone(),
-    );
-    registry.register(
-        "worker_lookup_calls",
-        "Calls a coordinator made to workers carrying point lookups (those waiting for a worker share its next call), by worker",
-        WORKER_LOOKUP_CALLS.clone(),
     );
     let counters = &*STATEMENTS;
     registry.register(

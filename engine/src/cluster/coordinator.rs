@@ -35,12 +35,9 @@ use sieve_storage::Storage;
 
 use crate::cluster::attached_here::AttachedHere;
 use crate::cluster::bounded_analyze::BoundedAnalyzePlanner;
-use crate::cluster::call_batches::{CallBatches, WorkerCalls};
 use crate::cluster::channels::{WorkerChannels, refusal};
 use crate::cluster::lookup_stream::LookupStream;
-use crate::cluster::lookup_wire::WireLookup;
 use crate::cluster::placement::Placement;
-use crate::cluster::remote_lookup::LookupAnswer;
 use crate::cluster::scan_codec::ScanCodec;
 use crate::cluster::secret::ClusterSecret;
 use crate::cluster::worker_tls::{WorkerTls, is_loopback};
@@ -69,7 +66,6 @@ pub struct Cluster {
     live: Vec<AtomicBool>,
     secret: Option<ClusterSecret>,
     channels: WorkerChannels,
-    lookup_calls: WorkerCalls<WireLookup, LookupAnswer>,
 }
 
 impl Cluster {
@@ -124,7 +120,6 @@ impl Cluster {
             live,
             secret: settings.secret,
             channels: WorkerChannels::new(tls),
-            lookup_calls: WorkerCalls::new(),
         });
         cluster.probe().await;
         let weak = Arc::downgrade(&cluster);
@@ -191,11 +186,6 @@ impl Cluster {
         let url =
             Url::parse(url).map_err(|e| DataFusionError::Internal(format!("worker {url}: {e}")))?;
         self.channels.lookup_stream(&url, self.secret.as_ref())
-    }
-
-    /// The calls carrying point lookups to the worker named `url`.
-    pub(crate) fn lookup_calls(&self, url: &str) -> Arc<CallBatches<WireLookup, LookupAnswer>> {
-        self.lookup_calls.to(url)
     }
 
     /// After a call to the worker named `url` failed in transport: its next call opens a new

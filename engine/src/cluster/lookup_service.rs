@@ -1,11 +1,10 @@
 //! A worker's answer to coordinators' point lookups ([`crate::cluster::remote_lookup`]): an
 //! Arrow Flight service beside datafusion-distributed's on the worker's port (gRPC tells the
 //! two apart by name), behind the same TLS and cluster secret. Each coordinator keeps one
-//! `DoExchange` open ([`crate::cluster::lookup_stream`]); each message on it is a call of one
-//! or more lookups ([`WireLookups`], its id in the message's app metadata) and is answered by a
-//! message with the same id holding one [`WireAnswer`] per lookup, in order, each the lookup's
-//! rows as Arrow IPC or its error. Calls are answered side by side, as they come, and a call's
-//! lookups too, each in a task of its own. Nothing else is served.
+//! `DoExchange` open ([`crate::cluster::lookup_stream`]); each message on it is a lookup
+//! ([`WireLookup`], its id in the message's app metadata) and is answered by a message with the
+//! same id holding its [`WireAnswer`]: the lookup's rows as Arrow IPC, or its error. Lookups
+//! are answered side by side, as they come, each in a task of its own. Nothing else is served.
 //!
 //! The worker runs the lookup through the same short path as one process
 //! ([`Session::answer_owned`]): its routing filters, locator pages, data cache and kept
@@ -28,12 +27,12 @@ use sieve_storage::Storage;
 use tokio::sync::watch;
 use tonic::{Request, Response, Status, Streaming};
 
-use crate::cluster::lookup_wire::{WireAnswer, WireAnswers, WireLookup, WireLookups, WireOutcome};
+use crate::cluster::lookup_wire::{WireAnswer, WireLookup, WireOutcome};
 use crate::guard::memory::MemoryLimits;
 use crate::session::{Engine, Session};
 
-/// Calls of one exchange answered at once at most; the next is read when one is answered.
-const CALLS_AT_ONCE: usize = 1024;
+/// Lookups of one exchange answered at once at most; the next is read when one is answered.
+const LOOKUPS_AT_ONCE: usize = 1024;
 
 /// Serves the point lookups coordinators send a worker.
 pub struct LookupService {
@@ -41,7 +40,7 @@ pub struct LookupService {
     /// reads from its own: `[sieve.routing][sieve.allow_full_scan]` (routing off is a
     /// differential baseline; a full scan is allowed by ALLOW FILTERING).
     sessions: Arc<[[Session; 2]; 2]>,
-    /// Set when the worker stops: each exchange then reads no more calls and ends once those
+    /// Set when the worker stops: each exchange then reads no more lookups and ends once those
     /// read are answered, so the server's graceful shutdown, which waits for every open
     /// stream, is not held up by coordinators that keep theirs open.
     closing: Arc<watch::Sender<bool>>,
@@ -94,72 +93,45 @@ impl LookupService {
 
 fn not_served<T>() -> std::result::Result<T, Status> {
     Err(Status::unimplemented(format!(
-        "a Sieve worker serves only point lookups (an exchange of lookup calls) on its Flight \
+        "a Sieve worker serves only point lookups (an exchange of lookups) on its Flight \
          service"
     )))
 }
 
-/// The answers to one call (a message of an exchange), as the message that carries them back
-/// under the call's id.
-async fn answer_call(sessions: Arc<[[Session; 2]; 2]>, call: FlightData) -> FlightData {
-    let answers = match WireLookups::decode_body(&call.data_body) {
-        Ok(WireLookups { lookups }) => WireAnswers {
-            answers: answers(sessions, lookups).await,
-            refused: None,
-        },
-        Err(e) => refusal(e.to_string()),
+/// The answer to one lookup (a message of an exchange), as the message that carries it back
+/// under the lookup's id.
+async fn answer_message(sessions: Arc<[[Session; 2]; 2]>, message: FlightData) -> FlightData {
+    let answer = match WireLookup::decode_body(&message.data_body) {
+        Ok(wire) => answer(&sessions, &wire).await,
+        Err(e) => error(e.to_string()),
     };
-    reply(call.app_metadata, answers)
+    reply(message.app_metadata, answer)
 }
 
-/// A call's answers when it has none: why.
-fn refusal(why: String) -> WireAnswers {
-    WireAnswers {
-        answers: Vec::new(),
-        refused: Some(why),
-    }
-}
-
-/// The message carrying `answers` back to the call `id`.
-fn reply(id: bytes::Bytes, answers: WireAnswers) -> FlightData {
+/// The message carrying `answer` back to the lookup `id`.
+fn reply(id: bytes::Bytes, answer: WireAnswer) -> FlightData {
     FlightData {
         app_metadata: id,
-        data_body: answers.encode_to_vec().into(),
+        data_body: answer.encode_to_vec().into(),
         ..Default::default()
     }
 }
 
-/// One answer per lookup, in order.
-async fn answers(sessions: Arc<[[Session; 2]; 2]>, lookups: Vec<WireLookup>) -> Vec<WireAnswer> {
-    match <[WireLookup; 1]>::try_from(lookups) {
-        // A lone lookup is answered on the call's own task.
-        Ok([wire]) => vec![answer(sessions, wire).await],
-        Err(lookups) => {
-            let answering: Vec<_> = (lookups.into_iter())
-                .map(|wire| tokio::spawn(answer(sessions.clone(), wire)))
-                .collect();
-            let mut answers = Vec::with_capacity(answering.len());
-            for answering in answering {
-                answers.push(answering.await.unwrap_or_else(|e| WireAnswer {
-                    outcome: Some(WireOutcome::Error(format!(
-                        "answering the lookup failed: {e}"
-                    ))),
-                }));
-            }
-            answers
-        }
+/// The answer to `wire`'s lookup.
+async fn answer(sessions: &[[Session; 2]; 2], wire: &WireLookup) -> WireAnswer {
+    let session = &sessions[usize::from(wire.routing)][usize::from(wire.allow_full_scan)];
+    match rows(session, wire).await {
+        Ok(ipc) => WireAnswer {
+            outcome: Some(WireOutcome::Rows(ipc.into())),
+        },
+        Err(e) => error(e.to_string()),
     }
 }
 
-/// The answer to one lookup of a call.
-async fn answer(sessions: Arc<[[Session; 2]; 2]>, wire: WireLookup) -> WireAnswer {
-    let session = &sessions[usize::from(wire.routing)][usize::from(wire.allow_full_scan)];
-    let outcome = match rows(session, &wire).await {
-        Ok(ipc) => WireOutcome::Rows(ipc.into()),
-        Err(e) => WireOutcome::Error(e.to_string()),
-    };
+/// The answer of a lookup that failed: why.
+fn error(why: String) -> WireAnswer {
     WireAnswer {
-        outcome: Some(outcome),
+        outcome: Some(WireOutcome::Error(why)),
     }
 }
 
@@ -231,21 +203,21 @@ impl FlightService for LookupService {
             let _ = closing.wait_for(|closing| *closing).await;
         };
         // Read by the task that sends the answers (hyper's, polling the response): no task
-        // between the two. Each call is answered in a task of its own, so a slow one holds up
-        // no other; the exchange ends once the coordinator ends its side (or the worker
-        // stops) and every call read is answered.
+        // between the two. Each lookup is answered in a task of its own, so a slow one holds
+        // up no other; the exchange ends once the coordinator ends its side (or the worker
+        // stops) and every lookup read is answered.
         let answers = (request.into_inner())
             .take_until(stopping)
-            .take_while(|call| std::future::ready(call.is_ok()))
-            .filter_map(|call| std::future::ready(call.ok()))
-            .map(move |call| {
-                let id = call.app_metadata.clone();
-                tokio::spawn(answer_call(sessions.clone(), call)).map(|answered| {
+            .take_while(|message| std::future::ready(message.is_ok()))
+            .filter_map(|message| std::future::ready(message.ok()))
+            .map(move |message| {
+                let id = message.app_metadata.clone();
+                tokio::spawn(answer_message(sessions.clone(), message)).map(|answered| {
                     Ok(answered
-                        .unwrap_or_else(|e| reply(id, refusal(format!("answering failed: {e}")))))
+                        .unwrap_or_else(|e| reply(id, error(format!("answering failed: {e}")))))
                 })
             })
-            .buffer_unordered(CALLS_AT_ONCE);
+            .buffer_unordered(LOOKUPS_AT_ONCE);
         Ok(Response::new(answers.boxed()))
     }
 

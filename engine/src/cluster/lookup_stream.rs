@@ -1,5 +1,5 @@
-//! One long-lived Flight exchange per worker, carrying a coordinator's calls to it
-//! ([`crate::cluster::call_batches`]) as messages, each tagged with an id its answers carry back.
+//! One long-lived Flight exchange per worker, carrying a coordinator's point lookups to it as
+//! messages, each tagged with an id its answer carries back.
 //!
 //! A gRPC call per batch of lookups cost each end more writes and wake-ups than the lookup
 //! (docs/benchmarks.md, "Calls as messages of one exchange"): h2 holds a new stream's data
@@ -7,11 +7,15 @@
 //! the message, the end of the stream), and its answer in two (HEADERS and the message, then
 //! the trailers, which h2 does not put behind a data frame over 256 bytes), each waking the
 //! other process to read it; and each call had a stream set up, routed by tonic and run in a
-//! task of its own on the worker. On an open stream a call is one DATA frame each way.
+//! task of its own on the worker. On an open stream a lookup is one DATA frame each way, and
+//! lookups sent or answered together share a write: h2 writes every frame queued when its
+//! connection task runs. So lookups are not batched into calls here (a batch waited for a
+//! task of its own to send it and hand out its answers: one more wake-up per call, and more
+//! CPU than the messages it saved, docs/benchmarks.md).
 //!
 //! The exchange is opened when the worker is first called, with the cluster secret, over the
-//! worker's lookup channel. When it fails (the worker gone, restarted, or refusing) every call
-//! waiting on it fails alike and the next call opens a new one.
+//! worker's lookup channel. When it fails (the worker gone, restarted, or refusing) every lookup
+//! waiting on it fails alike and the next one opens a new exchange.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -24,47 +28,47 @@ use tokio::sync::oneshot;
 use tonic::transport::Channel;
 
 use crate::cluster::channels::lock;
-use crate::cluster::lookup_wire::{WireAnswer, WireAnswers, WireLookup, WireLookups};
+use crate::cluster::lookup_wire::{WireAnswer, WireLookup};
 use crate::cluster::remote_lookup::{Failure, failure};
 use crate::cluster::secret::ClusterSecret;
 
-/// The calls to one worker: sent on its exchange, answered by id.
+/// The lookups to one worker: sent on its exchange, answered by id.
 pub(crate) struct LookupStream {
-    calls: mpsc::UnboundedSender<FlightData>,
+    lookups: mpsc::UnboundedSender<FlightData>,
     waiting: Arc<Mutex<Waiting>>,
 }
 
-/// The calls sent and not yet answered, by id; and, once the exchange has ended, why.
+/// The lookups sent and not yet answered, by id; and, once the exchange has ended, why.
 #[derive(Default)]
 struct Waiting {
     next: u64,
-    answers: HashMap<u64, oneshot::Sender<Answers>>,
+    answers: HashMap<u64, oneshot::Sender<Answer>>,
     ended: Option<Failure>,
 }
 
-type Answers = std::result::Result<Vec<WireAnswer>, Failure>;
+type Answer = std::result::Result<WireAnswer, Failure>;
 
 impl LookupStream {
     /// Opens the exchange with the worker at the other end of `channel` (connected when first
     /// used); its answers are read by a task of its own.
     pub fn open(channel: Channel, secret: Option<&ClusterSecret>) -> Self {
-        let (calls, sent) = mpsc::unbounded();
+        let (lookups, sent) = mpsc::unbounded();
         let mut request = tonic::Request::new(sent);
         if let Some(secret) = secret {
             *request.metadata_mut() = tonic::metadata::MetadataMap::from_headers(secret.headers());
         }
         let waiting = Arc::new(Mutex::new(Waiting::default()));
         tokio::spawn(read_answers(channel, request, waiting.clone()));
-        Self { calls, waiting }
+        Self { lookups, waiting }
     }
 
-    /// Whether the exchange has ended: the next call needs a new one.
+    /// Whether the exchange has ended: the next lookup needs a new one.
     pub fn ended(&self) -> bool {
         lock(&self.waiting).ended.is_some()
     }
 
-    /// One answer per lookup of `lookups`, in order, from one call on the exchange.
-    pub async fn call(&self, lookups: Vec<WireLookup>) -> Answers {
+    /// The worker's answer to `lookup`, sent as a message of the exchange.
+    pub async fn call(&self, lookup: WireLookup) -> Answer {
         let (answer, answered) = oneshot::channel();
         let id = {
             let mut waiting = lock(&self.waiting);
@@ -78,10 +82,10 @@ impl LookupStream {
         };
         let message = FlightData {
             app_metadata: id.to_le_bytes().to_vec().into(),
-            data_body: WireLookups { lookups }.encode_to_vec().into(),
+            data_body: lookup.encode_to_vec().into(),
             ..Default::default()
         };
-        if self.calls.unbounded_send(message).is_err() {
+        if self.lookups.unbounded_send(message).is_err() {
             lock(&self.waiting).answers.remove(&id);
         }
         // Ended before it was answered: `read_answers` failed it, or dropped it unsent.
@@ -94,8 +98,8 @@ impl LookupStream {
     }
 }
 
-/// Reads the exchange's answers and hands each to its call, until the exchange ends; then
-/// fails the calls still waiting with the reason.
+/// Reads the exchange's answers and hands each to its lookup, until the exchange ends; then
+/// fails the lookups still waiting with the reason.
 async fn read_answers(
     channel: Channel,
     request: tonic::Request<mpsc::UnboundedReceiver<FlightData>>,
@@ -116,29 +120,24 @@ async fn read_answers(
         }
     };
     let mut waiting = lock(&waiting);
-    for (_, call) in waiting.answers.drain() {
-        let _ = call.send(Err(ended.clone()));
+    for (_, lookup) in waiting.answers.drain() {
+        let _ = lookup.send(Err(ended.clone()));
     }
     waiting.ended = Some(ended);
 }
 
-/// Hands `message`'s answers to the call it names (gone if its lookups were dropped).
+/// Hands `message`'s answer to the lookup it names (gone if that was dropped).
 fn answer(waiting: &Mutex<Waiting>, message: FlightData) {
     let Ok(id) = <[u8; 8]>::try_from(message.app_metadata.as_ref()) else {
-        log::warn!("a worker's answer names no call; ignored");
+        log::warn!("a worker's answer names no lookup; ignored");
         return;
     };
-    let Some(call) = lock(waiting).answers.remove(&u64::from_le_bytes(id)) else {
+    let Some(lookup) = lock(waiting).answers.remove(&u64::from_le_bytes(id)) else {
         return;
     };
-    let answers = match WireAnswers::decode(message.data_body.as_ref()) {
-        Ok(WireAnswers {
-            refused: Some(why), ..
-        }) => Err(Failure::Refused(why)),
-        Ok(WireAnswers { answers, .. }) => Ok(answers),
-        Err(e) => Err(Failure::Refused(format!("a malformed answer: {e}"))),
-    };
-    let _ = call.send(answers);
+    let answer = WireAnswer::decode(message.data_body.as_ref())
+        .map_err(|e| Failure::Refused(format!("a malformed answer: {e}")));
+    let _ = lookup.send(answer);
 }
 
 #[cfg(test)]
@@ -182,12 +181,12 @@ mod tests {
         }
     }
 
-    /// Calls made at once on one exchange each get the answers to their own lookups, in
-    /// order; a call the worker cannot read is refused and the exchange stays open; a worker
-    /// told to stop ends its exchanges (its shutdown does not wait for the coordinator), and
-    /// the calls then fail as a lost worker's do, to be asked again of the live ones.
+    /// Lookups sent at once on one exchange each get their own answer; a lookup the worker
+    /// cannot read is refused and the exchange stays open; a worker told to stop ends its
+    /// exchanges (its shutdown does not wait for the coordinator), and the lookups then fail as
+    /// a lost worker's do, to be asked again of the live ones.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn calls_on_one_exchange_get_their_own_answers_until_the_worker_stops() {
+    async fn lookups_on_one_exchange_get_their_own_answers_until_the_worker_stops() {
         let dir = tempfile::tempdir().unwrap();
         let storage = Storage::open(dir.path().to_str().unwrap()).unwrap();
         let engine = Engine::with_storage(storage.clone()).await.unwrap();
@@ -218,40 +217,30 @@ mod tests {
         let stream = Arc::new(LookupStream::open(channel, None));
         let lookup = |n: u64| WireLookup::c1_where_c2_in(&id, version, &[&(n * 7).to_string()]);
 
-        // Even calls ask one key, odd ones two lookups (n's key and n + 1's).
-        let calls = (0..40u64).map(|n| {
-            let (stream, asked) = (stream.clone(), (n..=n + n % 2).collect::<Vec<_>>());
-            let lookups = asked.iter().map(|&k| lookup(k)).collect();
+        // Lookups sent together, each answered by its own key's row.
+        let lookups = (0..40u64).map(|n| {
+            let stream = stream.clone();
             async move {
-                let answers = (stream.call(lookups).await)
-                    .unwrap_or_else(|f| panic!("call {n}: {}", refused_or_lost(f)));
-                let found: Vec<Vec<u64>> = answers.iter().map(c1s).collect();
-                let expected: Vec<Vec<u64>> = asked.iter().map(|&k| vec![k]).collect();
-                assert_eq!(found, expected, "call {n}");
+                let answer = (stream.call(lookup(n)).await)
+                    .unwrap_or_else(|f| panic!("lookup {n}: {}", refused_or_lost(f)));
+                assert_eq!(c1s(&answer), [n], "lookup {n}");
             }
         });
-        futures::future::join_all(calls).await;
+        futures::future::join_all(lookups).await;
 
         let other = WireLookup {
             wire_version: LOOKUP_WIRE_VERSION + 1,
             ..lookup(1)
         };
-        match stream.call(vec![other]).await {
-            Err(Failure::Refused(why)) => assert!(why.contains("wire version"), "{why}"),
-            Err(lost) => panic!("{}", refused_or_lost(lost)),
-            Ok(_) => panic!("a lookup of another wire version was answered"),
+        match stream.call(other).await.map_err(refused_or_lost).unwrap() {
+            WireAnswer {
+                outcome: Some(WireOutcome::Error(why)),
+            } => assert!(why.contains("wire version"), "{why}"),
+            answer => panic!("a lookup of another wire version was answered: {answer:?}"),
         }
-        assert!(!stream.ended(), "a call refused ended the exchange");
-        let answers = stream.call(vec![lookup(3)]).await;
-        assert_eq!(
-            answers
-                .map_err(refused_or_lost)
-                .unwrap()
-                .iter()
-                .map(c1s)
-                .collect::<Vec<_>>(),
-            [[3]]
-        );
+        assert!(!stream.ended(), "a lookup refused ended the exchange");
+        let answer = stream.call(lookup(3)).await;
+        assert_eq!(c1s(&answer.map_err(refused_or_lost).unwrap()), [3]);
 
         stop.send(()).unwrap();
         tokio::time::timeout(Duration::from_secs(30), server)
@@ -259,7 +248,7 @@ mod tests {
             .expect("the worker's shutdown waited for the coordinator's open exchange")
             .unwrap()
             .unwrap();
-        match stream.call(vec![lookup(5)]).await {
+        match stream.call(lookup(5)).await {
             Err(Failure::Lost(_)) => {}
             Err(refused) => panic!("{}", refused_or_lost(refused)),
             Ok(_) => panic!("a stopped worker answered"),

@@ -1,8 +1,6 @@
-//! The messages between a coordinator and the worker that owns a point lookup's blocks: calls
-//! on one long-lived Flight exchange per worker ([`crate::cluster::lookup_stream`]), each a
-//! message holding the lookups waiting for that worker ([`WireLookups`], one or more: see
-//! [`crate::cluster::call_batches`]) and answered by a message of one [`WireAnswer`] per lookup,
-//! in order ([`WireAnswers`]).
+//! The messages between a coordinator and the worker that owns a point lookup's blocks, on one
+//! long-lived Flight exchange per worker ([`crate::cluster::lookup_stream`]): a message holds
+//! one lookup ([`WireLookup`]) and is answered by a message holding its [`WireAnswer`].
 //!
 //! A lookup names what it asks and nothing about how to run it, so it is not a serialized
 //! plan: the table (by name, and its id, so a table made again under the same name is
@@ -16,13 +14,13 @@
 //! statement or its parameters gave them; the worker binds them to its columns with the same
 //! lossless casts as the coordinator, so both ends agree on what matches.
 //!
-//! An answer is the lookup's rows as an Arrow IPC stream, or the error that lookup met (the
-//! others in its call are answered regardless).
+//! An answer is the lookup's rows as an Arrow IPC stream, or the error that lookup met.
 //!
 //! Versioned by [`LOOKUP_WIRE_VERSION`]: a worker refuses a lookup of another version rather
 //! than guess (coordinators and workers are upgraded together; the error says so). Version 1
 //! sent one lookup per `DoGet` ticket; version 2 sent lookups in `DoAction` calls of one or
-//! more; version 3 sends those calls as messages of one `DoExchange` per worker.
+//! more; version 3 sent those calls as messages of one `DoExchange` per worker; version 4
+//! sends each lookup as a message of its own on that exchange.
 
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::ScalarValue;
@@ -30,26 +28,9 @@ use datafusion::error::{DataFusionError, Result};
 use prost::Message;
 
 /// Bumped whenever a field's meaning changes.
-pub const LOOKUP_WIRE_VERSION: u32 = 3;
+pub const LOOKUP_WIRE_VERSION: u32 = 4;
 
-/// The lookups one call asks a worker.
-#[derive(Clone, PartialEq, prost::Message)]
-pub struct WireLookups {
-    #[prost(message, repeated, tag = "1")]
-    pub lookups: Vec<WireLookup>,
-}
-
-/// A worker's answers to one call, in the order its lookups were asked; or why the call as a
-/// whole was refused (a message it could not read).
-#[derive(Clone, PartialEq, prost::Message)]
-pub struct WireAnswers {
-    #[prost(message, repeated, tag = "1")]
-    pub answers: Vec<WireAnswer>,
-    #[prost(string, optional, tag = "2")]
-    pub refused: Option<String>,
-}
-
-/// A worker's answer to one lookup of a call.
+/// A worker's answer to one lookup.
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct WireAnswer {
     #[prost(oneof = "WireOutcome", tags = "1, 2")]
@@ -199,20 +180,18 @@ impl WireValue {
     }
 }
 
-impl WireLookups {
-    /// A call's lookups; an error for bytes that are not lookups, or lookups of another version.
+impl WireLookup {
+    /// The lookup a message's body holds, if this worker reads its wire version.
     pub fn decode_body(body: &[u8]) -> Result<Self> {
-        let lookups = Self::decode(body).map_err(|e| malformed(&e.to_string()))?;
-        if let Some(other) =
-            (lookups.lookups.iter()).find(|l| l.wire_version != LOOKUP_WIRE_VERSION)
-        {
+        let lookup = Self::decode(body).map_err(|e| malformed(&e.to_string()))?;
+        if lookup.wire_version != LOOKUP_WIRE_VERSION {
             return Err(DataFusionError::Execution(format!(
                 "a coordinator sent a lookup of wire version {} to a worker of version {}: run \
                  coordinators and workers of one release",
-                other.wire_version, LOOKUP_WIRE_VERSION
+                lookup.wire_version, LOOKUP_WIRE_VERSION
             )));
         }
-        Ok(lookups)
+        Ok(lookup)
     }
 }
 
@@ -304,20 +283,19 @@ mod tests {
             chosen_blocks: vec![0, 3],
             blocks_listed: 5,
         };
-        let call = |lookups: Vec<WireLookup>| WireLookups { lookups }.encode_to_vec();
-        let back = WireLookups::decode_body(&call(vec![lookup.clone(), lookup.clone()])).unwrap();
-        assert_eq!(back.lookups, [lookup.clone(), lookup.clone()]);
+        let back = WireLookup::decode_body(&lookup.encode_to_vec()).unwrap();
+        assert_eq!(back, lookup);
         assert_eq!(
-            back.lookups[0].condition[1].values[0].scalar().unwrap(),
+            back.condition[1].values[0].scalar().unwrap(),
             ScalarValue::Int64(Some(-3))
         );
         let other = WireLookup {
             wire_version: LOOKUP_WIRE_VERSION + 1,
             ..lookup.clone()
         };
-        let refused = WireLookups::decode_body(&call(vec![lookup, other])).unwrap_err();
+        let refused = WireLookup::decode_body(&other.encode_to_vec()).unwrap_err();
         assert!(refused.to_string().contains("of one release"), "{refused}");
-        assert!(WireLookups::decode_body(b"\xff\xff\xff").is_err());
+        assert!(WireLookup::decode_body(b"\xff\xff\xff").is_err());
         assert!(WireValue::of(&ScalarValue::Float64(Some(1.0))).is_none());
         assert!(WireValue::of(&ScalarValue::Int32(None)).is_none());
         for (value, back) in [

@@ -4,7 +4,6 @@
 
 pub(crate) mod attached_here;
 pub(crate) mod bounded_analyze;
-pub(crate) mod call_batches;
 pub(crate) mod channels;
 pub(crate) mod coordinator;
 pub(crate) mod lookup_service;

@@ -5,10 +5,11 @@
 //! tablet's backend.
 //!
 //! Min/max statistics and node filters ([`crate::cluster::node_filters`]) choose the workers,
-//! so an absent key calls none; each is sent the lookup as a typed message
-//! ([`WireLookup`], in a call on the exchange the coordinator keeps with that worker's port,
-//! [`crate::cluster::lookup_stream`], with the cluster's TLS and secret) and answers the rows of the blocks it owns under the placement sent, which it reads
-//! through its own short path and caches ([`crate::cluster::lookup_service`]). Every worker
+//! so an absent key calls none; each is sent the lookup as a typed message ([`WireLookup`],
+//! on the exchange the coordinator keeps with that worker's port,
+//! [`crate::cluster::lookup_stream`], with the cluster's TLS and secret) and answers the rows
+//! of the blocks it owns under the placement sent, which it reads through its own short path
+//! and caches ([`crate::cluster::lookup_service`]). Every worker
 //! asked answers whole before a row is returned, so a worker lost mid-lookup costs one retry
 //! of the whole lookup over the workers live after a probe (its groups then go to their next
 //! owner by rendezvous); a second loss is an error naming the worker.
@@ -51,12 +52,12 @@ pub(crate) struct RemoteLookup {
 /// A worker's answer to one lookup: its rows, or why there are none.
 pub(crate) type LookupAnswer = std::result::Result<Vec<RecordBatch>, Failure>;
 
-/// Why a worker did not answer a lookup (each lookup of a failed call gets a copy).
+/// Why a worker did not answer a lookup (each lookup waiting on a failed exchange gets a copy).
 #[derive(Clone)]
 pub(crate) enum Failure {
     /// Its connection failed: it may be gone, and its groups another's once probed.
     Lost(String),
-    /// It answered with an error, or refused the call: asking again would meet it again.
+    /// It answered with an error, or refused the lookup: asking again would meet it again.
     Refused(String),
 }
 
@@ -126,7 +127,7 @@ impl RemoteLookup {
 }
 
 /// The rows of `wire` from the worker at `url`, as the coordinator's schema types them: the
-/// lookup goes in the next call to that worker, with whatever else waits for it.
+/// lookup is a message of its own on the exchange with that worker.
 async fn ask_worker(
     cluster: &Arc<Cluster>,
     url: &str,
@@ -134,17 +135,10 @@ async fn ask_worker(
     schema: &SchemaRef,
 ) -> LookupAnswer {
     crate::metrics::worker_lookup_sent(url);
-    let (to, at) = (cluster.clone(), url.to_string());
-    let call = move |lookups| call_worker(to.clone(), at.clone(), lookups);
-    let batches = cluster
-        .lookup_calls(url)
-        .ask(wire, call)
-        .await
-        .unwrap_or_else(|| {
-            Err(Failure::Refused(
-                "the call carrying the lookup ended without an answer".into(),
-            ))
-        })?;
+    let stream = cluster
+        .lookup_stream(url)
+        .map_err(|e| Failure::Refused(e.to_string()))?;
+    let batches = answer(stream.call(wire).await?)?;
     batches
         .into_iter()
         .map(|batch| {
@@ -156,41 +150,6 @@ async fn ask_worker(
             })
         })
         .collect()
-}
-
-/// One answer per lookup, in order, from one call to the worker at `url`; a call that fails
-/// fails each of its lookups alike.
-async fn call_worker(
-    cluster: Arc<Cluster>,
-    url: String,
-    lookups: Vec<WireLookup>,
-) -> Vec<LookupAnswer> {
-    let asked = lookups.len();
-    match send(&cluster, &url, lookups).await {
-        Ok(answers) => answers,
-        Err(failure) => vec![Err(failure); asked],
-    }
-}
-
-async fn send(
-    cluster: &Cluster,
-    url: &str,
-    lookups: Vec<WireLookup>,
-) -> std::result::Result<Vec<LookupAnswer>, Failure> {
-    let stream = cluster
-        .lookup_stream(url)
-        .map_err(|e| Failure::Refused(e.to_string()))?;
-    let asked = lookups.len();
-    crate::metrics::worker_call_sent(url);
-    let answers = stream.call(lookups).await?;
-    if answers.len() != asked {
-        return Err(Failure::Refused(format!(
-            "it answered {} of the {asked} lookups sent: run coordinators and workers of one \
-             release",
-            answers.len()
-        )));
-    }
-    Ok(answers.into_iter().map(answer).collect())
 }
 
 /// One lookup's rows, or the error the worker met answering it.
