@@ -129,7 +129,7 @@ impl RemoteLookup {
 /// The rows of `wire` from the worker at `url`, as the coordinator's schema types them: the
 /// lookup is a message of its own on the exchange with that worker.
 async fn ask_worker(
-    cluster: &Arc<Cluster>,
+    cluster: &Cluster,
     url: &str,
     wire: WireLookup,
     schema: &SchemaRef,
