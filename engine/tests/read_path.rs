@@ -391,6 +391,54 @@ async fn lookups_answer_from_kept_results() {
     assert!(run(&s, sql).await.stats.blocks_read > 0);
 }
 
+/// A lookup of a table this process knows sends its three checks side by side, one round trip:
+/// the name's definition (is `t` still the table known), `latest.json` and a HEAD of the next
+/// version. When another process has dropped the table and made a new one of the name since,
+/// the known table's check is set aside and the new table's sent after: the lookup answers
+/// from the new table, never the dropped one. One thread, so that both checks are sent before
+/// either is answered, as over a network (a local directory answers at once).
+#[tokio::test]
+async fn a_known_tables_lookup_checks_its_name_and_version_in_one_round_trip() {
+    let dir = tempfile::tempdir().unwrap();
+    let location = dir.path().to_str().unwrap();
+    let (s, log, _) = logged_session(location).await;
+    let create = |first: u64| {
+        format!(
+            "create table t as select number + {first} as c1, cast(number * 7 as string) as c2 \
+             from numbers(1000)"
+        )
+    };
+    run(&s, &create(0)).await;
+    let sql = "select c1 from t where c2 = '3500'";
+    assert_eq!(rows(&run(&s, sql).await), ["500"]);
+    log.take();
+    let again = run(&s, sql).await;
+    assert_eq!(rows(&again), ["500"]);
+    assert!(again.short_path);
+    let requests = log.take();
+    for check in ["tables/t.json", "latest.json", "HEAD "] {
+        assert_eq!(fetched(&requests, check).len(), 1, "{check}: {requests:#?}");
+    }
+    assert_eq!(
+        (again.stats.requests, again.stats.sequential_requests),
+        (3, 1),
+        "{requests:#?}"
+    );
+
+    let (other, _, _) = logged_session(location).await;
+    run(&other, "drop table t").await;
+    run(&other, &create(5000)).await;
+    let after = run(&s, sql).await;
+    assert_eq!(rows(&after), ["5500"]);
+    assert!(after.short_path);
+    let requests = log.take();
+    assert_eq!(
+        fetched(&requests, "tables/t.json").len(),
+        1,
+        "{requests:#?}"
+    );
+}
+
 /// Concurrent queries share freshness checks: 50 snapshot lookups arriving together cost two
 /// checks (the one the first sent, and the one the other 49 wait for, sent after they arrived),
 /// not 50. One thread, so that all 50 arrive before any check answers.

@@ -6,6 +6,8 @@
 //! cannot both succeed. Both are checksummed JSON ([`crate::meta::checked_json`]). Names may hold any
 //! character: object_store percent-encodes what a path part cannot hold, and listings decode it.
 
+use std::time::Duration;
+
 use futures::TryStreamExt;
 use object_store::path::Path;
 use object_store::{GetOptions, ObjectStoreExt, PutMode, PutOptions, PutPayload};
@@ -14,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Result, StorageError};
 use crate::location::Storage;
 use crate::meta::checked_json;
-use crate::meta::snapshot::named_pointer_snapshot;
+use crate::meta::snapshot::{Snapshot, named_pointer_snapshot};
 use crate::meta::table_def::TableDef;
 use crate::read::table::Table;
 
@@ -173,6 +175,40 @@ impl Catalog {
             self.storage.clone(),
             self.table(db, name).await?,
         ))
+    }
+
+    /// The table `db.name` and its newest snapshot, or one a check found at most
+    /// `max_staleness` ago ([`Table::snapshot_within`]): what a read by name needs first.
+    ///
+    /// Each is a check sent after this call began, so a DROP, CREATE or commit made before is
+    /// seen. When this process has fetched the name's definition before, both checks go out side
+    /// by side, the snapshot's for the table it knew: one round trip instead of two, which is
+    /// most of a kept lookup's wait at one connection (docs/benchmarks.md, "A hot lookup at one
+    /// connection"). That snapshot is kept only when the definition fetched is still that
+    /// table's (the same id); otherwise the new table's is checked after.
+    pub async fn open_table_at_newest(
+        &self,
+        db: &str,
+        name: &str,
+        max_staleness: Duration,
+    ) -> Result<(Table, Snapshot)> {
+        let path = table_path(db, name);
+        let known = (self.storage.caches().definitions_fetched.get(path.as_ref())).flatten();
+        let Some((known, _)) = known else {
+            let table = self.open_table(db, name).await?;
+            let snapshot = table.snapshot_within(max_staleness).await?;
+            return Ok((table, snapshot));
+        };
+        let known = Table::new(self.storage.clone(), known);
+        let (def, checked) =
+            futures::join!(self.table(db, name), known.snapshot_within(max_staleness));
+        let def = def?;
+        if def.id == known.def().id {
+            return Ok((known, checked?));
+        }
+        let table = Table::new(self.storage.clone(), def);
+        let snapshot = table.snapshot_within(max_staleness).await?;
+        Ok((table, snapshot))
     }
 
     /// The definition of `db.name`, as a fetch sent after this call began finds it (so a CREATE

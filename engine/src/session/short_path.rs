@@ -801,17 +801,15 @@ impl Session {
                 .attached_lookup(lookup, attached, database, params)
                 .await;
         }
-        // An unknown table's or an unreachable store's error is the full path's to word.
-        let Ok(table) = self.catalog.open_table(db, name).await else {
-            return Ok(None);
+        let (staleness, cache) = self.options(|o| (o.max_staleness_ms, o.lookup_cache));
+        let staleness = Duration::from_millis(staleness);
+        let (table, snapshot) = match self.catalog.open_table_at_newest(db, name, staleness).await {
+            Ok(opened) => opened,
+            // An unknown table's or an unreachable store's error is the full path's to word.
+            Err(_) => return Ok(None),
         };
         // Where the full path's scan would check it; a kept result is no exception.
         self.require(Privilege::Select, &Object::table(db, name))?;
-        let (staleness, cache) = self.options(|o| (o.max_staleness_ms, o.lookup_cache));
-        let snapshot = table
-            .snapshot_within(Duration::from_millis(staleness))
-            .await
-            .map_err(to_df)?;
         let def = table.def();
         let (bound, results) = self.bind(
             lookup,
