@@ -202,11 +202,12 @@ impl Catalog {
         let known = Table::new(self.storage.clone(), known);
         let (def, checked) =
             futures::join!(self.table(db, name), known.snapshot_within(max_staleness));
-        let def = def?;
-        if def.id == known.def().id {
-            return Ok((known, checked?));
+        let table = Table::new(self.storage.clone(), def?);
+        // The same table (the definition as fetched now, which a rewrite of it under the same
+        // id may have changed): its check stands.
+        if table.def().id == known.def().id {
+            return Ok((table, checked?));
         }
-        let table = Table::new(self.storage.clone(), def);
         let snapshot = table.snapshot_within(max_staleness).await?;
         Ok((table, snapshot))
     }
