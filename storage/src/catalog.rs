@@ -193,21 +193,21 @@ impl Catalog {
         max_staleness: Duration,
     ) -> Result<(Table, Snapshot)> {
         let path = table_path(db, name);
-        let known = (self.storage.caches().definitions_fetched.get(path.as_ref())).flatten();
-        let Some((known, _)) = known else {
-            let table = self.open_table(db, name).await?;
-            let snapshot = table.snapshot_within(max_staleness).await?;
-            return Ok((table, snapshot));
+        let table = match (self.storage.caches().definitions_fetched.get(path.as_ref())).flatten() {
+            Some((known, _)) => {
+                let known = Table::new(self.storage.clone(), known);
+                let (def, checked) =
+                    futures::join!(self.table(db, name), known.snapshot_within(max_staleness));
+                let table = Table::new(self.storage.clone(), def?);
+                // The same table (the definition as fetched now, which a rewrite of it under
+                // the same id may have changed): its check stands.
+                if table.def().id == known.def().id {
+                    return Ok((table, checked?));
+                }
+                table
+            }
+            None => self.open_table(db, name).await?,
         };
-        let known = Table::new(self.storage.clone(), known);
-        let (def, checked) =
-            futures::join!(self.table(db, name), known.snapshot_within(max_staleness));
-        let table = Table::new(self.storage.clone(), def?);
-        // The same table (the definition as fetched now, which a rewrite of it under the same
-        // id may have changed): its check stands.
-        if table.def().id == known.def().id {
-            return Ok((table, checked?));
-        }
         let snapshot = table.snapshot_within(max_staleness).await?;
         Ok((table, snapshot))
     }

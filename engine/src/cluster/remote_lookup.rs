@@ -9,10 +9,10 @@
 //! on the exchange the coordinator keeps with that worker's port,
 //! [`crate::cluster::lookup_stream`], with the cluster's TLS and secret) and answers the rows
 //! of the blocks it owns under the placement sent, which it reads through its own short path
-//! and caches ([`crate::cluster::lookup_service`]). Every worker
-//! asked answers whole before a row is returned, so a worker lost mid-lookup costs one retry
-//! of the whole lookup over the workers live after a probe (its groups then go to their next
-//! owner by rendezvous); a second loss is an error naming the worker.
+//! and caches ([`crate::cluster::lookup_service`]). Every worker asked answers whole before a
+//! row is returned, so a worker lost mid-lookup costs one retry of the whole lookup over the
+//! workers live after a probe (its groups then go to their next owner by rendezvous); a second
+//! loss is an error naming the worker.
 
 use std::sync::Arc;
 
