@@ -181,11 +181,11 @@ impl Catalog {
     /// `max_staleness` ago ([`Table::snapshot_within`]): what a read by name needs first.
     ///
     /// Each is a check sent after this call began, so a DROP, CREATE or commit made before is
-    /// seen. When this process has fetched the name's definition before, both checks go out side
-    /// by side, the snapshot's for the table it knew: one round trip instead of two, which is
-    /// most of a kept lookup's wait at one connection (docs/benchmarks.md, "A hot lookup at one
-    /// connection"). That snapshot is kept only when the definition fetched is still that
-    /// table's (the same id); otherwise the new table's is checked after.
+    /// seen. When this process has fetched the name's definition before, only the snapshot of
+    /// the table it knew is checked: a definition is written once, and a DROP commits a version
+    /// of its own that the check finds ([`crate::meta::snapshot::commit_drop`]). That saves a
+    /// third of a kept lookup's requests (docs/benchmarks.md, "A hot lookup at one
+    /// connection"). When the known table was dropped, what the name is now is fetched after.
     pub async fn open_table_at_newest(
         &self,
         db: &str,
@@ -193,21 +193,16 @@ impl Catalog {
         max_staleness: Duration,
     ) -> Result<(Table, Snapshot)> {
         let path = table_path(db, name);
-        let table = match (self.storage.caches().definitions_fetched.get(path.as_ref())).flatten() {
-            Some((known, _)) => {
-                let known = Table::new(self.storage.clone(), known);
-                let (def, checked) =
-                    futures::join!(self.table(db, name), known.snapshot_within(max_staleness));
-                let table = Table::new(self.storage.clone(), def?);
-                // The same table (the definition as fetched now, which a rewrite of it under
-                // the same id may have changed): its check stands.
-                if table.def().id == known.def().id {
-                    return Ok((table, checked?));
-                }
-                table
+        if let Some((known, _)) =
+            (self.storage.caches().definitions_fetched.get(path.as_ref())).flatten()
+        {
+            let known = Table::new(self.storage.clone(), known);
+            match known.snapshot_within(max_staleness).await {
+                Err(StorageError::UnknownTable(..)) => {}
+                checked => return Ok((known, checked?)),
             }
-            None => self.open_table(db, name).await?,
-        };
+        }
+        let table = self.open_table(db, name).await?;
         let snapshot = table.snapshot_within(max_staleness).await?;
         Ok((table, snapshot))
     }
@@ -324,10 +319,22 @@ impl Catalog {
         Ok(names)
     }
 
-    /// Removes the definition; the data under the table's id becomes unreachable (and is left for
-    /// a later cleanup, like any orphaned file).
+    /// Commits the table's last version, marked dropped, then removes the definition; the data
+    /// under the table's id becomes unreachable (and is left for a later cleanup, like any
+    /// orphaned file). A DROP that stops between the two has dropped the table for every reader
+    /// already, and a DROP again removes the definition. A table whose history is damaged is
+    /// dropped without its last version: the name is freed all the same.
     pub async fn drop_table(&self, db: &str, name: &str) -> Result<()> {
-        self.table(db, name).await?;
+        let table = self.open_table(db, name).await?;
+        match table.commit_drop().await {
+            Ok(()) => {}
+            Err(e @ StorageError::Damaged(..)) => {
+                log::warn!(
+                    "dropping {db}.{name} without marking its history, which is damaged: {e}"
+                );
+            }
+            Err(e) => return Err(e),
+        }
         self.storage.store().delete(&table_path(db, name)).await?;
         // Only a hint, which names the dropped table's id: one left behind is ignored.
         if let Err(e) = self.storage.store().delete(&pointer_path(db, name)).await {

@@ -26,6 +26,11 @@ pub enum StorageError {
     UnknownTable(String, String),
     #[error("database '{0}' is not empty: drop its tables first")]
     DatabaseNotEmpty(String),
+    /// The newest version of the table stored under this directory says it was dropped
+    /// ([`crate::meta::snapshot::Snapshot::dropped`]); a table's own reads report it as
+    /// [`Self::UnknownTable`].
+    #[error("the table stored under {0} was dropped")]
+    Dropped(String),
     #[error("{0}")]
     Invalid(String),
     /// A block a statement chose rows in was rewritten by an OPTIMIZE that committed first: the
@@ -42,6 +47,16 @@ pub enum StorageError {
     /// The error of a check several queries shared ([`crate::read::freshness`]).
     #[error(transparent)]
     Shared(std::sync::Arc<StorageError>),
+}
+
+impl StorageError {
+    /// The error itself, or the one a shared check ended with.
+    pub fn root(&self) -> &StorageError {
+        match self {
+            StorageError::Shared(shared) => shared.root(),
+            other => other,
+        }
+    }
 }
 
 pub type Result<T, E = StorageError> = std::result::Result<T, E>;

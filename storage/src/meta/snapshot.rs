@@ -14,6 +14,11 @@
 //! writer died between the snapshot and the pointer, or lost a race to write it; it never leads.)
 //! A process checks the whole history when it first reads a table and whenever the pointer
 //! changes; in between, [`latest`] costs two small requests (see there).
+//!
+//! DROP TABLE commits one last version, marked dropped ([`commit_drop`]), before it removes the
+//! definition: a process that knows the table finds the DROP in those two requests, so a lookup
+//! by name need not also fetch the definition to see it (definitions are written once, so a
+//! known one changes only by a DROP).
 
 use std::time::{Duration, Instant};
 
@@ -42,6 +47,12 @@ pub struct Snapshot {
     /// first COPY, and in snapshots written before it existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub copies: Option<SegmentRef>,
+    /// The table was dropped: DROP TABLE commits this version (a copy of the one before) ahead
+    /// of removing the definition, so a process that knows the table sees the DROP in the check
+    /// of its newest version, and its lookups need not fetch the definition as well. Absent in
+    /// the others; a build that predates it reads the version as the one before.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub dropped: bool,
 }
 
 /// A segment file as its snapshot names it: enough to fetch it in one GET and verify what came.
@@ -164,10 +175,21 @@ pub fn known_within(
     max_staleness: Duration,
 ) -> Option<Snapshot> {
     let known = storage.caches().latest.get(&table_dir.to_string())?;
-    (known.confirmed.elapsed() <= max_staleness).then_some(known.snapshot)
+    (known.confirmed.elapsed() <= max_staleness && !known.snapshot.dropped)
+        .then_some(known.snapshot)
 }
 
-/// The newest committed snapshot (version 0 if none).
+/// The newest committed snapshot (version 0 if none); [`StorageError::Dropped`] if the table
+/// was dropped, so no read or commit goes on with it.
+pub async fn latest(storage: &Storage, table_dir: &Path) -> Result<Snapshot> {
+    let snapshot = newest(storage, table_dir).await?;
+    if snapshot.dropped {
+        return Err(StorageError::Dropped(table_dir.to_string()));
+    }
+    Ok(snapshot)
+}
+
+/// The newest committed snapshot (version 0 if none), dropped or not.
 ///
 /// The first time in a process, and whenever `latest.json` has changed since, the snapshots are
 /// listed and checked: none the pointer vouches for may be missing, nor any in between. The first
@@ -178,7 +200,7 @@ pub fn known_within(
 /// after the one known are listed (S3's `start-after`): the history up to it was checked when
 /// it was found, and snapshots are never removed, so a busy table's check does not grow with its
 /// commits (it listed all of them after every commit).
-pub async fn latest(storage: &Storage, table_dir: &Path) -> Result<Snapshot> {
+async fn newest(storage: &Storage, table_dir: &Path) -> Result<Snapshot> {
     let key = table_dir.to_string();
     let sent = Instant::now();
     let Some(known) = storage.caches().latest.get(&key) else {
@@ -432,6 +454,31 @@ pub async fn commit(
     Err(too_contended())
 }
 
+/// Commits the version that says the table was dropped ([`Snapshot::dropped`]), unless the
+/// newest says so already (a DROP that ended before it removed the definition). Like any
+/// commit it races the others for the next version: a commit that loses to it fails, and one
+/// that wins is the last version of the table.
+pub async fn commit_drop(storage: &Storage, table_dir: &Path, named_pointer: &Path) -> Result<()> {
+    for _ in 0..MAX_COMMIT_ATTEMPTS {
+        let base = newest(storage, table_dir).await?;
+        if base.dropped {
+            return Ok(());
+        }
+        let next = Snapshot {
+            version: base.version + 1,
+            dropped: true,
+            ..base
+        };
+        if try_put(storage, table_dir, named_pointer, next)
+            .await?
+            .is_some()
+        {
+            return Ok(());
+        }
+    }
+    Err(too_contended())
+}
+
 pub fn too_contended() -> StorageError {
     StorageError::Invalid(format!(
         "commit lost {MAX_COMMIT_ATTEMPTS} races for the next snapshot; try again"
@@ -572,6 +619,35 @@ mod tests {
         assert_eq!(other, None, "version 2 is b's, not c's");
         let newest = latest(&storage, &dir).await.unwrap();
         assert_eq!((newest.version, newest.rows), (2, 20));
+    }
+
+    /// DROP's last version: a process that knows the table finds it in its next check, no
+    /// commit lands after it, and a DROP repeated (one that stopped before it removed the
+    /// definition) adds none.
+    #[tokio::test]
+    async fn a_dropped_table_takes_no_read_and_no_commit() {
+        let root = tempfile::tempdir().unwrap();
+        let storage = Storage::open(root.path().to_str().unwrap()).unwrap();
+        let (dir, named) = table_with(&storage, &["a", "b"]).await;
+        let reader = Storage::open(root.path().to_str().unwrap()).unwrap();
+        let before = latest(&reader, &dir).await.unwrap();
+        assert_eq!(before.version, 2);
+        commit_drop(&storage, &dir, &named).await.unwrap();
+        commit_drop(&storage, &dir, &named).await.unwrap();
+        let dropped = newest(&storage, &dir).await.unwrap();
+        assert_eq!(
+            (dropped.version, dropped.rows, dropped.dropped),
+            (3, 20, true)
+        );
+        for storage in [&reader, &storage] {
+            let error = latest(storage, &dir).await.unwrap_err();
+            assert!(matches!(error, StorageError::Dropped(_)), "{error}");
+            assert_eq!(known_within(storage, &dir, Duration::MAX), None);
+        }
+        let error = commit(&storage, &dir, &named, &[delta("c")]).await;
+        assert!(matches!(error, Err(StorageError::Dropped(_))), "{error:?}");
+        let late = try_commit(&storage, &dir, &named, &before, &[delta("c")]).await;
+        assert_eq!(late.unwrap(), None, "version 3 is the DROP's");
     }
 
     /// Writers and readers of one table in a local directory, each writer a process of its own

@@ -299,6 +299,7 @@ impl Table {
                 sidecar_bytes: newest.sidecar_bytes - sum(&|i| blocks.sidecar_bytes().value(i))
                     + added.sidecar_bytes,
                 copies: newest.copies.clone(),
+                dropped: false,
             };
             if self.try_put(next).await?.is_some() {
                 return Ok(Optimized {

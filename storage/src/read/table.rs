@@ -139,17 +139,25 @@ impl Table {
     }
 
     /// The newest snapshot, as a check sent after this call began sees it: every commit made
-    /// before is in it. Concurrent callers share checks ([`crate::read::freshness`]).
+    /// before is in it, a DROP too (as [`StorageError::UnknownTable`]). Concurrent callers share
+    /// checks ([`crate::read::freshness`]).
     pub async fn snapshot(&self) -> Result<Snapshot> {
         let key = self.dir().to_string();
         let table = self.clone();
-        self.storage
+        let checked = self
+            .storage
             .snapshots()
             .latest(&key, move || {
                 let table = table.clone();
                 async move { table.check_newest().await }
             })
-            .await
+            .await;
+        checked.map_err(|e| match e.root() {
+            StorageError::Dropped(_) => {
+                StorageError::UnknownTable(self.def.database.clone(), self.def.name.clone())
+            }
+            _ => e,
+        })
     }
 
     /// One check of the newest snapshot. The first in a process, with the snapshot the table's
@@ -171,6 +179,11 @@ impl Table {
             }
             None => snapshot::latest(storage, &dir).await,
         }
+    }
+
+    /// Marks the table dropped ([`snapshot::commit_drop`]): its last commit.
+    pub(crate) async fn commit_drop(&self) -> Result<()> {
+        snapshot::commit_drop(&self.storage, &self.dir(), &self.named_pointer_path()).await
     }
 
     /// Commits `next` unless another commit took its version ([`snapshot::try_put`]).
