@@ -86,8 +86,8 @@ pub fn classify(error: &DataFusionError) -> ErrorClass {
     if let DataFusionError::External(e) = root
         && let Some(storage) = e.downcast_ref::<StorageError>()
     {
-        return match storage {
-            StorageError::UnknownTable(..) => ErrorClass::UnknownTable,
+        return match storage.root() {
+            StorageError::UnknownTable(..) | StorageError::Dropped(_) => ErrorClass::UnknownTable,
             StorageError::UnknownDatabase(_) => ErrorClass::UnknownDatabase,
             StorageError::TableExists(..) => ErrorClass::TableExists,
             StorageError::DatabaseExists(_) => ErrorClass::DatabaseExists,

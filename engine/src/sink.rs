@@ -14,7 +14,7 @@ use datafusion::physical_plan::{DisplayAs, DisplayFormatType};
 use futures::StreamExt;
 use sieve_storage::{Catalog, CopiesChange, StorageError, Table, TableWriter};
 
-use crate::error::to_df;
+use crate::error::{ErrorClass, classify, to_df};
 use crate::maintenance::merges::BackgroundMerges;
 use crate::progress::WriteProgress;
 
@@ -104,9 +104,20 @@ impl DataSink for SieveSink {
         context: &Arc<TaskContext>,
     ) -> Result<u64> {
         let progress = self.progress.as_deref();
-        let rows = write_stream(&self.table, data, progress, context, self.copies.clone()).await?;
-        // A DROP TABLE that raced this INSERT removed the table its rows were committed to.
         let def = self.table.def();
+        let written = write_stream(&self.table, data, progress, context, self.copies.clone()).await;
+        let rows = match written {
+            // A DROP TABLE committed first: this INSERT's commit cannot follow it.
+            Err(e) if classify(&e) == ErrorClass::UnknownTable => {
+                return exec_err!(
+                    "table {}.{} was dropped while this INSERT ran; nothing was committed",
+                    def.database,
+                    def.name
+                );
+            }
+            written => written?,
+        };
+        // A DROP TABLE that raced this INSERT removed the table its rows were committed to.
         match self.catalog.table(&def.database, &def.name).await {
             Ok(now) if now.id == def.id => Ok(rows),
             Ok(_) | Err(StorageError::UnknownTable(..)) => exec_err!(

@@ -499,6 +499,8 @@ async fn set_of_an_unknown_variable_fails_and_scopes_agree() {
     }
 }
 
+/// A DROP TABLE commits the table's last version, so an INSERT still writing when it lands
+/// cannot commit after it: it fails, and says nothing was committed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_insert_whose_table_is_dropped_meanwhile_reports_it() {
     let engine = Engine::open("memory://").await.unwrap();
@@ -521,7 +523,7 @@ async fn an_insert_whose_table_is_dropped_meanwhile_reports_it() {
         .expect_err("the rows went into a dropped table")
         .to_string();
     assert!(
-        message.contains("was dropped while this INSERT ran"),
+        message.contains("was dropped while this INSERT ran; nothing was committed"),
         "{message}"
     );
 }
