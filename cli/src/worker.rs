@@ -115,7 +115,11 @@ pub async fn run(location: &Location, args: WorkerArgs, config: &ConfigFile) -> 
         ));
     }
     let peers = peer_tls(&args, config)?;
-    let lookups = sieve_engine::LookupService::new(storage.clone(), config.memory_limits())
+    // With the attached catalogs: a coordinator sends this worker lookups of their tables too.
+    let engine = (location.engine().await?)
+        .with_memory_limits(config.memory_limits())
+        .map_err(|e| e.to_string())?;
+    let lookups = sieve_engine::LookupService::new(engine)
         .await
         .map_err(|e| format!("cannot serve point lookups: {e}"))?;
     let worker = sieve_engine::worker(storage, config.memory_limits(), secret.clone(), peers)

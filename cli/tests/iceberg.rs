@@ -10,6 +10,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::pyiceberg::{config, config_at, pyiceberg, pyiceberg_at};
+use common::worker::{SECRET, Worker};
 use common::{Server, output_within, stderr, stdout};
 
 /// [`config`] with the indexer looking for new snapshots every `seconds`.
@@ -560,6 +561,30 @@ fn a_rest_catalog_is_read_as_pyiceberg_reads_it() {
         ),
         ""
     );
+    // Through a coordinator, the worker owning the key's file reads it: it plans the
+    // coordinator's snapshot from its metadata file, with the keys the catalog vends it.
+    let file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(file.path(), &config).unwrap();
+    let worker = Worker::start_with(
+        server.storage_dir().to_str().unwrap(),
+        0,
+        &["--config", file.path().to_str().unwrap()],
+    );
+    let coordinator = Server::start_on(
+        server.storage_dir().to_str().unwrap(),
+        &format!(
+            "workers = [\"{}\"]\ncluster_secret = \"{SECRET}\"\n{config}",
+            worker.url()
+        ),
+    );
+    assert_eq!(ok(&coordinator, lookup), "p10002\n");
+    assert_eq!(
+        ok(
+            &coordinator,
+            "select name from lake.ns.people where id in (5, 10001, 10003)"
+        ),
+        "p10003\n"
+    );
     // A commit through the catalog is seen by the next statement.
     let read = pyiceberg_at(dir.path(), "append", Some(&prefix), Some(&rest.uri));
     assert_eq!(
@@ -568,6 +593,13 @@ fn a_rest_catalog_is_read_as_pyiceberg_reads_it() {
     );
     assert_eq!(
         ok(&server, "select name from lake.ns.people where id = 20000"),
+        "new\n"
+    );
+    assert_eq!(
+        ok(
+            &coordinator,
+            "select name from lake.ns.people where id = 20000"
+        ),
         "new\n"
     );
 }
@@ -627,9 +659,10 @@ fn jdbc_drivers_list_and_read_an_attached_namespace() {
     }
 }
 
-/// A coordinator's workers hold no catalogs, so a statement that reads an attached table runs
-/// in the coordinator: no worker is asked (none listens at the address it is given), and the
-/// answers are those of a process without workers.
+/// A statement that reads an attached table, other than a point lookup (which the owners of
+/// its files read, cli/tests/workers.rs), runs in the coordinator: no worker is asked (none
+/// listens at the address it is given), and the answers are those of a process without
+/// workers.
 #[test]
 fn a_coordinator_reads_attached_tables_itself() {
     let warehouse = tempfile::tempdir().unwrap();
@@ -662,7 +695,7 @@ fn a_coordinator_reads_attached_tables_itself() {
             "select count(*) from lake.ns.people a join lake.ns.people b on a.id = b.id + 1"
         )
     );
-    // A point lookup, on its short path and planned in full, answers alike.
+    // A lookup the short path does not take (ORDER BY), planned in full, answers alike.
     let lookup = "select name from lake.ns.people where id in (6, 10002) order by name";
     assert_eq!(ok(&server, lookup), "p10002\np6\n");
     let full = format!("set sieve.short_path = false; {lookup}");

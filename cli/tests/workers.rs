@@ -5,92 +5,10 @@
 
 mod common;
 
-use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
+use common::worker::{SECRET, Worker};
 use common::{Server, free_port, sieve, sql, stderr, stdout};
-
-/// A `sieve worker` on a loopback port; killed on drop.
-struct Worker {
-    port: u16,
-    child: Child,
-    log: tempfile::NamedTempFile,
-    /// Serves over TLS.
-    tls: bool,
-}
-
-/// What the test's workers and coordinator share; workers refuse calls without it.
-const SECRET: &str = "test-cluster-secret-0123";
-
-impl Worker {
-    fn start(storage: &str) -> Self {
-        Self::start_with(storage, 0, &[])
-    }
-
-    /// A worker on `port` (0: one the kernel picks) with more flags (`--tls-cert …`).
-    fn start_with(storage: &str, port: u16, more: &[&str]) -> Self {
-        let log = tempfile::NamedTempFile::new().unwrap();
-        let mut child = sieve()
-            .args(["--storage", storage, "worker", "--port", &port.to_string()])
-            .args(more)
-            .env("SIEVE_CLUSTER_SECRET", SECRET)
-            .stdout(Stdio::null())
-            .stderr(log.reopen().unwrap())
-            .spawn()
-            .unwrap();
-        let port = common::listening_port(&mut child, log.path(), "worker listening on ");
-        Self {
-            port,
-            child,
-            log,
-            tls: more.contains(&"--tls-cert"),
-        }
-    }
-
-    fn url(&self) -> String {
-        let scheme = if self.tls { "https" } else { "http" };
-        format!("{scheme}://127.0.0.1:{}", self.port)
-    }
-
-    /// How many locator groups' routing filters the worker says it loaded (waiting up to 20 s
-    /// for it to say so).
-    fn routing_groups_loaded(&self) -> usize {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            let log = std::fs::read_to_string(self.log.path()).unwrap_or_default();
-            let loaded = log
-                .rsplit("routing filters loaded: ")
-                .next()
-                .filter(|_| log.contains("routing filters loaded: "));
-            if let Some(groups) = loaded.and_then(|l| l.split(' ').next()?.parse().ok()) {
-                return groups;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "no routing filters loaded:\n{log}"
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-
-    fn kill(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Drop for Worker {
-    fn drop(&mut self) {
-        self.kill();
-        if std::thread::panicking() {
-            eprintln!(
-                "worker {} log:\n{}",
-                self.port,
-                std::fs::read_to_string(self.log.path()).unwrap_or_default()
-            );
-        }
-    }
-}
 
 /// The queries both servers answer: point lookups present and absent, IN lists, ranges,
 /// aggregates, NULLs, and the same with pruning off.
@@ -158,6 +76,24 @@ fn asked(server: &Server, query: &str) -> std::collections::BTreeSet<String> {
 /// A counter of the scan's in EXPLAIN ANALYZE (summed over its tasks).
 fn metric(server: &Server, query: &str, name: &str) -> u64 {
     common::plan_counter(&answer(server, &format!("explain analyze {query}")), name)
+}
+
+/// The point lookups a coordinator (its metrics on `port`) sent, by worker.
+fn lookups_sent(port: u16) -> std::collections::BTreeMap<String, u64> {
+    common::prometheus::scrape(port)
+        .into_iter()
+        .filter_map(|(k, v)| {
+            let worker = k.strip_prefix("sieve_worker_lookups_total{worker=\"")?;
+            Some((worker.trim_end_matches("\"}").to_string(), v as u64))
+        })
+        .collect()
+}
+
+/// `text`'s lines, sorted: rows without ORDER BY come in any order, through workers or not.
+fn sorted(text: &str) -> Vec<String> {
+    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+    lines.sort();
+    lines
 }
 
 /// Waits until `query` contacts no worker: node filters load in the background.
@@ -480,16 +416,7 @@ fn a_point_lookup_calls_only_its_owners() {
     let metrics = free_port();
     let coordinator = start_coordinator(&storage, &urls, &format!("metrics_port = {metrics}"));
     let local = Server::start_on(&storage, "");
-    // Lookups the coordinator sent, by worker.
-    let calls = || -> std::collections::BTreeMap<String, u64> {
-        common::prometheus::scrape(metrics)
-            .into_iter()
-            .filter_map(|(k, v)| {
-                let worker = k.strip_prefix("sieve_worker_lookups_total{worker=\"")?;
-                Some((worker.trim_end_matches("\"}").to_string(), v as u64))
-            })
-            .collect()
-    };
+    let calls = || lookups_sent(metrics);
     let sent =
         |before: &std::collections::BTreeMap<String, u64>| -> std::collections::BTreeSet<String> {
             let after = calls();
@@ -533,12 +460,6 @@ fn a_point_lookup_calls_only_its_owners() {
         let through = answer(&coordinator, &uncached(query));
         let called = sent(&before);
         let single = answer(&local, query);
-        // Rows without ORDER BY come in any order, through workers or not.
-        let sorted = |text: &str| {
-            let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
-            lines.sort();
-            lines
-        };
         if query.contains("limit 2") {
             // Two of the three rows, whichever two.
             let all = answer(&local, &query.replace(" limit 2", ""));
@@ -718,9 +639,10 @@ fn a_worker_beyond_loopback_needs_a_secret_and_tls() {
     );
 }
 
-/// Workers hold no Iceberg catalogs, so a statement that reads an attached table runs in the
-/// coordinator, Sieve tables it joins included, and answers as one process does; a statement
-/// over Sieve's tables alone is still spread over the workers.
+/// A statement that reads an attached table, other than a point lookup, runs in the
+/// coordinator (a distributed plan carries Sieve's scans only), Sieve tables it joins
+/// included, and answers as one process does; a statement over Sieve's tables alone is still
+/// spread over the workers.
 #[test]
 fn a_statement_reading_an_attached_table_runs_in_the_coordinator() {
     let storage = format!("{}/attached-{}", common::s3_base(), std::process::id());
@@ -752,4 +674,102 @@ fn a_statement_reading_an_attached_table_runs_in_the_coordinator() {
     );
     let plan = answer(&coordinator, "explain analyze select count(*) from t");
     assert!(plan.contains("DistributedExec"), "{plan}");
+}
+
+/// A point lookup of an attached Iceberg table on a coordinator is read by the workers that own
+/// the data files the coordinator's index and manifest bounds leave (by path, rendezvous), each
+/// planning the coordinator's snapshot from its metadata file: the answers are one process's
+/// (rows deleted by a rewrite, by position and by equality; IN, OR, LIMIT), a present key in
+/// one file calls one worker once, an absent key the index rules out calls none, and a worker
+/// without the catalog says so.
+#[test]
+fn an_attached_tables_lookup_is_read_by_the_owners_of_its_files() {
+    let storage = format!(
+        "{}/attached-lookups-{}",
+        common::s3_base(),
+        std::process::id()
+    );
+    let warehouse = tempfile::tempdir().unwrap();
+    for step in ["make", "keys", "upserts"] {
+        common::pyiceberg::pyiceberg(warehouse.path(), step);
+    }
+    let catalog = common::pyiceberg::config(warehouse.path());
+    let config = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(config.path(), &catalog).unwrap();
+    let with_catalog = ["--config", config.path().to_str().unwrap()];
+    let workers: Vec<Worker> = (0..3)
+        .map(|_| Worker::start_with(&storage, 0, &with_catalog))
+        .collect();
+    let urls: Vec<String> = workers.iter().map(Worker::url).collect();
+    let metrics = free_port();
+    let coordinator = start_coordinator(
+        &storage,
+        &urls,
+        &format!("metrics_port = {metrics}\n{catalog}"),
+    );
+    let local = Server::start_on(&storage, &catalog);
+    let made = coordinator.mysql(&["-e", "create index ix_name on lake.ns.keys (name)"]);
+    assert!(made.status.success(), "{}", stderr(&made));
+    let uncached = |q: &str| format!("set sieve.lookup_cache = false; {q}");
+    let called = |query: &str| {
+        let before = lookups_sent(metrics);
+        let through = answer(&coordinator, &uncached(query));
+        let after = lookups_sent(metrics);
+        let calls: u64 = after.values().sum::<u64>() - before.values().sum::<u64>();
+        let workers = (after.iter())
+            .filter(|(w, n)| before.get(*w).copied().unwrap_or(0) < **n)
+            .count();
+        (through, calls, workers)
+    };
+    for query in [
+        "select name from lake.ns.keys where id = 4321",
+        "select id, name from lake.ns.keys where id in (5, 1500, 7999, 123456)",
+        "select id from lake.ns.keys where id = 7 or name = 'k4000'",
+        "select * from lake.ns.keys where name = 'k6001'",
+        "select name from lake.ns.people where id in (5, 6, 10000, 10002, 20000)",
+        "select id, name from lake.ns.upserts where id in (3, 500, 999, 7, 1000, 1)",
+        "select id from lake.ns.keys where name = 'k12x'",
+    ] {
+        let (through, calls, workers) = called(query);
+        assert_eq!(sorted(&through), sorted(&answer(&local, query)), "{query}");
+        assert!(calls == workers as u64, "{query}: a worker called twice");
+        assert!(
+            through.is_empty() || calls >= 1,
+            "{query}: answered without a worker"
+        );
+    }
+    // One file holds the key: its owner is called once. The index rules out every file for a
+    // name between their bounds that none holds: no one is called.
+    let (_, calls, _) = called("select name from lake.ns.keys where id = 4321");
+    assert_eq!(calls, 1);
+    let (through, calls, _) = called("select id from lake.ns.keys where name = 'k12x'");
+    assert_eq!((through.as_str(), calls), ("", 0));
+    // The keys' files (8, of 1000 ids each) are spread over the workers.
+    let mut owners = std::collections::BTreeSet::new();
+    for id in (0..8).map(|file| file * 1000 + 17) {
+        let before = lookups_sent(metrics);
+        answer(
+            &coordinator,
+            &uncached(&format!("select name from lake.ns.keys where id = {id}")),
+        );
+        let after = lookups_sent(metrics);
+        owners
+            .extend((after.into_iter()).filter(|(w, n)| before.get(w).copied().unwrap_or(0) < *n));
+    }
+    assert!(owners.len() >= 2, "one worker read all 8 files: {owners:?}");
+    let limited = "select id from lake.ns.keys where id in (5, 1500, 7999) limit 2";
+    let through = answer(&coordinator, &uncached(limited));
+    assert_eq!(through.lines().count(), 2, "{through}");
+    assert!(
+        through.lines().all(|l| ["5", "1500", "7999"].contains(&l)),
+        "{through}"
+    );
+    // A worker not given the catalog refuses the lookup, saying what it lacks.
+    let bare = Worker::start(&storage);
+    let alone = start_coordinator(&storage, &[bare.url()], &catalog);
+    let refused = try_answer(&alone, "select name from lake.ns.keys where id = 4321").unwrap_err();
+    assert!(
+        refused.contains("has no Iceberg catalog for lake.ns"),
+        "{refused}"
+    );
 }

@@ -10,7 +10,7 @@ use sieve_storage::ExternalLocation;
 
 use crate::error::{IcebergError, Result};
 use crate::file_cache::{FILE_CACHE_BYTES, FileCache};
-use crate::rest_catalog::{RestAuth, RestCatalog};
+use crate::rest_catalog::{LoadedTable, RestAuth, RestCatalog};
 use crate::sql_catalog::SqlCatalog;
 use crate::table_scan::TableScan;
 use crate::vended::Renew;
@@ -139,9 +139,7 @@ impl IcebergCatalog {
                 let loaded = rest.load_table(namespace, table).await?;
                 // Before the metadata file is read: it may be readable with the keys only.
                 if let Some(loaded) = &loaded {
-                    self.warehouse.vend(&loaded.vended, |one| {
-                        renew(rest.clone(), namespace, table, &one.prefix)
-                    })?;
+                    self.vend(rest, namespace, table, loaded)?;
                 }
                 loaded.map(|loaded| loaded.metadata_location)
             }
@@ -149,16 +147,58 @@ impl IcebergCatalog {
         let Some(location) = location else {
             return Ok(None);
         };
+        self.planned(namespace, table, &location).await.map(Some)
+    }
+
+    /// The scan of `namespace.table` as its metadata file `location` has it: the snapshot
+    /// another process read, planned here without asking the catalog which is current (a
+    /// worker answering a coordinator's lookup may not reach the catalog, a SQLite file on the
+    /// coordinator's disk). A REST catalog is asked for the table once per metadata file, for
+    /// the keys it vends for the table's files.
+    pub async fn scan_at(
+        &self,
+        namespace: &str,
+        table: &str,
+        location: &str,
+    ) -> Result<Arc<TableScan>> {
+        if let Some(scan) = self.scans.get(location) {
+            return Ok(scan);
+        }
+        if let TableList::Rest(rest) = &self.tables
+            && let Some(loaded) = rest.load_table(namespace, table).await?
+        {
+            self.vend(rest, namespace, table, &loaded)?;
+        }
+        self.planned(namespace, table, location).await
+    }
+
+    /// The keys `loaded` vends for `namespace.table`'s files, used from here on.
+    fn vend(
+        &self,
+        rest: &Arc<RestCatalog>,
+        namespace: &str,
+        table: &str,
+        loaded: &LoadedTable,
+    ) -> Result<()> {
+        self.warehouse.vend(&loaded.vended, |one| {
+            renew(rest.clone(), namespace, table, &one.prefix)
+        })
+    }
+
+    /// The scan planned from the metadata file `location`, or the one planned from it before.
+    async fn planned(
+        &self,
+        namespace: &str,
+        table: &str,
+        location: &str,
+    ) -> Result<Arc<TableScan>> {
         let name = format!("{}.{namespace}.{table}", self.name);
         let plan = async {
             Ok(Arc::new(
-                TableScan::plan(&self.warehouse, &self.files, &name, &location).await?,
+                TableScan::plan(&self.warehouse, &self.files, &name, location).await?,
             ))
         };
-        self.scans
-            .get_or_insert_async(&location, plan)
-            .await
-            .map(Some)
+        self.scans.get_or_insert_async(location, plan).await
     }
 }
 

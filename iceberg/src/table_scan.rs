@@ -33,6 +33,9 @@ pub struct TableScan {
     pub table_uuid: Option<String>,
     /// How a data file without field ids names the table's columns.
     pub file_names: Arc<FileNames>,
+    /// The metadata file it was planned from: files are never rewritten, so this names the
+    /// same scan wherever it is planned again ([`crate::IcebergCatalog::scan_at`]).
+    pub metadata_location: String,
 }
 
 #[derive(Debug)]
@@ -72,6 +75,7 @@ impl TableScan {
                 snapshot_id: None,
                 table_uuid: metadata.table_uuid,
                 file_names,
+                metadata_location: metadata_location.to_string(),
             });
         };
         let manifests = match (&snapshot.manifest_list, &snapshot.manifests) {
@@ -153,6 +157,7 @@ impl TableScan {
             snapshot_id: Some(snapshot.snapshot_id),
             table_uuid: metadata.table_uuid.clone(),
             file_names,
+            metadata_location: metadata_location.to_string(),
         })
     }
 }

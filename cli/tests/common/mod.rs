@@ -6,6 +6,7 @@
 pub mod prometheus;
 pub mod pyiceberg;
 pub mod wire;
+pub mod worker;
 
 use std::io::Write;
 use std::path::Path;

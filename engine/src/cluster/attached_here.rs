@@ -1,7 +1,8 @@
-//! Statements that read an attached Iceberg table run in the coordinator. Workers hold no
-//! catalogs: an attached table's catalog, warehouse credentials and index are the coordinator's,
-//! and a worker is handed Sieve scans only (a table definition over the storage they share). So
-//! a distributed plan could not send a worker an attached table's scan. Such a statement is
+//! Statements that read an attached Iceberg table run in the coordinator, but for point
+//! lookups, which the owners of the table's files read (`session::attached_lookup`). A worker
+//! is handed Sieve scans only (a table definition over the storage they share; the plan codec
+//! has no attached table's scan), so a distributed plan could not send a worker an attached
+//! table's scan. Such a statement is
 //! planned by DataFusion's own physical planner instead of the distributed one and runs here,
 //! the Sieve tables it joins included (read from the shared storage, as a process without
 //! workers reads them); every other statement is distributed as before. The cost: the

@@ -23,12 +23,10 @@ use futures::FutureExt;
 use futures::stream::BoxStream;
 use futures::{StreamExt, TryStreamExt};
 use prost::Message;
-use sieve_storage::Storage;
 use tokio::sync::watch;
 use tonic::{Request, Response, Status, Streaming};
 
 use crate::cluster::lookup_wire::{WireAnswer, WireLookup, WireOutcome};
-use crate::guard::memory::MemoryLimits;
 use crate::session::{Engine, Session};
 
 /// Lookups of one exchange answered at once at most; the next is read when one is answered.
@@ -50,11 +48,9 @@ type Answer<T> =
     std::result::Result<Response<BoxStream<'static, std::result::Result<T, Status>>>, Status>;
 
 impl LookupService {
-    /// Lookups over `storage`, within `limits`.
-    pub async fn new(storage: Storage, limits: MemoryLimits) -> Result<Self> {
-        let engine = Engine::with_storage(storage)
-            .await?
-            .with_memory_limits(limits)?;
+    /// Lookups answered by `engine`'s sessions: its storage, memory limits and attached
+    /// catalogs (an attached table's lookup reads the catalog's warehouse).
+    pub async fn new(engine: Engine) -> Result<Self> {
         let session = |routing: bool, allow_full_scan: bool| {
             let engine = engine.clone();
             async move {
@@ -237,6 +233,7 @@ mod tests {
 
     use datafusion::arrow::array::AsArray;
     use datafusion::arrow::datatypes::UInt64Type;
+    use sieve_storage::Storage;
 
     use super::*;
 
@@ -260,9 +257,9 @@ mod tests {
             versions.push(table.snapshot_within(Duration::ZERO).await.unwrap().version);
         }
         let table_id = engine.open_table("t").await.unwrap().def().id.clone();
-        let service = LookupService::new(storage, MemoryLimits::default())
-            .await
-            .unwrap();
+        // An engine of its own: the worker is another process, which has seen none of it.
+        let worker = Engine::with_storage(storage).await.unwrap();
+        let service = LookupService::new(worker).await.unwrap();
         // `chosen`: the blocks a coordinator chose, and how many it listed.
         let ask = |version: u64, chosen: Option<(Vec<u32>, u64)>| {
             let wire = WireLookup {

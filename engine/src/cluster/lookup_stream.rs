@@ -154,7 +154,6 @@ mod tests {
     use super::*;
     use crate::cluster::lookup_service::LookupService;
     use crate::cluster::lookup_wire::{LOOKUP_WIRE_VERSION, WireOutcome};
-    use crate::guard::memory::MemoryLimits;
     use crate::session::Engine;
 
     /// The c1 values of an answer's rows.
@@ -196,9 +195,9 @@ mod tests {
         let table = engine.open_table("t").await.unwrap();
         let version = table.snapshot_within(Duration::ZERO).await.unwrap().version;
         let id = table.def().id.clone();
-        let service = LookupService::new(storage, MemoryLimits::default())
-            .await
-            .unwrap();
+        // An engine of its own: the worker is another process, which has seen none of it.
+        let worker = Engine::with_storage(storage).await.unwrap();
+        let service = LookupService::new(worker).await.unwrap();
         let close = service.closer();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let address = listener.local_addr().unwrap();

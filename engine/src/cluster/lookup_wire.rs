@@ -7,7 +7,10 @@
 //! refused), the snapshot version the coordinator resolved, the condition's columns and values
 //! as written, the output columns, the LIMIT, the placement the coordinator used and which of
 //! its workers is asked, the pruning settings of the asking session, and the blocks its pruning
-//! left to that worker.
+//! left to that worker. A lookup of an attached Iceberg table names it as
+//! `catalog.namespace` and table, its UUID and snapshot id as the table's id and version, the
+//! metadata file the coordinator read that snapshot from (the worker plans the same snapshot
+//! from it, without asking the catalog), and the data files of the worker's share.
 //!
 //! The condition travels in prefix order ([`WireNode`]): an AND or OR node is followed by its
 //! two sides, an IN node carries its column and values. Values are integers and strings as the
@@ -20,7 +23,8 @@
 //! than guess (coordinators and workers are upgraded together; the error says so). Version 1
 //! sent one lookup per `DoGet` ticket; version 2 sent lookups in `DoAction` calls of one or
 //! more; version 3 sent those calls as messages of one `DoExchange` per worker; version 4
-//! sends each lookup as a message of its own on that exchange.
+//! sent each lookup as a message of its own on that exchange; version 5 adds lookups of
+//! attached tables (`metadata_location`, `files`).
 
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::ScalarValue;
@@ -28,7 +32,7 @@ use datafusion::error::{DataFusionError, Result};
 use prost::Message;
 
 /// Bumped whenever a field's meaning changes.
-pub const LOOKUP_WIRE_VERSION: u32 = 4;
+pub const LOOKUP_WIRE_VERSION: u32 = 5;
 
 /// A worker's answer to one lookup.
 #[derive(Clone, PartialEq, prost::Message)]
@@ -101,6 +105,14 @@ pub struct WireLookup {
     pub chosen_blocks: Vec<u32>,
     #[prost(uint64, tag = "19")]
     pub blocks_listed: u64,
+    /// Set for an attached table: the metadata file of the snapshot `version` names, which the
+    /// worker plans its read from.
+    #[prost(string, tag = "20")]
+    pub metadata_location: String,
+    /// An attached table's data files the worker reads (the coordinator's index and manifest
+    /// bounds kept them, and rendezvous gave them this worker), by path in the warehouse.
+    #[prost(string, repeated, tag = "21")]
+    pub files: Vec<String>,
 }
 
 /// One node of a condition in prefix order.
@@ -230,6 +242,8 @@ impl WireLookup {
             chosen: false,
             blocks_listed: 0,
             chosen_blocks: Vec::new(),
+            metadata_location: String::new(),
+            files: Vec::new(),
         }
     }
 }
@@ -282,6 +296,8 @@ mod tests {
             chosen: true,
             chosen_blocks: vec![0, 3],
             blocks_listed: 5,
+            metadata_location: "s3://lake/ns/t/metadata/00002.metadata.json".into(),
+            files: vec!["ns/t/data/a.parquet".into()],
         };
         let back = WireLookup::decode_body(&lookup.encode_to_vec()).unwrap();
         assert_eq!(back, lookup);

@@ -9,11 +9,15 @@
 //! on the exchange the coordinator keeps with that worker's port,
 //! [`crate::cluster::lookup_stream`], with the cluster's TLS and secret) and answers the rows
 //! of the blocks it owns under the placement sent, which it reads through its own short path
-//! and caches ([`crate::cluster::lookup_service`]). Every worker asked answers whole before a
+//! and caches ([`crate::cluster::lookup_service`]). A lookup of an attached Iceberg table is
+//! routed the same way by its data files: the coordinator's copy of the table's index and the
+//! manifests' bounds choose the files, each read by the worker rendezvous gives its path, so
+//! a worker keeps the footers, pages and cached bytes of its own files. Every worker asked answers whole before a
 //! row is returned, so a worker lost mid-lookup costs one retry of the whole lookup over the
 //! workers live after a probe (its groups then go to their next owner by rendezvous); a second
 //! loss is an error naming the worker.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use datafusion::arrow::datatypes::SchemaRef;
@@ -31,22 +35,90 @@ use crate::cluster::channels::{chain, refusal};
 use crate::cluster::coordinator::Cluster;
 use crate::cluster::lookup_wire::{WireAnswer, WireLookup, WireOutcome};
 use crate::cluster::node_filters::shares_to_ask;
+use crate::cluster::placement::Placement;
 use crate::scan::routing::RoutingFilters;
 
 /// A lookup bound on the coordinator, to be asked of the workers owning its blocks.
 pub(crate) struct RemoteLookup {
     pub cluster: Arc<Cluster>,
-    pub routing: Arc<RoutingFilters>,
-    pub table: Table,
-    /// The blocks of the version the lookup reads.
-    pub blocks: Arc<BlockList>,
-    /// The condition, for min/max and the node filters; None with pruning off (every owner
-    /// is asked).
-    pub predicate: Option<Arc<dyn PhysicalExpr>>,
-    pub node_filters: bool,
-    /// What each worker is sent, less the placement and the worker.
+    /// What the workers read, and so which are asked.
+    pub owned: Owned,
+    /// What each worker is sent, less its share, the placement and the worker.
     pub wire: WireLookup,
     pub schema: SchemaRef,
+}
+
+/// What a lookup reads, placed over the workers.
+pub(crate) enum Owned {
+    /// Blocks of a Sieve table, placed by locator group.
+    Blocks {
+        routing: Arc<RoutingFilters>,
+        table: Table,
+        /// The blocks of the version the lookup reads.
+        blocks: Arc<BlockList>,
+        /// The condition, for min/max and the node filters; None with pruning off (every
+        /// owner is asked).
+        predicate: Option<Arc<dyn PhysicalExpr>>,
+        node_filters: bool,
+    },
+    /// Data files of an attached table the coordinator's pruning left, placed by path.
+    Files(Vec<String>),
+}
+
+impl Owned {
+    /// The workers to ask under `placement`, each with `wire` narrowed to its share.
+    fn shares(
+        &self,
+        placement: Arc<Placement>,
+        wire: &WireLookup,
+    ) -> Result<Vec<(usize, WireLookup)>> {
+        match self {
+            Self::Blocks {
+                routing,
+                table,
+                blocks,
+                predicate,
+                node_filters,
+            } => {
+                let (shares, mut chosen) = shares_to_ask(
+                    routing,
+                    table,
+                    blocks,
+                    predicate.as_ref(),
+                    *node_filters,
+                    placement,
+                )?;
+                let mut share = |worker: usize| WireLookup {
+                    // Without pruning, the worker reads every block it owns.
+                    chosen: predicate.is_some(),
+                    chosen_blocks: std::mem::take(&mut chosen[worker]),
+                    blocks_listed: blocks.len() as u64,
+                    ..wire.clone()
+                };
+                Ok(shares.workers.iter().map(|&w| (w, share(w))).collect())
+            }
+            Self::Files(files) => {
+                let mut by_owner: BTreeMap<usize, Vec<String>> = BTreeMap::new();
+                for file in files {
+                    by_owner
+                        .entry(placement.owner(file))
+                        .or_default()
+                        .push(file.clone());
+                }
+                Ok((by_owner.into_iter())
+                    .map(|(worker, files)| {
+                        (
+                            worker,
+                            WireLookup {
+                                files,
+                                ..wire.clone()
+                            },
+                        )
+                    })
+                    .collect())
+            }
+        }
+    }
 }
 
 /// A worker's answer to one lookup: its rows, or why there are none.
@@ -76,25 +148,14 @@ impl RemoteLookup {
         let mut lost_before: Option<String> = None;
         loop {
             let placement = Arc::new(self.cluster.placement()?);
-            let (shares, mut chosen) = shares_to_ask(
-                &self.routing,
-                &self.table,
-                &self.blocks,
-                self.predicate.as_ref(),
-                self.node_filters,
-                placement.clone(),
-            )?;
+            let shares = self.owned.shares(placement.clone(), &self.wire)?;
             let (cluster, schema) = (&self.cluster, &self.schema);
-            let calls = shares.workers.iter().map(|&worker| {
+            let calls = shares.into_iter().map(|(worker, share)| {
                 let url = placement.workers()[worker].clone();
                 let wire = WireLookup {
                     placement: placement.workers().to_vec(),
                     worker: worker as u32,
-                    // Without pruning, the worker reads every block it owns.
-                    chosen: self.predicate.is_some(),
-                    chosen_blocks: std::mem::take(&mut chosen[worker]),
-                    blocks_listed: self.blocks.len() as u64,
-                    ..self.wire.clone()
+                    ..share
                 };
                 async move {
                     ask_worker(cluster, &url, wire, schema)

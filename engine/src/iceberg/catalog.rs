@@ -127,6 +127,19 @@ impl IcebergCatalogProvider {
         self.catalog.name()
     }
 
+    /// `namespace.name` at the snapshot its metadata file `location` names: a worker reads
+    /// the one its coordinator resolved, without asking the catalog which is current.
+    pub async fn table_at(
+        &self,
+        namespace: &str,
+        name: &str,
+        location: &str,
+    ) -> Result<IcebergTable> {
+        let scan = (self.catalog.scan_at(namespace, name, location).await).map_err(external)?;
+        let at = (self.catalog.as_ref(), &self.store_url, &self.indexes);
+        Ok(attached_table(at, namespace, name, scan))
+    }
+
     pub fn new(
         catalog: Arc<IcebergCatalog>,
         store_url: ObjectStoreUrl,
@@ -187,17 +200,33 @@ impl SchemaProvider for IcebergNamespace {
         else {
             return Ok(None);
         };
-        let full_name = format!("{}.{}.{name}", self.catalog.name(), self.namespace);
-        Ok(Some(Arc::new(IcebergTable::new(
-            object,
-            full_name,
+        let at = (self.catalog.as_ref(), &self.store_url, &self.indexes);
+        Ok(Some(Arc::new(attached_table(
+            at,
+            &self.namespace,
+            name,
             scan,
-            self.store_url.clone(),
-            self.indexes.clone(),
         ))))
     }
 
     fn table_exist(&self, _name: &str) -> bool {
         false
     }
+}
+
+/// The table `namespace.name` of `catalog` (its warehouse at `store_url`, its indexes in
+/// `indexes`) as `scan` reads it.
+fn attached_table(
+    (catalog, store_url, indexes): (&IcebergCatalog, &ObjectStoreUrl, &Arc<FileIndexes>),
+    namespace: &str,
+    name: &str,
+    scan: Arc<sieve_iceberg::TableScan>,
+) -> IcebergTable {
+    IcebergTable::new(
+        object(catalog.name(), namespace, name),
+        format!("{}.{namespace}.{name}", catalog.name()),
+        scan,
+        store_url.clone(),
+        indexes.clone(),
+    )
 }

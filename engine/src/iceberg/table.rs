@@ -7,7 +7,7 @@
 //! neither rules out is read. Each file's columns are paired with the table's by field id
 //! ([`super::field_ids`]).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -110,6 +110,27 @@ impl IcebergTable {
     pub fn snapshot(&self) -> (Option<&str>, Option<i64>) {
         (self.scan.table_uuid.as_deref(), self.scan.snapshot_id)
     }
+
+    /// The metadata file the snapshot read was planned from: what a worker plans it from again.
+    pub fn metadata_location(&self) -> &str {
+        &self.scan.metadata_location
+    }
+
+    /// Whether every one of `paths` is a data file of the snapshot read.
+    pub fn lists(&self, paths: &[String]) -> bool {
+        let listed: HashSet<&str> = self.scan.files.iter().map(|f| f.path.as_ref()).collect();
+        paths.iter().all(|path| listed.contains(path.as_str()))
+    }
+
+    /// The paths of the data files `reading` would read: those no index or manifest bounds
+    /// rule out. A coordinator sends each to the worker that owns it.
+    pub async fn files_to_read(&self, reading: &Reading) -> Vec<String> {
+        let (chosen, _, _) = self.choose_files(reading).await;
+        chosen
+            .iter()
+            .map(|(file, _)| file.path.to_string())
+            .collect()
+    }
 }
 
 #[async_trait]
@@ -138,7 +159,7 @@ impl TableProvider for IcebergTable {
         limit: Option<usize>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
         // On a coordinator too: a statement that reads an attached table is planned to run in
-        // its process, whose workers hold no catalogs (`cluster::attached_here`).
+        // its process: a distributed plan carries Sieve's scans only (`cluster::attached_here`).
         let scan = (self.read(self.reading(state, filters)?, projection, limit, false)).await?;
         Ok(scan)
     }
@@ -159,6 +180,19 @@ pub struct Reading {
     target_partitions: usize,
     /// Whether the bytes read are kept in the data cache (`sieve.data_cache`).
     data_cache: bool,
+    /// The data files to consider, by path; None: all of the snapshot's.
+    only: Option<HashSet<String>>,
+}
+
+impl Reading {
+    /// The same read of the files `paths` only (those of a worker's share of a lookup, which
+    /// its coordinator chose): the others are not read, nor counted in EXPLAIN's totals.
+    pub fn only(self, paths: &[String]) -> Self {
+        Self {
+            only: Some(paths.iter().cloned().collect()),
+            ..self
+        }
+    }
 }
 
 impl IcebergTable {
@@ -178,6 +212,7 @@ impl IcebergTable {
             target_partitions: config.target_partitions(),
             data_cache: (config.options().extensions.get::<SieveOptions>())
                 .is_none_or(|o| o.data_cache),
+            only: None,
         })
     }
 
@@ -191,15 +226,16 @@ impl IcebergTable {
         limit: Option<usize>,
         located: bool,
     ) -> Result<Arc<IcebergScanExec>> {
+        let (chosen, counts, loaded) = self.choose_files(&reading).await;
         let Reading {
             predicate,
             runtime,
             batch_size,
             target_partitions,
             data_cache,
+            only: _,
         } = reading;
         let schema = self.schema();
-        let (chosen, counts, loaded) = self.choose_files(predicate.as_ref()).await;
         if chosen.is_empty() {
             let projected = match projection {
                 Some(p) => Arc::new(schema.project(p)?),
@@ -300,13 +336,20 @@ impl IcebergTable {
 }
 
 impl IcebergTable {
-    /// The files to read: those with a live row that no index built from them rules out; and
-    /// the table's indexes as loaded (empty for a lookup that names no key).
+    /// The files to read of those `reading` considers: those with a live row that no index
+    /// built from them rules out; and the table's indexes as loaded (empty for a lookup that
+    /// names no key).
     async fn choose_files(
         &self,
-        predicate: Option<&Arc<dyn PhysicalExpr>>,
+        reading: &Reading,
     ) -> (Vec<(&DataFile, PartitionedFile)>, FileCounts, Arc<Loaded>) {
-        let all = &self.scan.files;
+        let predicate = reading.predicate.as_ref();
+        let all: Vec<&DataFile> = match &reading.only {
+            Some(only) => (self.scan.files.iter())
+                .filter(|file| only.contains(file.path.as_ref()))
+                .collect(),
+            None => self.scan.files.iter().collect(),
+        };
         let mut counts = FileCounts {
             total: all.len(),
             ..Default::default()

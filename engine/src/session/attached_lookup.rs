@@ -7,26 +7,37 @@
 //! optimizer; the scan's few files are read on the lookup's task where they can be
 //! ([`crate::iceberg::located_read`]). A snapshot never changes, so a kept result keyed by the table's UUID and snapshot
 //! id is never stale; a commit by any writer names a new snapshot, seen by the next statement.
+//!
+//! On a coordinator the files the table's index and manifest bounds leave are read by the
+//! workers rendezvous gives them ([`crate::cluster::remote_lookup`]), each told the metadata
+//! file of the snapshot resolved here: a worker plans that snapshot from it and reads its
+//! share, never another snapshot, and needs only the warehouse's settings (the catalog's
+//! `[[iceberg_catalogs]]` entry), not the catalog's answer.
 
 use std::sync::Arc;
 
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::catalog::TableProvider;
 use datafusion::common::ScalarValue;
-use datafusion::error::Result;
+use datafusion::error::{DataFusionError, Result};
+use datafusion::execution::SendableRecordBatchStream;
 
 use super::Session;
 use crate::access::privileges::Privilege;
-use crate::iceberg::catalog::{namespace_named, object};
-use crate::iceberg::table::IcebergTable;
+use crate::cluster::lookup_wire::{WireLookup, malformed};
+use crate::cluster::remote_lookup::Owned;
+use crate::iceberg::catalog::{IcebergCatalogProvider, namespace_named, object};
+use crate::iceberg::table::{IcebergTable, Reading};
+use crate::options::SieveOptions;
 use crate::scan::page_read::LocatedRead;
-use crate::session::lookup_results::keeping;
+use crate::session::lookup_results::{LookupKey, keeping};
 use crate::session::query_stream::QueryStream;
 use crate::session::short_path::{Bound, LookupPlan, PointLookup};
 
 impl Session {
     /// Runs `lookup` of the attached table `(catalog, namespace, table)` by the short path, in
-    /// this process (a coordinator too: its workers hold no catalogs); None leaves it to the
-    /// full path (which words the errors of an unknown catalog or table, and on a coordinator
-    /// refuses every other read of an attached table by name).
+    /// this process or, on a coordinator, on the workers owning the files it reads; None
+    /// leaves it to the full path (which words the errors of an unknown catalog or table).
     pub(super) async fn attached_lookup(
         &self,
         lookup: &PointLookup,
@@ -71,24 +82,107 @@ impl Session {
         if let Some(kept) = self.kept(results.as_ref(), &key, &origins) {
             return Ok(Some(kept));
         }
-        let read = PointLookup::columns_read(&table_schema, &key)?;
-        // No limit: the filter above the scan applies it (the scan's filters are inexact).
-        let filters = [key.condition.clone()];
-        let direct = self.options(|o| o.direct_reads);
-        let reading = table.reading(&*self.ctx.state_ref().read(), &filters)?;
-        let scan = (table.read(reading, Some(&read), None, direct)).await?;
-        let located: Arc<dyn LocatedRead> = scan.clone();
-        let plan = LookupPlan::new(
-            (scan, Some(located)),
-            &table_schema,
-            &read,
-            &key,
-            self.ctx.state_ref().read().config_options(),
-        )?;
-        let answer = self.answer(&plan, origins).await?;
+        let reading = self.attached_reading(table, &key)?;
+        let answer = match &self.cluster {
+            Some(cluster) => {
+                let allow = self.options(SieveOptions::allows_full_scan);
+                let Some(wire) = lookup.wire(database, params, &key, (cache, allow)) else {
+                    return Ok(None);
+                };
+                let wire = WireLookup {
+                    database: format!("{catalog}.{namespace}"),
+                    table: name.to_string(),
+                    metadata_location: table.metadata_location().to_string(),
+                    ..wire
+                };
+                let files = Owned::Files(table.files_to_read(&reading).await);
+                let schema = PointLookup::output_schema(&table_schema, &key);
+                self.ask_workers(cluster, files, wire, schema, origins)
+            }
+            None => {
+                let plan = self
+                    .attached_plan(table, &table_schema, &key, reading)
+                    .await?;
+                self.answer(&plan, origins).await?
+            }
+        };
         Ok(Some(match results {
             Some(results) => answer.map_rows(|rows| keeping(rows, results, key)),
             None => answer,
         }))
+    }
+
+    /// A worker's side of an attached table's lookup ([`Session::answer_owned`]): its rows in
+    /// the data files `wire` names, of the snapshot its metadata file names.
+    pub(super) async fn answer_attached_owned(
+        &self,
+        lookup: &PointLookup,
+        wire: &WireLookup,
+    ) -> Result<SendableRecordBatchStream> {
+        let no_catalog = || {
+            DataFusionError::Execution(format!(
+                "this worker has no Iceberg catalog for {}: give workers the coordinators' \
+                 [[iceberg_catalogs]] entries (the warehouse's settings are what they use)",
+                wire.database
+            ))
+        };
+        let (catalog, namespace) =
+            namespace_named(&self.iceberg, &wire.database).ok_or_else(no_catalog)?;
+        let provider = self.ctx.catalog(catalog.name()).ok_or_else(no_catalog)?;
+        let provider =
+            (provider.downcast_ref::<IcebergCatalogProvider>()).ok_or_else(no_catalog)?;
+        let table = (provider.table_at(namespace, &wire.table, &wire.metadata_location)).await?;
+        let (uuid, snapshot) = table.snapshot();
+        let at = (uuid.unwrap_or_default(), snapshot.map_or(0, |s| s as u64));
+        if at != (wire.table_id.as_str(), wire.version) || !table.lists(&wire.files) {
+            return Err(DataFusionError::Execution(format!(
+                "{}.{}: the metadata file {} is not of the snapshot {} the coordinator read, or \
+                 lists other data files",
+                wire.database, wire.table, wire.metadata_location, wire.version
+            )));
+        }
+        let schema = table.schema();
+        let (bound, _) = self.bind(
+            lookup,
+            (&schema, &wire.table_id),
+            wire.version,
+            (&wire.database, &[]),
+            false,
+        );
+        let Some(Bound { key, .. }) = bound else {
+            return Err(malformed("a lookup this worker cannot bind to the table"));
+        };
+        let reading = self.attached_reading(&table, &key)?.only(&wire.files);
+        let plan = self.attached_plan(&table, &schema, &key, reading).await?;
+        self.owned_rows(&plan).await
+    }
+
+    /// What a read of `table` for `key` takes of this session, its privilege checked.
+    fn attached_reading(&self, table: &IcebergTable, key: &LookupKey) -> Result<Reading> {
+        // No limit: the filter above the scan applies it (the scan's filters are inexact).
+        let filters = [key.condition.clone()];
+        table.reading(&*self.ctx.state_ref().read(), &filters)
+    }
+
+    /// The plan of `key`'s lookup of `table` (of `schema`): its scan of the files `reading`
+    /// considers, a filter and a projection.
+    async fn attached_plan(
+        &self,
+        table: &IcebergTable,
+        schema: &SchemaRef,
+        key: &LookupKey,
+        reading: Reading,
+    ) -> Result<LookupPlan> {
+        let read = PointLookup::columns_read(schema, key)?;
+        let direct = self.options(|o| o.direct_reads);
+        let scan = (table.read(reading, Some(&read), None, direct)).await?;
+        let located: Arc<dyn LocatedRead> = scan.clone();
+        LookupPlan::new(
+            (scan, Some(located)),
+            schema,
+            &read,
+            key,
+            self.ctx.state_ref().read().config_options(),
+        )
     }
 }

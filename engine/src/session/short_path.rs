@@ -49,11 +49,12 @@ use tokio::time::Instant;
 
 use super::Session;
 use crate::access::privileges::{Object, Privilege};
+use crate::cluster::coordinator::Cluster;
 use crate::cluster::lookup_wire::{
     LOOKUP_WIRE_VERSION, WireColumn, WireLookup, WireNode, WireOp, WireValue, malformed,
 };
 use crate::cluster::placement::Placement;
-use crate::cluster::remote_lookup::RemoteLookup;
+use crate::cluster::remote_lookup::{Owned, RemoteLookup};
 use crate::error::to_df;
 use crate::guard::deadline::{DeadlineStream, QueryTimeout};
 use crate::iceberg::catalog::namespace_named;
@@ -466,6 +467,8 @@ impl PointLookup {
             chosen: false,
             chosen_blocks: Vec::new(),
             blocks_listed: 0,
+            metadata_location: String::new(),
+            files: Vec::new(),
         })
     }
 
@@ -835,8 +838,7 @@ impl Session {
                 };
                 let predicate = PointLookup::predicate(&table.def().schema, &key)?;
                 let schema = PointLookup::output_schema(&table.def().schema, &key);
-                let remote = RemoteLookup {
-                    cluster: cluster.clone(),
+                let owned = Owned::Blocks {
                     routing: (self.ctx.state_ref().read().config())
                         .get_extension::<RoutingFilters>()
                         .ok_or_else(|| internal_datafusion_err!("a session without routing"))?,
@@ -844,16 +846,8 @@ impl Session {
                     node_filters: self.options(|o| o.node_filters),
                     table,
                     blocks,
-                    wire,
-                    schema: schema.clone(),
                 };
-                let mut rows = remote.rows();
-                if let Some(limit) = self.max_execution_time() {
-                    rows = DeadlineStream::wrap(rows, Instant::now(), limit);
-                }
-                QueryStream::rows(schema, rows, None, self.pool())
-                    .with_origins(origins)
-                    .by_short_path()
+                self.ask_workers(cluster, owned, wire, schema, origins)
             }
             None => {
                 let plan = {
@@ -870,6 +864,30 @@ impl Session {
         }))
     }
 
+    /// The rows `wire` asks of the workers owning `owned`, as a statement's answer of `schema`.
+    pub(super) fn ask_workers(
+        &self,
+        cluster: &Arc<Cluster>,
+        owned: Owned,
+        wire: WireLookup,
+        schema: SchemaRef,
+        origins: Vec<Option<ColumnOrigin>>,
+    ) -> QueryStream {
+        let remote = RemoteLookup {
+            cluster: cluster.clone(),
+            owned,
+            wire,
+            schema: schema.clone(),
+        };
+        let mut rows = remote.rows();
+        if let Some(limit) = self.max_execution_time() {
+            rows = DeadlineStream::wrap(rows, Instant::now(), limit);
+        }
+        QueryStream::rows(schema, rows, None, self.pool())
+            .with_origins(origins)
+            .by_short_path()
+    }
+
     /// A worker's side of [`RemoteLookup`]: the rows of `wire`'s lookup in the blocks this
     /// worker owns under the coordinator's placement, read at exactly the version asked (a
     /// worker that has not seen it yet reads it; none answers from an older one), through the
@@ -882,6 +900,9 @@ impl Session {
         let worker = wire.worker as usize;
         if worker >= wire.placement.len() {
             return Err(malformed("the worker asked is not in the placement"));
+        }
+        if !wire.metadata_location.is_empty() {
+            return self.answer_attached_owned(&lookup, wire).await;
         }
         let table = self
             .catalog
@@ -920,16 +941,22 @@ impl Session {
             let state = state.read();
             lookup.physical(&table, &key, chosen, state.config_options())?
         };
-        let rows = match self.read_direct(&plan).await? {
+        let rows = self.owned_rows(&plan).await?;
+        Ok(match results {
+            Some(results) => keeping(rows, results, key),
+            None => rows,
+        })
+    }
+
+    /// The rows of a worker's `plan`: read on this task when its scan decodes its located
+    /// pages directly, else its plan run on the executor.
+    pub(super) async fn owned_rows(&self, plan: &LookupPlan) -> Result<SendableRecordBatchStream> {
+        Ok(match self.read_direct(plan).await? {
             Some(rows) => rows,
             None => {
                 self.rows(plan.plan()?, &plan.schema, Instant::now(), None)?
                     .1
             }
-        };
-        Ok(match results {
-            Some(results) => keeping(rows, results, key),
-            None => rows,
         })
     }
 
