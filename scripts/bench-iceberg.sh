@@ -20,6 +20,10 @@
 #     read by DataFusion's scan), the direct read's baseline in the same run;
 #   - cold: a fresh server's first lookup of a present key on each table (the attached one
 #     indexed), and the MinIO requests it made (its round trips are at most that many);
+#   - with SIEVE_BENCH_WORKERS=N, the attached table's lookups again through a coordinator over
+#     N `sieve worker`s (each given the same catalog; the coordinator chooses the files, their
+#     owners read them): lookups/s, p95 and server CPU summed over all N+1 processes, against
+#     the one process above in the same run;
 #   - the same present keys (SIEVE_BENCH_OTHER_N of them, default 20) looked up one at a time
 #     through PyIceberg's scan (`row_filter`) and DuckDB's `iceberg_scan` (duckdb 1.5.5 with its
 #     iceberg, avro and httpfs extension wheels, installed if missing), against Sieve's attached
@@ -39,6 +43,7 @@ threads_list="${SIEVE_BENCH_THREADS:-1 16 64}"
 other_n="${SIEVE_BENCH_OTHER_N:-20}"
 hot_n="${SIEVE_BENCH_HOT_N:-100}"
 filter="${SIEVE_BENCH_FILTER:-binary_fuse8}"
+workers="${SIEVE_BENCH_WORKERS:-0}"
 source scripts/serving/measure.sh
 need_sysbench
 if ! python3 -c "import duckdb_extension_iceberg, duckdb_extension_avro, duckdb_extension_httpfs" 2>/dev/null; then
@@ -135,7 +140,7 @@ PY
 echo
 echo "| keys | connections | table | lookups/s | p95 ms | server CPU ms/lookup | requests/lookup | KB fetched/lookup |"
 echo "|---|---|---|---|---|---|---|---|"
-declare -A rate kb cpu
+declare -A rate kb cpu one_rate one_cpu
 for kind in present absent hot; do
   set_kept=$([ $kind = hot ] || echo "set sieve.lookup_cache = false")
   label=$([ $kind = hot ] && echo "hot present" || echo "uniform $kind")
@@ -161,6 +166,7 @@ for kind in present absent hot; do
       rate[$table]=$per_s
       echo "| $label | $threads | $table | $per_s | $p95 | $ms | $req | ${kb[$table]} |"
     done
+    one_rate[$kind $threads]=${rate[attached]} one_cpu[$kind $threads]=${cpu[attached]}
     python3 -c "
 kb = ${kb[native]}
 print(f'| $label | $threads | attached/native | {${rate[attached]} / ${rate[native]}:.3f}x | | | | '
@@ -169,6 +175,54 @@ print(f'| $label | $threads | attached/scanned | {${rate[attached]} / ${rate[sca
       + f'{${cpu[attached]} / ${cpu[scanned]}:.3f}x | | |')"
   done
 done
+
+if [ "$workers" -gt 0 ]; then
+  # The attached table through a coordinator: its workers read the files the coordinator chose.
+  cluster=()
+  urls=()
+  for _ in $(seq "$workers"); do
+    wport=$(free_port)
+    RUST_LOG=info "$sieve" --storage "$storage" --config "$work/sieve.toml" worker --port "$wport" \
+      >"$work/worker-$wport.log" 2>&1 &
+    cluster+=($!) pids+=($!) urls+=("http://127.0.0.1:$wport")
+    wait_for_port "$wport"
+  done
+  cport=$(free_port)
+  RUST_LOG=info "$sieve" --storage "$storage" --config "$work/sieve.toml" serve --port "$cport" \
+    --metrics-port "$(free_port)" --workers "$(IFS=,; echo "${urls[*]}")" >>"$work/coordinator.log" 2>&1 &
+  cluster+=($!) pids+=($!)
+  wait_for_port "$cport"
+  # Each key looked up once, as for the one process: the workers' data caches hold its pages.
+  for kind in present absent; do
+    { echo "set sieve.lookup_cache = false;"
+      sed "s/.*/select c1 from lake.ns.t10b where c2 = '&';/" "$work/attached-$kind.keys"
+    } | mysql -h127.0.0.1 -P"$cport" -uroot -N >/dev/null
+  done
+  echo
+  echo "| keys | connections | cluster ($workers workers) lookups/s | p95 ms | CPU ms/lookup summed | cluster/one lookups/s | cluster/one CPU |"
+  echo "|---|---|---|---|---|---|---|"
+  for kind in present absent hot; do
+    set_kept=$([ $kind = hot ] || echo "set sieve.lookup_cache = false")
+    label=$([ $kind = hot ] && echo "hot present" || echo "uniform $kind")
+    for threads in $threads_list; do
+      c0=$(proc_cpu "${cluster[@]}")
+      out=$(SIEVE_SET="$set_kept" SIEVE_LOOKUP="select c1 from lake.ns.t10b where c2 = ?" \
+        SIEVE_KEYS="$work/attached-$kind.keys" sysbench scripts/serving/lookup.lua --db-driver=mysql \
+        --mysql-host=127.0.0.1 --mysql-port="$cport" --mysql-user=root --mysql-db=default \
+        --threads="$threads" --time="$seconds" --percentile=95 run 2>&1) || { echo "$out" >&2; exit 1; }
+      c1=$(proc_cpu "${cluster[@]}")
+      n=$(echo "$out" | awk '/transactions:/ {print $2}')
+      per_s=$(echo "$out" | awk '/transactions:/ {gsub(/\(/, "", $3); print $3}')
+      p95=$(echo "$out" | awk '/95th percentile/ {print $3}')
+      python3 -c "
+ms = ($c1 - $c0) * 1000 / $ticks / $n
+print(f'| $label | $threads | $per_s | $p95 | {ms:.3f} | {$per_s / ${one_rate[$kind $threads]}:.2f}x | {ms / ${one_cpu[$kind $threads]}:.2f}x |')"
+    done
+  done
+  for pid in "${cluster[@]}"; do
+    awk -v pid="$pid" '/^VmRSS:/ {printf "process %s resident %d MiB\n", pid, $2 / 1024}' "/proc/$pid/status"
+  done
+fi
 
 # The same present keys through PyIceberg's scan and DuckDB's iceberg_scan, one at a time.
 echo

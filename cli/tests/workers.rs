@@ -680,8 +680,9 @@ fn a_statement_reading_an_attached_table_runs_in_the_coordinator() {
 /// the data files the coordinator's index and manifest bounds leave (by path, rendezvous), each
 /// planning the coordinator's snapshot from its metadata file: the answers are one process's
 /// (rows deleted by a rewrite, by position and by equality; IN, OR, LIMIT), a present key in
-/// one file calls one worker once, an absent key the index rules out calls none, and a worker
-/// without the catalog says so.
+/// one file calls one worker once, an absent key the index rules out calls none, a worker lost
+/// mid-lookup costs a retry on the file's next owner, and a worker without the catalog says
+/// so.
 #[test]
 fn an_attached_tables_lookup_is_read_by_the_owners_of_its_files() {
     let storage = format!(
@@ -697,7 +698,7 @@ fn an_attached_tables_lookup_is_read_by_the_owners_of_its_files() {
     let config = tempfile::NamedTempFile::new().unwrap();
     std::fs::write(config.path(), &catalog).unwrap();
     let with_catalog = ["--config", config.path().to_str().unwrap()];
-    let workers: Vec<Worker> = (0..3)
+    let mut workers: Vec<Worker> = (0..3)
         .map(|_| Worker::start_with(&storage, 0, &with_catalog))
         .collect();
     let urls: Vec<String> = workers.iter().map(Worker::url).collect();
@@ -764,6 +765,20 @@ fn an_attached_tables_lookup_is_read_by_the_owners_of_its_files() {
         through.lines().all(|l| ["5", "1500", "7999"].contains(&l)),
         "{through}"
     );
+    // The owner of the key's file dies: the lookup is asked again of the live workers, and
+    // the file's next owner by rendezvous reads it.
+    let lookup = "select name from lake.ns.keys where id = 4321";
+    let before = lookups_sent(metrics);
+    answer(&coordinator, &uncached(lookup));
+    let (owner, _) = (lookups_sent(metrics).into_iter())
+        .find(|(w, n)| before.get(w).copied().unwrap_or(0) < *n)
+        .expect("a worker read the key's file");
+    let dead = workers.iter_mut().find(|w| owner.starts_with(&w.url()));
+    dead.expect("the owner is one of the workers").kill();
+    let expected = answer(&local, lookup);
+    assert_eq!(expected, "k4321\n");
+    assert_eq!(answer(&coordinator, &uncached(lookup)), expected);
+    assert_eq!(answer(&coordinator, &uncached(lookup)), expected);
     // A worker not given the catalog refuses the lookup, saying what it lacks.
     let bare = Worker::start(&storage);
     let alone = start_coordinator(&storage, &[bare.url()], &catalog);

@@ -38,7 +38,7 @@ use crate::cluster::node_filters::shares_to_ask;
 use crate::cluster::placement::Placement;
 use crate::scan::routing::RoutingFilters;
 
-/// A lookup bound on the coordinator, to be asked of the workers owning its blocks.
+/// A lookup bound on the coordinator, to be asked of the workers owning its blocks or files.
 pub(crate) struct RemoteLookup {
     pub cluster: Arc<Cluster>,
     /// What the workers read, and so which are asked.
