@@ -1267,6 +1267,45 @@ fn a_file_without_field_ids_is_read_through_the_name_mapping() {
     assert_eq!(metric(&server, lookup, "blocks_read"), 1);
 }
 
+/// A v3 table's `geometry` and `geography` columns (cli/tests/iceberg/tables.py, `shapes`) read
+/// as their WKB bytes, in a scan, a point lookup by id and a filter on the shape itself, which
+/// no bound prunes.
+#[test]
+fn geometry_and_geography_columns_read_as_their_wkb() {
+    let warehouse = tempfile::tempdir().unwrap();
+    pyiceberg(warehouse.path(), "shapes");
+    let server = Server::start_with(&config(warehouse.path()), None);
+    // POINT(x y) as little-endian WKB: byte order 1, type 1, then x and y as doubles.
+    let point = |x: f64, y: f64| {
+        let mut wkb = vec![1u8, 1, 0, 0, 0];
+        wkb.extend(x.to_le_bytes());
+        wkb.extend(y.to_le_bytes());
+        let hex: String = wkb.iter().map(|b| format!("{b:02x}")).collect();
+        format!("X'{hex}'")
+    };
+    let shapes = format!(
+        "select id, g is null, g = {}, h = {} from lake.ns.shapes order by id",
+        point(1.0, 2.0),
+        point(5.0, 6.0)
+    );
+    assert_eq!(
+        ok(&server, &shapes),
+        "1\t0\t1\t1\n2\t0\t0\tNULL\n3\t1\tNULL\t0\n"
+    );
+    let described = ok(&server, "describe lake.ns.shapes");
+    assert!(described.contains("g\tlongblob"), "{described}");
+    let lookup = format!(
+        "select id from lake.ns.shapes where id = 2 and g = {}",
+        point(3.0, 4.0)
+    );
+    assert_eq!(ok(&server, &lookup), "2\n");
+    let filtered = format!(
+        "select id from lake.ns.shapes where h = {}",
+        point(7.0, 8.0)
+    );
+    assert_eq!(ok(&server, &filtered), "3\n");
+}
+
 #[test]
 fn an_index_made_before_a_column_was_widened_still_finds_its_keys() {
     let warehouse = tempfile::tempdir().unwrap();

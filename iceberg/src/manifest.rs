@@ -89,6 +89,17 @@ pub struct ColumnBounds {
     pub null_counts: HashMap<i32, u64>,
 }
 
+impl ColumnBounds {
+    /// The same without the bounds of the fields `ids` (their null counts kept).
+    pub fn without(mut self, ids: &[i32]) -> Self {
+        for id in ids {
+            self.lower.remove(id);
+            self.upper.remove(id);
+        }
+        self
+    }
+}
+
 /// The manifests of a manifest list, read from `uri`.
 pub fn read_manifest_list(uri: &str, bytes: &[u8]) -> Result<Vec<ManifestFile>> {
     let bad = |why: String| IcebergError::Manifest(uri.to_string(), why);

@@ -147,7 +147,31 @@ impl Schema {
     fn nested(&self) -> Vec<(i64, i64, String)> {
         let mut out = Vec::new();
         for field in &self.fields {
-            nested_fields(field.id.into(), &field.kind, &mut out);
+            nested_fields(field.id.into(), &field.kind, &mut |id, parent, name, _| {
+                out.push((id, parent, name.to_string()))
+            });
+        }
+        out
+    }
+
+    /// The ids of its `geometry` and `geography` fields (v3), at any depth: what manifests
+    /// give as their bounds is a bounding box (spec: "Bound serialization"), not the least and
+    /// greatest of their values' bytes, so no pruning may read it as min/max.
+    pub fn geospatial_ids(&self) -> Vec<i32> {
+        let mut out = Vec::new();
+        let mut check = |id: i64, kind: Option<&serde_json::Value>| {
+            if kind
+                .and_then(serde_json::Value::as_str)
+                .is_some_and(geospatial)
+            {
+                out.extend(i32::try_from(id).ok());
+            }
+        };
+        for field in &self.fields {
+            check(field.id.into(), Some(&field.kind));
+            nested_fields(field.id.into(), &field.kind, &mut |id, _, _, kind| {
+                check(id, kind)
+            });
         }
         out
     }
@@ -265,17 +289,21 @@ fn with_id(
     Ok(ArrowField::new(name, arrow_type(kind)?, !required).with_metadata(metadata))
 }
 
-/// Each nested field's id, with its parent's id and its name, of the nested types `kind`
-/// holds (under the field of id `parent`).
-fn nested_fields(parent: i64, kind: &serde_json::Value, out: &mut Vec<(i64, i64, String)>) {
+/// Each nested field of the nested types `kind` holds (under the field of id `parent`), given
+/// to `visit` as its id, its parent's id, its name and its type.
+fn nested_fields(
+    parent: i64,
+    kind: &serde_json::Value,
+    visit: &mut impl FnMut(i64, i64, &str, Option<&serde_json::Value>),
+) {
     let Some(kind) = kind.as_object() else {
         return;
     };
     let mut child = |id: Option<i64>, name: &str, kind: Option<&serde_json::Value>| {
         if let Some(id) = id {
-            out.push((id, parent, name.to_string()));
+            visit(id, parent, name, kind);
             if let Some(kind) = kind {
-                nested_fields(id, kind, out);
+                nested_fields(id, kind, visit);
             }
         }
     };
@@ -301,6 +329,15 @@ fn nested_fields(parent: i64, kind: &serde_json::Value, out: &mut Vec<(i64, i64,
     }
 }
 
+/// Whether `kind` is v3's `geometry` or `geography`, with or without its parameters
+/// (`geometry(EPSG:4326)`, `geography(OGC:CRS84, karney)`).
+fn geospatial(kind: &str) -> bool {
+    ["geometry", "geography"].iter().any(|name| {
+        kind.strip_prefix(name)
+            .is_some_and(|rest| rest.is_empty() || (rest.starts_with('(') && rest.ends_with(')')))
+    })
+}
+
 /// The Arrow type of an Iceberg primitive, as Iceberg's Arrow readers map them.
 fn primitive(kind: &str) -> Option<DataType> {
     let utc = || Some(Arc::from("UTC"));
@@ -321,6 +358,9 @@ fn primitive(kind: &str) -> Option<DataType> {
         "binary" => DataType::Binary,
         // v3: a column whose type is not known yet; every value is null, and no file holds it.
         "unknown" => DataType::Null,
+        // v3: a shape as WKB (Parquet's GEOMETRY and GEOGRAPHY annotate a BYTE_ARRAY), read as
+        // its bytes; the CRS and edge interpolation in the type's parameters are the client's.
+        other if geospatial(other) => DataType::Binary,
         other => {
             if let Some(length) = other
                 .strip_prefix("fixed[")
@@ -377,6 +417,37 @@ mod tests {
             &DataType::Timestamp(TimeUnit::Nanosecond, Some("UTC".into()))
         );
         assert_eq!(arrow.field(1).data_type(), &DataType::Null);
+    }
+
+    /// Geometries and geographies read as their WKB bytes, and their bounds (bounding boxes)
+    /// are known to be no min/max, at any depth.
+    #[test]
+    fn geospatial_columns_read_as_wkb_and_are_found_at_any_depth() {
+        let s = schema(
+            r#"{"fields":[{"id":1,"name":"id","required":true,"type":"long"},
+              {"id":2,"name":"g","required":false,"type":"geometry"},
+              {"id":3,"name":"h","required":false,"type":"geography(OGC:CRS84, karney)"},
+              {"id":4,"name":"s","required":false,"type":{"type":"struct","fields":[
+                {"id":5,"name":"at","required":false,"type":"geometry(EPSG:4326)"},
+                {"id":6,"name":"b","required":false,"type":"binary"}]}},
+              {"id":7,"name":"l","required":false,"type":{"type":"list","element-id":8,
+                "element":"geography","element-required":false}},
+              {"id":9,"name":"x","required":false,"type":"geometryish"}]}"#,
+        );
+        assert_eq!(s.geospatial_ids(), vec![2, 3, 5, 8]);
+        let e = s.to_arrow("t").unwrap_err().to_string();
+        assert!(e.contains("column x: type \"geometryish\""), "{e}");
+        let s = Schema {
+            fields: s.fields[..5].to_vec(),
+            ..s
+        };
+        let arrow = s.to_arrow("t").unwrap();
+        assert_eq!(arrow.field(1).data_type(), &DataType::Binary);
+        assert_eq!(arrow.field(2).data_type(), &DataType::Binary);
+        let DataType::Struct(inner) = arrow.field(3).data_type() else {
+            panic!("a struct: {arrow:?}")
+        };
+        assert_eq!(inner[0].data_type(), &DataType::Binary);
     }
 
     /// Nested types as Iceberg's Parquet writers name their parts, each field with its id.

@@ -135,6 +135,8 @@ impl TableScan {
                 ),
             ));
         }
+        // A geometry's bounds are a bounding box: left out, so no pruning reads them as min/max.
+        let geospatial = current.geospatial_ids();
         let deleted = deleted_rows(warehouse, files, &data, &deletes).await?;
         let keys = KeysByPartition::read(warehouse, files, table, &schema, &equality).await?;
         let files = data
@@ -147,7 +149,7 @@ impl TableScan {
                     file_size: entry.file_size,
                     deleted: deleted.get(&i).cloned(),
                     equality_deletes: keys.applying_to(&entry),
-                    bounds: entry.bounds,
+                    bounds: entry.bounds.without(&geospatial),
                 })
             })
             .collect::<Result<_>>()?;

@@ -12,6 +12,7 @@
     python3 tables.py DIR promoted                    # ns.promoted: an int id, two files
     python3 tables.py DIR promote                     # its id widened to long, one more file
     python3 tables.py DIR migrated                    # ns.migrated: a file without field ids, renamed
+    python3 tables.py DIR shapes                      # ns.shapes: v3 geometry and geography columns
 
 The tables' files go to DIR, or to the S3 prefix (with AWS_ENDPOINT, AWS_ACCESS_KEY_ID, … from
 the environment, as scripts/minio.sh exports them). Prints, as one JSON object, what PyIceberg's
@@ -332,6 +333,58 @@ def migrated():
     catalog.load_table("ns.migrated").append(people([4, 5], ["m4", "m5"]).rename_columns(["id", "label"]))
 
 
+def shapes():
+    """ns.shapes: v3 geometry and geography columns, which no writer here makes (PyIceberg 0.12
+    writes no v3 table; Spark 4.0 has no geometry type): a v2 table of id, g and h (binary), a
+    file PyArrow wrote with g and h annotated GEOMETRY and GEOGRAPHY (from GeoArrow's WKB
+    extension type, planar and spherical; no min/max statistics) added with add_files, then the table's metadata written again
+    as v3 with g `geometry` and h `geography(OGC:CRS84, spherical)`, the catalog pointed at it.
+    Rows: (1, POINT(1 2), POINT(5 6)), (2, POINT(3 4), NULL), (3, NULL, POINT(7 8))."""
+    import sqlite3
+    import struct
+
+    class Wkb(pa.ExtensionType):
+        def __init__(self, metadata):
+            self.metadata = metadata
+            super().__init__(pa.binary(), "geoarrow.wkb")
+
+        def __arrow_ext_serialize__(self):
+            return self.metadata
+
+        @classmethod
+        def __arrow_ext_deserialize__(cls, storage_type, serialized):
+            return Wkb(serialized)
+
+    def points(metadata, xys):
+        wkb = [None if p is None else struct.pack("<BIdd", 1, 1, *p) for p in xys]
+        return pa.ExtensionArray.from_storage(Wkb(metadata), pa.array(wkb, pa.binary()))
+
+    catalog.create_namespace_if_not_exists("ns")
+    schema = pa.schema([pa.field("id", pa.int64()), pa.field("g", pa.binary()), pa.field("h", pa.binary())])
+    table = catalog.create_table("ns.shapes", schema=schema)
+    path = f"{table.metadata.location}/data/shapes-{uuid.uuid4()}.parquet"
+    with table.io.new_output(path).create() as out:
+        pq.write_table(pa.table({"id": pa.array([1, 2, 3], pa.int64()),
+                                 "g": points(b"{}", [(1, 2), (3, 4), None]),
+                                 "h": points(b'{"edges": "spherical"}', [(5, 6), None, (7, 8)])}), out)
+    table.add_files([path])
+    table = catalog.load_table("ns.shapes")
+    with table.io.new_input(table.metadata_location).open() as f:
+        metadata = json.load(f)
+    metadata["format-version"] = 3
+    metadata["next-row-id"] = 3
+    for s in metadata["schemas"]:
+        for field in s["fields"]:
+            field["type"] = {"g": "geometry", "h": "geography(OGC:CRS84, spherical)"}.get(field["name"], field["type"])
+    location = f"{table.metadata.location}/metadata/v3-{uuid.uuid4()}.metadata.json"
+    with table.io.new_output(location).create() as out:
+        out.write(json.dumps(metadata).encode())
+    db = sqlite3.connect(f"{directory}/catalog.db")
+    db.execute("update iceberg_tables set metadata_location = ?, previous_metadata_location = ? "
+               "where table_namespace = 'ns' and table_name = 'shapes'", (location, table.metadata_location))
+    db.commit()
+
+
 def big():
     catalog.create_namespace_if_not_exists("ns")
     ids = pa.array(range(200_000), pa.int64())
@@ -340,7 +393,7 @@ def big():
 
 {"make": make, "append": append, "keys": keys, "grouped": grouped, "more_keys": more_keys, "big": big,
  "rename_again": rename_again, "paged": paged, "upserts": upserts, "promoted": promoted, "promote": promote,
- "defaults": defaults, "nested": nested, "migrated": migrated}[sys.argv[2]]()
+ "defaults": defaults, "nested": nested, "migrated": migrated, "shapes": shapes}[sys.argv[2]]()
 rows = {}
 for name in ["ns.people", "ns.empty", "ns.keys", "ns.promoted", "ns.defaults", "ns.deep.t", "ns.migrated"]:
     if not catalog.table_exists(name):
