@@ -3,7 +3,7 @@
 //! the keys equality deletes remove, and the Arrow schema to read them as.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use arrow_schema::Schema as ArrowSchema;
 use futures::{StreamExt, TryStreamExt};
@@ -36,6 +36,9 @@ pub struct TableScan {
     /// The metadata file it was planned from: files are never rewritten, so this names the
     /// same scan wherever it is planned again ([`crate::IcebergCatalog::scan_at`]).
     pub metadata_location: String,
+    /// `files` by path, made when first asked ([`Self::file`]): a worker reads the few files
+    /// its coordinator chose without going over all the snapshot's.
+    by_path: OnceLock<HashMap<String, usize>>,
 }
 
 #[derive(Debug)]
@@ -53,6 +56,16 @@ pub struct DataFile {
 }
 
 impl TableScan {
+    /// The data file at `path`, if the snapshot has one there.
+    pub fn file(&self, path: &str) -> Option<&DataFile> {
+        let by_path = self.by_path.get_or_init(|| {
+            (self.files.iter().enumerate())
+                .map(|(i, file)| (file.path.to_string(), i))
+                .collect()
+        });
+        by_path.get(path).map(|&i| &self.files[i])
+    }
+
     /// Plans a read of the table whose metadata file is `metadata_location`; `table` names it
     /// in errors. Manifests and delete files an earlier plan read are taken from `files`.
     pub(crate) async fn plan(
@@ -76,6 +89,7 @@ impl TableScan {
                 table_uuid: metadata.table_uuid,
                 file_names,
                 metadata_location: metadata_location.to_string(),
+                by_path: OnceLock::new(),
             });
         };
         let manifests = match (&snapshot.manifest_list, &snapshot.manifests) {
@@ -160,6 +174,7 @@ impl TableScan {
             table_uuid: metadata.table_uuid.clone(),
             file_names,
             metadata_location: metadata_location.to_string(),
+            by_path: OnceLock::new(),
         })
     }
 }

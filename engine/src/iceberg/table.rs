@@ -7,7 +7,7 @@
 //! neither rules out is read. Each file's columns are paired with the table's by field id
 //! ([`super::field_ids`]).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -118,8 +118,7 @@ impl IcebergTable {
 
     /// Whether every one of `paths` is a data file of the snapshot read.
     pub fn lists(&self, paths: &[String]) -> bool {
-        let listed: HashSet<&str> = self.scan.files.iter().map(|f| f.path.as_ref()).collect();
-        paths.iter().all(|path| listed.contains(path.as_str()))
+        paths.iter().all(|path| self.scan.file(path).is_some())
     }
 
     /// The paths of the data files `reading` would read: those no index or manifest bounds
@@ -181,15 +180,19 @@ pub struct Reading {
     /// Whether the bytes read are kept in the data cache (`sieve.data_cache`).
     data_cache: bool,
     /// The data files to consider, by path; None: all of the snapshot's.
-    only: Option<HashSet<String>>,
+    only: Option<Vec<String>>,
 }
 
 impl Reading {
     /// The same read of the files `paths` only (those of a worker's share of a lookup, which
     /// its coordinator chose): the others are not read, nor counted in EXPLAIN's totals.
     pub fn only(self, paths: &[String]) -> Self {
+        // Each once: a file named twice must not be read twice.
+        let mut paths = paths.to_vec();
+        paths.sort_unstable();
+        paths.dedup();
         Self {
-            only: Some(paths.iter().cloned().collect()),
+            only: Some(paths),
             ..self
         }
     }
@@ -345,9 +348,7 @@ impl IcebergTable {
     ) -> (Vec<(&DataFile, PartitionedFile)>, FileCounts, Arc<Loaded>) {
         let predicate = reading.predicate.as_ref();
         let all: Vec<&DataFile> = match &reading.only {
-            Some(only) => (self.scan.files.iter())
-                .filter(|file| only.contains(file.path.as_ref()))
-                .collect(),
+            Some(paths) => paths.iter().filter_map(|p| self.scan.file(p)).collect(),
             None => self.scan.files.iter().collect(),
         };
         let mut counts = FileCounts {
