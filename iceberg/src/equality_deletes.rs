@@ -178,8 +178,9 @@ impl KeysByPartition {
     }
 }
 
-/// The types of an equality delete file's columns in the table (the current schema's, by the
-/// file's `equality_ids`, in that order): what its keys are compared as.
+/// The types of an equality delete file's columns in the table (by the file's `equality_ids`, in
+/// that order, in `schema`: the current schema's columns and those it dropped that deletes
+/// compare): what its keys are compared as.
 fn key_types(table: &str, schema: &ArrowSchema, entry: &FileEntry) -> Result<Vec<DataType>> {
     if entry.format != "PARQUET" {
         return Err(IcebergError::Unsupported(
@@ -196,14 +197,12 @@ fn key_types(table: &str, schema: &ArrowSchema, entry: &FileEntry) -> Result<Vec
     }
     (entry.equality_ids.iter())
         .map(|&id| {
-            // Rows are read as the current schema's columns, so a delete over a column the
-            // table has dropped since could not be compared with them.
             let to = field_with_id(schema, id).ok_or_else(|| {
                 IcebergError::Unsupported(
                     table.to_string(),
                     format!(
-                        "an equality delete ({}) compares field id {id}, a column the table no \
-                         longer has",
+                        "an equality delete ({}) compares field id {id}, which no schema of \
+                         the table has",
                         entry.path
                     ),
                 )

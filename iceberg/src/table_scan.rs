@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
-use arrow_schema::Schema as ArrowSchema;
+use arrow_schema::{FieldRef, Schema as ArrowSchema};
 use futures::{StreamExt, TryStreamExt};
 use object_store::path::Path;
 use roaring::RoaringBitmap;
@@ -18,6 +18,7 @@ use crate::manifest::{self, ColumnBounds, FileContent, FileEntry, ManifestFile};
 use crate::metadata::TableMetadata;
 use crate::name_mapping::FileNames;
 use crate::position_deletes;
+use crate::schema::field_with_id;
 use crate::warehouse::Warehouse;
 
 /// Manifests and delete files read at once.
@@ -33,6 +34,11 @@ pub struct TableScan {
     pub table_uuid: Option<String>,
     /// How a data file without field ids names the table's columns.
     pub file_names: Arc<FileNames>,
+    /// Columns the table has dropped that equality deletes still compare (spec: "If a delete
+    /// column in an equality delete file is later dropped from the table, it must still be
+    /// used when applying the equality deletes"), as the newest schema that had each typed
+    /// it: read from the data files by field id to apply the deletes, never output.
+    pub dropped_keys: Vec<FieldRef>,
     /// The metadata file it was planned from: files are never rewritten, so this names the
     /// same scan wherever it is planned again ([`crate::IcebergCatalog::scan_at`]).
     pub metadata_location: String,
@@ -88,6 +94,7 @@ impl TableScan {
                 snapshot_id: None,
                 table_uuid: metadata.table_uuid,
                 file_names,
+                dropped_keys: Vec::new(),
                 metadata_location: metadata_location.to_string(),
                 by_path: OnceLock::new(),
             });
@@ -152,7 +159,14 @@ impl TableScan {
         // A geometry's bounds are a bounding box: left out, so no pruning reads them as min/max.
         let geospatial = current.geospatial_ids();
         let deleted = deleted_rows(warehouse, files, &data, &deletes).await?;
-        let keys = KeysByPartition::read(warehouse, files, table, &schema, &equality).await?;
+        let dropped_keys = dropped_keys(&metadata, &schema, &equality);
+        let with_dropped = ArrowSchema::new(
+            (schema.fields().iter())
+                .chain(&dropped_keys)
+                .cloned()
+                .collect::<Vec<_>>(),
+        );
+        let keys = KeysByPartition::read(warehouse, files, table, &with_dropped, &equality).await?;
         let files = data
             .into_iter()
             .enumerate()
@@ -173,10 +187,41 @@ impl TableScan {
             snapshot_id: Some(snapshot.snapshot_id),
             table_uuid: metadata.table_uuid.clone(),
             file_names,
+            dropped_keys,
             metadata_location: metadata_location.to_string(),
             by_path: OnceLock::new(),
         })
     }
+}
+
+/// The fields `equality` deletes compare that `current` has not, each as the newest schema that
+/// has it types it (schemas are listed oldest first). An id no schema has is left to
+/// [`KeysByPartition::read`] to refuse.
+fn dropped_keys(
+    metadata: &TableMetadata,
+    current: &ArrowSchema,
+    equality: &[FileEntry],
+) -> Vec<FieldRef> {
+    let mut ids: Vec<i32> = (equality.iter())
+        .flat_map(|entry| entry.equality_ids.iter().copied())
+        .filter(|&id| field_with_id(current, id).is_none())
+        .collect();
+    ids.sort_unstable();
+    ids.dedup();
+    if ids.is_empty() {
+        return Vec::new();
+    }
+    let older: Vec<Arc<ArrowSchema>> = (metadata.all_schemas())
+        .filter_map(|schema| schema.to_arrow("").ok())
+        .collect();
+    (ids.into_iter())
+        .filter_map(|id| {
+            older
+                .iter()
+                .rev()
+                .find_map(|s| field_with_id(s, id).cloned())
+        })
+        .collect()
 }
 
 /// The deleted ordinals of each data file (by its place in `data`) that `deletes` remove: a

@@ -9,6 +9,7 @@
     python3 tables.py DIR paged                       # ns.paged: five files of small pages
     python3 tables.py DIR rename_again                # ns.renamed's label renamed tag, one more row
     python3 tables.py DIR upserts                     # ns.upserts, ns.regions: equality deletes
+    python3 tables.py DIR drop_name                   # ns.upserts' name dropped
     python3 tables.py DIR promoted                    # ns.promoted: an int id, two files
     python3 tables.py DIR promote                     # its id widened to long, one more file
     python3 tables.py DIR migrated                    # ns.migrated: a file without field ids, renamed
@@ -243,6 +244,12 @@ def upserts():
     commit(regions, [delete_equal(regions, {"id": [1]}, partition=Record("a"))])
 
 
+def drop_name():
+    """ns.upserts' name dropped: its equality deletes over (id, name) and over name still apply."""
+    with catalog.load_table("ns.upserts").update_schema() as update:
+        update.delete_column("name")
+
+
 def promoted():
     """ns.promoted: an int id in two files; `promote` widens it to long and adds a third."""
     catalog.create_namespace_if_not_exists("ns")
@@ -393,7 +400,8 @@ def big():
 
 {"make": make, "append": append, "keys": keys, "grouped": grouped, "more_keys": more_keys, "big": big,
  "rename_again": rename_again, "paged": paged, "upserts": upserts, "promoted": promoted, "promote": promote,
- "defaults": defaults, "nested": nested, "migrated": migrated, "shapes": shapes}[sys.argv[2]]()
+ "defaults": defaults, "nested": nested, "migrated": migrated, "shapes": shapes,
+ "drop_name": drop_name}[sys.argv[2]]()
 rows = {}
 for name in ["ns.people", "ns.empty", "ns.keys", "ns.promoted", "ns.defaults", "ns.deep.t", "ns.migrated"]:
     if not catalog.table_exists(name):

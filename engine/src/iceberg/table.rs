@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use datafusion::arrow::datatypes::{DataType, Field, SchemaRef};
+use datafusion::arrow::datatypes::{DataType, Field, FieldRef, Schema, SchemaRef};
 use datafusion::catalog::{Session, TableProvider};
 use datafusion::common::{DFSchema, ScalarValue, internal_datafusion_err};
 use datafusion::datasource::TableType;
@@ -264,19 +264,32 @@ impl IcebergTable {
             let ids = (deletes.iter().flatten())
                 .flat_map(|d| d.keys.iter())
                 .flat_map(|keys| keys.field_ids());
+            // A column the table dropped that a delete compares is read after the table's
+            // own, by its field id (null in files written without it), and not output.
+            let mut fields: Vec<FieldRef> = schema.fields().iter().cloned().collect();
             for &id in ids {
-                let at = (schema.fields().iter())
-                    .position(|f| field_id(f) == Some(id))
-                    .ok_or_else(|| internal_datafusion_err!("no column of field id {id}"))?;
+                let at = match (fields.iter()).position(|f| field_id(f) == Some(id)) {
+                    Some(at) => at,
+                    None => {
+                        let dropped = (self.scan.dropped_keys.iter())
+                            .find(|f| field_id(f) == Some(id))
+                            .ok_or_else(|| {
+                                internal_datafusion_err!("no column of field id {id}")
+                            })?;
+                        fields.push(dropped.clone());
+                        fields.len() - 1
+                    }
+                };
                 let place = read.iter().position(|&c| c == at).unwrap_or_else(|| {
                     read.push(at);
                     read.len() - 1
                 });
                 key_columns.insert(id, place);
             }
-            read.push(schema.fields().len());
+            read.push(fields.len());
             let file_column = Field::new(FILE_COLUMN, DataType::UInt32, false);
-            table_schema = TableSchema::builder(schema.clone())
+            let with_keys = Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone()));
+            table_schema = TableSchema::builder(with_keys)
                 .with_table_partition_cols(vec![Arc::new(file_column)])
                 .build();
         }
