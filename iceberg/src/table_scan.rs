@@ -195,7 +195,7 @@ impl TableScan {
 }
 
 /// The fields `equality` deletes compare that `current` has not, each as the newest schema that
-/// has it types it (schemas are listed oldest first). An id no schema has is left to
+/// has it types it (schemas are listed oldest first), nullable. An id no schema has is left to
 /// [`KeysByPartition::read`] to refuse.
 fn dropped_keys(
     metadata: &TableMetadata,
@@ -214,12 +214,14 @@ fn dropped_keys(
     let older: Vec<Arc<ArrowSchema>> = (metadata.all_schemas())
         .filter_map(|schema| schema.to_arrow("").ok())
         .collect();
+    // Nullable whatever it was: files written after the drop have no value for it.
+    let nullable = |field: &FieldRef| Arc::new(field.as_ref().clone().with_nullable(true));
     (ids.into_iter())
         .filter_map(|id| {
             older
                 .iter()
                 .rev()
-                .find_map(|s| field_with_id(s, id).cloned())
+                .find_map(|s| field_with_id(s, id).map(nullable))
         })
         .collect()
 }
