@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use common::worker::{SECRET, Worker};
 use common::{Server, free_port, sieve, sql, stderr, stdout};
+use sieve_engine::Placement;
 
 /// The queries both servers answer: point lookups present and absent, IN lists, ranges,
 /// aggregates, NULLs, and the same with pruning off.
@@ -691,9 +692,9 @@ fn an_attached_tables_lookup_is_read_by_the_owners_of_its_files() {
         std::process::id()
     );
     let warehouse = tempfile::tempdir().unwrap();
-    for step in ["make", "keys", "upserts"] {
-        common::pyiceberg::pyiceberg(warehouse.path(), step);
-    }
+    common::pyiceberg::pyiceberg(warehouse.path(), "make");
+    let written = common::pyiceberg::pyiceberg(warehouse.path(), "keys");
+    common::pyiceberg::pyiceberg(warehouse.path(), "upserts");
     let catalog = common::pyiceberg::config(warehouse.path());
     let config = tempfile::NamedTempFile::new().unwrap();
     std::fs::write(config.path(), &catalog).unwrap();
@@ -745,7 +746,17 @@ fn an_attached_tables_lookup_is_read_by_the_owners_of_its_files() {
     assert_eq!(calls, 1);
     let (through, calls, _) = called("select id from lake.ns.keys where name = 'k12x'");
     assert_eq!((through.as_str(), calls), ("", 0));
-    // The keys' files (8, of 1000 ids each) are spread over the workers.
+    // The keys' files (8, of 1000 ids each) are read by their owners by rendezvous over the
+    // three workers' names, whichever the paths' random names make those.
+    let placement = Placement::new(urls.iter().map(|u| format!("{u}/")).collect());
+    // Placed by their paths in the warehouse's store, which is rooted at a local warehouse.
+    let root = format!("file://{}/", warehouse.path().display());
+    let files: Vec<&str> = (written["ns.keys"]["files"].as_array().unwrap().iter())
+        .map(|f| f.as_str().unwrap().strip_prefix(&root).unwrap())
+        .collect();
+    assert_eq!(files.len(), 8, "{files:?}");
+    let owner = |file: &str| placement.workers()[placement.owner(file)].clone();
+    let placed: std::collections::BTreeSet<String> = files.iter().map(|f| owner(f)).collect();
     let mut owners = std::collections::BTreeSet::new();
     for id in (0..8).map(|file| file * 1000 + 17) {
         let before = lookups_sent(metrics);
@@ -754,10 +765,20 @@ fn an_attached_tables_lookup_is_read_by_the_owners_of_its_files() {
             &uncached(&format!("select name from lake.ns.keys where id = {id}")),
         );
         let after = lookups_sent(metrics);
-        owners
-            .extend((after.into_iter()).filter(|(w, n)| before.get(w).copied().unwrap_or(0) < *n));
+        owners.extend(
+            (after.into_iter())
+                .filter(|(w, n)| before.get(w).copied().unwrap_or(0) < *n)
+                .map(|(w, _)| w),
+        );
     }
-    assert!(owners.len() >= 2, "one worker read all 8 files: {owners:?}");
+    assert_eq!(owners, placed);
+    // Each worker holds the index entries of its own files only.
+    for worker in &workers {
+        let url = worker.url() + "/";
+        let owned = files.iter().filter(|f| owner(f) == url).count();
+        let loaded = worker.attached_index_files_loaded();
+        assert_eq!(loaded, (owned > 0).then_some(owned), "{url}");
+    }
     let limited = "select id from lake.ns.keys where id in (5, 1500, 7999) limit 2";
     let through = answer(&coordinator, &uncached(limited));
     assert_eq!(through.lines().count(), 2, "{through}");

@@ -33,6 +33,7 @@ pub use access::principal::Principal;
 pub use access::redact::redacted;
 pub use cluster::coordinator::{Cluster, ClusterSettings};
 pub use cluster::lookup_service::LookupService;
+pub use cluster::placement::Placement;
 pub use cluster::secret::ClusterSecret;
 pub use cluster::worker::worker;
 pub use cluster::worker_tls::WorkerTls;

@@ -68,6 +68,16 @@ impl Worker {
         }
     }
 
+    /// How many data files' index entries the worker last said it loaded of an attached
+    /// table, as its share of the workers: None before it loaded any.
+    pub fn attached_index_files_loaded(&self) -> Option<usize> {
+        let log = std::fs::read_to_string(self.log.path()).unwrap_or_default();
+        let (_, last) = log.rsplit_once(" loaded: entries of ")?;
+        let (files, share) = last.split_once(" data files")?;
+        assert!(share.starts_with(" (this worker's share"), "{log}");
+        Some(files.parse().unwrap())
+    }
+
     pub fn kill(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();

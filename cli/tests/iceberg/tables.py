@@ -412,5 +412,6 @@ for name in ["ns.people", "ns.empty", "ns.keys", "ns.promoted", "ns.defaults", "
     manifests = len(snapshot.manifests(loaded.io)) if snapshot else 0
     rows[name] = {"count": table.num_rows, "ids": table.column("id").to_pylist(), "manifests": manifests,
                   "rows": table.to_pylist() if name in ["ns.defaults", "ns.migrated"] else None,
-                  "metadata": loaded.metadata_location}
+                  "metadata": loaded.metadata_location,
+                  "files": sorted(task.file.file_path for task in loaded.scan().plan_files())}
 print(json.dumps(rows))

@@ -4,6 +4,11 @@
 //! pass of the indexer, an index created or dropped), and that is listed again at most every
 //! [`RELIST_AFTER`], or at once after this process changed it. A listing that fails keeps what
 //! was loaded; a part that cannot be read is left out, so its files are read unpruned.
+//!
+//! A worker keeps only the entries of the data files it owns ([`Share`]): a coordinator sends
+//! each file's lookups to its owner by rendezvous, so the rest would be memory no lookup of this
+//! worker reads, (N-1)/N of the index over N workers. A file whose entries a view lacks would
+//! be read unpruned, never skipped.
 
 use std::collections::HashMap;
 use std::ops::Range;
@@ -21,7 +26,12 @@ use sieve_storage::{
     AttachedIndexDef, AttachedIndexes, IndexedFileEntry, PageLocation, Result, RowGroupMap,
 };
 
+use crate::cluster::placement::Placement;
 use crate::scan::pruning::literal_hashes;
+
+/// The views a worker keeps of one table under as many placements (coordinators that see other
+/// live workers, or a worker joining or leaving): past that, the oldest goes.
+const SHARE_VIEWS: usize = 2;
 
 /// How stale this process's view of which parts exist may be: a part written by another process
 /// is used this much later at most (until then its files are read unpruned, never skipped).
@@ -319,11 +329,31 @@ struct TableState {
     listed: Option<Instant>,
 }
 
-/// Every attached table's loaded indexes, by table UUID; shared by the engine's sessions.
+/// A worker's place under the placement a coordinator asked it under: the data files it owns
+/// there are the only ones it reads.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Share {
+    pub placement: Arc<Placement>,
+    pub worker: usize,
+}
+
+impl Share {
+    fn owns(&self, path: &str) -> bool {
+        self.placement.owner(path) == self.worker
+    }
+}
+
+/// Which view of a table's indexes: its UUID, and the share a worker's view is limited to.
+type ViewKey = (String, Option<Share>);
+
+/// Every attached table's loaded indexes, by table UUID (and a worker's share); shared by the
+/// engine's sessions.
 #[derive(Debug)]
 pub struct FileIndexes {
     store: AttachedIndexes,
-    tables: Mutex<HashMap<String, Arc<tokio::sync::Mutex<TableState>>>>,
+    /// Each view with the order it was made in, for [`SHARE_VIEWS`].
+    tables: Mutex<HashMap<ViewKey, (u64, Arc<tokio::sync::Mutex<TableState>>)>>,
+    made: std::sync::atomic::AtomicU64,
 }
 
 impl FileIndexes {
@@ -331,6 +361,7 @@ impl FileIndexes {
         Self {
             store,
             tables: Mutex::default(),
+            made: Default::default(),
         }
     }
 
@@ -338,21 +369,51 @@ impl FileIndexes {
         &self.store
     }
 
-    fn table(&self, table_uuid: &str) -> Arc<tokio::sync::Mutex<TableState>> {
+    fn view(&self, key: ViewKey) -> Arc<tokio::sync::Mutex<TableState>> {
         let mut tables = self.tables.lock().unwrap_or_else(|e| e.into_inner());
-        tables.entry(table_uuid.to_string()).or_default().clone()
+        if let Some((_, view)) = tables.get(&key) {
+            return view.clone();
+        }
+        if key.1.is_some() {
+            let mut shares: Vec<(u64, ViewKey)> = (tables.iter())
+                .filter(|((uuid, share), _)| *uuid == key.0 && share.is_some())
+                .map(|(k, (made, _))| (*made, k.clone()))
+                .collect();
+            shares.sort_unstable_by_key(|(made, _)| *made);
+            let excess = (shares.len() + 1).saturating_sub(SHARE_VIEWS);
+            for (_, old) in shares.into_iter().take(excess) {
+                tables.remove(&old);
+            }
+        }
+        let made = self.made.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        tables
+            .entry(key)
+            .or_insert((made, Arc::default()))
+            .1
+            .clone()
     }
 
-    /// The table's indexes, listed again if the last listing is older than [`RELIST_AFTER`]
-    /// or [`Self::changed`] was called since. Lookups of one table wait for one listing.
-    pub async fn loaded(&self, table_uuid: &str) -> Arc<Loaded> {
-        let table = self.table(table_uuid);
+    /// The table's indexes (of the files `share` owns, on a worker), listed again if the last
+    /// listing is older than [`RELIST_AFTER`] or [`Self::changed`] was called since. Lookups
+    /// of one view wait for one listing.
+    pub async fn loaded(&self, table_uuid: &str, share: Option<&Share>) -> Arc<Loaded> {
+        let table = self.view((table_uuid.to_string(), share.cloned()));
         let mut state = table.lock().await;
         if state.listed.is_some_and(|at| at.elapsed() < RELIST_AFTER) {
             return state.loaded.clone();
         }
-        match self.list(table_uuid, &state.loaded).await {
-            Ok(Some(loaded)) => state.loaded = Arc::new(loaded),
+        match self.list(table_uuid, share, &state.loaded).await {
+            Ok(Some(loaded)) => {
+                let whose = share.map_or(String::new(), |s| {
+                    let workers = s.placement.workers().len();
+                    format!(" (this worker's share, of {workers} workers)")
+                });
+                log::info!(
+                    "indexes of attached table {table_uuid} loaded: entries of {} data files{whose}",
+                    loaded.files.len()
+                );
+                state.loaded = Arc::new(loaded);
+            }
             Ok(None) => {}
             Err(e) => log::warn!("indexes of attached table {table_uuid} not listed: {e}"),
         }
@@ -360,14 +421,26 @@ impl FileIndexes {
         state.loaded.clone()
     }
 
-    /// Makes the next [`Self::loaded`] list the table's indexes again: this process has just
-    /// created, dropped or added to one.
+    /// Makes the next [`Self::loaded`] list the table's indexes again, in every view: this
+    /// process has just created, dropped or added to one.
     pub async fn changed(&self, table_uuid: &str) {
-        self.table(table_uuid).lock().await.listed = None;
+        let views: Vec<_> = (self.tables.lock().unwrap_or_else(|e| e.into_inner()).iter())
+            .filter(|((uuid, _), _)| uuid == table_uuid)
+            .map(|(_, (_, view))| view.clone())
+            .collect();
+        for view in views {
+            view.lock().await.listed = None;
+        }
     }
 
-    /// The table's indexes as listed now; None if they are what `old` holds.
-    async fn list(&self, table_uuid: &str, old: &Loaded) -> Result<Option<Loaded>> {
+    /// The table's indexes as listed now, only the entries of the files `share` owns if given
+    /// (what `old` holds is of the same share); None if they are what `old` holds.
+    async fn list(
+        &self,
+        table_uuid: &str,
+        share: Option<&Share>,
+        old: &Loaded,
+    ) -> Result<Option<Loaded>> {
         let defs = self.store.definitions(table_uuid).await?;
         let mut parts = HashMap::new();
         for def in &defs {
@@ -377,7 +450,10 @@ impl FileIndexes {
                     continue;
                 }
                 match self.store.read_part(&path).await {
-                    Ok(entries) => {
+                    Ok(mut entries) => {
+                        if let Some(share) = share {
+                            entries.retain(|e| share.owns(&e.path));
+                        }
                         parts.insert(path, Arc::new(entries));
                     }
                     Err(e) => log::warn!("index part {path} unusable, its files are read: {e}"),
@@ -388,5 +464,46 @@ impl FileIndexes {
             && parts.len() == old.parts.len()
             && parts.keys().all(|p| old.parts.contains_key(p));
         Ok((!unchanged).then(|| Loaded::new(defs, parts)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashSet;
+
+    use sieve_storage::Storage;
+
+    use super::*;
+
+    fn share(workers: usize) -> Share {
+        let names = (0..workers).map(|i| format!("http://w{i}/")).collect();
+        Share {
+            placement: Arc::new(Placement::new(names)),
+            worker: 0,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_worker_keeps_its_views_under_its_last_placements_only() {
+        let indexes = FileIndexes::new(AttachedIndexes::new(Storage::in_memory()));
+        indexes.loaded("t", None).await;
+        for workers in 1..=3 {
+            indexes.loaded("t", Some(&share(workers))).await;
+        }
+        indexes.loaded("u", Some(&share(1))).await;
+        let views: HashSet<ViewKey> = (indexes.tables.lock().unwrap().keys().cloned()).collect();
+        let view = |t: &str, share| (t.to_string(), share);
+        let expected = [
+            view("t", None),
+            view("t", Some(share(2))),
+            view("t", Some(share(3))),
+            view("u", Some(share(1))),
+        ];
+        assert_eq!(views, expected.into_iter().collect());
+        // A change made here is seen by every view of the table at its next lookup.
+        indexes.changed("t").await;
+        for (key, (_, view)) in indexes.tables.lock().unwrap().iter() {
+            assert_eq!(view.try_lock().unwrap().listed.is_none(), key.0 == "t");
+        }
     }
 }

@@ -90,7 +90,7 @@ pub async fn pass(
         if scan.table_uuid.as_deref() != Some(def.table_uuid.as_str()) {
             continue; // replaced by another table of the same name
         }
-        let loaded = indexes.loaded(&def.table_uuid).await;
+        let loaded = indexes.loaded(&def.table_uuid, None).await;
         let missing: Vec<&DataFile> = (scan.files.iter())
             .filter(|f| !loaded.covers_columns(f, &def.columns))
             .collect();

@@ -41,7 +41,7 @@ use crate::scan::live_rows::live_within;
 
 use super::equality_delete_exec::{EqualityDeleteExec, FILE_COLUMN};
 use super::field_ids::ByFieldId;
-use super::file_indexes::{FileIndexes, Loaded};
+use super::file_indexes::{FileIndexes, Loaded, Share};
 use super::file_stats::FileStatistics;
 use super::indexed_pages::IndexedPagesFactory;
 use super::located_read::LocatedFiles;
@@ -181,18 +181,21 @@ pub struct Reading {
     data_cache: bool,
     /// The data files to consider, by path; None: all of the snapshot's.
     only: Option<Vec<String>>,
+    /// On a worker, its share of the files, which its view of the indexes holds.
+    share: Option<Share>,
 }
 
 impl Reading {
-    /// The same read of the files `paths` only (those of a worker's share of a lookup, which
+    /// The same read of the files `paths` only (those of a worker's `share` of a lookup, which
     /// its coordinator chose): the others are not read, nor counted in EXPLAIN's totals.
-    pub fn only(self, paths: &[String]) -> Self {
+    pub fn only(self, paths: &[String], share: Share) -> Self {
         // Each once: a file named twice must not be read twice.
         let mut paths = paths.to_vec();
         paths.sort_unstable();
         paths.dedup();
         Self {
             only: Some(paths),
+            share: Some(share),
             ..self
         }
     }
@@ -216,6 +219,7 @@ impl IcebergTable {
             data_cache: (config.options().extensions.get::<SieveOptions>())
                 .is_none_or(|o| o.data_cache),
             only: None,
+            share: None,
         })
     }
 
@@ -237,6 +241,7 @@ impl IcebergTable {
             target_partitions,
             data_cache,
             only: _,
+            share: _,
         } = reading;
         let schema = self.schema();
         if chosen.is_empty() {
@@ -370,7 +375,7 @@ impl IcebergTable {
         };
         let (loaded, probes) = match (&self.scan.table_uuid, predicate) {
             (Some(uuid), Some(predicate)) => {
-                let loaded = self.indexes.loaded(uuid).await;
+                let loaded = self.indexes.loaded(uuid, reading.share.as_ref()).await;
                 let probes = loaded.probes(predicate, &self.scan.schema);
                 (Some(loaded), probes)
             }

@@ -25,8 +25,10 @@ use datafusion::execution::SendableRecordBatchStream;
 use super::Session;
 use crate::access::privileges::Privilege;
 use crate::cluster::lookup_wire::{WireLookup, malformed};
+use crate::cluster::placement::Placement;
 use crate::cluster::remote_lookup::Owned;
 use crate::iceberg::catalog::{IcebergCatalogProvider, namespace_named, object};
+use crate::iceberg::file_indexes::Share;
 use crate::iceberg::table::{IcebergTable, Reading};
 use crate::options::SieveOptions;
 use crate::scan::page_read::LocatedRead;
@@ -152,7 +154,13 @@ impl Session {
         let Some(Bound { key, .. }) = bound else {
             return Err(malformed("a lookup this worker cannot bind to the table"));
         };
-        let reading = self.attached_reading(&table, &key)?.only(&wire.files);
+        let share = Share {
+            placement: Arc::new(Placement::new(wire.placement.clone())),
+            worker: wire.worker as usize,
+        };
+        let reading = self
+            .attached_reading(&table, &key)?
+            .only(&wire.files, share);
         let plan = self.attached_plan(&table, &schema, &key, reading).await?;
         self.owned_rows(&plan).await
     }
