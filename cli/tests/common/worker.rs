@@ -73,8 +73,8 @@ impl Worker {
     pub fn attached_index_files_loaded(&self) -> Option<usize> {
         let log = std::fs::read_to_string(self.log.path()).unwrap_or_default();
         let (_, last) = log.rsplit_once(" loaded: entries of ")?;
-        let (files, share) = last.split_once(" data files")?;
-        assert!(share.starts_with(" (this worker's share"), "{log}");
+        let (files, share) = last.split_once(" data files, ")?;
+        assert!(share.contains(" MiB (this worker's share"), "{log}");
         Some(files.parse().unwrap())
     }
 

@@ -408,9 +408,14 @@ impl FileIndexes {
                     let workers = s.placement.workers().len();
                     format!(" (this worker's share, of {workers} workers)")
                 });
+                let bytes: usize = (loaded.parts.values().flat_map(|p| p.iter()))
+                    .map(|e| e.bytes)
+                    .sum();
                 log::info!(
-                    "indexes of attached table {table_uuid} loaded: entries of {} data files{whose}",
-                    loaded.files.len()
+                    "indexes of attached table {table_uuid} loaded: entries of {} data files, \
+                     {:.1} MiB{whose}",
+                    loaded.files.len(),
+                    bytes as f64 / (1 << 20) as f64
                 );
                 state.loaded = Arc::new(loaded);
             }
@@ -449,11 +454,12 @@ impl FileIndexes {
                     parts.insert(path, kept.clone());
                     continue;
                 }
-                match self.store.read_part(&path).await {
-                    Ok(mut entries) => {
-                        if let Some(share) = share {
-                            entries.retain(|e| share.owns(&e.path));
-                        }
+                let owns = share.map(|share| move |file: &str| share.owns(file));
+                let keep = owns
+                    .as_ref()
+                    .map(|owns| owns as &(dyn Fn(&str) -> bool + Sync));
+                match self.store.read_part(&path, keep).await {
+                    Ok(entries) => {
                         parts.insert(path, Arc::new(entries));
                     }
                     Err(e) => log::warn!("index part {path} unusable, its files are read: {e}"),

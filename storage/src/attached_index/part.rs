@@ -84,6 +84,8 @@ pub struct IndexedFileEntry {
     pub sidecar: Sidecar,
     /// None in a part of version 1 or 2, or for a row group of one page.
     pub map: Option<RowGroupMap>,
+    /// The sidecar's and the map's encoded sizes: about what the entry holds in memory.
+    pub bytes: usize,
 }
 
 /// The bytes of a part holding `files`.
@@ -146,8 +148,14 @@ struct Record {
     map: (u64, usize),
 }
 
-/// The entries of the part `name` (named in errors) whose bytes are `bytes`.
-pub fn decode(name: &str, bytes: Bytes) -> Result<Vec<IndexedFileEntry>> {
+/// The entries of the part `name` (named in errors) whose bytes are `bytes`: all of them,
+/// sharing `bytes`, or only those of the data files `keep` accepts, each a copy of its own, so
+/// that `bytes` and the entries left out are freed (a worker keeps its own files' only).
+pub fn decode(
+    name: &str,
+    bytes: Bytes,
+    keep: Option<&(dyn Fn(&str) -> bool + Sync)>,
+) -> Result<Vec<IndexedFileEntry>> {
     let damaged = |why: String| StorageError::Damaged(name.to_string(), why);
     let u32_at = |at: usize| -> Option<u32> {
         Some(u32::from_le_bytes(bytes.get(at..at + 4)?.try_into().ok()?))
@@ -235,6 +243,9 @@ pub fn decode(name: &str, bytes: Bytes) -> Result<Vec<IndexedFileEntry>> {
             .map_err(|_| damaged("a path is not UTF-8".into()))?
             .to_string();
         path_at += path_len;
+        if keep.is_some_and(|keep| !keep(&path)) {
+            continue;
+        }
         let start = usize::try_from(offset).map_err(|_| truncated())?;
         let inside = |start: usize, len: usize| {
             let range = start..start.checked_add(len)?;
@@ -246,7 +257,11 @@ pub fn decode(name: &str, bytes: Bytes) -> Result<Vec<IndexedFileEntry>> {
                 "the sidecar of {path} lies outside the part"
             )));
         };
-        let sidecar = Sidecar::open(bytes.slice(range))
+        let sidecar = match keep {
+            None => bytes.slice(range),
+            Some(_) => Bytes::copy_from_slice(&bytes[range]),
+        };
+        let sidecar = Sidecar::open(sidecar)
             .map_err(|e: IndexError| damaged(format!("the sidecar of {path}: {e}")))?;
         if first_row
             .checked_add(rows)
@@ -256,6 +271,7 @@ pub fn decode(name: &str, bytes: Bytes) -> Result<Vec<IndexedFileEntry>> {
                 "{path}: rows {first_row}+{rows} beyond its {record_count}"
             )));
         }
+        let map_bytes = map.1;
         let map = match map {
             (_, 0) => None,
             (offset, len) => {
@@ -276,6 +292,7 @@ pub fn decode(name: &str, bytes: Bytes) -> Result<Vec<IndexedFileEntry>> {
             rows,
             sidecar,
             map,
+            bytes: len + map_bytes,
         });
     }
     Ok(entries)
@@ -315,7 +332,7 @@ mod tests {
             file("w/bé.parquet", 5000..5100),
         ];
         let bytes = Bytes::from(encode(&files).unwrap());
-        let entries = decode("p", bytes.clone()).unwrap();
+        let entries = decode("p", bytes.clone(), None).unwrap();
         assert_eq!(entries.len(), 2);
         assert_eq!(entries[1].path, "w/bé.parquet");
         assert_eq!((entries[1].record_count, entries[1].file_size), (100, 1234));
@@ -326,10 +343,19 @@ mod tests {
             .count();
         assert!(false_hits < 100, "{false_hits} false hits in 10,000");
         assert!(
-            decode("p", Bytes::from(encode(&[]).unwrap()))
+            decode("p", Bytes::from(encode(&[]).unwrap()), None)
                 .unwrap()
                 .is_empty()
         );
+        // All entries share the part's bytes; a worker's own files' are copies, so the part's
+        // bytes go once read.
+        assert!(!bytes.is_unique());
+        drop(entries);
+        let mine = decode("p", bytes.clone(), Some(&|p: &str| p.starts_with("w/b"))).unwrap();
+        assert!(bytes.is_unique());
+        assert_eq!(mine.len(), 1);
+        assert_eq!(mine[0].path, "w/bé.parquet");
+        assert!((5000..5100).all(|k| probe(&mine[0], k)));
     }
 
     #[test]
@@ -337,14 +363,16 @@ mod tests {
         let bytes = encode(&[file("w/a.parquet", 0..1000)]).unwrap();
         for cut in [0, 7, 15, 40, bytes.len() - 1] {
             assert!(
-                decode("p", Bytes::copy_from_slice(&bytes[..cut])).is_err(),
+                decode("p", Bytes::copy_from_slice(&bytes[..cut]), None).is_err(),
                 "cut {cut}"
             );
         }
         for flip in [3, 9, 20, 50, bytes.len() - 9] {
             let mut damaged = bytes.clone();
             damaged[flip] ^= 0x40;
-            let e = decode("p", Bytes::from(damaged)).unwrap_err().to_string();
+            let e = decode("p", Bytes::from(damaged), None)
+                .unwrap_err()
+                .to_string();
             assert!(e.starts_with("cannot use p:"), "flip {flip}: {e}");
         }
     }
@@ -366,7 +394,7 @@ mod tests {
             }]],
         };
         groups[1].map = Some(map.clone());
-        let entries = decode("p", Bytes::from(encode(&groups).unwrap())).unwrap();
+        let entries = decode("p", Bytes::from(encode(&groups).unwrap()), None).unwrap();
         let rows: Vec<_> = entries.iter().map(|e| (e.first_row, e.rows)).collect();
         assert_eq!(rows, [(0, 600), (600, 400)]);
         assert_eq!(
@@ -376,7 +404,7 @@ mod tests {
         assert!(probe(&entries[1], 700) && !probe(&entries[1], 5));
         // A row group past its file's rows is damage, not a filter.
         groups[1].rows = 401;
-        let e = decode("p", Bytes::from(encode(&groups).unwrap())).unwrap_err();
+        let e = decode("p", Bytes::from(encode(&groups).unwrap()), None).unwrap_err();
         assert!(e.to_string().contains("beyond its 1000"), "{e}");
 
         // Versions 1 and 2, as this build wrote them before: 32-byte records and a sidecar per
@@ -402,7 +430,7 @@ mod tests {
             old.resize(align8(old.len()), 0);
             old.extend_from_slice(&xxh3_64(&old).to_le_bytes());
             old.extend_from_slice(&whole.sidecar);
-            let entries = decode("p", Bytes::from(old)).unwrap();
+            let entries = decode("p", Bytes::from(old), None).unwrap();
             assert_eq!(
                 (entries[0].first_row, entries[0].rows),
                 (0, 1000),

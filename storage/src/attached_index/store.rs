@@ -182,8 +182,13 @@ impl AttachedIndexes {
         Ok(parts)
     }
 
-    pub async fn read_part(&self, path: &Path) -> Result<Vec<IndexedFileEntry>> {
+    /// The part's entries, or only those of the data files `keep` accepts.
+    pub async fn read_part(
+        &self,
+        path: &Path,
+        keep: Option<&(dyn Fn(&str) -> bool + Sync)>,
+    ) -> Result<Vec<IndexedFileEntry>> {
         let bytes = self.storage.store().get(path).await?.bytes().await?;
-        part::decode(path.as_ref(), bytes)
+        part::decode(path.as_ref(), bytes, keep)
     }
 }
