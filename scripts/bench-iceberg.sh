@@ -23,7 +23,8 @@
 #   - with SIEVE_BENCH_WORKERS=N, the attached table's lookups again through a coordinator over
 #     N `sieve worker`s (each given the same catalog; the coordinator chooses the files, their
 #     owners read them): lookups/s, p95 and server CPU summed over all N+1 processes, against
-#     the one process above in the same run;
+#     the one process above in the same run; then each process's resident size and the index
+#     it holds, as its log says (the coordinator all of it, a worker its own files' entries);
 #   - the same present keys (SIEVE_BENCH_OTHER_N of them, default 20) looked up one at a time
 #     through PyIceberg's scan (`row_filter`) and DuckDB's `iceberg_scan` (duckdb 1.5.5 with its
 #     iceberg, avro and httpfs extension wheels, installed if missing), against Sieve's attached
@@ -221,6 +222,10 @@ print(f'| $label | $threads | $per_s | $p95 | {ms:.3f} | {$per_s / ${one_rate[$k
   done
   for pid in "${cluster[@]}"; do
     awk -v pid="$pid" '/^VmRSS:/ {printf "process %s resident %d MiB\n", pid, $2 / 1024}' "/proc/$pid/status"
+  done
+  # The index each process holds: all of it on the coordinator, its own files' on a worker.
+  for log in "$work"/worker-*.log "$work/coordinator.log"; do
+    echo "$(basename "$log" .log): $(grep 'loaded: entries of' "$log" | tail -1 | sed 's/.*loaded: //')"
   done
 fi
 
