@@ -27,9 +27,10 @@ if ! command -v mysql >/dev/null 2>&1; then
     || { echo "could not install mariadb-client" >&2; exit 1; }
 fi
 if ! python3 -c "import pymysql, cryptography, mysql.connector, pytest, sqlalchemy, pandas, pyarrow, adbc_driver_flightsql, pyiceberg, boto3" 2>/dev/null \
-  || [ "$(python3 -c 'import pyiceberg; print(pyiceberg.__version__)' 2>/dev/null)" != 0.12.0 ]; then
-  echo "installing PyMySQL (with cryptography, for caching_sha2_password without TLS), mysql-connector-python, SQLAlchemy, pandas, pyarrow, ADBC's Flight SQL driver, pytest, PyIceberg 0.12.0 (the Iceberg tests' writer) and boto3 (MinIO's session keys for a REST catalog to vend)"
-  python3 -m pip install -q pymysql cryptography mysql-connector-python "sqlalchemy>=2,<3" pandas pyarrow adbc-driver-flightsql pytest "pyiceberg[sql-sqlite]==0.12.0" boto3 || exit 1
+  || [ "$(python3 -c 'import pyiceberg; print(pyiceberg.__version__)' 2>/dev/null)" != 0.12.0 ] \
+  || [ "$(python3 -c 'import duckdb; print(duckdb.__version__)' 2>/dev/null)" != 1.5.5 ]; then
+  echo "installing PyMySQL (with cryptography, for caching_sha2_password without TLS), mysql-connector-python, SQLAlchemy, pandas, pyarrow, ADBC's Flight SQL driver, pytest, PyIceberg 0.12.0 (the Iceberg tests' writer), DuckDB 1.5.5 (the writer of their variant columns) and boto3 (MinIO's session keys for a REST catalog to vend)"
+  python3 -m pip install -q pymysql cryptography mysql-connector-python "sqlalchemy>=2,<3" pandas pyarrow adbc-driver-flightsql pytest "pyiceberg[sql-sqlite]==0.12.0" duckdb==1.5.5 boto3 || exit 1
 fi
 
 if ! command -v java >/dev/null 2>&1; then

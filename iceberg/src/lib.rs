@@ -35,6 +35,6 @@ pub use equality_deletes::{DeletedKeys, EqualityDeletes};
 pub use error::{IcebergError, Result};
 pub use manifest::ColumnBounds;
 pub use name_mapping::FileNames;
-pub use schema::{field_id, field_with_id, initial_default};
+pub use schema::{field_id, field_with_id, initial_default, is_variant};
 pub use table_scan::{DataFile, TableScan};
 pub use warehouse::Warehouse;

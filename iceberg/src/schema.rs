@@ -31,6 +31,16 @@ pub fn field_id(field: &ArrowField) -> Option<i32> {
 /// Where the Arrow schemas made here keep a column's `initial-default`, as JSON.
 const INITIAL_DEFAULT: &str = "iceberg:initial-default";
 
+/// Where the Arrow schemas made here mark a v3 `variant` column.
+const VARIANT: &str = "iceberg:variant";
+
+/// Whether the table column `field` is a v3 `variant`: typed here as its values' JSON text,
+/// while a data file holds it as Parquet's variant group (metadata, value and, shredded,
+/// typed_value), which a reader converts.
+pub fn is_variant(field: &ArrowField) -> bool {
+    field.metadata().contains_key(VARIANT)
+}
+
 /// The value a column added with an `initial-default` has in the files written before it was
 /// added, as an array of one row of the field's type; None for a column without one (null).
 pub fn initial_default(field: &ArrowField) -> Option<ArrayRef> {
@@ -107,7 +117,14 @@ impl Schema {
             self.fields
                 .iter()
                 .map(|field| {
-                    let data_type = arrow_type(&field.kind).map_err(|why| {
+                    // A variant is read at the top level only: as JSON text, it has no nested
+                    // fields to pair.
+                    let variant = field.kind.as_str() == Some("variant");
+                    let data_type = match variant {
+                        true => Ok(DataType::Utf8),
+                        false => arrow_type(&field.kind),
+                    };
+                    let data_type = data_type.map_err(|why| {
                         IcebergError::Unsupported(
                             table.to_string(),
                             format!("column {}: {why}", field.name),
@@ -116,6 +133,9 @@ impl Schema {
                     let kind = &field.kind;
                     let mut metadata =
                         HashMap::from([(FIELD_ID.to_string(), field.id.to_string())]);
+                    if variant {
+                        metadata.insert(VARIANT.to_string(), String::new());
+                    }
                     if let Some(default) = &field.initial_default {
                         if decode_default(default, &data_type).is_none() {
                             return Err(IcebergError::Unsupported(
@@ -154,15 +174,16 @@ impl Schema {
         out
     }
 
-    /// The ids of its `geometry` and `geography` fields (v3), at any depth: what manifests
-    /// give as their bounds is a bounding box (spec: "Bound serialization"), not the least and
-    /// greatest of their values' bytes, so no pruning may read it as min/max.
-    pub fn geospatial_ids(&self) -> Vec<i32> {
+    /// The ids of its `geometry`, `geography` and `variant` fields (v3), at any depth: what
+    /// manifests give as their bounds is a bounding box, or a variant of bounds per path
+    /// (spec: "Bound serialization"), not the least and greatest of their values' bytes, so no
+    /// pruning may read it as min/max.
+    pub fn ids_without_min_max(&self) -> Vec<i32> {
         let mut out = Vec::new();
         let mut check = |id: i64, kind: Option<&serde_json::Value>| {
             if kind
                 .and_then(serde_json::Value::as_str)
-                .is_some_and(geospatial)
+                .is_some_and(|kind| geospatial(kind) || kind == "variant")
             {
                 out.extend(i32::try_from(id).ok());
             }
@@ -434,7 +455,7 @@ mod tests {
                 "element":"geography","element-required":false}},
               {"id":9,"name":"x","required":false,"type":"geometryish"}]}"#,
         );
-        assert_eq!(s.geospatial_ids(), vec![2, 3, 5, 8]);
+        assert_eq!(s.ids_without_min_max(), vec![2, 3, 5, 8]);
         let e = s.to_arrow("t").unwrap_err().to_string();
         assert!(e.contains("column x: type \"geometryish\""), "{e}");
         let s = Schema {
@@ -500,13 +521,22 @@ mod tests {
             e.contains("column p: nested field z has an initial-default"),
             "{e}"
         );
-        let variant =
-            schema(r#"{"fields":[{"id":1,"name":"v","required":false,"type":"variant"}]}"#);
+        // A variant reads as JSON text at the top level; inside a struct it is refused.
+        let variant = schema(
+            r#"{"fields":[{"id":1,"name":"v","required":false,"type":"variant"},
+              {"id":2,"name":"p","required":false,"type":{"type":"struct","fields":[
+                {"id":3,"name":"w","required":false,"type":"variant"}]}}]}"#,
+        );
+        assert_eq!(variant.ids_without_min_max(), vec![1, 3]);
         let e = variant.to_arrow("t").unwrap_err().to_string();
         assert!(
-            e.contains("column v: type \"variant\" is not read yet"),
+            e.contains("column p: type \"variant\" is not read yet"),
             "{e}"
         );
+        let top = schema(r#"{"fields":[{"id":1,"name":"v","required":false,"type":"variant"}]}"#);
+        let arrow = top.to_arrow("t").unwrap();
+        assert_eq!(arrow.field(0).data_type(), &DataType::Utf8);
+        assert!(is_variant(arrow.field(0)));
     }
 
     #[test]

@@ -156,8 +156,9 @@ impl TableScan {
                 ),
             ));
         }
-        // A geometry's bounds are a bounding box: left out, so no pruning reads them as min/max.
-        let geospatial = current.geospatial_ids();
+        // A geometry's bounds are a bounding box, a variant's a variant: left out, so no pruning
+        // reads them as min/max.
+        let without_min_max = current.ids_without_min_max();
         let deleted = deleted_rows(warehouse, files, &data, &deletes).await?;
         let dropped_keys = dropped_keys(&metadata, &schema, &equality);
         let with_dropped = ArrowSchema::new(
@@ -177,7 +178,7 @@ impl TableScan {
                     file_size: entry.file_size,
                     deleted: deleted.get(&i).cloned(),
                     equality_deletes: keys.applying_to(&entry),
-                    bounds: entry.bounds.without(&geospatial),
+                    bounds: entry.bounds.without(&without_min_max),
                 })
             })
             .collect::<Result<_>>()?;

@@ -14,6 +14,7 @@
     python3 tables.py DIR promote                     # its id widened to long, one more file
     python3 tables.py DIR migrated                    # ns.migrated: a file without field ids, renamed
     python3 tables.py DIR shapes                      # ns.shapes: v3 geometry and geography columns
+    python3 tables.py DIR variants                    # ns.variants: a v3 variant column (DuckDB)
 
 The tables' files go to DIR, or to the S3 prefix (with AWS_ENDPOINT, AWS_ACCESS_KEY_ID, … from
 the environment, as scripts/minio.sh exports them). Prints, as one JSON object, what PyIceberg's
@@ -392,17 +393,67 @@ def shapes():
     db.commit()
 
 
+def variants():
+    """ns.variants: a v3 variant column, which PyIceberg 0.12 does not write: DuckDB 1.5 writes
+    a file of id and v, v variants shredded where it chooses (objects with a and b, and values
+    of other shapes left whole), added to a v2 table of id (long) and v (binary, a
+    placeholder) by a fast append of its data file, then the table's metadata written again as
+    v3 with v `variant` and the catalog pointed at it. Prints DuckDB's own reading of v as
+    JSON, by id, as "variants"."""
+    import sqlite3
+
+    import duckdb
+
+    catalog.create_namespace_if_not_exists("ns")
+    schema = pa.schema([pa.field("id", pa.int64()), pa.field("v", pa.binary())])
+    table = catalog.create_table("ns.variants", schema=schema)
+    path = f"{table.metadata.location}/data/variants-{uuid.uuid4()}.parquet"
+    values = ['{"a": 1, "b": "x"}', '{"a": 2}', None, '[1, 2, 3]', '"text"', '12.5',
+              '{"a": {"deep": [true, null]}, "b": "y"}', 'null']
+    literals = ", ".join(f"({i + 1}::bigint, {'null' if v is None else repr(v) + '::json::variant'})"
+                     for i, v in enumerate(values))
+    db = duckdb.connect()
+    local = path.removeprefix("file://")
+    os.makedirs(os.path.dirname(local), exist_ok=True)
+    db.sql(f"copy (select * from (values {literals}) t(id, v)) to '{local}' (format parquet, field_ids {{id: 1, v: 2}})")
+    read = db.sql(f"select id, v::json::varchar from read_parquet('{local}') order by id").fetchall()
+    with table.transaction() as tx:
+        with tx.update_snapshot().fast_append() as append:
+            data_file = DataFile.from_args(content=DataFileContent.DATA, file_path=path,
+                                           file_format=FileFormat.PARQUET, partition=Record(),
+                                           record_count=len(values), file_size_in_bytes=os.path.getsize(local))
+            data_file.spec_id = table.metadata.default_spec_id
+            append.append_data_file(data_file)
+    table = catalog.load_table("ns.variants")
+    with table.io.new_input(table.metadata_location).open() as f:
+        metadata = json.load(f)
+    metadata["format-version"] = 3
+    metadata["next-row-id"] = len(values)
+    for s in metadata["schemas"]:
+        for field in s["fields"]:
+            if field["name"] == "v":
+                field["type"] = "variant"
+    location = f"{table.metadata.location}/metadata/v3-{uuid.uuid4()}.metadata.json"
+    with table.io.new_output(location).create() as out:
+        out.write(json.dumps(metadata).encode())
+    sqlite = sqlite3.connect(f"{directory}/catalog.db")
+    sqlite.execute("update iceberg_tables set metadata_location = ?, previous_metadata_location = ? "
+                   "where table_namespace = 'ns' and table_name = 'variants'", (location, table.metadata_location))
+    sqlite.commit()
+    rows["variants"] = read
+
+
 def big():
     catalog.create_namespace_if_not_exists("ns")
     ids = pa.array(range(200_000), pa.int64())
     catalog.create_table("ns.big", schema=pa.schema([pa.field("id", pa.int64())])).append(pa.table({"id": ids}))
 
 
+rows = {}
 {"make": make, "append": append, "keys": keys, "grouped": grouped, "more_keys": more_keys, "big": big,
  "rename_again": rename_again, "paged": paged, "upserts": upserts, "promoted": promoted, "promote": promote,
  "defaults": defaults, "nested": nested, "migrated": migrated, "shapes": shapes,
- "drop_name": drop_name}[sys.argv[2]]()
-rows = {}
+ "drop_name": drop_name, "variants": variants}[sys.argv[2]]()
 for name in ["ns.people", "ns.empty", "ns.keys", "ns.promoted", "ns.defaults", "ns.deep.t", "ns.migrated"]:
     if not catalog.table_exists(name):
         continue

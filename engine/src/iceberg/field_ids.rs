@@ -11,6 +11,9 @@
 //!
 //! A file without field ids (one a migration added) is paired by its column names, through the
 //! table's name mapping or its stable names ([`sieve_iceberg::FileNames`]), or refused.
+//!
+//! A `variant` column, JSON text to the table, is the file's variant group: read as the group
+//! and turned into JSON ([`VariantJson`]) before anything above the scan sees it.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -25,7 +28,9 @@ use datafusion::physical_expr::expressions::Literal;
 use datafusion::physical_expr_adapter::{
     DefaultPhysicalExprAdapterFactory, PhysicalExprAdapter, PhysicalExprAdapterFactory,
 };
-use sieve_iceberg::{FileNames, field_id, initial_default};
+use sieve_iceberg::{FileNames, field_id, initial_default, is_variant};
+
+use super::variant_json::VariantJson;
 
 /// Where a data file holds the table's column with field id `id`: None when the file has no
 /// such column (written before it was added: its values are null, or the column's initial
@@ -67,6 +72,7 @@ impl PhysicalExprAdapterFactory for ByFieldId {
         // another id is never read in its place.
         let mut renamed = HashMap::new();
         let mut defaults = HashMap::new();
+        let mut variants = Vec::new();
         let fields = (logical.fields().iter())
             .map(|field| {
                 let id = field_id(field).unwrap_or(-1);
@@ -83,6 +89,12 @@ impl PhysicalExprAdapterFactory for ByFieldId {
                 if &name != field.name() {
                     renamed.insert(field.name().clone(), name.clone());
                 }
+                // DataFusion's adapter reads a variant as the file's group, uncast (a field that
+                // differs in as much as its metadata would be cast).
+                if let Some(i) = in_file.filter(|_| is_variant(field)) {
+                    variants.push(name);
+                    return Ok(physical.field(i).as_ref().clone());
+                }
                 Ok(field.as_ref().clone().with_name(name))
             })
             .collect::<Result<Vec<_>>>()?;
@@ -93,6 +105,7 @@ impl PhysicalExprAdapterFactory for ByFieldId {
         Ok(Arc::new(Renaming {
             renamed,
             defaults,
+            variants,
             inner: DefaultPhysicalExprAdapterFactory.create(logical, physical)?,
         }))
     }
@@ -104,6 +117,8 @@ struct Renaming {
     renamed: HashMap<String, String>,
     /// Table column name → its initial default, for the columns the file lacks that have one.
     defaults: HashMap<String, ScalarValue>,
+    /// The file's names of the variant columns it holds.
+    variants: Vec<String>,
     inner: Arc<dyn PhysicalExprAdapter>,
 }
 
@@ -126,7 +141,19 @@ impl PhysicalExprAdapter for Renaming {
             })
             .data()?
         };
-        self.inner.rewrite(expr)
+        let expr = self.inner.rewrite(expr)?;
+        if self.variants.is_empty() {
+            return Ok(expr);
+        }
+        expr.transform(|e| {
+            Ok(match e.downcast_ref::<Column>() {
+                Some(c) if self.variants.contains(&c.name().to_string()) => {
+                    Transformed::yes(Arc::new(VariantJson::new(e)))
+                }
+                _ => Transformed::no(e),
+            })
+        })
+        .data()
     }
 }
 

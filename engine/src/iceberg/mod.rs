@@ -15,6 +15,7 @@ pub(crate) mod located_read;
 pub(crate) mod page_walk;
 pub(crate) mod scan_exec;
 pub(crate) mod table;
+pub(crate) mod variant_json;
 
 use sieve_iceberg::IcebergError;
 

@@ -122,6 +122,11 @@ async fn create(
         let Ok(field) = schema.field_with_name(column) else {
             return Err(external(IndexRefusal::NoColumn(column.clone())));
         };
+        if sieve_iceberg::is_variant(field) {
+            return not_impl_err!(
+                "column {column} is a variant, which Sieve's filters do not index"
+            );
+        }
         if !is_hashable(field.data_type()) {
             return not_impl_err!(
                 "column {column} has type {}, which Sieve's filters do not index",
