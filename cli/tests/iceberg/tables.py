@@ -348,7 +348,6 @@ def shapes():
     extension type, planar and spherical; no min/max statistics) added with add_files, then the table's metadata written again
     as v3 with g `geometry` and h `geography(OGC:CRS84, spherical)`, the catalog pointed at it.
     Rows: (1, POINT(1 2), POINT(5 6)), (2, POINT(3 4), NULL), (3, NULL, POINT(7 8))."""
-    import sqlite3
     import struct
 
     class Wkb(pa.ExtensionType):
@@ -376,20 +375,29 @@ def shapes():
                                  "g": points(b"{}", [(1, 2), (3, 4), None]),
                                  "h": points(b'{"edges": "spherical"}', [(5, 6), None, (7, 8)])}), out)
     table.add_files([path])
-    table = catalog.load_table("ns.shapes")
+    as_v3("shapes", 3, {"g": "geometry", "h": "geography(OGC:CRS84, spherical)"})
+
+
+def as_v3(name, rows, types):
+    """ns.`name`'s metadata written again as v3 (of `rows` rows so far), its columns given
+    `types` (column name: v3 type) in every schema, and the SQL catalog pointed at it: no writer
+    here commits a v3 table."""
+    import sqlite3
+
+    table = catalog.load_table(f"ns.{name}")
     with table.io.new_input(table.metadata_location).open() as f:
         metadata = json.load(f)
     metadata["format-version"] = 3
-    metadata["next-row-id"] = 3
+    metadata["next-row-id"] = rows
     for s in metadata["schemas"]:
         for field in s["fields"]:
-            field["type"] = {"g": "geometry", "h": "geography(OGC:CRS84, spherical)"}.get(field["name"], field["type"])
+            field["type"] = types.get(field["name"], field["type"])
     location = f"{table.metadata.location}/metadata/v3-{uuid.uuid4()}.metadata.json"
     with table.io.new_output(location).create() as out:
         out.write(json.dumps(metadata).encode())
     db = sqlite3.connect(f"{directory}/catalog.db")
     db.execute("update iceberg_tables set metadata_location = ?, previous_metadata_location = ? "
-               "where table_namespace = 'ns' and table_name = 'shapes'", (location, table.metadata_location))
+               "where table_namespace = 'ns' and table_name = ?", (location, table.metadata_location, name))
     db.commit()
 
 
@@ -400,8 +408,6 @@ def variants():
     placeholder) by a fast append of its data file, then the table's metadata written again as
     v3 with v `variant` and the catalog pointed at it. Prints DuckDB's own reading of v as
     JSON, by id, as "variants"."""
-    import sqlite3
-
     import duckdb
 
     catalog.create_namespace_if_not_exists("ns")
@@ -424,22 +430,7 @@ def variants():
                                            record_count=len(values), file_size_in_bytes=os.path.getsize(local))
             data_file.spec_id = table.metadata.default_spec_id
             append.append_data_file(data_file)
-    table = catalog.load_table("ns.variants")
-    with table.io.new_input(table.metadata_location).open() as f:
-        metadata = json.load(f)
-    metadata["format-version"] = 3
-    metadata["next-row-id"] = len(values)
-    for s in metadata["schemas"]:
-        for field in s["fields"]:
-            if field["name"] == "v":
-                field["type"] = "variant"
-    location = f"{table.metadata.location}/metadata/v3-{uuid.uuid4()}.metadata.json"
-    with table.io.new_output(location).create() as out:
-        out.write(json.dumps(metadata).encode())
-    sqlite = sqlite3.connect(f"{directory}/catalog.db")
-    sqlite.execute("update iceberg_tables set metadata_location = ?, previous_metadata_location = ? "
-                   "where table_namespace = 'ns' and table_name = 'variants'", (location, table.metadata_location))
-    sqlite.commit()
+    as_v3("variants", len(values), {"v": "variant"})
     rows["variants"] = read
 
 
