@@ -8,7 +8,8 @@
 #     or SIEVE_BENCH_CODEC, no page index), keeping SIEVE_BENCH_KEYS_N (default 2000) of its c2
 #     values drawn uniformly;
 #   - one `sieve serve` attaches the catalog (its indexer idle) and runs CREATE INDEX on c2
-#     (`USING SIEVE_BENCH_FILTER`, default binary_fuse8): rows per server CPU second;
+#     (`USING SIEVE_BENCH_FILTER`; unset, the attached default, binary_fuse16): rows per server
+#     CPU second;
 #   - sysbench (scripts/serving/lookup.lua: a prepared `select c1 from T where c2 = ?` per
 #     connection) for SIEVE_BENCH_SECONDS (default 10) at each of SIEVE_BENCH_THREADS (default
 #     "1 16 64") connections, on each table, for uniform present keys (drawn over the table, as
@@ -43,7 +44,7 @@ seconds="${SIEVE_BENCH_SECONDS:-10}"
 threads_list="${SIEVE_BENCH_THREADS:-1 16 64}"
 other_n="${SIEVE_BENCH_OTHER_N:-20}"
 hot_n="${SIEVE_BENCH_HOT_N:-100}"
-filter="${SIEVE_BENCH_FILTER:-binary_fuse8}"
+filter="${SIEVE_BENCH_FILTER:-binary_fuse16}"
 workers="${SIEVE_BENCH_WORKERS:-0}"
 source scripts/serving/measure.sh
 need_sysbench
