@@ -119,11 +119,17 @@ pub async fn run(location: &Location, args: WorkerArgs, config: &ConfigFile) -> 
     let engine = (location.engine().await?)
         .with_memory_limits(config.memory_limits())
         .map_err(|e| e.to_string())?;
+    let worker = sieve_engine::worker(
+        storage,
+        &engine,
+        config.memory_limits(),
+        secret.clone(),
+        peers,
+    )
+    .map_err(|e| e.to_string())?;
     let lookups = sieve_engine::LookupService::new(engine)
         .await
         .map_err(|e| format!("cannot serve point lookups: {e}"))?;
-    let worker = sieve_engine::worker(storage, config.memory_limits(), secret.clone(), peers)
-        .map_err(|e| e.to_string())?;
     let listener = tokio::net::TcpListener::bind(address)
         .await
         .map_err(|e| format!("cannot listen on {address}: {e}"))?;

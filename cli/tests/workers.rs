@@ -640,30 +640,46 @@ fn a_worker_beyond_loopback_needs_a_secret_and_tls() {
     );
 }
 
-/// A statement that reads an attached table, other than a point lookup, runs in the
-/// coordinator (a distributed plan carries Sieve's scans only), Sieve tables it joins
-/// included, and answers as one process does; a statement over Sieve's tables alone is still
-/// spread over the workers.
+/// A statement that reads an attached table, other than a point lookup, is spread over the
+/// workers as one over Sieve's tables is: each task reads the data files its worker owns (by
+/// path, rendezvous, as lookups are placed), planned on the worker from the snapshot the
+/// coordinator read; joins with Sieve's tables, subqueries, position and equality deletes
+/// answer as in one process. The tasks' counts of files read add up to the files the
+/// coordinator chose, and a worker without the catalog says so.
 #[test]
-fn a_statement_reading_an_attached_table_runs_in_the_coordinator() {
+fn a_statement_reading_an_attached_table_is_spread_over_the_workers() {
     let storage = format!("{}/attached-{}", common::s3_base(), std::process::id());
     make_table(&storage, 1, "");
     let warehouse = tempfile::tempdir().unwrap();
     common::pyiceberg::pyiceberg(warehouse.path(), "make");
+    let written = common::pyiceberg::pyiceberg(warehouse.path(), "keys");
+    common::pyiceberg::pyiceberg(warehouse.path(), "upserts");
     let catalog = common::pyiceberg::config(warehouse.path());
-    let worker = Worker::start(&storage);
-    let coordinator = start_coordinator(&storage, &[worker.url()], &catalog);
+    let config = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(config.path(), &catalog).unwrap();
+    let with_catalog = ["--config", config.path().to_str().unwrap()];
+    let workers: Vec<Worker> = (0..3)
+        .map(|_| Worker::start_with(&storage, 0, &with_catalog))
+        .collect();
+    let urls: Vec<String> = workers.iter().map(Worker::url).collect();
+    let coordinator = start_coordinator(&storage, &urls, &catalog);
     let local = Server::start_on(&storage, &catalog);
     for query in [
+        "select count(*), sum(id), min(name), max(name) from lake.ns.keys",
+        "select name from lake.ns.keys where id between 1990 and 2010 order by id",
         "select count(*), sum(p.id) from t join lake.ns.people p on p.id = t.c1",
         "select count(*) from t where c1 in (select id + 1 from lake.ns.people where id < 50)",
         "select c2 from t where c1 = (select max(id) from lake.ns.people where id < 9000)",
         "select count(*), min(id), max(id) from lake.ns.people",
+        "select id, name from lake.ns.upserts order by id",
+        "select k.name, u.name from lake.ns.keys k join lake.ns.upserts u on u.id = k.id \
+         order by k.id limit 5",
     ] {
         let answered = answer(&coordinator, query);
         assert_eq!(answered, answer(&local, query), "{query}");
         let plan = answer(&coordinator, &format!("explain analyze {query}"));
-        assert!(!plan.contains("DistributedExec"), "{query}:\n{plan}");
+        assert!(plan.contains("DistributedExec"), "{query}:\n{plan}");
+        assert!(plan.contains("AttachedScanExec"), "{query}:\n{plan}");
     }
     assert_eq!(
         answer(
@@ -673,8 +689,41 @@ fn a_statement_reading_an_attached_table_runs_in_the_coordinator() {
         "9999\t49994995\n",
         "0 … 9999 but 5, deleted from the people table"
     );
-    let plan = answer(&coordinator, "explain analyze select count(*) from t");
-    assert!(plan.contains("DistributedExec"), "{plan}");
+    // The keys' 8 files, each read by the task sent to its owner by rendezvous over the
+    // workers' names, whichever the paths' random names make those.
+    let placement = Placement::new(urls.iter().map(|u| format!("{u}/")).collect());
+    let root = format!("file://{}/", warehouse.path().display());
+    let mut owned = vec![0; urls.len()];
+    for file in written["ns.keys"]["files"].as_array().unwrap() {
+        let path = file.as_str().unwrap().strip_prefix(&root).unwrap();
+        owned[placement.owner(path)] += 1;
+    }
+    owned.retain(|&n| n > 0);
+    owned.sort_unstable();
+    let plan = answer(
+        &coordinator,
+        "explain analyze select count(*) from lake.ns.keys",
+    );
+    let mut tasks: Vec<usize> = (plan.split("AttachedScanExec: ").skip(1))
+        .map(|task| {
+            let files = task.split_once(", files=").unwrap().1;
+            let end = files.find(|c: char| !c.is_ascii_digit()).unwrap();
+            files[..end].parse().unwrap()
+        })
+        .filter(|&n| n > 0)
+        .collect();
+    tasks.sort_unstable();
+    assert_eq!(tasks, owned, "{plan}");
+    assert_eq!(common::plan_counter(&plan, "blocks_read"), 8, "{plan}");
+    assert_eq!(common::plan_counter(&plan, "blocks_total"), 8, "{plan}");
+    // A worker without the catalog cannot plan its share, and says why.
+    let bare = Worker::start(&storage);
+    let elsewhere = start_coordinator(&storage, &[bare.url()], &catalog);
+    let refused = try_answer(&elsewhere, "select count(*) from lake.ns.keys").unwrap_err();
+    assert!(
+        refused.contains("this worker has no Iceberg catalog for lake.ns"),
+        "{refused}"
+    );
 }
 
 /// A point lookup of an attached Iceberg table on a coordinator is read by the workers that own

@@ -33,7 +33,8 @@ use url::Url;
 
 use sieve_storage::Storage;
 
-use crate::cluster::attached_here::AttachedHere;
+use crate::cluster::attached_codec::AttachedScanCodec;
+use crate::cluster::attached_scan::AttachedScanExec;
 use crate::cluster::bounded_analyze::BoundedAnalyzePlanner;
 use crate::cluster::channels::{WorkerChannels, refusal};
 use crate::cluster::lookup_stream::LookupStream;
@@ -256,8 +257,8 @@ impl WorkerResolver for LiveWorkers {
     }
 }
 
-/// A session state whose scans are split among `cluster`'s workers (but those of statements
-/// that read an attached table: [`AttachedHere`]).
+/// A session state whose scans, of Sieve's tables and of attached ones, are split among
+/// `cluster`'s workers.
 pub fn distribute(
     state: SessionStateBuilder,
     cluster: &Arc<Cluster>,
@@ -272,6 +273,8 @@ pub fn distribute(
         .with_distributed_channel_resolver(cluster.channels.clone())
         .with_distributed_planner()
         .with_distributed_user_codec(ScanCodec::new(storage.clone()))
+        // After the Sieve scan's codec, as on the workers (a codec is named by its place).
+        .with_distributed_user_codec(AttachedScanCodec::sending())
         .with_distributed_desired_task_count_handler(desired_tasks)
         .with_distributed_scale_up_leaf_node_handler(split_scan)
         .with_distributed_route_tasks_handler(route_to_owners)
@@ -280,8 +283,7 @@ pub fn distribute(
     let Some(distributed) = state.query_planner().take() else {
         return exec_err!("the distributed planner was not installed");
     };
-    let distributed = Arc::new(BoundedAnalyzePlanner { distributed });
-    Ok(state.with_query_planner(Arc::new(AttachedHere { distributed })))
+    Ok(state.with_query_planner(Arc::new(BoundedAnalyzePlanner { distributed })))
 }
 
 fn sharing(plan: &Arc<dyn ExecutionPlan>) -> Option<(&SieveScanExec, &Shares)> {
@@ -289,26 +291,40 @@ fn sharing(plan: &Arc<dyn ExecutionPlan>) -> Option<(&SieveScanExec, &Shares)> {
     Some((scan, scan.request().shares.as_ref()?))
 }
 
+/// The workers a split scan reads the share of (indices in its placement), and the placement:
+/// of a Sieve scan, or of an attached table's.
+fn workers_of(plan: &Arc<dyn ExecutionPlan>) -> Option<(&[usize], &Placement)> {
+    if let Some((_, shares)) = sharing(plan) {
+        return Some((&shares.workers, &shares.placement));
+    }
+    let scan = plan.downcast_ref::<AttachedScanExec>()?.scan();
+    Some((&scan.workers, &scan.placement))
+}
+
 /// One task per worker the scan asks, and never fewer than two (see the module's doc).
 /// A scan no worker can answer (node filters ruled every one out) is left alone: one task, run
 /// by the coordinator, reading nothing.
 fn desired_tasks(ev: DesiredTaskCountEvent) -> Option<Result<DesiredTaskCountEventResponse>> {
-    let (_, shares) = sharing(ev.plan)?;
-    if shares.workers.is_empty() {
+    let (workers, _) = workers_of(ev.plan)?;
+    if workers.is_empty() {
         return None;
     }
     Some(Ok(DesiredTaskCountEventResponse::desired(
-        shares.workers.len().max(2),
+        workers.len().max(2),
     )))
 }
 
 /// Deals the scan's workers out to `task_count` variants, in turn; variants beyond the number of
 /// workers read nothing. With one task the scan is left whole (it reads every worker's share).
 fn split_scan(ev: ScaleUpLeafNodeEvent) -> Option<Result<ScaleUpLeafNodeEventResponse>> {
-    let (scan, shares) = sharing(ev.plan)?;
     if ev.task_count < 2 {
         return None;
     }
+    if let Some(attached) = ev.plan.downcast_ref::<AttachedScanExec>() {
+        let leaf = DistributedLeafExec::try_new(ev.plan.clone(), attached.split(ev.task_count));
+        return Some(leaf.map(|leaf| ScaleUpLeafNodeEventResponse::new(Arc::new(leaf))));
+    }
+    let (scan, shares) = sharing(ev.plan)?;
     let variants: Result<Vec<Arc<dyn ExecutionPlan>>> = (0..ev.task_count)
         .map(|task| {
             let mine = shares
@@ -340,21 +356,22 @@ fn split_scan(ev: ScaleUpLeafNodeEvent) -> Option<Result<ScaleUpLeafNodeEventRes
     )
 }
 
-/// Sends each task of a split Sieve scan to the worker owning its first share; an empty
-/// variant goes where a non-empty one does, so it contacts no other worker.
+/// Sends each task of a split scan (a Sieve table's or an attached one's) to the worker owning
+/// its first share; an empty variant goes where a non-empty one does, so it contacts no other
+/// worker.
 fn route_to_owners(ev: RouteTasksEvent) -> Option<Result<RouteTasksEventResponse>> {
     let mut owners: Option<Vec<Option<String>>> = None;
     let walked = ev.plan.apply(|node| {
         if let Some(leaf) = node.downcast_ref::<DistributedLeafExec>()
-            && sharing(leaf.original()).is_some()
+            && workers_of(leaf.original()).is_some()
         {
             owners = Some(
                 leaf.variants()
                     .iter()
                     .map(|v| {
-                        let (_, s) = sharing(v)?;
-                        let first = *s.workers.first()?;
-                        Some(s.placement.workers()[first].clone())
+                        let (workers, placement) = workers_of(v)?;
+                        let first = *workers.first()?;
+                        Some(placement.workers()[first].clone())
                     })
                     .collect(),
             );

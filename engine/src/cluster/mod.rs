@@ -2,7 +2,8 @@
 //! decide whom a lookup contacts, how a scan travels to a worker, and how a point lookup
 //! reaches its key's owner in one call.
 
-pub(crate) mod attached_here;
+pub(crate) mod attached_codec;
+pub(crate) mod attached_scan;
 pub(crate) mod bounded_analyze;
 pub(crate) mod channels;
 pub(crate) mod coordinator;

@@ -11,18 +11,22 @@ use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion_distributed::{DistributedExt, Worker, WorkerQueryContext};
 use sieve_storage::Storage;
 
-use crate::catalog::storage_url::object_store_url;
+use crate::cluster::attached_codec::AttachedScanCodec;
 use crate::cluster::channels::WorkerChannels;
 use crate::cluster::scan_codec::ScanCodec;
 use crate::cluster::secret::ClusterSecret;
 use crate::cluster::worker_tls::WorkerTls;
 use crate::guard::memory::MemoryLimits;
+use crate::session::Engine;
 
 /// A worker over `storage`, to be served with `Worker::into_worker_server` (behind
 /// [`ClusterSecret::check`] when it has a secret, which it also sends to the workers it calls).
 /// With `tls`, it calls other workers (a shuffle's next stage) over TLS as a coordinator does.
+/// Its shares of attached tables' scans are planned by a session of `engine` (the one that
+/// answers its point lookups: the same attached catalogs, indexes and data cache).
 pub fn worker(
     storage: Storage,
+    engine: &Engine,
     limits: MemoryLimits,
     secret: Option<ClusterSecret>,
     tls: Option<WorkerTls>,
@@ -31,16 +35,22 @@ pub fn worker(
         .as_ref()
         .map(|tls| tls.client_config().map(|c| WorkerChannels::new(Some(c))))
         .transpose()?;
+    let session = engine.session()?;
+    // The stores the engine's sessions read, the storage's and the attached catalogs'
+    // warehouses (a share of an attached table's scan reads its files from the warehouse).
     let runtime = RuntimeEnvBuilder::new()
         .with_memory_pool(limits.server_pool())
+        .with_object_store_registry(session.object_stores())
         .build_arc()?;
-    let url = object_store_url(&storage)?;
-    runtime.register_object_store(url.as_ref(), storage.store().clone());
     let codec = ScanCodec::new(storage);
+    let attached = AttachedScanCodec::receiving(session);
     let worker = Worker::from_session_builder(move |ctx: WorkerQueryContext| {
         let (codec, secret, peers) = (codec.clone(), secret.clone(), peers.clone());
+        let attached = attached.clone();
         async move {
-            let mut builder = ctx.builder.with_distributed_user_codec(codec);
+            // In the coordinator's order (a codec is named by its place).
+            let mut builder = (ctx.builder.with_distributed_user_codec(codec))
+                .with_distributed_user_codec(attached);
             if let Some(peers) = peers {
                 builder = builder.with_distributed_channel_resolver(peers);
             }

@@ -224,7 +224,7 @@ fn attached_table(
 ) -> IcebergTable {
     IcebergTable::new(
         object(catalog.name(), namespace, name),
-        format!("{}.{namespace}.{name}", catalog.name()),
+        (format!("{}.{namespace}", catalog.name()), name.to_string()),
         scan,
         store_url.clone(),
         indexes.clone(),

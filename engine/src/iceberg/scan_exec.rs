@@ -38,6 +38,24 @@ pub struct FileCounts {
     pub read: usize,
 }
 
+/// `counts` as the counters EXPLAIN ANALYZE shows, those of Sieve's own scans where they
+/// mean the same (a data file is a block).
+pub fn count_files(metrics: &ExecutionPlanMetricsSet, counts: &FileCounts) {
+    let count = |name: &'static str, value: usize| {
+        MetricBuilder::new(metrics).global_counter(name).add(value);
+    };
+    count("blocks_total", counts.total);
+    count("blocks_fully_deleted", counts.fully_deleted);
+    count("blocks_pruned_by_filter", counts.pruned_by_index);
+    count(
+        "row_groups_pruned_by_filter",
+        counts.row_groups_pruned_by_index,
+    );
+    count("blocks_pruned_by_minmax", counts.pruned_by_minmax);
+    count("files_not_indexed", counts.not_indexed);
+    count("blocks_read", counts.read);
+}
+
 #[derive(Debug)]
 pub struct IcebergScanExec {
     table: String,
@@ -83,19 +101,7 @@ impl IcebergScanExec {
         (files, located): (Files, Option<LocatedFiles>),
     ) -> Self {
         let metrics = ExecutionPlanMetricsSet::new();
-        let count = |name: &'static str, value: usize| {
-            MetricBuilder::new(&metrics).global_counter(name).add(value);
-        };
-        count("blocks_total", counts.total);
-        count("blocks_fully_deleted", counts.fully_deleted);
-        count("blocks_pruned_by_filter", counts.pruned_by_index);
-        count(
-            "row_groups_pruned_by_filter",
-            counts.row_groups_pruned_by_index,
-        );
-        count("blocks_pruned_by_minmax", counts.pruned_by_minmax);
-        count("files_not_indexed", counts.not_indexed);
-        count("blocks_read", counts.read);
+        count_files(&metrics, &counts);
         Self {
             table,
             snapshot_id,

@@ -35,6 +35,8 @@ use std::ops::Range;
 
 use crate::access::principal::require;
 use crate::access::privileges::{Object, Privilege};
+use crate::cluster::attached_scan::{AttachedScan, AttachedScanExec};
+use crate::cluster::coordinator::Cluster;
 use crate::options::SieveOptions;
 use crate::scan::exec::parquet_options;
 use crate::scan::live_rows::live_within;
@@ -51,8 +53,9 @@ use super::scan_exec::{FileCounts, Files, IcebergScanExec};
 pub struct IcebergTable {
     /// What privileges are checked on.
     object: Object,
-    /// `catalog.namespace.table`, as EXPLAIN shows it.
-    name: String,
+    /// `catalog.namespace` and the table's name in it.
+    database: String,
+    table: String,
     scan: Arc<TableScan>,
     store_url: ObjectStoreUrl,
     indexes: Arc<FileIndexes>,
@@ -61,14 +64,15 @@ pub struct IcebergTable {
 impl IcebergTable {
     pub fn new(
         object: Object,
-        name: String,
+        (database, table): (String, String),
         scan: Arc<TableScan>,
         store_url: ObjectStoreUrl,
         indexes: Arc<FileIndexes>,
     ) -> Self {
         Self {
             object,
-            name,
+            database,
+            table,
             scan,
             store_url,
             indexes,
@@ -157,10 +161,43 @@ impl TableProvider for IcebergTable {
         filters: &[Expr],
         limit: Option<usize>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        // On a coordinator too: a statement that reads an attached table is planned to run in
-        // its process: a distributed plan carries Sieve's scans only (`cluster::attached_here`).
-        let scan = (self.read(self.reading(state, filters)?, projection, limit, false)).await?;
-        Ok(scan)
+        let reading = self.reading(state, filters)?;
+        let Some(cluster) = state.config().get_extension::<Cluster>() else {
+            return Ok(self.read(reading, projection, limit, false).await?);
+        };
+        // On a coordinator, the files left are read by the workers that own them, each
+        // planning this snapshot again; this plan of the whole scan runs if the scan is left
+        // in one task (`cluster::attached_scan`).
+        let files = self.files_to_read(&reading).await;
+        let here = self.read(reading, projection, limit, false).await?;
+        let (Some(table_id), Some(snapshot)) = self.snapshot() else {
+            return Ok(here);
+        };
+        if files.is_empty() {
+            return Ok(here);
+        }
+        let placement = Arc::new(cluster.placement()?);
+        let mut workers: Vec<usize> = files.iter().map(|f| placement.owner(f)).collect();
+        workers.sort_unstable();
+        workers.dedup();
+        let scan = AttachedScan {
+            database: self.database.clone(),
+            table: self.table.clone(),
+            metadata_location: self.metadata_location().to_string(),
+            snapshot: snapshot as u64,
+            table_id: table_id.to_string(),
+            files,
+            placement,
+            workers,
+            projection: projection.cloned(),
+            filters: filters.to_vec(),
+            limit,
+            // Those of `here`, which the node takes from it.
+            schema: here.schema(),
+            partitions: 0,
+            counts: Some(here.counts().clone()),
+        };
+        Ok(Arc::new(AttachedScanExec::here(scan, here)))
     }
 }
 
@@ -438,7 +475,7 @@ impl IcebergTable {
         files: (Files, Option<LocatedFiles>),
     ) -> Arc<IcebergScanExec> {
         Arc::new(IcebergScanExec::new(
-            self.name.clone(),
+            format!("{}.{}", self.database, self.table),
             self.scan.snapshot_id,
             counts,
             files,

@@ -121,28 +121,14 @@ impl Session {
         lookup: &PointLookup,
         wire: &WireLookup,
     ) -> Result<SendableRecordBatchStream> {
-        let no_catalog = || {
-            DataFusionError::Execution(format!(
-                "this worker has no Iceberg catalog for {}: give workers the coordinators' \
-                 [[iceberg_catalogs]] entries (the warehouse's settings are what they use)",
-                wire.database
-            ))
-        };
-        let (catalog, namespace) =
-            namespace_named(&self.iceberg, &wire.database).ok_or_else(no_catalog)?;
-        let provider = self.ctx.catalog(catalog.name()).ok_or_else(no_catalog)?;
-        let provider =
-            (provider.downcast_ref::<IcebergCatalogProvider>()).ok_or_else(no_catalog)?;
-        let table = (provider.table_at(namespace, &wire.table, &wire.metadata_location)).await?;
-        let (uuid, snapshot) = table.snapshot();
-        let at = (uuid.unwrap_or_default(), snapshot.map_or(0, |s| s as u64));
-        if at != (wire.table_id.as_str(), wire.version) || !table.lists(&wire.files) {
-            return Err(DataFusionError::Execution(format!(
-                "{}.{}: the metadata file {} is not of the snapshot {} the coordinator read, or \
-                 lists other data files",
-                wire.database, wire.table, wire.metadata_location, wire.version
-            )));
-        }
+        let table = self
+            .attached_table_at(
+                (&wire.database, &wire.table),
+                &wire.metadata_location,
+                (&wire.table_id, wire.version),
+                &wire.files,
+            )
+            .await?;
         let schema = table.schema();
         let (bound, _) = self.bind(
             lookup,
@@ -163,6 +149,40 @@ impl Session {
             .only(&wire.files, share);
         let plan = self.attached_plan(&table, &schema, &key, reading).await?;
         self.owned_rows(&plan).await
+    }
+
+    /// On a worker, the attached table `(database, table)` (`catalog.namespace` and a name) at
+    /// the snapshot its coordinator read: the one the metadata file `location` names, which
+    /// must be `(table_id, snapshot)` and list every one of `files`.
+    pub(crate) async fn attached_table_at(
+        &self,
+        (database, name): (&str, &str),
+        location: &str,
+        (table_id, snapshot): (&str, u64),
+        files: &[String],
+    ) -> Result<IcebergTable> {
+        let no_catalog = || {
+            DataFusionError::Execution(format!(
+                "this worker has no Iceberg catalog for {database}: give workers the \
+                 coordinators' [[iceberg_catalogs]] entries (the warehouse's settings are what \
+                 they use)"
+            ))
+        };
+        let (catalog, namespace) =
+            namespace_named(&self.iceberg, database).ok_or_else(no_catalog)?;
+        let provider = self.ctx.catalog(catalog.name()).ok_or_else(no_catalog)?;
+        let provider =
+            (provider.downcast_ref::<IcebergCatalogProvider>()).ok_or_else(no_catalog)?;
+        let table = (provider.table_at(namespace, name, location)).await?;
+        let (uuid, at) = table.snapshot();
+        let at = (uuid.unwrap_or_default(), at.map_or(0, |s| s as u64));
+        if at != (table_id, snapshot) || !table.lists(files) {
+            return Err(DataFusionError::Execution(format!(
+                "{database}.{name}: the metadata file {location} is not of the snapshot \
+                 {snapshot} the coordinator read, or lists other data files"
+            )));
+        }
+        Ok(table)
     }
 
     /// What a read of `table` for `key` takes of this session, its privilege checked.

@@ -11,6 +11,7 @@
 
 pub(crate) mod accounts;
 mod attached_lookup;
+mod attached_share;
 mod copy;
 mod ddl;
 mod dispatch;
@@ -32,6 +33,8 @@ pub use dispatch::ReadStatement;
 pub use engine::Engine;
 
 use std::sync::Arc;
+
+use datafusion::execution::object_store::ObjectStoreRegistry;
 
 use datafusion::error::Result;
 use datafusion::execution::SessionStateBuilder;
@@ -158,6 +161,11 @@ impl Session {
     /// against its table and ready for the client's file.
     pub async fn open_load(&self, statement: LoadData) -> Result<LocalLoad> {
         load::open_load(self, statement).await
+    }
+
+    /// The object stores its statements read, shared by every session of its engine.
+    pub(crate) fn object_stores(&self) -> Arc<dyn ObjectStoreRegistry> {
+        self.ctx.runtime_env().object_store_registry.clone()
     }
 
     /// Whom the session acts for.

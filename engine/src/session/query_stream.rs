@@ -15,6 +15,7 @@ use futures::StreamExt;
 
 use sieve_storage::RequestTrace;
 
+use crate::cluster::attached_scan::AttachedScanExec;
 use crate::iceberg::scan_exec::IcebergScanExec;
 use crate::metrics::Outcome;
 use crate::scan::exec::SieveScanExec;
@@ -73,6 +74,10 @@ impl ScanStats {
                     scanned.map_or(opened.bytes_in_blocks_read, |v| v.as_usize() as u64);
             }
             return stats;
+        }
+        // A coordinator's scan of an attached table, left in this process: its own plan.
+        if let Some(here) = (plan.downcast_ref::<AttachedScanExec>()).and_then(|s| s.here_plan()) {
+            return Self::of(here);
         }
         if let Some(scan) = plan.downcast_ref::<IcebergScanExec>() {
             stats.blocks_total += scan.counts().total as u64;

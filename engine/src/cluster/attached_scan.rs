@@ -1,0 +1,259 @@
+//! A statement's scan of an attached Iceberg table on a coordinator, spread over the workers
+//! as Sieve's own scans are ([`crate::cluster::coordinator`]). Each task reads the data files
+//! that rendezvous gives its workers by path, as point lookups do
+//! ([`crate::session::attached_lookup`]), so a worker's share of the table's index and its data
+//! cache hold the files it reads. A worker plans its files from the metadata file of the
+//! snapshot the coordinator resolved, so every task reads that snapshot whatever others have
+//! committed since, and it needs the warehouse's settings (the catalog's `[[iceberg_catalogs]]`
+//! entry), not the catalog's answer.
+//!
+//! The coordinator keeps its own plan of the whole scan beside the description it sends: the
+//! distributed planner leaves a scan in one task (run by the coordinator) where the stage
+//! above it cannot be split, and the coordinator then runs that plan.
+
+use std::fmt;
+use std::sync::Arc;
+
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::common::internal_err;
+use datafusion::common::tree_node::TreeNodeRecursion;
+use datafusion::error::{DataFusionError, Result};
+use datafusion::execution::{SendableRecordBatchStream, TaskContext};
+use datafusion::logical_expr::Expr;
+use datafusion::physical_expr::{EquivalenceProperties, Partitioning, PhysicalExpr};
+use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
+use datafusion::physical_plan::metrics::{ExecutionPlanMetricsSet, MetricsSet};
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+use datafusion::physical_plan::{
+    DisplayAs, DisplayFormatType, ExecutionPlan, ExecutionPlanProperties, PlanProperties,
+};
+use futures::{StreamExt, TryStreamExt};
+use tokio::sync::OnceCell;
+
+use crate::cluster::placement::Placement;
+use crate::iceberg::scan_exec::{FileCounts, count_files};
+use crate::session::Session;
+
+/// What a worker needs to plan its share of an attached table's scan.
+#[derive(Debug, Clone)]
+pub struct AttachedScan {
+    /// `catalog.namespace`, and the table's name in it.
+    pub database: String,
+    pub table: String,
+    /// The metadata file of the snapshot the coordinator planned, that snapshot's id and the
+    /// table's UUID (which the worker checks it finds there).
+    pub metadata_location: String,
+    pub snapshot: u64,
+    pub table_id: String,
+    /// The data files this share reads, by path: before the split, all those the
+    /// coordinator's index and manifest bounds left.
+    pub files: Vec<String>,
+    /// The live workers the files are placed over, and the indices of those whose files this
+    /// share reads.
+    pub placement: Arc<Placement>,
+    pub workers: Vec<usize>,
+    pub projection: Option<Vec<usize>>,
+    /// The scan's filters, which prune files, row groups and pages: DataFusion applies them
+    /// again above the scan, so one that cannot travel is left out, never wrong.
+    pub filters: Vec<Expr>,
+    pub limit: Option<usize>,
+    /// The rows' schema, and the partitions the coordinator planned the scan in.
+    pub schema: SchemaRef,
+    pub partitions: usize,
+    /// How the coordinator chose the files, which this share reports (the first task's only:
+    /// EXPLAIN ANALYZE sums the tasks').
+    pub counts: Option<FileCounts>,
+}
+
+impl AttachedScan {
+    /// This scan narrowed to the files of `workers` (indices in its placement), reporting the
+    /// coordinator's counts or not.
+    fn share(&self, workers: Vec<usize>, counted: bool) -> Self {
+        let files = (self.files.iter())
+            .filter(|f| workers.contains(&self.placement.owner(f)))
+            .cloned()
+            .collect();
+        Self {
+            files,
+            workers,
+            counts: self.counts.clone().filter(|_| counted),
+            ..self.clone()
+        }
+    }
+}
+
+/// Where an [`AttachedScanExec`] runs.
+enum Runs {
+    /// On the coordinator: its own plan of the whole scan.
+    Here(Arc<dyn ExecutionPlan>),
+    /// A share made on the coordinator to be sent: it runs only where it is received.
+    Sent,
+    /// On a worker: planned by its session when first executed.
+    There {
+        session: Arc<Session>,
+        planned: Arc<OnceCell<Arc<dyn ExecutionPlan>>>,
+    },
+}
+
+pub struct AttachedScanExec {
+    scan: AttachedScan,
+    runs: Runs,
+    properties: Arc<PlanProperties>,
+    metrics: ExecutionPlanMetricsSet,
+}
+
+impl fmt::Debug for AttachedScanExec {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.debug_struct("AttachedScanExec")
+            .field("scan", &self.scan)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AttachedScanExec {
+    fn new(scan: AttachedScan, runs: Runs) -> Self {
+        let properties = PlanProperties::new(
+            EquivalenceProperties::new(scan.schema.clone()),
+            Partitioning::UnknownPartitioning(scan.partitions),
+            EmissionType::Incremental,
+            Boundedness::Bounded,
+        );
+        let metrics = ExecutionPlanMetricsSet::new();
+        if let Some(counts) = &scan.counts {
+            count_files(&metrics, counts);
+        }
+        Self {
+            scan,
+            runs,
+            properties: Arc::new(properties),
+            metrics,
+        }
+    }
+
+    /// The scan on a coordinator, which runs `here` (its plan of the whole scan) if it is left
+    /// in one task.
+    pub fn here(scan: AttachedScan, here: Arc<dyn ExecutionPlan>) -> Self {
+        let scan = AttachedScan {
+            schema: here.schema(),
+            partitions: here.output_partitioning().partition_count(),
+            ..scan
+        };
+        Self::new(scan, Runs::Here(here))
+    }
+
+    /// A share received by a worker, which `session` plans.
+    pub fn there(scan: AttachedScan, session: Arc<Session>) -> Self {
+        let planned = Arc::new(OnceCell::new());
+        Self::new(scan, Runs::There { session, planned })
+    }
+
+    pub fn scan(&self) -> &AttachedScan {
+        &self.scan
+    }
+
+    /// The coordinator's own plan of the whole scan, where this is it.
+    pub fn here_plan(&self) -> Option<&Arc<dyn ExecutionPlan>> {
+        match &self.runs {
+            Runs::Here(plan) => Some(plan),
+            _ => None,
+        }
+    }
+
+    /// One variant per task: the workers dealt out in turn, each variant reading their files
+    /// (variants beyond the workers read none), the first reporting the coordinator's counts.
+    pub fn split(&self, tasks: usize) -> Vec<Arc<dyn ExecutionPlan>> {
+        (0..tasks)
+            .map(|task| {
+                let mine = (self.scan.workers.iter().skip(task).step_by(tasks))
+                    .copied()
+                    .collect();
+                let share = self.scan.share(mine, task == 0);
+                Arc::new(Self::new(share, Runs::Sent)) as Arc<dyn ExecutionPlan>
+            })
+            .collect()
+    }
+}
+
+impl DisplayAs for AttachedScanExec {
+    fn fmt_as(&self, _: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(
+            f,
+            "AttachedScanExec: table={}.{}, snapshot={}, files={}",
+            self.scan.database,
+            self.scan.table,
+            self.scan.snapshot,
+            self.scan.files.len()
+        )
+    }
+}
+
+impl ExecutionPlan for AttachedScanExec {
+    fn name(&self) -> &str {
+        "AttachedScanExec"
+    }
+
+    fn properties(&self) -> &Arc<PlanProperties> {
+        &self.properties
+    }
+
+    /// None: a leaf, which the distributed planner splits over the workers.
+    fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
+        vec![]
+    }
+
+    fn apply_expressions(
+        &self,
+        _: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> Result<TreeNodeRecursion>,
+    ) -> Result<TreeNodeRecursion> {
+        Ok(TreeNodeRecursion::Continue)
+    }
+
+    fn with_new_children(
+        self: Arc<Self>,
+        children: Vec<Arc<dyn ExecutionPlan>>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        match children.is_empty() {
+            true => Ok(self),
+            false => internal_err!("AttachedScanExec has no children"),
+        }
+    }
+
+    fn execute(
+        &self,
+        partition: usize,
+        context: Arc<TaskContext>,
+    ) -> Result<SendableRecordBatchStream> {
+        let (session, planned) = match &self.runs {
+            Runs::Here(plan) => return plan.execute(partition, context),
+            Runs::Sent => {
+                return internal_err!("a share of an attached table's scan ran unsent");
+            }
+            Runs::There { session, planned } => (session.clone(), planned.clone()),
+        };
+        let scan = self.scan.clone();
+        // The worker's plan has partitions of its own: this partition reads every one that
+        // falls to it, in turn.
+        let streams = async move {
+            let plan = planned
+                .get_or_try_init(|| session.plan_attached_share(&scan))
+                .await?;
+            let count = plan.output_partitioning().partition_count();
+            let streams = ((partition..count).step_by(scan.partitions.max(1)))
+                .map(|i| plan.execute(i, context.clone()))
+                .collect::<Result<Vec<_>>>()?;
+            Ok::<_, DataFusionError>(futures::stream::iter(streams).flatten())
+        };
+        let rows = futures::stream::once(streams).try_flatten();
+        Ok(Box::pin(RecordBatchStreamAdapter::new(
+            self.scan.schema.clone(),
+            rows,
+        )))
+    }
+
+    fn metrics(&self) -> Option<MetricsSet> {
+        match &self.runs {
+            Runs::Here(plan) => plan.metrics(),
+            _ => Some(self.metrics.clone_inner()),
+        }
+    }
+}
