@@ -828,6 +828,17 @@ fn an_attached_tables_lookup_is_read_by_the_owners_of_its_files() {
         let loaded = worker.attached_index_files_loaded();
         assert_eq!(loaded, (owned > 0).then_some(owned), "{url}");
     }
+    // The coordinator holds every file's filters, without the row group maps only reads use.
+    let log = coordinator.log();
+    let (_, last) = log
+        .rsplit_once(" loaded: entries of ")
+        .expect("the index loaded");
+    let held = last.lines().next().unwrap();
+    assert!(
+        held.starts_with("8 data files, ")
+            && held.ends_with(" (filters only, to route reads to workers)"),
+        "{held}"
+    );
     let limited = "select id from lake.ns.keys where id in (5, 1500, 7999) limit 2";
     let through = answer(&coordinator, &uncached(limited));
     assert_eq!(through.lines().count(), 2, "{through}");

@@ -18,7 +18,8 @@ mod users;
 mod write;
 
 pub use attached_index::{
-    AttachedIndexDef, AttachedIndexes, IndexedFile, IndexedFileEntry, PageLocation, RowGroupMap,
+    AttachedIndexDef, AttachedIndexes, IndexedFile, IndexedFileEntry, KeptEntries, PageLocation,
+    RowGroupMap,
 };
 pub use catalog::{Catalog, DEFAULT_DATABASE};
 pub use error::{Result, StorageError};

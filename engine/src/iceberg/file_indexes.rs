@@ -8,7 +8,11 @@
 //! A worker keeps only the entries of the data files it owns ([`Share`]): a coordinator sends
 //! each file's lookups to its owner by rendezvous, so the rest would be memory no lookup of this
 //! worker reads, (N-1)/N of the index over N workers. A file whose entries a view lacks would
-//! be read unpruned, never skipped.
+//! be read unpruned, never skipped. A coordinator keeps every file's filters but not their row
+//! group maps ([`FileIndexes::for_routing`]): it only chooses the files a lookup or a scan
+//! reads and sends them to their owners, and the maps (key to slice, walked pages: about half
+//! the index) serve reads within a file, which the workers make. A read the coordinator makes
+//! itself then reads a key's whole row group instead of its slice.
 
 use std::collections::HashMap;
 use std::ops::Range;
@@ -23,7 +27,8 @@ use object_store::path::Path;
 use sieve_iceberg::DataFile;
 use sieve_index::{SidecarColumn, SliceMap};
 use sieve_storage::{
-    AttachedIndexDef, AttachedIndexes, IndexedFileEntry, PageLocation, Result, RowGroupMap,
+    AttachedIndexDef, AttachedIndexes, IndexedFileEntry, KeptEntries, PageLocation, Result,
+    RowGroupMap,
 };
 
 use crate::cluster::placement::Placement;
@@ -351,6 +356,8 @@ type ViewKey = (String, Option<Share>);
 #[derive(Debug)]
 pub struct FileIndexes {
     store: AttachedIndexes,
+    /// Whether this process's own views keep the row group maps (not a coordinator's).
+    maps: bool,
     /// Each view with the order it was made in, for [`SHARE_VIEWS`].
     tables: Mutex<HashMap<ViewKey, (u64, Arc<tokio::sync::Mutex<TableState>>)>>,
     made: std::sync::atomic::AtomicU64,
@@ -360,8 +367,17 @@ impl FileIndexes {
     pub fn new(store: AttachedIndexes) -> Self {
         Self {
             store,
+            maps: true,
             tables: Mutex::default(),
             made: Default::default(),
+        }
+    }
+
+    /// A coordinator's: its own views hold the filters only (see the module's doc).
+    pub fn for_routing(store: AttachedIndexes) -> Self {
+        Self {
+            maps: false,
+            ..Self::new(store)
         }
     }
 
@@ -404,10 +420,14 @@ impl FileIndexes {
         }
         match self.list(table_uuid, share, &state.loaded).await {
             Ok(Some(loaded)) => {
-                let whose = share.map_or(String::new(), |s| {
-                    let workers = s.placement.workers().len();
-                    format!(" (this worker's share, of {workers} workers)")
-                });
+                let whose = match share {
+                    Some(s) => {
+                        let workers = s.placement.workers().len();
+                        format!(" (this worker's share, of {workers} workers)")
+                    }
+                    None if !self.maps => " (filters only, to route reads to workers)".into(),
+                    None => String::new(),
+                };
                 let bytes: usize = (loaded.parts.values().flat_map(|p| p.iter()))
                     .map(|e| e.bytes)
                     .sum();
@@ -455,9 +475,10 @@ impl FileIndexes {
                     continue;
                 }
                 let owns = share.map(|share| move |file: &str| share.owns(file));
-                let keep = owns
-                    .as_ref()
-                    .map(|owns| owns as &(dyn Fn(&str) -> bool + Sync));
+                let keep = KeptEntries {
+                    files: (owns.as_ref()).map(|owns| owns as &(dyn Fn(&str) -> bool + Sync)),
+                    maps: self.maps || share.is_some(),
+                };
                 match self.store.read_part(&path, keep).await {
                     Ok(entries) => {
                         parts.insert(path, Arc::new(entries));

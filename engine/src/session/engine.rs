@@ -96,10 +96,16 @@ impl Engine {
         }
     }
 
-    /// The same storage, its scans split among `cluster`'s workers.
+    /// The same storage, its scans split among `cluster`'s workers. Attached tables' indexes
+    /// are then held without their row group maps, which only the workers' reads use.
     pub fn with_cluster(self, cluster: Arc<Cluster>) -> Self {
+        let store = self.shared.file_indexes.store().clone();
         Self {
             cluster: Some(cluster),
+            shared: EngineShared {
+                file_indexes: Arc::new(FileIndexes::for_routing(store)),
+                ..self.shared
+            },
             ..self
         }
     }

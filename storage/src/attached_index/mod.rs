@@ -6,6 +6,6 @@ mod part;
 mod row_group_map;
 mod store;
 
-pub use part::{IndexedFile, IndexedFileEntry};
+pub use part::{IndexedFile, IndexedFileEntry, KeptEntries};
 pub use row_group_map::{PageLocation, RowGroupMap};
 pub use store::{AttachedIndexDef, AttachedIndexes};

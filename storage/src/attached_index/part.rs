@@ -148,14 +148,29 @@ struct Record {
     map: (u64, usize),
 }
 
-/// The entries of the part `name` (named in errors) whose bytes are `bytes`: all of them,
-/// sharing `bytes`, or only those of the data files `keep` accepts, each a copy of its own, so
-/// that `bytes` and the entries left out are freed (a worker keeps its own files' only).
-pub fn decode(
-    name: &str,
-    bytes: Bytes,
-    keep: Option<&(dyn Fn(&str) -> bool + Sync)>,
-) -> Result<Vec<IndexedFileEntry>> {
+/// What a process holds of a part's entries.
+#[derive(Clone, Copy)]
+pub struct KeptEntries<'a> {
+    /// The data files whose entries are kept; None: every file's (a worker keeps its own
+    /// files' only).
+    pub files: Option<&'a (dyn Fn(&str) -> bool + Sync)>,
+    /// Whether the row group maps are kept (key to slice, walked pages): a coordinator that
+    /// only chooses files and sends them to their owners needs the filters alone.
+    pub maps: bool,
+}
+
+impl KeptEntries<'_> {
+    /// Every entry, whole.
+    pub const ALL: KeptEntries<'static> = KeptEntries {
+        files: None,
+        maps: true,
+    };
+}
+
+/// The entries of the part `name` (named in errors) whose bytes are `bytes`, as much of them as
+/// `keep` says: all of them whole share `bytes`; otherwise each kept sidecar is a copy of its
+/// own, so that `bytes`, the entries and the maps left out are freed.
+pub fn decode(name: &str, bytes: Bytes, keep: KeptEntries) -> Result<Vec<IndexedFileEntry>> {
     let damaged = |why: String| StorageError::Damaged(name.to_string(), why);
     let u32_at = |at: usize| -> Option<u32> {
         Some(u32::from_le_bytes(bytes.get(at..at + 4)?.try_into().ok()?))
@@ -243,7 +258,7 @@ pub fn decode(
             .map_err(|_| damaged("a path is not UTF-8".into()))?
             .to_string();
         path_at += path_len;
-        if keep.is_some_and(|keep| !keep(&path)) {
+        if keep.files.is_some_and(|keep| !keep(&path)) {
             continue;
         }
         let start = usize::try_from(offset).map_err(|_| truncated())?;
@@ -257,9 +272,9 @@ pub fn decode(
                 "the sidecar of {path} lies outside the part"
             )));
         };
-        let sidecar = match keep {
-            None => bytes.slice(range),
-            Some(_) => Bytes::copy_from_slice(&bytes[range]),
+        let sidecar = match (keep.files, keep.maps) {
+            (None, true) => bytes.slice(range),
+            _ => Bytes::copy_from_slice(&bytes[range]),
         };
         let sidecar = Sidecar::open(sidecar)
             .map_err(|e: IndexError| damaged(format!("the sidecar of {path}: {e}")))?;
@@ -271,6 +286,7 @@ pub fn decode(
                 "{path}: rows {first_row}+{rows} beyond its {record_count}"
             )));
         }
+        let map = if keep.maps { map } else { (0, 0) };
         let map_bytes = map.1;
         let map = match map {
             (_, 0) => None,
@@ -332,7 +348,7 @@ mod tests {
             file("w/bé.parquet", 5000..5100),
         ];
         let bytes = Bytes::from(encode(&files).unwrap());
-        let entries = decode("p", bytes.clone(), None).unwrap();
+        let entries = decode("p", bytes.clone(), KeptEntries::ALL).unwrap();
         assert_eq!(entries.len(), 2);
         assert_eq!(entries[1].path, "w/bé.parquet");
         assert_eq!((entries[1].record_count, entries[1].file_size), (100, 1234));
@@ -343,7 +359,7 @@ mod tests {
             .count();
         assert!(false_hits < 100, "{false_hits} false hits in 10,000");
         assert!(
-            decode("p", Bytes::from(encode(&[]).unwrap()), None)
+            decode("p", Bytes::from(encode(&[]).unwrap()), KeptEntries::ALL)
                 .unwrap()
                 .is_empty()
         );
@@ -351,7 +367,12 @@ mod tests {
         // bytes go once read.
         assert!(!bytes.is_unique());
         drop(entries);
-        let mine = decode("p", bytes.clone(), Some(&|p: &str| p.starts_with("w/b"))).unwrap();
+        let owns = |p: &str| p.starts_with("w/b");
+        let keep = KeptEntries {
+            files: Some(&owns),
+            maps: true,
+        };
+        let mine = decode("p", bytes.clone(), keep).unwrap();
         assert!(bytes.is_unique());
         assert_eq!(mine.len(), 1);
         assert_eq!(mine[0].path, "w/bé.parquet");
@@ -363,14 +384,14 @@ mod tests {
         let bytes = encode(&[file("w/a.parquet", 0..1000)]).unwrap();
         for cut in [0, 7, 15, 40, bytes.len() - 1] {
             assert!(
-                decode("p", Bytes::copy_from_slice(&bytes[..cut]), None).is_err(),
+                decode("p", Bytes::copy_from_slice(&bytes[..cut]), KeptEntries::ALL).is_err(),
                 "cut {cut}"
             );
         }
         for flip in [3, 9, 20, 50, bytes.len() - 9] {
             let mut damaged = bytes.clone();
             damaged[flip] ^= 0x40;
-            let e = decode("p", Bytes::from(damaged), None)
+            let e = decode("p", Bytes::from(damaged), KeptEntries::ALL)
                 .unwrap_err()
                 .to_string();
             assert!(e.starts_with("cannot use p:"), "flip {flip}: {e}");
@@ -394,7 +415,8 @@ mod tests {
             }]],
         };
         groups[1].map = Some(map.clone());
-        let entries = decode("p", Bytes::from(encode(&groups).unwrap()), None).unwrap();
+        let bytes = Bytes::from(encode(&groups).unwrap());
+        let entries = decode("p", bytes.clone(), KeptEntries::ALL).unwrap();
         let rows: Vec<_> = entries.iter().map(|e| (e.first_row, e.rows)).collect();
         assert_eq!(rows, [(0, 600), (600, 400)]);
         assert_eq!(
@@ -402,9 +424,21 @@ mod tests {
             (None, Some(&map))
         );
         assert!(probe(&entries[1], 700) && !probe(&entries[1], 5));
+        // Without the maps (a coordinator's), the filters are copies and the part's bytes go.
+        drop(entries);
+        let routing = KeptEntries {
+            files: None,
+            maps: false,
+        };
+        let filters = decode("p", bytes.clone(), routing).unwrap();
+        assert!(bytes.is_unique());
+        assert!(filters.iter().all(|e| e.map.is_none()));
+        assert!(probe(&filters[1], 700) && !probe(&filters[1], 5));
+        let full: usize = groups.iter().map(|g| g.sidecar.len()).sum();
+        assert_eq!(filters.iter().map(|e| e.bytes).sum::<usize>(), full);
         // A row group past its file's rows is damage, not a filter.
         groups[1].rows = 401;
-        let e = decode("p", Bytes::from(encode(&groups).unwrap()), None).unwrap_err();
+        let e = decode("p", Bytes::from(encode(&groups).unwrap()), KeptEntries::ALL).unwrap_err();
         assert!(e.to_string().contains("beyond its 1000"), "{e}");
 
         // Versions 1 and 2, as this build wrote them before: 32-byte records and a sidecar per
@@ -430,7 +464,7 @@ mod tests {
             old.resize(align8(old.len()), 0);
             old.extend_from_slice(&xxh3_64(&old).to_le_bytes());
             old.extend_from_slice(&whole.sidecar);
-            let entries = decode("p", Bytes::from(old), None).unwrap();
+            let entries = decode("p", Bytes::from(old), KeptEntries::ALL).unwrap();
             assert_eq!(
                 (entries[0].first_row, entries[0].rows),
                 (0, 1000),

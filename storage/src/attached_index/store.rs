@@ -19,7 +19,7 @@ use object_store::{ObjectStoreExt, PutMode, PutOptions, PutPayload};
 use serde::{Deserialize, Serialize};
 use sieve_index::FilterKind;
 
-use super::part::{self, IndexedFile, IndexedFileEntry};
+use super::part::{self, IndexedFile, IndexedFileEntry, KeptEntries};
 use crate::error::{Result, StorageError};
 use crate::location::Storage;
 use crate::meta::checked_json;
@@ -182,11 +182,11 @@ impl AttachedIndexes {
         Ok(parts)
     }
 
-    /// The part's entries, or only those of the data files `keep` accepts.
+    /// The part's entries, as much of them as `keep` says.
     pub async fn read_part(
         &self,
         path: &Path,
-        keep: Option<&(dyn Fn(&str) -> bool + Sync)>,
+        keep: KeptEntries<'_>,
     ) -> Result<Vec<IndexedFileEntry>> {
         let bytes = self.storage.store().get(path).await?.bytes().await?;
         part::decode(path.as_ref(), bytes, keep)
