@@ -645,7 +645,8 @@ fn a_worker_beyond_loopback_needs_a_secret_and_tls() {
 /// path, rendezvous, as lookups are placed), planned on the worker from the snapshot the
 /// coordinator read; joins with Sieve's tables, subqueries, position and equality deletes
 /// answer as in one process. The tasks' counts of files read add up to the files the
-/// coordinator chose, and a worker without the catalog says so.
+/// coordinator chose; a scan left in one task is read by the coordinator from its own plan;
+/// a worker without the catalog says so.
 #[test]
 fn a_statement_reading_an_attached_table_is_spread_over_the_workers() {
     let storage = format!("{}/attached-{}", common::s3_base(), std::process::id());
@@ -689,6 +690,17 @@ fn a_statement_reading_an_attached_table_is_spread_over_the_workers() {
         "9999\t49994995\n",
         "0 … 9999 but 5, deleted from the people table"
     );
+    // A full join on an inequality runs in one task: the attached table's scan on its probe
+    // side is left in the coordinator's stage, which reads it from its own plan.
+    let full_join = "select count(*), sum(a.id), sum(b.c1) from (select c1 from t where c1 < 20) b \
+                     full join (select id from lake.ns.people where id < 20) a on a.id < b.c1";
+    assert_eq!(answer(&coordinator, full_join), answer(&local, full_join));
+    assert_eq!(answer(&coordinator, full_join), "178\t1089\t2295\n");
+    let plan = answer(&coordinator, &format!("explain analyze {full_join}"));
+    let (root, _) = plan
+        .split_once("Stage 1 ──")
+        .expect("a stage on the workers");
+    assert!(root.contains("AttachedScanExec"), "{plan}");
     // The keys' 8 files, each read by the task sent to its owner by rendezvous over the
     // workers' names, whichever the paths' random names make those.
     let placement = Placement::new(urls.iter().map(|u| format!("{u}/")).collect());
