@@ -665,6 +665,8 @@ fn a_statement_reading_an_attached_table_is_spread_over_the_workers() {
     let urls: Vec<String> = workers.iter().map(Worker::url).collect();
     let coordinator = start_coordinator(&storage, &urls, &catalog);
     let local = Server::start_on(&storage, &catalog);
+    let made = coordinator.mysql(&["-e", "create index ix_id on lake.ns.keys (id)"]);
+    assert!(made.status.success(), "{}", stderr(&made));
     for query in [
         "select count(*), sum(id), min(name), max(name) from lake.ns.keys",
         "select name from lake.ns.keys where id between 1990 and 2010 order by id",
@@ -728,6 +730,24 @@ fn a_statement_reading_an_attached_table_is_spread_over_the_workers() {
     assert_eq!(tasks, owned, "{plan}");
     assert_eq!(common::plan_counter(&plan, "blocks_read"), 8, "{plan}");
     assert_eq!(common::plan_counter(&plan, "blocks_total"), 8, "{plan}");
+    // Scans whose filter the index reads: each worker given files loads its own files'
+    // entries and no other's, and one given none loads nothing (a scan of one file's keys
+    // has one owner, and a second, empty task on it).
+    for filtered in [
+        "select count(*) from lake.ns.keys where id > 0",
+        "select count(*), sum(id) from lake.ns.keys where id between 4100 and 4200",
+    ] {
+        assert_eq!(answer(&coordinator, filtered), answer(&local, filtered));
+    }
+    for worker in &workers {
+        let url = worker.url() + "/";
+        let mine = (written["ns.keys"]["files"].as_array().unwrap().iter())
+            .map(|f| f.as_str().unwrap().strip_prefix(&root).unwrap())
+            .filter(|path| placement.workers()[placement.owner(path)] == url)
+            .count();
+        let loaded = worker.attached_index_files_loaded();
+        assert_eq!(loaded, (mine > 0).then_some(mine), "{url}");
+    }
     // A worker without the catalog cannot plan its share, and says why.
     let bare = Worker::start(&storage);
     let elsewhere = start_coordinator(&storage, &[bare.url()], &catalog);

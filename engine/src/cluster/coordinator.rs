@@ -358,7 +358,7 @@ fn split_scan(ev: ScaleUpLeafNodeEvent) -> Option<Result<ScaleUpLeafNodeEventRes
 
 /// Sends each task of a split scan (a Sieve table's or an attached one's) to the worker owning
 /// its first share; an empty variant goes where a non-empty one does, so it contacts no other
-/// worker.
+/// worker. A scan left whole in a one-task stage goes to its first owner.
 fn route_to_owners(ev: RouteTasksEvent) -> Option<Result<RouteTasksEventResponse>> {
     let mut owners: Option<Vec<Option<String>>> = None;
     let walked = ev.plan.apply(|node| {
@@ -375,6 +375,14 @@ fn route_to_owners(ev: RouteTasksEvent) -> Option<Result<RouteTasksEventResponse
                     })
                     .collect(),
             );
+            return Ok(TreeNodeRecursion::Stop);
+        }
+        // A scan left whole in a stage of one task (a union's child may be given one): to the
+        // first of its owners, whose caches hold its blocks or files.
+        if let Some((workers, placement)) = workers_of(node) {
+            owners = Some(vec![
+                workers.first().map(|&w| placement.workers()[w].clone()),
+            ]);
             return Ok(TreeNodeRecursion::Stop);
         }
         Ok(TreeNodeRecursion::Continue)

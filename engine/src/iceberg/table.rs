@@ -168,8 +168,11 @@ impl TableProvider for IcebergTable {
         // On a coordinator, the files left are read by the workers that own them, each
         // planning this snapshot again; this plan of the whole scan runs if the scan is left
         // in one task (`cluster::attached_scan`).
-        let files = self.files_to_read(&reading).await;
-        let here = self.read(reading, projection, limit, false).await?;
+        let chosen = self.choose_files(&reading).await;
+        let files: Vec<String> = (chosen.0.iter())
+            .map(|(file, _)| file.path.to_string())
+            .collect();
+        let here = self.plan(chosen, reading, projection, limit, false)?;
         let (Some(table_id), Some(snapshot)) = self.snapshot() else {
             return Ok(here);
         };
@@ -200,6 +203,14 @@ impl TableProvider for IcebergTable {
         Ok(Arc::new(AttachedScanExec::here(scan, here)))
     }
 }
+
+/// The files a read chose, each as DataFusion reads it; how it chose them; and the indexes it
+/// probed.
+type Chosen<'a> = (
+    Vec<(&'a DataFile, PartitionedFile)>,
+    FileCounts,
+    Arc<Loaded>,
+);
 
 /// Files a point lookup reads at most directly ([`LocatedFiles`]); more are read by
 /// DataFusion's scan, side by side.
@@ -270,7 +281,20 @@ impl IcebergTable {
         limit: Option<usize>,
         located: bool,
     ) -> Result<Arc<IcebergScanExec>> {
-        let (chosen, counts, loaded) = self.choose_files(&reading).await;
+        let chosen = self.choose_files(&reading).await;
+        self.plan(chosen, reading, projection, limit, located)
+    }
+
+    /// The plan of [`Self::read`] of the files `reading` chose (its choice, counts and the
+    /// indexes it probed).
+    fn plan(
+        &self,
+        (chosen, counts, loaded): Chosen<'_>,
+        reading: Reading,
+        projection: Option<&Vec<usize>>,
+        limit: Option<usize>,
+        located: bool,
+    ) -> Result<Arc<IcebergScanExec>> {
         let Reading {
             predicate,
             runtime,
@@ -397,10 +421,7 @@ impl IcebergTable {
     /// The files to read of those `reading` considers: those with a live row that no index
     /// built from them rules out; and the table's indexes as loaded (empty for a lookup that
     /// names no key).
-    async fn choose_files(
-        &self,
-        reading: &Reading,
-    ) -> (Vec<(&DataFile, PartitionedFile)>, FileCounts, Arc<Loaded>) {
+    async fn choose_files(&self, reading: &Reading) -> Chosen<'_> {
         let predicate = reading.predicate.as_ref();
         let all: Vec<&DataFile> = match &reading.only {
             Some(paths) => paths.iter().filter_map(|p| self.scan.file(p)).collect(),
@@ -410,8 +431,9 @@ impl IcebergTable {
             total: all.len(),
             ..Default::default()
         };
+        // No file, no index to load (a worker's empty share would load a view for nothing).
         let (loaded, probes) = match (&self.scan.table_uuid, predicate) {
-            (Some(uuid), Some(predicate)) => {
+            (Some(uuid), Some(predicate)) if !all.is_empty() => {
                 let loaded = self.indexes.loaded(uuid, reading.share.as_ref()).await;
                 let probes = loaded.probes(predicate, &self.scan.schema);
                 (Some(loaded), probes)
