@@ -351,5 +351,18 @@ mod tests {
                 .try_decode(&[0xff; 7], &[], &ctx, &converter)
                 .is_err()
         );
+        // A task dealt no file reads nothing, and asks nothing of the catalog (this worker
+        // has none, which any read of the table would report).
+        let empty = whole.split(4).pop().unwrap();
+        let mut bytes = Vec::new();
+        coordinator
+            .try_encode(empty, &mut bytes, &converter)
+            .unwrap();
+        let received = worker.try_decode(&bytes, &[], &ctx, &converter).unwrap();
+        let rows = received.execute(0, Arc::new(ctx)).unwrap();
+        let batches: Vec<_> = futures::TryStreamExt::try_collect::<Vec<_>>(rows)
+            .await
+            .unwrap();
+        assert_eq!(batches.iter().map(|b| b.num_rows()).sum::<usize>(), 0);
     }
 }
