@@ -126,6 +126,24 @@ fn make_table(storage: &str, inserts: u64, options: &str) {
     assert!(out.status.success(), "{}", stderr(&out));
 }
 
+/// The placement a coordinator over the workers at `urls` computes (it names them as URLs).
+fn placement_of(urls: &[String]) -> Placement {
+    Placement::new(urls.iter().map(|u| format!("{u}/")).collect())
+}
+
+/// The data files of `table` that PyIceberg's step reported writing (`written`), by the paths
+/// a coordinator places them by: relative to the root of the local `warehouse`'s store.
+fn placed_paths(
+    written: &serde_json::Value,
+    warehouse: &std::path::Path,
+    table: &str,
+) -> Vec<String> {
+    let root = format!("file://{}/", warehouse.display());
+    (written[table]["files"].as_array().unwrap().iter())
+        .map(|f| f.as_str().unwrap().strip_prefix(&root).unwrap().to_string())
+        .collect()
+}
+
 /// A coordinator over `urls`, with the workers' secret and `more` config lines.
 fn start_coordinator(storage: &str, urls: &[String], more: &str) -> Server {
     let list: Vec<String> = urls.iter().map(|u| format!("\"{u}\"")).collect();
@@ -705,11 +723,10 @@ fn a_statement_reading_an_attached_table_is_spread_over_the_workers() {
     assert!(root.contains("AttachedScanExec"), "{plan}");
     // The keys' 8 files, each read by the task sent to its owner by rendezvous over the
     // workers' names, whichever the paths' random names make those.
-    let placement = Placement::new(urls.iter().map(|u| format!("{u}/")).collect());
-    let root = format!("file://{}/", warehouse.path().display());
+    let placement = placement_of(&urls);
+    let files = placed_paths(&written, warehouse.path(), "ns.keys");
     let mut owned = vec![0; urls.len()];
-    for file in written["ns.keys"]["files"].as_array().unwrap() {
-        let path = file.as_str().unwrap().strip_prefix(&root).unwrap();
+    for path in &files {
         owned[placement.owner(path)] += 1;
     }
     owned.retain(|&n| n > 0);
@@ -741,8 +758,7 @@ fn a_statement_reading_an_attached_table_is_spread_over_the_workers() {
     }
     for worker in &workers {
         let url = worker.url() + "/";
-        let mine = (written["ns.keys"]["files"].as_array().unwrap().iter())
-            .map(|f| f.as_str().unwrap().strip_prefix(&root).unwrap())
+        let mine = (files.iter())
             .filter(|path| placement.workers()[placement.owner(path)] == url)
             .count();
         let loaded = worker.attached_index_files_loaded();
@@ -829,12 +845,8 @@ fn an_attached_tables_lookup_is_read_by_the_owners_of_its_files() {
     assert_eq!((through.as_str(), calls), ("", 0));
     // The keys' files (8, of 1000 ids each) are read by their owners by rendezvous over the
     // three workers' names, whichever the paths' random names make those.
-    let placement = Placement::new(urls.iter().map(|u| format!("{u}/")).collect());
-    // Placed by their paths in the warehouse's store, which is rooted at a local warehouse.
-    let root = format!("file://{}/", warehouse.path().display());
-    let files: Vec<&str> = (written["ns.keys"]["files"].as_array().unwrap().iter())
-        .map(|f| f.as_str().unwrap().strip_prefix(&root).unwrap())
-        .collect();
+    let placement = placement_of(&urls);
+    let files = placed_paths(&written, warehouse.path(), "ns.keys");
     assert_eq!(files.len(), 8, "{files:?}");
     let owner = |file: &str| placement.workers()[placement.owner(file)].clone();
     let placed: std::collections::BTreeSet<String> = files.iter().map(|f| owner(f)).collect();

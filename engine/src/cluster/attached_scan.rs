@@ -11,6 +11,7 @@
 //! distributed planner leaves a scan in one task (run by the coordinator) where the stage
 //! above it cannot be split, and the coordinator then runs that plan.
 
+use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
@@ -63,23 +64,6 @@ pub struct AttachedScan {
     /// How the coordinator chose the files, which this share reports (the first task's only:
     /// EXPLAIN ANALYZE sums the tasks').
     pub counts: Option<FileCounts>,
-}
-
-impl AttachedScan {
-    /// This scan narrowed to the files of `workers` (indices in its placement), reporting the
-    /// coordinator's counts or not.
-    fn share(&self, workers: Vec<usize>, counted: bool) -> Self {
-        let files = (self.files.iter())
-            .filter(|f| workers.contains(&self.placement.owner(f)))
-            .cloned()
-            .collect();
-        Self {
-            files,
-            workers,
-            counts: self.counts.clone().filter(|_| counted),
-            ..self.clone()
-        }
-    }
 }
 
 /// Where an [`AttachedScanExec`] runs.
@@ -162,12 +146,37 @@ impl AttachedScanExec {
     /// One variant per task: the workers dealt out in turn, each variant reading their files
     /// (variants beyond the workers read none), the first reporting the coordinator's counts.
     pub fn split(&self, tasks: usize) -> Vec<Arc<dyn ExecutionPlan>> {
-        (0..tasks)
-            .map(|task| {
-                let mine = (self.scan.workers.iter().skip(task).step_by(tasks))
-                    .copied()
-                    .collect();
-                let share = self.scan.share(mine, task == 0);
+        let scan = &self.scan;
+        // The `i`th worker goes to task `i % tasks`; each file's owner is found once.
+        let task_of: HashMap<usize, usize> = (scan.workers.iter().enumerate())
+            .map(|(i, &worker)| (worker, i % tasks))
+            .collect();
+        let mut files = vec![Vec::new(); tasks];
+        for file in &scan.files {
+            if let Some(&task) = task_of.get(&scan.placement.owner(file)) {
+                files[task].push(file.clone());
+            }
+        }
+        (files.into_iter().enumerate())
+            .map(|(task, files)| {
+                let share = AttachedScan {
+                    database: scan.database.clone(),
+                    table: scan.table.clone(),
+                    metadata_location: scan.metadata_location.clone(),
+                    snapshot: scan.snapshot,
+                    table_id: scan.table_id.clone(),
+                    files,
+                    placement: scan.placement.clone(),
+                    workers: (scan.workers.iter().skip(task).step_by(tasks))
+                        .copied()
+                        .collect(),
+                    projection: scan.projection.clone(),
+                    filters: scan.filters.clone(),
+                    limit: scan.limit,
+                    schema: scan.schema.clone(),
+                    partitions: scan.partitions,
+                    counts: scan.counts.clone().filter(|_| task == 0),
+                };
                 Arc::new(Self::new(share, Runs::Sent)) as Arc<dyn ExecutionPlan>
             })
             .collect()
