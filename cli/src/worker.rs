@@ -4,6 +4,7 @@
 use std::net::{IpAddr, SocketAddr};
 
 use clap::Args;
+use prometheus_client::registry::Registry;
 use std::path::PathBuf;
 use tonic::service::interceptor::InterceptedService;
 
@@ -43,6 +44,10 @@ pub struct WorkerArgs {
     /// (PEM): mutual TLS
     #[arg(long, env = "SIEVE_WORKER_TLS_CLIENT_CA")]
     tls_client_ca: Option<PathBuf>,
+    /// Serve Prometheus metrics (its object-store requests, caches, blocks read) on this port
+    /// of the same host, at /metrics
+    #[arg(long)]
+    metrics_port: Option<u16>,
 }
 
 /// How the worker calls other workers over TLS: their CA, and its own certificate.
@@ -93,8 +98,6 @@ fn tls(args: &WorkerArgs, config: &ConfigFile) -> Result<Option<ServerTlsConfig>
 }
 
 pub async fn run(location: &Location, args: WorkerArgs, config: &ConfigFile) -> Result<(), String> {
-    let storage = location.storage()?;
-    let url = storage.url().to_string();
     let secret = crate::cluster_secret(args.cluster_secret.as_ref(), config)?;
     let address = SocketAddr::new(args.host.unwrap_or(IpAddr::from([127, 0, 0, 1])), args.port);
     if secret.is_none() && !address.ip().is_loopback() {
@@ -119,17 +122,16 @@ pub async fn run(location: &Location, args: WorkerArgs, config: &ConfigFile) -> 
     let engine = (location.engine().await?)
         .with_memory_limits(config.memory_limits())
         .map_err(|e| e.to_string())?;
-    let worker = sieve_engine::worker(
-        storage,
-        &engine,
-        config.memory_limits(),
-        secret.clone(),
-        peers,
-    )
-    .map_err(|e| e.to_string())?;
-    let lookups = sieve_engine::LookupService::new(engine)
-        .await
-        .map_err(|e| format!("cannot serve point lookups: {e}"))?;
+    let url = engine.storage().url().to_string();
+    let worker = sieve_engine::worker(&engine, config.memory_limits(), secret.clone(), peers)
+        .map_err(|e| e.to_string())?;
+    if let Some(port) = args.metrics_port {
+        let mut registry = Registry::with_prefix("sieve");
+        sieve_engine::metrics::register(&mut registry, &engine);
+        // Served until the process ends.
+        crate::metrics_http::serve(SocketAddr::new(address.ip(), port), registry).await?;
+    }
+    let lookups = sieve_engine::LookupService::new(engine);
     let listener = tokio::net::TcpListener::bind(address)
         .await
         .map_err(|e| format!("cannot listen on {address}: {e}"))?;

@@ -774,6 +774,73 @@ fn a_statement_reading_an_attached_table_is_spread_over_the_workers() {
     );
 }
 
+/// A session's settings hold on the workers that read for it: with `SET sieve.data_cache =
+/// false` on a coordinator, its worker fetches the pages of the session's lookups and scans,
+/// of Sieve's tables and of attached ones, that its data cache holds (a lookup carries the
+/// settings; a scan's tasks carry them as headers). Counted by the worker's own metrics, which
+/// see its scans' reads because its scans and lookups share one storage and its caches.
+#[test]
+fn a_sessions_settings_hold_on_its_workers() {
+    let storage = format!("{}/settings-{}", common::s3_base(), std::process::id());
+    make_table(&storage, 2, "");
+    let warehouse = tempfile::tempdir().unwrap();
+    common::pyiceberg::pyiceberg(warehouse.path(), "make");
+    common::pyiceberg::pyiceberg(warehouse.path(), "keys");
+    let catalog = common::pyiceberg::config(warehouse.path());
+    let config = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(config.path(), &catalog).unwrap();
+    let metrics = free_port();
+    let flags = [
+        "--config",
+        config.path().to_str().unwrap(),
+        "--metrics-port",
+        &metrics.to_string(),
+    ];
+    let worker = Worker::start_with(&storage, 0, &flags);
+    let coordinator = start_coordinator(&storage, &[worker.url()], &catalog);
+    let made = coordinator.mysql(&["-e", "create index ix_id on lake.ns.keys (id)"]);
+    assert!(made.status.success(), "{}", stderr(&made));
+    // The worker's data cache hits and GET requests so far.
+    let reads = || {
+        let m = common::prometheus::scrape(metrics);
+        let count = |name: &str| m.get(name).copied().unwrap_or(0.0) as u64;
+        (
+            count("sieve_cache_hits_total{cache=\"data\"}"),
+            count("sieve_object_store_requests_total{operation=\"get\"}"),
+        )
+    };
+    let present = (4321u64 * 7919 % 100003).to_string();
+    for query in [
+        format!("select c1 from t where c2 = '{present}'"),
+        "select sum(c1) from t where c3 = 5".to_string(),
+        "select name from lake.ns.keys where id = 4321".to_string(),
+        "select count(*), sum(score) from lake.ns.keys where score > 100".to_string(),
+    ] {
+        // Kept results would answer a lookup asked again without reading.
+        let cached = format!("set sieve.lookup_cache = false; {query}");
+        let want = answer(&coordinator, &cached);
+        assert_ne!(want, "", "{query}");
+        let before = reads();
+        assert_eq!(answer(&coordinator, &cached), want, "{query}");
+        let hit = reads();
+        assert!(
+            hit.0 > before.0,
+            "{query}: the worker's data cache held nothing"
+        );
+        let uncached = format!("set sieve.data_cache = false; {cached}");
+        assert_eq!(answer(&coordinator, &uncached), want, "{query}");
+        let fetched = reads();
+        assert_eq!(
+            fetched.0, hit.0,
+            "{query}: the data cache was read, though off"
+        );
+        assert!(
+            fetched.1 > hit.1,
+            "{query}: nothing fetched with the data cache off"
+        );
+    }
+}
+
 /// A point lookup of an attached Iceberg table on a coordinator is read by the workers that own
 /// the data files the coordinator's index and manifest bounds leave (by path, rendezvous), each
 /// planning the coordinator's snapshot from its metadata file: the answers are one process's

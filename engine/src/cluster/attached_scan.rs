@@ -33,6 +33,7 @@ use tokio::sync::OnceCell;
 
 use crate::cluster::placement::Placement;
 use crate::iceberg::scan_exec::{FileCounts, count_files};
+use crate::options::SieveOptions;
 use crate::session::Session;
 
 /// What a worker needs to plan its share of an attached table's scan.
@@ -243,8 +244,9 @@ impl ExecutionPlan for AttachedScanExec {
         // The worker's plan has partitions of its own: this partition reads every one that
         // falls to it, in turn.
         let streams = async move {
+            let options = SieveOptions::of(&context);
             let plan = planned
-                .get_or_try_init(|| session.plan_attached_share(&scan))
+                .get_or_try_init(|| session.plan_attached_share(&scan, &options))
                 .await?;
             let count = plan.output_partitioning().partition_count();
             let streams = ((partition..count).step_by(scan.partitions.max(1)))

@@ -23,7 +23,7 @@ use futures::FutureExt;
 use futures::stream::BoxStream;
 use futures::{StreamExt, TryStreamExt};
 use prost::Message;
-use tokio::sync::watch;
+use tokio::sync::{OnceCell, watch};
 use tonic::{Request, Response, Status, Streaming};
 
 use crate::cluster::lookup_wire::{WireAnswer, WireLookup, WireOutcome};
@@ -34,14 +34,47 @@ const LOOKUPS_AT_ONCE: usize = 1024;
 
 /// Serves the point lookups coordinators send a worker.
 pub struct LookupService {
-    /// Sessions of one engine (shared caches), by the asking session's settings that a scan
-    /// reads from its own: `[sieve.routing][sieve.allow_full_scan]` (routing off is a
-    /// differential baseline; a full scan is allowed by ALLOW FILTERING).
-    sessions: Arc<[[Session; 2]; 2]>,
+    sessions: Arc<SessionsBySettings>,
     /// Set when the worker stops: each exchange then reads no more lookups and ends once those
     /// read are answered, so the server's graceful shutdown, which waits for every open
     /// stream, is not held up by coordinators that keep theirs open.
     closing: Arc<watch::Sender<bool>>,
+}
+
+/// The asking session's settings that a worker's read takes from the session it runs in, as
+/// a lookup carries them: routing off is a differential baseline, a full scan is allowed by
+/// ALLOW FILTERING, the data cache and direct reads have their baselines too.
+const SETTINGS: [(&str, fn(&WireLookup) -> bool); 4] = [
+    ("routing", |w| w.routing),
+    ("allow_full_scan", |w| w.allow_full_scan),
+    ("data_cache", |w| w.data_cache),
+    ("direct_reads", |w| w.direct_reads),
+];
+
+/// Sessions of one engine (shared caches), one for each combination of [`SETTINGS`], each
+/// made when a lookup first asks for it (most workers only ever see the defaults).
+struct SessionsBySettings {
+    engine: Engine,
+    made: [OnceCell<Session>; 1 << SETTINGS.len()],
+}
+
+impl SessionsBySettings {
+    /// The session with the settings `wire` asks for.
+    async fn of(&self, wire: &WireLookup) -> Result<&Session> {
+        let index = (SETTINGS.iter().enumerate()).fold(0, |index, (bit, (_, on))| {
+            index | usize::from(on(wire)) << bit
+        });
+        self.made[index]
+            .get_or_try_init(|| async {
+                let session = self.engine.session()?;
+                for (name, on) in SETTINGS {
+                    let set = format!("set sieve.{name} = {}", on(wire));
+                    session.execute(&set).await?;
+                }
+                Ok(session)
+            })
+            .await
+    }
 }
 
 type Answer<T> =
@@ -50,27 +83,14 @@ type Answer<T> =
 impl LookupService {
     /// Lookups answered by `engine`'s sessions: its storage, memory limits and attached
     /// catalogs (an attached table's lookup reads the catalog's warehouse).
-    pub async fn new(engine: Engine) -> Result<Self> {
-        let session = |routing: bool, allow_full_scan: bool| {
-            let engine = engine.clone();
-            async move {
-                let session = engine.session()?;
-                session
-                    .execute(&format!("set sieve.routing = {routing}"))
-                    .await?;
-                session
-                    .execute(&format!("set sieve.allow_full_scan = {allow_full_scan}"))
-                    .await?;
-                Ok::<_, datafusion::error::DataFusionError>(session)
-            }
-        };
-        Ok(Self {
-            sessions: Arc::new([
-                [session(false, false).await?, session(false, true).await?],
-                [session(true, false).await?, session(true, true).await?],
-            ]),
+    pub fn new(engine: Engine) -> Self {
+        Self {
+            sessions: Arc::new(SessionsBySettings {
+                engine,
+                made: Default::default(),
+            }),
             closing: Arc::new(watch::Sender::new(false)),
-        })
+        }
     }
 
     /// What ends this service's exchanges when called (on the worker's shutdown).
@@ -96,7 +116,7 @@ fn not_served<T>() -> std::result::Result<T, Status> {
 
 /// The answer to one lookup (a message of an exchange), as the message that carries it back
 /// under the lookup's id.
-async fn answer_message(sessions: Arc<[[Session; 2]; 2]>, message: FlightData) -> FlightData {
+async fn answer_message(sessions: Arc<SessionsBySettings>, message: FlightData) -> FlightData {
     let answer = match WireLookup::decode_body(&message.data_body) {
         Ok(wire) => answer(&sessions, &wire).await,
         Err(e) => error(e.to_string()),
@@ -114,9 +134,12 @@ fn reply(id: bytes::Bytes, answer: WireAnswer) -> FlightData {
 }
 
 /// The answer to `wire`'s lookup.
-async fn answer(sessions: &[[Session; 2]; 2], wire: &WireLookup) -> WireAnswer {
-    let session = &sessions[usize::from(wire.routing)][usize::from(wire.allow_full_scan)];
-    match rows(session, wire).await {
+async fn answer(sessions: &SessionsBySettings, wire: &WireLookup) -> WireAnswer {
+    let rows = match sessions.of(wire).await {
+        Ok(session) => rows(session, wire).await,
+        Err(e) => Err(e),
+    };
+    match rows {
         Ok(ipc) => WireAnswer {
             outcome: Some(WireOutcome::Rows(ipc.into())),
         },
@@ -259,7 +282,7 @@ mod tests {
         let table_id = engine.open_table("t").await.unwrap().def().id.clone();
         // An engine of its own: the worker is another process, which has seen none of it.
         let worker = Engine::with_storage(storage).await.unwrap();
-        let service = LookupService::new(worker).await.unwrap();
+        let service = LookupService::new(worker);
         // `chosen`: the blocks a coordinator chose, and how many it listed.
         let ask = |version: u64, chosen: Option<(Vec<u32>, u64)>| {
             let wire = WireLookup {
@@ -270,8 +293,9 @@ mod tests {
                 chosen_blocks: chosen.map(|c| c.0).unwrap_or_default(),
                 ..WireLookup::c1_where_c2_in(&table_id, version, &["49", "new"])
             };
-            let session = &service.sessions[1][0];
+            let service = &service;
             async move {
+                let session = service.sessions.of(&wire).await?;
                 let rows = session.answer_owned(&wire).await?;
                 let batches: Vec<_> = rows.try_collect().await?;
                 let mut found = BTreeSet::new();

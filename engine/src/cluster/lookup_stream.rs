@@ -197,7 +197,7 @@ mod tests {
         let id = table.def().id.clone();
         // An engine of its own: the worker is another process, which has seen none of it.
         let worker = Engine::with_storage(storage).await.unwrap();
-        let service = LookupService::new(worker).await.unwrap();
+        let service = LookupService::new(worker);
         let close = service.closer();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let address = listener.local_addr().unwrap();

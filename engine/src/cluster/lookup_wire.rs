@@ -6,8 +6,8 @@
 //! plan: the table (by name, and its id, so a table made again under the same name is
 //! refused), the snapshot version the coordinator resolved, the condition's columns and values
 //! as written, the output columns, the LIMIT, the placement the coordinator used and which of
-//! its workers is asked, the pruning settings of the asking session, and the blocks its pruning
-//! left to that worker. A lookup of an attached Iceberg table names it as
+//! its workers is asked, the asking session's settings that the read depends on, and the
+//! blocks its pruning left to that worker. A lookup of an attached Iceberg table names it as
 //! `catalog.namespace` and table, its UUID and snapshot id as the table's id and version, the
 //! metadata file the coordinator read that snapshot from (the worker plans the same snapshot
 //! from it, without asking the catalog), and the data files of the worker's share.
@@ -24,7 +24,8 @@
 //! sent one lookup per `DoGet` ticket; version 2 sent lookups in `DoAction` calls of one or
 //! more; version 3 sent those calls as messages of one `DoExchange` per worker; version 4
 //! sent each lookup as a message of its own on that exchange; version 5 adds lookups of
-//! attached tables (`metadata_location`, `files`).
+//! attached tables (`metadata_location`, `files`); version 6 adds the asking session's
+//! `data_cache` and `direct_reads` (a worker read with its own defaults before).
 
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::ScalarValue;
@@ -32,7 +33,7 @@ use datafusion::error::{DataFusionError, Result};
 use prost::Message;
 
 /// Bumped whenever a field's meaning changes.
-pub const LOOKUP_WIRE_VERSION: u32 = 5;
+pub const LOOKUP_WIRE_VERSION: u32 = 6;
 
 /// A worker's answer to one lookup.
 #[derive(Clone, PartialEq, prost::Message)]
@@ -95,6 +96,12 @@ pub struct WireLookup {
     /// The asking statement may read every block (ALLOW FILTERING, `sieve.allow_full_scan`).
     #[prost(bool, tag = "16")]
     pub allow_full_scan: bool,
+    /// The asking session's `sieve.data_cache` and `sieve.direct_reads`: whether the worker
+    /// keeps the pages it reads in its data cache, and decodes them on the lookup's task.
+    #[prost(bool, tag = "22")]
+    pub data_cache: bool,
+    #[prost(bool, tag = "23")]
+    pub direct_reads: bool,
     /// The coordinator pruned: `chosen_blocks` are the blocks (indices into the version's list
     /// of `blocks_listed`) its min/max and node filters kept among those the worker owns, the
     /// only ones the worker reads, without min/max again. Unset (a coordinator without
@@ -239,6 +246,8 @@ impl WireLookup {
             routing: true,
             lookup_cache: true,
             allow_full_scan: false,
+            data_cache: true,
+            direct_reads: true,
             chosen: false,
             blocks_listed: 0,
             chosen_blocks: Vec::new(),
@@ -293,6 +302,8 @@ mod tests {
             routing: false,
             lookup_cache: true,
             allow_full_scan: false,
+            data_cache: false,
+            direct_reads: true,
             chosen: true,
             chosen_blocks: vec![0, 3],
             blocks_listed: 5,

@@ -9,7 +9,6 @@ use std::sync::Arc;
 use datafusion::error::Result;
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion_distributed::{DistributedExt, Worker, WorkerQueryContext};
-use sieve_storage::Storage;
 
 use crate::cluster::attached_codec::AttachedScanCodec;
 use crate::cluster::channels::WorkerChannels;
@@ -17,15 +16,17 @@ use crate::cluster::scan_codec::ScanCodec;
 use crate::cluster::secret::ClusterSecret;
 use crate::cluster::worker_tls::WorkerTls;
 use crate::guard::memory::MemoryLimits;
+use crate::options::SieveOptions;
 use crate::session::Engine;
 
-/// A worker over `storage`, to be served with `Worker::into_worker_server` (behind
+/// A worker over `engine`'s storage, to be served with `Worker::into_worker_server` (behind
 /// [`ClusterSecret::check`] when it has a secret, which it also sends to the workers it calls).
 /// With `tls`, it calls other workers (a shuffle's next stage) over TLS as a coordinator does.
-/// Its shares of attached tables' scans are planned by a session of `engine` (the one that
-/// answers its point lookups: the same attached catalogs, indexes and data cache).
+/// Its scans read through the storage's caches, which the engine's sessions answering its
+/// point lookups share (one data cache, one disk cache directory, one budget each); its
+/// shares of attached tables' scans are planned by one of those sessions (the same attached
+/// catalogs and indexes).
 pub fn worker(
-    storage: Storage,
     engine: &Engine,
     limits: MemoryLimits,
     secret: Option<ClusterSecret>,
@@ -42,7 +43,7 @@ pub fn worker(
         .with_memory_pool(limits.server_pool())
         .with_object_store_registry(session.object_stores())
         .build_arc()?;
-    let codec = ScanCodec::new(storage);
+    let codec = ScanCodec::new(engine.storage().clone());
     let attached = AttachedScanCodec::receiving(session);
     let worker = Worker::from_session_builder(move |ctx: WorkerQueryContext| {
         let (codec, secret, peers) = (codec.clone(), secret.clone(), peers.clone());
@@ -50,7 +51,9 @@ pub fn worker(
         async move {
             // In the coordinator's order (a codec is named by its place).
             let mut builder = (ctx.builder.with_distributed_user_codec(codec))
-                .with_distributed_user_codec(attached);
+                .with_distributed_user_codec(attached)
+                // The asking session's settings, which its coordinator sends with each task.
+                .with_distributed_option_extension_from_headers::<SieveOptions>(&ctx.headers)?;
             if let Some(peers) = peers {
                 builder = builder.with_distributed_channel_resolver(peers);
             }

@@ -234,6 +234,12 @@ pub struct Reading {
 }
 
 impl Reading {
+    /// The same read, keeping the bytes it reads in the data cache or not: a worker's share
+    /// reads as the asking session's `sieve.data_cache` says, not its own session's.
+    pub fn data_cache(self, data_cache: bool) -> Self {
+        Self { data_cache, ..self }
+    }
+
     /// The same read of the files `paths` only (those of a worker's `share` of a lookup, which
     /// its coordinator chose): the others are not read, nor counted in EXPLAIN's totals.
     pub fn only(self, paths: &[String], share: Share) -> Self {

@@ -30,7 +30,6 @@ use crate::cluster::remote_lookup::Owned;
 use crate::iceberg::catalog::{IcebergCatalogProvider, namespace_named, object};
 use crate::iceberg::file_indexes::Share;
 use crate::iceberg::table::{IcebergTable, Reading};
-use crate::options::SieveOptions;
 use crate::scan::page_read::LocatedRead;
 use crate::session::lookup_results::{LookupKey, keeping};
 use crate::session::query_stream::QueryStream;
@@ -87,8 +86,8 @@ impl Session {
         let reading = self.attached_reading(table, &key)?;
         let answer = match &self.cluster {
             Some(cluster) => {
-                let allow = self.options(SieveOptions::allows_full_scan);
-                let Some(wire) = lookup.wire(database, params, &key, (cache, allow)) else {
+                let wire = self.options(|o| lookup.wire((database, params), &key, cache, o));
+                let Some(wire) = wire else {
                     return Ok(None);
                 };
                 let wire = WireLookup {

@@ -11,13 +11,15 @@ use datafusion::physical_plan::empty::EmptyExec;
 use super::Session;
 use crate::cluster::attached_scan::AttachedScan;
 use crate::iceberg::file_indexes::Share;
+use crate::options::SieveOptions;
 
 impl Session {
     /// The plan of `scan`'s share: its files of the table at the coordinator's snapshot, the
-    /// filters pruning them as they would here.
+    /// filters pruning them as they would here, read under the asking session's `options`.
     pub(crate) async fn plan_attached_share(
         &self,
         scan: &AttachedScan,
+        options: &SieveOptions,
     ) -> Result<Arc<dyn ExecutionPlan>> {
         // A task dealt no file (two at least are planned) reads nothing, and asks for nothing.
         if scan.files.is_empty() {
@@ -39,7 +41,8 @@ impl Session {
         };
         let reading = table
             .reading(&*self.ctx.state_ref().read(), &scan.filters)?
-            .only(&scan.files, share);
+            .only(&scan.files, share)
+            .data_cache(options.data_cache);
         let plan = table
             .read(reading, scan.projection.as_ref(), scan.limit, false)
             .await?;

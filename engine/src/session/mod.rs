@@ -44,6 +44,7 @@ use datafusion::logical_expr::var_provider::VarType;
 use datafusion::optimizer::Analyzer;
 use datafusion::prelude::SessionConfig;
 use datafusion::sql::sqlparser::ast::ObjectName;
+use datafusion_distributed::DistributedExt;
 use sieve_iceberg::IcebergCatalog;
 use sieve_storage::{Catalog, DEFAULT_DATABASE, ExternalStores, RequestTrace, StorageError};
 use tokio::runtime::Handle;
@@ -219,8 +220,11 @@ impl Session {
             .with_extension(Arc::new(principal.clone()))
             .with_default_catalog_and_schema(CATALOG_NAME, DEFAULT_DATABASE)
             .with_create_default_catalog_and_schema(false)
-            .with_option_extension(options)
             .set_str("datafusion.sql_parser.dialect", "mysql");
+        // The settings travel with the tasks a coordinator's scans send workers (as headers of
+        // each task), so that a worker's share reads as this session asked: `SET
+        // sieve.data_cache = false` or `sieve.routing = false` holds there too.
+        config.set_distributed_option_extension(options);
         if let Some(cluster) = &cluster {
             config = config.with_extension(cluster.clone());
         }

@@ -429,15 +429,16 @@ impl PointLookup {
         create_physical_expr(&key.condition, &whole, &ExecutionProps::new(), &context)
     }
 
-    /// The lookup with `params` in place, as the worker owning its blocks is asked it; the
-    /// placement and the worker are the caller's to fill in. None when a value is one the wire
-    /// does not carry (the short path types every literal it takes as the wire does).
+    /// The lookup with `params` in place, as the worker owning its blocks is asked it under
+    /// the asking session's `options` (kept results only with `lookup_cache`); the placement
+    /// and the worker are the caller's to fill in. None when a value is one the wire does not
+    /// carry (the short path types every literal it takes as the wire does).
     pub fn wire(
         &self,
-        database: &str,
-        params: &[ScalarValue],
+        (database, params): (&str, &[ScalarValue]),
         key: &LookupKey,
-        (lookup_cache, allow_full_scan): (bool, bool),
+        lookup_cache: bool,
+        options: &SieveOptions,
     ) -> Option<WireLookup> {
         let (db, table) = self.table(database);
         let mut condition = Vec::new();
@@ -463,7 +464,9 @@ impl PointLookup {
             locator: key.pruning.1,
             routing: key.pruning.2,
             lookup_cache,
-            allow_full_scan,
+            allow_full_scan: options.allows_full_scan(),
+            data_cache: options.data_cache,
+            direct_reads: options.direct_reads,
             chosen: false,
             chosen_blocks: Vec::new(),
             blocks_listed: 0,
@@ -832,8 +835,8 @@ impl Session {
         let blocks = table.blocks(&snapshot).await.map_err(to_df)?;
         let answer = match &self.cluster {
             Some(cluster) => {
-                let allow = self.options(SieveOptions::allows_full_scan);
-                let Some(wire) = lookup.wire(database, params, &key, (cache, allow)) else {
+                let wire = self.options(|o| lookup.wire((database, params), &key, cache, o));
+                let Some(wire) = wire else {
                     return Ok(None);
                 };
                 let predicate = PointLookup::predicate(&table.def().schema, &key)?;
