@@ -41,7 +41,13 @@
 # the runs, so their pages are in its data cache. With SIEVE_BENCH_PERF=DIR, each run's server
 # processes are profiled (`perf record --call-graph dwarf` at 299 Hz) into
 # DIR/KEYS-CONNECTIONS-LABEL.data. The client runs on the same cores; keep the machine otherwise
-# idle.
+# idle. Or pin each process to cores of its own with `taskset` (issue 49's scale measurement;
+# each variable a CPU list, unset: not pinned): SIEVE_BENCH_PIN_ONE (the one process, or each
+# server without workers), SIEVE_BENCH_PIN_COORDINATOR, SIEVE_BENCH_PIN_WORKERS (one list per
+# worker, separated by spaces), SIEVE_BENCH_PIN_CLIENT (sysbench) and SIEVE_BENCH_PIN_MINIO. On
+# 16 cores: SIEVE_BENCH_PIN_ONE=0-1 SIEVE_BENCH_PIN_COORDINATOR=0-1
+# SIEVE_BENCH_PIN_WORKERS="2-3 4-5 6-7" SIEVE_BENCH_PIN_CLIENT=8-15 SIEVE_BENCH_PIN_MINIO=8-15
+# (the one process and the coordinator share cores: they are measured in turn).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ $# -ge 1 ] && [ $# -le 2 ] || { echo "usage: bench-serving.sh SIEVE [OTHER_SIEVE]" >&2; exit 2; }
@@ -66,12 +72,25 @@ if [ "$workers" -gt 0 ]; then
   export SIEVE_CLUSTER_SECRET="bench-serving-$RANDOM$RANDOM"
 fi
 source scripts/minio.sh
+# pin CPU_LIST: sets `pin` to the prefix that runs a command on those CPUs (none when the list is
+# empty). A prefix, not a function: a server started in the background with it keeps its PID
+# (taskset execs it), whose CPU is counted.
+pin() {
+  pin=()
+  [ -z "$1" ] || pin=(taskset -c "$1")
+}
+read -ra worker_cpus <<<"${SIEVE_BENCH_PIN_WORKERS:-}"
+[ ${#worker_cpus[@]} -eq 0 ] || [ ${#worker_cpus[@]} -eq "$workers" ] || {
+  echo "SIEVE_BENCH_PIN_WORKERS names ${#worker_cpus[@]} CPU lists for $workers workers" >&2
+  exit 2
+}
 work=$(mktemp -d)
 pids=()
 # A server stopped before (kill fails) must not stop the cleanup: set -e holds in traps too.
 cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; minio_stop; rm -rf "$work"; }
 trap cleanup EXIT
 minio_start
+[ -z "${SIEVE_BENCH_PIN_MINIO:-}" ] || taskset -a -p -c "$SIEVE_BENCH_PIN_MINIO" "$MINIO_PID" >/dev/null
 storage="s3://sieve-test/serving"
 
 "$sieve" --storage "$storage" load t10b --rows "$rows" "${load_flags[@]}" 2>&1 | grep -E "loaded|locator groups|c2 locator"
@@ -87,14 +106,15 @@ fi
 # One server per binary, over the same storage (an A/B of two builds: runs alternate).
 # server_pids[i]: the processes whose CPU server i's lookups cost.
 ports=() metrics_ports=() names=() server_pids=() served=()
-serve() { # BINARY NAME [serve flags]: one more server
-  local binary=$1 name=$2 i=${#ports[@]}
-  shift 2
+serve() { # CPUS BINARY NAME [serve flags]: one more server, on those CPUs
+  local cpus=$1 binary=$2 name=$3 i=${#ports[@]}
+  shift 3
   ports+=("$(free_port)")
   metrics_ports+=("$(free_port)")
   names+=("$name")
   served+=("$binary")
-  RUST_LOG=info "$binary" --storage "${storages[$i]:-$storage}" --config "$work/sieve.toml" serve \
+  pin "$cpus"
+  RUST_LOG=info "${pin[@]}" "$binary" --storage "${storages[$i]:-$storage}" --config "$work/sieve.toml" serve \
     --port "${ports[$i]}" --metrics-port "${metrics_ports[$i]}" "$@" >"$work/serve-$i.log" 2>&1 &
   pids+=($!)
   server_pids[$i]="${server_pids[$i]:-} $!"
@@ -106,21 +126,23 @@ for _ in $(seq "$workers"); do worker_ports+=("$(free_port)"); done
 start_servers() { # BINARY…: one server each, or, with workers, one process and a cluster of the one
   ports=() metrics_ports=() names=() server_pids=() served=()
   for b in "$@"; do
-    serve "$b" "$(basename "$b")"
+    serve "${SIEVE_BENCH_PIN_ONE:-}" "$b" "$(basename "$b")"
   done
   [ "$workers" -gt 0 ] || return 0
   names[0]=one
-  local urls=() cluster_pids="" port
+  local urls=() cluster_pids="" port w=0
   for port in "${worker_ports[@]}"; do
-    RUST_LOG=info "$1" --storage "$storage" --config "$work/sieve.toml" worker --port "$port" \
-      >"$work/worker-$port.log" 2>&1 &
+    pin "${worker_cpus[$w]:-}"
+    w=$((w + 1))
+    RUST_LOG=info "${pin[@]}" "$1" --storage "$storage" --config "$work/sieve.toml" worker \
+      --port "$port" >"$work/worker-$port.log" 2>&1 &
     pids+=($!)
     cluster_pids="$cluster_pids $!"
     wait_for_port "$port"
     urls+=("http://127.0.0.1:$port")
   done
   server_pids[1]=$cluster_pids
-  serve "$1" cluster --workers "$(IFS=,; echo "${urls[*]}")"
+  serve "${SIEVE_BENCH_PIN_COORDINATOR:-}" "$1" cluster --workers "$(IFS=,; echo "${urls[*]}")"
 }
 stop_servers() { # the phase's processes, their ports free again after
   local pid
@@ -258,7 +280,9 @@ for keys in $key_sets; do
           -o "$SIEVE_BENCH_PERF/$keys-$threads-${label/:/-}.data" >/dev/null 2>&1 &
         perf_pid=$!
       fi
-      out=$(SIEVE_SET="$setting" SIEVE_TEXT="$text" SIEVE_KEYS="$work/$file.keys" sysbench scripts/serving/lookup.lua \
+      pin "${SIEVE_BENCH_PIN_CLIENT:-}"
+      out=$(SIEVE_SET="$setting" SIEVE_TEXT="$text" SIEVE_KEYS="$work/$file.keys" \
+        "${pin[@]}" sysbench scripts/serving/lookup.lua \
         --db-driver=mysql --mysql-host=127.0.0.1 --mysql-port="${ports[$i]}" --mysql-user=root \
         --mysql-db=default --threads="$threads" --time="$seconds" --percentile=95 run 2>&1) || {
         echo "$out" >&2
