@@ -30,8 +30,8 @@
 # loads and serves its own copy of the table (the loader is seeded: the same rows), for builds that
 # write different layouts (e.g. slice sizes). With SIEVE_BENCH_WORKERS=N (issue
 # 49), the second server is a coordinator (`sieve serve --workers …`) over N `sieve worker`s of
-# the same build instead, its CPU summed over all N+1 processes and its KB fetched left out (workers
-# publish no metrics); the table is then loaded in locator groups of SIEVE_BENCH_GROUP_ROWS rows
+# the same build instead, its CPU summed over all N+1 processes and its KB fetched too (where the
+# build's workers take --metrics-port; left out otherwise); the table is then loaded in locator groups of SIEVE_BENCH_GROUP_ROWS rows
 # (default 25M, so 100M rows make 4 groups for the workers to share). With two builds and
 # SIEVE_BENCH_WORKERS, each build in turn serves the same table as one process and as a cluster
 # whose workers listen on the same ports as the other build's did: rendezvous hashing places
@@ -106,6 +106,9 @@ fi
 # One server per binary, over the same storage (an A/B of two builds: runs alternate).
 # server_pids[i]: the processes whose CPU server i's lookups cost.
 ports=() metrics_ports=() names=() server_pids=() served=()
+# metrics_of[i]: the metrics ports whose bytes fetched server i's lookups cost (its own unless
+# set).
+metrics_of=()
 serve() { # CPUS BINARY NAME [serve flags]: one more server, on those CPUs
   local cpus=$1 binary=$2 name=$3 i=${#ports[@]}
   shift 3
@@ -124,18 +127,23 @@ serve() { # CPUS BINARY NAME [serve flags]: one more server, on those CPUs
 worker_ports=()
 for _ in $(seq "$workers"); do worker_ports+=("$(free_port)"); done
 start_servers() { # BINARY…: one server each, or, with workers, one process and a cluster of the one
-  ports=() metrics_ports=() names=() server_pids=() served=()
+  ports=() metrics_ports=() names=() server_pids=() served=() metrics_of=()
   for b in "$@"; do
     serve "${SIEVE_BENCH_PIN_ONE:-}" "$b" "$(basename "$b")"
   done
   [ "$workers" -gt 0 ] || return 0
   names[0]=one
-  local urls=() cluster_pids="" port w=0
+  local urls=() cluster_pids="" port w=0 metrics=() cluster_metrics=""
   for port in "${worker_ports[@]}"; do
     pin "${worker_cpus[$w]:-}"
     w=$((w + 1))
+    # Builds before 478ab36 serve no metrics from a worker.
+    if "$1" worker --help | grep -q -- --metrics-port; then
+      metrics=(--metrics-port "$(free_port)")
+      cluster_metrics="$cluster_metrics ${metrics[1]}"
+    fi
     RUST_LOG=info "${pin[@]}" "$1" --storage "$storage" --config "$work/sieve.toml" worker \
-      --port "$port" >"$work/worker-$port.log" 2>&1 &
+      --port "$port" "${metrics[@]}" >"$work/worker-$port.log" 2>&1 &
     pids+=($!)
     cluster_pids="$cluster_pids $!"
     wait_for_port "$port"
@@ -143,6 +151,8 @@ start_servers() { # BINARY…: one server each, or, with workers, one process an
   done
   server_pids[1]=$cluster_pids
   serve "${SIEVE_BENCH_PIN_COORDINATOR:-}" "$1" cluster --workers "$(IFS=,; echo "${urls[*]}")"
+  # The bytes a cluster fetched are its coordinator's and its workers'.
+  [ -z "$cluster_metrics" ] || metrics_of[1]="${metrics_ports[1]}$cluster_metrics"
 }
 stop_servers() { # the phase's processes, their ports free again after
   local pid
@@ -271,7 +281,7 @@ for keys in $key_sets; do
       [ -n "$text" ] && setting="set sieve.text_lookups = $on"
       c0=$(cpu "$i") s0=$(switches "$i")
       r0=$(minio_requests)
-      b0=$(fetched_bytes "${metrics_ports[$i]}")
+      b0=$(fetched_bytes ${metrics_of[$i]:-${metrics_ports[$i]}})
       l0=$(worker_lookups "$i")
       perf_pid=""
       if [ -n "${SIEVE_BENCH_PERF:-}" ]; then
@@ -290,7 +300,7 @@ for keys in $key_sets; do
       }
       c1=$(cpu "$i") s1=$(switches "$i")
       [ -n "$perf_pid" ] && { kill -INT "$perf_pid"; wait "$perf_pid" || true; }
-      b1=$(fetched_bytes "${metrics_ports[$i]}")
+      b1=$(fetched_bytes ${metrics_of[$i]:-${metrics_ports[$i]}})
       l1=$(worker_lookups "$i")
       r1=$(minio_requests)
       n=$(echo "$out" | awk '/transactions:/ {print $2}')
@@ -302,7 +312,7 @@ for keys in $key_sets; do
       kb=$(python3 -c "print(f'{($b1 - $b0) / $n / 1000:.1f}')")
       asked=-
       if [ "${names[$i]}" = cluster ]; then
-        kb=-
+        [ -n "${metrics_of[$i]:-}" ] || kb=-
         asked=$(python3 -c "print(f'{($l1 - $l0) / $n:.2f}')")
       fi
       rate[$label]=$per_s

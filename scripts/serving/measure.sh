@@ -32,9 +32,10 @@ minio_requests() {
     | awk '/^minio_s3_requests_total\{/ {sum += $NF} END {print sum + 0}'
 }
 
-# fetched_bytes METRICS_PORT: the bytes a server's GETs fetched, by its own counter (MinIO's
-# sent-bytes counter stayed 0 here).
+# fetched_bytes METRICS_PORT…: the bytes the servers' GETs fetched, by their own counters
+# (MinIO's sent-bytes counter stayed 0 here).
 fetched_bytes() {
-  curl -s "http://127.0.0.1:$1/metrics" \
+  local port
+  for port in "$@"; do curl -s "http://127.0.0.1:$port/metrics"; done \
     | awk '/^sieve_object_store_transferred_bytes_total\{.*operation="get"/ {sum += $NF} END {print sum + 0}'
 }
