@@ -44,7 +44,7 @@ pub struct WorkerArgs {
     /// (PEM): mutual TLS
     #[arg(long, env = "SIEVE_WORKER_TLS_CLIENT_CA")]
     tls_client_ca: Option<PathBuf>,
-    /// Serve Prometheus metrics (its object-store requests, caches, blocks read) on this port
+    /// Serve Prometheus metrics (its object-store requests, caches, memory) on this port
     /// of the same host, at /metrics
     #[arg(long)]
     metrics_port: Option<u16>,
@@ -123,8 +123,7 @@ pub async fn run(location: &Location, args: WorkerArgs, config: &ConfigFile) -> 
         .with_memory_limits(config.memory_limits())
         .map_err(|e| e.to_string())?;
     let url = engine.storage().url().to_string();
-    let worker = sieve_engine::worker(&engine, config.memory_limits(), secret.clone(), peers)
-        .map_err(|e| e.to_string())?;
+    let worker = sieve_engine::worker(&engine, secret.clone(), peers).map_err(|e| e.to_string())?;
     if let Some(port) = args.metrics_port {
         let mut registry = Registry::with_prefix("sieve");
         sieve_engine::metrics::register(&mut registry, &engine);

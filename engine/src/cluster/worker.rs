@@ -7,7 +7,6 @@
 use std::sync::Arc;
 
 use datafusion::error::Result;
-use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion_distributed::{DistributedExt, Worker, WorkerQueryContext};
 
 use crate::cluster::attached_codec::AttachedScanCodec;
@@ -15,20 +14,19 @@ use crate::cluster::channels::WorkerChannels;
 use crate::cluster::scan_codec::ScanCodec;
 use crate::cluster::secret::ClusterSecret;
 use crate::cluster::worker_tls::WorkerTls;
-use crate::guard::memory::MemoryLimits;
 use crate::options::SieveOptions;
 use crate::session::Engine;
 
 /// A worker over `engine`'s storage, to be served with `Worker::into_worker_server` (behind
 /// [`ClusterSecret::check`] when it has a secret, which it also sends to the workers it calls).
 /// With `tls`, it calls other workers (a shuffle's next stage) over TLS as a coordinator does.
-/// Its scans read through the storage's caches, which the engine's sessions answering its
-/// point lookups share (one data cache, one disk cache directory, one budget each); its
-/// shares of attached tables' scans are planned by one of those sessions (the same attached
-/// catalogs and indexes).
+/// Its tasks run in the engine's runtime and read through the storage's caches, which the
+/// engine's sessions answering its point lookups share: one memory pool (the server's budget),
+/// one spill directory, one footer cache, one data cache and disk cache directory, and the
+/// object stores of the storage and the attached catalogs' warehouses. Its shares of attached
+/// tables' scans are planned by one of those sessions (the same catalogs and indexes).
 pub fn worker(
     engine: &Engine,
-    limits: MemoryLimits,
     secret: Option<ClusterSecret>,
     tls: Option<WorkerTls>,
 ) -> Result<Worker> {
@@ -37,12 +35,7 @@ pub fn worker(
         .map(|tls| tls.client_config().map(|c| WorkerChannels::new(Some(c))))
         .transpose()?;
     let session = engine.session()?;
-    // The stores the engine's sessions read, the storage's and the attached catalogs'
-    // warehouses (a share of an attached table's scan reads its files from the warehouse).
-    let runtime = RuntimeEnvBuilder::new()
-        .with_memory_pool(limits.server_pool())
-        .with_object_store_registry(session.object_stores())
-        .build_arc()?;
+    let runtime = engine.runtime();
     let codec = ScanCodec::new(engine.storage().clone());
     let attached = AttachedScanCodec::receiving(session);
     let worker = Worker::from_session_builder(move |ctx: WorkerQueryContext| {

@@ -255,6 +255,12 @@ impl Engine {
         tables::ensure_named(&self.catalog, name, schema, options).await
     }
 
+    /// The runtime its sessions' runtimes are made from: the server's memory pool, the spill
+    /// directory, the caches DataFusion keeps (Parquet footers) and the object stores.
+    pub(crate) fn runtime(&self) -> Arc<RuntimeEnv> {
+        self.runtime.clone()
+    }
+
     pub fn session(&self) -> Result<Session> {
         let pool = QueryPool::new(self.runtime.memory_pool.clone(), self.limits.query);
         let runtime = RuntimeEnvBuilder::from_runtime_env(&self.runtime)

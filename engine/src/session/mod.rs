@@ -34,8 +34,6 @@ pub use engine::Engine;
 
 use std::sync::Arc;
 
-use datafusion::execution::object_store::ObjectStoreRegistry;
-
 use datafusion::error::Result;
 use datafusion::execution::SessionStateBuilder;
 use datafusion::execution::context::SessionContext;
@@ -162,11 +160,6 @@ impl Session {
     /// against its table and ready for the client's file.
     pub async fn open_load(&self, statement: LoadData) -> Result<LocalLoad> {
         load::open_load(self, statement).await
-    }
-
-    /// The object stores its statements read, shared by every session of its engine.
-    pub(crate) fn object_stores(&self) -> Arc<dyn ObjectStoreRegistry> {
-        self.ctx.runtime_env().object_store_registry.clone()
     }
 
     /// Whom the session acts for.
