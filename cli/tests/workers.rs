@@ -841,6 +841,40 @@ fn a_sessions_settings_hold_on_its_workers() {
     }
 }
 
+/// A statement whose scans ran on the workers is logged with what they read, as one process
+/// logs it: the workers' counts come back with their tasks' metrics after the last row, and
+/// the coordinator records the statement once they have (so the query log is read until it
+/// holds it).
+#[test]
+fn a_statement_run_by_workers_is_logged_with_what_they_read() {
+    let storage = format!("{}/logged-{}", common::s3_base(), std::process::id());
+    make_table(&storage, 2, "");
+    let workers: Vec<Worker> = (0..2).map(|_| Worker::start(&storage)).collect();
+    let urls: Vec<String> = workers.iter().map(Worker::url).collect();
+    let coordinator = start_coordinator(&storage, &urls, "");
+    let local = Server::start_on(&storage, "");
+    let query = "select sum(c1) from t where c3 = 5";
+    let logged = |server: &Server| {
+        let log = format!(
+            "select blocks_read from sieve_query_log() where statement = '{query} allow filtering'"
+        );
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let found = answer(server, &log);
+            if !found.is_empty() {
+                return found;
+            }
+            assert!(Instant::now() < deadline, "{query} was never logged");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+    assert_eq!(answer(&coordinator, query), answer(&local, query));
+    // Every block of the two inserts (3 each), read by the workers owning them.
+    assert_eq!(metric(&coordinator, query, "blocks_read"), 6);
+    assert_eq!(logged(&local), "6\n");
+    assert_eq!(logged(&coordinator), "6\n");
+}
+
 /// A point lookup of an attached Iceberg table on a coordinator is read by the workers that own
 /// the data files the coordinator's index and manifest bounds leave (by path, rendezvous), each
 /// planning the coordinator's snapshot from its metadata file: the answers are one process's

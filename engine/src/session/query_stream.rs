@@ -3,15 +3,21 @@
 //! whole result (tests, the shell's table rendering) collect it under the query's memory budget.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::array::{ArrayRef, StringArray};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
 use datafusion::error::Result;
 use datafusion::execution::SendableRecordBatchStream;
 use datafusion::execution::memory_pool::{MemoryConsumer, MemoryPool};
 use datafusion::physical_plan::ExecutionPlan;
+use datafusion_distributed::{
+    DistributedExec, DistributedMetricsFormat, rewrite_distributed_plan_with_metrics,
+};
 use futures::StreamExt;
+use tokio::runtime::Handle;
 
 use sieve_storage::RequestTrace;
 
@@ -95,6 +101,38 @@ impl ScanStats {
         stats
     }
 
+    /// What `distributed`'s scans read in every task, on the workers and here: the counters
+    /// each task reported with its metrics, as EXPLAIN ANALYZE shows them summed (a worker's
+    /// scan is not in this process's plan, whose copy of it never ran). The workers' metrics
+    /// arrive after the last row: waits for them.
+    async fn of_tasks(distributed: Arc<dyn ExecutionPlan>) -> Result<Self> {
+        let format = DistributedMetricsFormat::Aggregated;
+        let reported = rewrite_distributed_plan_with_metrics(distributed, format).await?;
+        let mut stats = Self::default();
+        reported.apply(|node| {
+            if let Some(metrics) = node.metrics() {
+                let sum = |name| metrics.sum_by_name(name).map(|v| v.as_usize() as u64);
+                let count = |name| sum(name).unwrap_or(0);
+                stats.add(&Self {
+                    blocks_total: count("blocks_total"),
+                    blocks_read: count("blocks_read"),
+                    rows_read: count("rows_in_blocks_read"),
+                    // As [`Self::of`]: the bytes fetched where the scan reports them.
+                    bytes_read: sum("bytes_scanned").unwrap_or(count("bytes_in_blocks_read")),
+                    index_bytes: count("index_bytes_fetched"),
+                    locator_groups_probed: count("locator_groups_probed"),
+                    pages_read: count("pages_read"),
+                    blocks_read_directly: count("blocks_read_directly"),
+                    locator_groups_routed_out: count("locator_groups_routed_out"),
+                    requests: count("requests"),
+                    sequential_requests: count("sequential_requests"),
+                });
+            }
+            Ok(TreeNodeRecursion::Continue)
+        })?;
+        Ok(stats)
+    }
+
     fn add(&mut self, other: &Self) {
         self.blocks_total += other.blocks_total;
         self.blocks_read += other.blocks_read;
@@ -156,18 +194,58 @@ pub struct QueryStream {
     error: Option<String>,
 }
 
+/// How long a statement run through workers waits, after its last row, for their counts of
+/// what its scans read before it is recorded (a worker lost then never sends them).
+const TASK_COUNTS_WAIT: Duration = Duration::from_secs(5);
+
 impl Drop for QueryStream {
     fn drop(&mut self) {
-        if let Some(finished) = self.finished.take() {
-            let outcome = match (&self.rows, self.ended) {
-                (None, _) => Outcome::Ok,
-                (Some(_), Some(outcome)) => outcome,
-                (Some(_), None) => Outcome::Cancelled,
+        let Some(mut finished) = self.finished.take() else {
+            return;
+        };
+        let outcome = match (&self.rows, self.ended) {
+            (None, _) => Outcome::Ok,
+            (Some(_), Some(outcome)) => outcome,
+            (Some(_), None) => Outcome::Cancelled,
+        };
+        let (rows, error) = (self.rows_returned, self.error.take());
+        let distributed = (self.plan.as_ref())
+            .and_then(distributed_root)
+            .filter(|_| outcome == Outcome::Ok);
+        let (Some(distributed), Ok(runtime)) = (distributed, Handle::try_current()) else {
+            finished.record(outcome, rows, &self.stats(), error);
+            return;
+        };
+        // Its scans ran on the workers: recorded once their counts are in, with the duration
+        // it took to this point.
+        finished.stop_clock();
+        let planning = self.planning.clone();
+        runtime.spawn(async move {
+            let counted = tokio::time::timeout(TASK_COUNTS_WAIT, ScanStats::of_tasks(distributed));
+            let mut stats = match counted.await {
+                Ok(Ok(stats)) => stats,
+                _ => ScanStats::default(),
             };
-            let error = self.error.take();
-            finished.record(outcome, self.rows_returned, &self.stats(), error);
-        }
+            if let Some(planning) = planning {
+                stats.requests += planning.requests();
+                stats.sequential_requests += planning.sequential_requests();
+            }
+            finished.record(outcome, rows, &stats, error);
+        });
     }
+}
+
+/// The distributed plan `plan` runs (datafusion-distributed's root), if it runs one.
+fn distributed_root(plan: &Arc<dyn ExecutionPlan>) -> Option<Arc<dyn ExecutionPlan>> {
+    let mut found = None;
+    let _ = plan.apply(|node| {
+        if node.is::<DistributedExec>() {
+            found = Some(node.clone());
+            return Ok(TreeNodeRecursion::Stop);
+        }
+        Ok(TreeNodeRecursion::Continue)
+    });
+    found
 }
 
 impl QueryStream {

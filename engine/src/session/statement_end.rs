@@ -22,6 +22,8 @@ pub(crate) struct Finished(Option<Running>);
 struct Running {
     kind: &'static str,
     started: Instant,
+    /// When it ended, if it is recorded later (see [`Finished::stop_clock`]).
+    ended: Option<Instant>,
     started_at: SystemTime,
     log: Arc<QueryLog>,
     user: String,
@@ -48,6 +50,7 @@ impl Finished {
         Finished(Some(Running {
             kind,
             started: Instant::now(),
+            ended: None,
             started_at: SystemTime::now(),
             log,
             user: client.user,
@@ -60,6 +63,14 @@ impl Finished {
 }
 
 impl Finished {
+    /// The statement ends now, though what it read is known later (the workers' counts of a
+    /// distributed plan's scans): its duration stops here.
+    pub(crate) fn stop_clock(&mut self) {
+        if let Some(running) = &mut self.0 {
+            running.ended = Some(Instant::now());
+        }
+    }
+
     pub(crate) fn record(
         mut self,
         outcome: Outcome,
@@ -83,7 +94,7 @@ impl Drop for Finished {
 
 impl Running {
     fn record(self, outcome: Outcome, rows: u64, stats: &ScanStats, error: Option<String>) {
-        let duration = self.started.elapsed();
+        let duration = self.ended.unwrap_or_else(Instant::now) - self.started;
         statement_ended(self.kind, outcome, duration, rows, stats);
         let since_epoch = self
             .started_at
