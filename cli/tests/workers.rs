@@ -842,9 +842,9 @@ fn a_sessions_settings_hold_on_its_workers() {
 }
 
 /// A statement whose scans ran on the workers is logged with what they read, as one process
-/// logs it: the workers' counts come back with their tasks' metrics after the last row, and
-/// the coordinator records the statement once they have (so the query log is read until it
-/// holds it).
+/// logs it: a scan's counts come back with its tasks' metrics after the last row (the
+/// coordinator records the statement once they have, so the query log is read until it holds
+/// it), a point lookup's with each worker's answer.
 #[test]
 fn a_statement_run_by_workers_is_logged_with_what_they_read() {
     let storage = format!("{}/logged-{}", common::s3_base(), std::process::id());
@@ -853,10 +853,10 @@ fn a_statement_run_by_workers_is_logged_with_what_they_read() {
     let urls: Vec<String> = workers.iter().map(Worker::url).collect();
     let coordinator = start_coordinator(&storage, &urls, "");
     let local = Server::start_on(&storage, "");
-    let query = "select sum(c1) from t where c3 = 5";
-    let logged = |server: &Server| {
+    let logged = |server: &Server, query: &str| {
         let log = format!(
-            "select blocks_read from sieve_query_log() where statement = '{query} allow filtering'"
+            "select blocks_read from sieve_query_log() where statement = '{}'",
+            format!("{query} allow filtering").replace('\'', "''")
         );
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
@@ -868,11 +868,20 @@ fn a_statement_run_by_workers_is_logged_with_what_they_read() {
             std::thread::sleep(Duration::from_millis(100));
         }
     };
-    assert_eq!(answer(&coordinator, query), answer(&local, query));
+    let scan = "select sum(c1) from t where c3 = 5";
+    assert_eq!(answer(&coordinator, scan), answer(&local, scan));
     // Every block of the two inserts (3 each), read by the workers owning them.
-    assert_eq!(metric(&coordinator, query, "blocks_read"), 6);
-    assert_eq!(logged(&local), "6\n");
-    assert_eq!(logged(&coordinator), "6\n");
+    assert_eq!(metric(&coordinator, scan, "blocks_read"), 6);
+    assert_eq!(logged(&local, scan), "6\n");
+    assert_eq!(logged(&coordinator, scan), "6\n");
+    // A lookup (its rows not kept) reads the one block holding its key.
+    let present = (4321u64 * 7919 % 100003).to_string();
+    let lookup = format!("select c1 from t where c2 = '{present}'");
+    for server in [&coordinator, &local] {
+        let uncached = format!("set sieve.lookup_cache = false; {lookup}");
+        assert_eq!(answer(server, &uncached), "4321\n");
+        assert_eq!(logged(server, &lookup), "1\n");
+    }
 }
 
 /// A point lookup of an attached Iceberg table on a coordinator is read by the workers that own

@@ -26,7 +26,9 @@ use prost::Message;
 use tokio::sync::{OnceCell, watch};
 use tonic::{Request, Response, Status, Streaming};
 
-use crate::cluster::lookup_wire::{WireAnswer, WireLookup, WireOutcome};
+use crate::cluster::lookup_wire::{WireAnswer, WireLookup, WireOutcome, WireRead};
+use crate::session::query_stream::ScanStats;
+use crate::session::short_path::OwnedRows;
 use crate::session::{Engine, Session};
 
 /// Lookups of one exchange answered at once at most; the next is read when one is answered.
@@ -140,8 +142,9 @@ async fn answer(sessions: &SessionsBySettings, wire: &WireLookup) -> WireAnswer 
         Err(e) => Err(e),
     };
     match rows {
-        Ok(ipc) => WireAnswer {
+        Ok((ipc, read)) => WireAnswer {
             outcome: Some(WireOutcome::Rows(ipc.into())),
+            read,
         },
         Err(e) => error(e.to_string()),
     }
@@ -151,18 +154,21 @@ async fn answer(sessions: &SessionsBySettings, wire: &WireLookup) -> WireAnswer 
 fn error(why: String) -> WireAnswer {
     WireAnswer {
         outcome: Some(WireOutcome::Error(why)),
+        read: None,
     }
 }
 
-/// The rows of `wire`'s lookup, as an Arrow IPC stream.
-async fn rows(session: &Session, wire: &WireLookup) -> Result<Vec<u8>> {
-    let rows = session.answer_owned(wire).await?;
+/// The rows of `wire`'s lookup, as an Arrow IPC stream, and what reading them cost (nothing
+/// for kept rows).
+async fn rows(session: &Session, wire: &WireLookup) -> Result<(Vec<u8>, Option<WireRead>)> {
+    let OwnedRows { rows, scan } = session.answer_owned(wire).await?;
     let mut ipc = StreamWriter::try_new(Vec::new(), &rows.schema())?;
     let batches: Vec<_> = rows.try_collect().await?;
     for batch in &batches {
         ipc.write(batch)?;
     }
-    Ok(ipc.into_inner()?)
+    let read = scan.map(|scan| WireRead::from(&ScanStats::of(&scan)));
+    Ok((ipc.into_inner()?, read))
 }
 
 #[tonic::async_trait]
@@ -296,7 +302,7 @@ mod tests {
             let service = &service;
             async move {
                 let session = service.sessions.of(&wire).await?;
-                let rows = session.answer_owned(&wire).await?;
+                let rows = session.answer_owned(&wire).await?.rows;
                 let batches: Vec<_> = rows.try_collect().await?;
                 let mut found = BTreeSet::new();
                 for batch in batches {

@@ -234,6 +234,7 @@ mod tests {
         match stream.call(other).await.map_err(refused_or_lost).unwrap() {
             WireAnswer {
                 outcome: Some(WireOutcome::Error(why)),
+                ..
             } => assert!(why.contains("wire version"), "{why}"),
             answer => panic!("a lookup of another wire version was answered: {answer:?}"),
         }

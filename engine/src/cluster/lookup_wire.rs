@@ -17,7 +17,8 @@
 //! statement or its parameters gave them; the worker binds them to its columns with the same
 //! lossless casts as the coordinator, so both ends agree on what matches.
 //!
-//! An answer is the lookup's rows as an Arrow IPC stream, or the error that lookup met.
+//! An answer is the lookup's rows as an Arrow IPC stream, or the error that lookup met, and
+//! what reading them cost the worker.
 //!
 //! Versioned by [`LOOKUP_WIRE_VERSION`]: a worker refuses a lookup of another version rather
 //! than guess (coordinators and workers are upgraded together; the error says so). Version 1
@@ -25,12 +26,15 @@
 //! more; version 3 sent those calls as messages of one `DoExchange` per worker; version 4
 //! sent each lookup as a message of its own on that exchange; version 5 adds lookups of
 //! attached tables (`metadata_location`, `files`); version 6 adds the asking session's
-//! `data_cache` and `direct_reads` (a worker read with its own defaults before).
+//! `data_cache` and `direct_reads` (a worker read with its own defaults before), and to an
+//! answer what reading it cost the worker ([`WireRead`]).
 
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::ScalarValue;
 use datafusion::error::{DataFusionError, Result};
 use prost::Message;
+
+use crate::session::query_stream::ScanStats;
 
 /// Bumped whenever a field's meaning changes.
 pub const LOOKUP_WIRE_VERSION: u32 = 6;
@@ -40,6 +44,73 @@ pub const LOOKUP_WIRE_VERSION: u32 = 6;
 pub struct WireAnswer {
     #[prost(oneof = "WireOutcome", tags = "1, 2")]
     pub outcome: Option<WireOutcome>,
+    /// What reading the rows cost the worker (none for kept rows), for the coordinator's
+    /// statement counters and query log.
+    #[prost(message, optional, tag = "3")]
+    pub read: Option<WireRead>,
+}
+
+/// [`ScanStats`] as a worker reports them with its rows.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct WireRead {
+    #[prost(uint64, tag = "1")]
+    pub blocks_total: u64,
+    #[prost(uint64, tag = "2")]
+    pub blocks_read: u64,
+    #[prost(uint64, tag = "3")]
+    pub rows_read: u64,
+    #[prost(uint64, tag = "4")]
+    pub bytes_read: u64,
+    #[prost(uint64, tag = "5")]
+    pub index_bytes: u64,
+    #[prost(uint64, tag = "6")]
+    pub locator_groups_probed: u64,
+    #[prost(uint64, tag = "7")]
+    pub pages_read: u64,
+    #[prost(uint64, tag = "8")]
+    pub blocks_read_directly: u64,
+    #[prost(uint64, tag = "9")]
+    pub locator_groups_routed_out: u64,
+    #[prost(uint64, tag = "10")]
+    pub requests: u64,
+    #[prost(uint64, tag = "11")]
+    pub sequential_requests: u64,
+}
+
+impl From<&ScanStats> for WireRead {
+    fn from(s: &ScanStats) -> Self {
+        Self {
+            blocks_total: s.blocks_total,
+            blocks_read: s.blocks_read,
+            rows_read: s.rows_read,
+            bytes_read: s.bytes_read,
+            index_bytes: s.index_bytes,
+            locator_groups_probed: s.locator_groups_probed,
+            pages_read: s.pages_read,
+            blocks_read_directly: s.blocks_read_directly,
+            locator_groups_routed_out: s.locator_groups_routed_out,
+            requests: s.requests,
+            sequential_requests: s.sequential_requests,
+        }
+    }
+}
+
+impl From<&WireRead> for ScanStats {
+    fn from(w: &WireRead) -> Self {
+        Self {
+            blocks_total: w.blocks_total,
+            blocks_read: w.blocks_read,
+            rows_read: w.rows_read,
+            bytes_read: w.bytes_read,
+            index_bytes: w.index_bytes,
+            locator_groups_probed: w.locator_groups_probed,
+            pages_read: w.pages_read,
+            blocks_read_directly: w.blocks_read_directly,
+            locator_groups_routed_out: w.locator_groups_routed_out,
+            requests: w.requests,
+            sequential_requests: w.sequential_requests,
+        }
+    }
 }
 
 #[derive(Clone, PartialEq, prost::Oneof)]

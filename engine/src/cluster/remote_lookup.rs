@@ -18,7 +18,7 @@
 //! loss is an error naming the worker.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::ipc::reader::StreamReader;
@@ -37,6 +37,7 @@ use crate::cluster::lookup_wire::{WireAnswer, WireLookup, WireOutcome};
 use crate::cluster::node_filters::shares_to_ask;
 use crate::cluster::placement::Placement;
 use crate::scan::routing::RoutingFilters;
+use crate::session::query_stream::ScanStats;
 
 /// A lookup bound on the coordinator, to be asked of the workers owning its blocks or files.
 pub(crate) struct RemoteLookup {
@@ -46,6 +47,8 @@ pub(crate) struct RemoteLookup {
     /// What each worker is sent, less its share, the placement and the worker.
     pub wire: WireLookup,
     pub schema: SchemaRef,
+    /// What the workers that answered say reading their rows cost, summed.
+    pub read: Arc<Mutex<ScanStats>>,
 }
 
 /// What a lookup reads, placed over the workers.
@@ -121,8 +124,9 @@ impl Owned {
     }
 }
 
-/// A worker's answer to one lookup: its rows, or why there are none.
-pub(crate) type LookupAnswer = std::result::Result<Vec<RecordBatch>, Failure>;
+/// A worker's answer to one lookup: its rows and what reading them cost it, or why there are
+/// none.
+pub(crate) type LookupAnswer = std::result::Result<(Vec<RecordBatch>, ScanStats), Failure>;
 
 /// Why a worker did not answer a lookup (each lookup waiting on a failed exchange gets a copy).
 #[derive(Clone)]
@@ -165,7 +169,12 @@ impl RemoteLookup {
             });
             match futures::future::try_join_all(calls).await {
                 Ok(answers) => {
-                    let rows = answers.into_iter().flatten().collect();
+                    let mut rows = Vec::new();
+                    let mut read = self.read.lock().unwrap_or_else(|e| e.into_inner());
+                    for (batches, cost) in answers {
+                        rows.extend(batches);
+                        read.add(&cost);
+                    }
                     return Ok(limited(rows, self.wire.limit));
                 }
                 Err((url, Failure::Refused(e))) => {
@@ -199,8 +208,8 @@ async fn ask_worker(
     let stream = cluster
         .lookup_stream(url)
         .map_err(|e| Failure::Refused(e.to_string()))?;
-    let batches = answer(stream.call(wire).await?)?;
-    batches
+    let (batches, read) = answer(stream.call(wire).await?)?;
+    let batches = batches
         .into_iter()
         .map(|batch| {
             RecordBatch::try_new(schema.clone(), batch.columns().to_vec()).map_err(|e| {
@@ -210,15 +219,22 @@ async fn ask_worker(
                 ))
             })
         })
-        .collect()
+        .collect::<std::result::Result<_, _>>()?;
+    Ok((batches, read))
 }
 
 /// One lookup's rows, or the error the worker met answering it.
 fn answer(answer: WireAnswer) -> LookupAnswer {
     let malformed = |why: String| Failure::Refused(format!("a malformed answer: {why}"));
+    let read = answer
+        .read
+        .as_ref()
+        .map(ScanStats::from)
+        .unwrap_or_default();
     match answer.outcome {
         Some(WireOutcome::Rows(ipc)) => StreamReader::try_new(std::io::Cursor::new(ipc), None)
             .and_then(|rows| rows.collect())
+            .map(|batches| (batches, read))
             .map_err(|e| malformed(e.to_string())),
         Some(WireOutcome::Error(error)) => Err(Failure::Refused(error)),
         None => Err(malformed("no outcome".into())),

@@ -20,7 +20,6 @@ use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::catalog::TableProvider;
 use datafusion::common::ScalarValue;
 use datafusion::error::{DataFusionError, Result};
-use datafusion::execution::SendableRecordBatchStream;
 
 use super::Session;
 use crate::access::privileges::Privilege;
@@ -33,7 +32,7 @@ use crate::iceberg::table::{IcebergTable, Reading};
 use crate::scan::page_read::LocatedRead;
 use crate::session::lookup_results::{LookupKey, keeping};
 use crate::session::query_stream::QueryStream;
-use crate::session::short_path::{Bound, LookupPlan, PointLookup};
+use crate::session::short_path::{Bound, LookupPlan, OwnedRows, PointLookup};
 
 impl Session {
     /// Runs `lookup` of the attached table `(catalog, namespace, table)` by the short path, in
@@ -119,7 +118,7 @@ impl Session {
         &self,
         lookup: &PointLookup,
         wire: &WireLookup,
-    ) -> Result<SendableRecordBatchStream> {
+    ) -> Result<OwnedRows> {
         let table = self
             .attached_table_at(
                 (&wire.database, &wire.table),

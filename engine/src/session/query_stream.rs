@@ -2,7 +2,7 @@
 //! hundred-million-row result to its client holding one batch at a time; callers that want the
 //! whole result (tests, the shell's table rendering) collect it under the query's memory budget.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use datafusion::arrow::array::RecordBatch;
@@ -133,7 +133,7 @@ impl ScanStats {
         Ok(stats)
     }
 
-    fn add(&mut self, other: &Self) {
+    pub(crate) fn add(&mut self, other: &Self) {
         self.blocks_total += other.blocks_total;
         self.blocks_read += other.blocks_read;
         self.pages_read += other.pages_read;
@@ -186,6 +186,8 @@ pub struct QueryStream {
     short_path: bool,
     /// The requests planning sent.
     planning: Option<Arc<RequestTrace>>,
+    /// What workers that answered a point lookup say reading its rows cost them.
+    read_by_workers: Option<Arc<Mutex<ScanStats>>>,
     /// Recorded for /metrics when the result is dropped.
     finished: Option<Finished>,
     /// Rows returned so far, and how the rows ended (None: not yet), with their error.
@@ -259,6 +261,7 @@ impl QueryStream {
             pool,
             short_path: false,
             planning: None,
+            read_by_workers: None,
             finished: None,
             rows_returned: 0,
             ended: None,
@@ -292,6 +295,7 @@ impl QueryStream {
             pool,
             short_path: false,
             planning: None,
+            read_by_workers: None,
             finished: None,
             rows_returned: 0,
             ended: None,
@@ -349,6 +353,12 @@ impl QueryStream {
         self
     }
 
+    /// The same result, whose rows workers read and say what that cost in `read`.
+    pub(crate) fn read_by_workers(mut self, read: Arc<Mutex<ScanStats>>) -> Self {
+        self.read_by_workers = Some(read);
+        self
+    }
+
     pub(crate) fn by_short_path(mut self) -> Self {
         self.short_path = true;
         self
@@ -381,6 +391,9 @@ impl QueryStream {
     /// What the statement read so far: all of it once the rows are consumed.
     pub fn stats(&self) -> ScanStats {
         let mut stats = self.plan.as_ref().map(ScanStats::of).unwrap_or_default();
+        if let Some(read) = &self.read_by_workers {
+            stats.add(&read.lock().unwrap_or_else(|e| e.into_inner()));
+        }
         if let Some(planning) = &self.planning {
             stats.requests += planning.requests();
             stats.sequential_requests += planning.sequential_requests();

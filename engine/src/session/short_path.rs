@@ -300,6 +300,13 @@ impl PointLookup {
     }
 }
 
+/// A worker's rows of a lookup, and the scan that read them (None: the rows were kept), whose
+/// counts its answer carries once the rows are read.
+pub(crate) struct OwnedRows {
+    pub rows: SendableRecordBatchStream,
+    pub scan: Option<Arc<dyn ExecutionPlan>>,
+}
+
 /// A bound lookup's scan and what the lookup does with the scan's rows: the filter and
 /// projection DataFusion runs above the scan ([`LookupPlan::plan`]), built only when the scan
 /// does not decode its pages directly (building them costs a direct read a tenth of its CPU).
@@ -876,11 +883,13 @@ impl Session {
         schema: SchemaRef,
         origins: Vec<Option<ColumnOrigin>>,
     ) -> QueryStream {
+        let read = Arc::default();
         let remote = RemoteLookup {
             cluster: cluster.clone(),
             owned,
             wire,
             schema: schema.clone(),
+            read: Arc::clone(&read),
         };
         let mut rows = remote.rows();
         if let Some(limit) = self.max_execution_time() {
@@ -888,6 +897,7 @@ impl Session {
         }
         QueryStream::rows(schema, rows, None, self.pool())
             .with_origins(origins)
+            .read_by_workers(read)
             .by_short_path()
     }
 
@@ -895,10 +905,7 @@ impl Session {
     /// worker owns under the coordinator's placement, read at exactly the version asked (a
     /// worker that has not seen it yet reads it; none answers from an older one), through the
     /// same short path as one process, its caches and kept results included.
-    pub(crate) async fn answer_owned(
-        &self,
-        wire: &WireLookup,
-    ) -> Result<SendableRecordBatchStream> {
+    pub(crate) async fn answer_owned(&self, wire: &WireLookup) -> Result<OwnedRows> {
         let lookup = PointLookup::from_wire(wire)?;
         let worker = wire.worker as usize;
         if worker >= wire.placement.len() {
@@ -933,7 +940,10 @@ impl Session {
         let placement = Arc::new(Placement::new(wire.placement.clone()));
         key.owner = Some((placement, worker));
         if let Some(kept) = results.as_ref().and_then(|r| r.get(&key)) {
-            return Ok(kept.rows());
+            return Ok(OwnedRows {
+                rows: kept.rows(),
+                scan: None,
+            });
         }
         let chosen = wire.chosen.then(|| ChosenBlocks {
             blocks: wire.chosen_blocks.as_slice().into(),
@@ -944,22 +954,29 @@ impl Session {
             let state = state.read();
             lookup.physical(&table, &key, chosen, state.config_options())?
         };
-        let rows = self.owned_rows(&plan).await?;
+        let owned = self.owned_rows(&plan).await?;
         Ok(match results {
-            Some(results) => keeping(rows, results, key),
-            None => rows,
+            Some(results) => OwnedRows {
+                rows: keeping(owned.rows, results, key),
+                ..owned
+            },
+            None => owned,
         })
     }
 
     /// The rows of a worker's `plan`: read on this task when its scan decodes its located
     /// pages directly, else its plan run on the executor.
-    pub(super) async fn owned_rows(&self, plan: &LookupPlan) -> Result<SendableRecordBatchStream> {
-        Ok(match self.read_direct(plan).await? {
+    pub(super) async fn owned_rows(&self, plan: &LookupPlan) -> Result<OwnedRows> {
+        let rows = match self.read_direct(plan).await? {
             Some(rows) => rows,
             None => {
                 self.rows(plan.plan()?, &plan.schema, Instant::now(), None)?
                     .1
             }
+        };
+        Ok(OwnedRows {
+            rows,
+            scan: Some(plan.scan()),
         })
     }
 
