@@ -3,7 +3,6 @@
 //! whole result (tests, the shell's table rendering) collect it under the query's memory budget.
 
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::array::{ArrayRef, StringArray};
@@ -22,6 +21,7 @@ use tokio::runtime::Handle;
 use sieve_storage::RequestTrace;
 
 use crate::cluster::attached_scan::AttachedScanExec;
+use crate::cluster::bounded_analyze::METRICS_WAIT;
 use crate::iceberg::scan_exec::IcebergScanExec;
 use crate::metrics::Outcome;
 use crate::scan::exec::SieveScanExec;
@@ -196,10 +196,6 @@ pub struct QueryStream {
     error: Option<String>,
 }
 
-/// How long a statement run through workers waits, after its last row, for their counts of
-/// what its scans read before it is recorded (a worker lost then never sends them).
-const TASK_COUNTS_WAIT: Duration = Duration::from_secs(5);
-
 impl Drop for QueryStream {
     fn drop(&mut self) {
         let Some(mut finished) = self.finished.take() else {
@@ -223,7 +219,9 @@ impl Drop for QueryStream {
         finished.stop_clock();
         let planning = self.planning.clone();
         runtime.spawn(async move {
-            let counted = tokio::time::timeout(TASK_COUNTS_WAIT, ScanStats::of_tasks(distributed));
+            // As long as EXPLAIN ANALYZE waits: a task that never ran (a LIMIT met first, a
+            // worker lost) sends nothing, and its statement is then recorded without them.
+            let counted = tokio::time::timeout(METRICS_WAIT, ScanStats::of_tasks(distributed));
             let mut stats = match counted.await {
                 Ok(Ok(stats)) => stats,
                 _ => ScanStats::default(),
