@@ -663,8 +663,9 @@ fn a_worker_beyond_loopback_needs_a_secret_and_tls() {
 /// path, rendezvous, as lookups are placed), planned on the worker from the snapshot the
 /// coordinator read; joins with Sieve's tables, subqueries, position and equality deletes
 /// answer as in one process. The tasks' counts of files read add up to the files the
-/// coordinator chose; a scan left in one task is read by the coordinator from its own plan;
-/// a worker without the catalog says so.
+/// coordinator chose, and what they read and pruned to what one process shows (EXPLAIN
+/// ANALYZE); a scan left in one task is read by the coordinator from its own plan; a worker
+/// without the catalog says so.
 #[test]
 fn a_statement_reading_an_attached_table_is_spread_over_the_workers() {
     let storage = format!("{}/attached-{}", common::s3_base(), std::process::id());
@@ -673,6 +674,7 @@ fn a_statement_reading_an_attached_table_is_spread_over_the_workers() {
     common::pyiceberg::pyiceberg(warehouse.path(), "make");
     let written = common::pyiceberg::pyiceberg(warehouse.path(), "keys");
     common::pyiceberg::pyiceberg(warehouse.path(), "upserts");
+    common::pyiceberg::pyiceberg(warehouse.path(), "grouped");
     let catalog = common::pyiceberg::config(warehouse.path());
     let config = tempfile::NamedTempFile::new().unwrap();
     std::fs::write(config.path(), &catalog).unwrap();
@@ -763,6 +765,39 @@ fn a_statement_reading_an_attached_table_is_spread_over_the_workers() {
             .count();
         let loaded = worker.attached_index_files_loaded();
         assert_eq!(loaded, (mine > 0).then_some(mine), "{url}");
+    }
+    // What the tasks read and pruned adds up to what one process shows: the files the
+    // coordinator's filters ruled out, the row groups each worker's share of the index ruled
+    // out inside the files it read, and what the Parquet scans below opened (a lookup taken
+    // off the short path is such a scan).
+    let made = coordinator.mysql(&["-e", "create index ix_gid on lake.ns.grouped (id)"]);
+    assert!(made.status.success(), "{}", stderr(&made));
+    for (query, counts) in [
+        (
+            "select name from lake.ns.grouped where id = 4150",
+            [1, 1, 0, 7, 1],
+        ),
+        (
+            "select name from lake.ns.keys where id in (10, 4150) order by id",
+            [8, 2, 6, 0, 2],
+        ),
+    ] {
+        let off = format!("set sieve.short_path = false; {query}");
+        assert_eq!(answer(&coordinator, &off), answer(&local, query), "{query}");
+        let explain = format!("set sieve.short_path = false; explain analyze {query}");
+        let (here, there) = (answer(&local, &explain), answer(&coordinator, &explain));
+        assert!(there.contains("AttachedScanExec"), "{there}");
+        let names = [
+            "blocks_total",
+            "blocks_read",
+            "blocks_pruned_by_filter",
+            "row_groups_pruned_by_filter",
+            "files_opened",
+        ];
+        for (name, count) in names.into_iter().zip(counts) {
+            assert_eq!(common::plan_counter(&here, name), count, "{name}: {here}");
+            assert_eq!(common::plan_counter(&there, name), count, "{name}: {there}");
+        }
     }
     // A worker without the catalog cannot plan its share, and says why.
     let bare = Worker::start(&storage);

@@ -14,16 +14,17 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::common::internal_err;
-use datafusion::common::tree_node::TreeNodeRecursion;
+use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::logical_expr::Expr;
 use datafusion::physical_expr::{EquivalenceProperties, Partitioning, PhysicalExpr};
 use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
-use datafusion::physical_plan::metrics::{ExecutionPlanMetricsSet, MetricsSet};
+use datafusion::physical_plan::metrics::{ExecutionPlanMetricsSet, MetricValue, MetricsSet};
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, ExecutionPlanProperties, PlanProperties,
@@ -32,7 +33,7 @@ use futures::{StreamExt, TryStreamExt};
 use tokio::sync::OnceCell;
 
 use crate::cluster::placement::Placement;
-use crate::iceberg::scan_exec::{FileCounts, count_files};
+use crate::iceberg::scan_exec::{FileCounts, IcebergScanExec, count_files};
 use crate::options::SieveOptions;
 use crate::session::Session;
 
@@ -63,7 +64,8 @@ pub struct AttachedScan {
     pub schema: SchemaRef,
     pub partitions: usize,
     /// How the coordinator chose the files, which this share reports (the first task's only:
-    /// EXPLAIN ANALYZE sums the tasks').
+    /// EXPLAIN ANALYZE sums the tasks'), less the files read and the row groups pruned inside
+    /// them: each worker counts those of its share.
     pub counts: Option<FileCounts>,
 }
 
@@ -85,6 +87,11 @@ pub struct AttachedScanExec {
     runs: Runs,
     properties: Arc<PlanProperties>,
     metrics: ExecutionPlanMetricsSet,
+    /// Whether the coordinator's own plan ran. Until it has, the node reports nothing: when
+    /// the scan is spread over workers, datafusion-distributed shows the coordinator's copy of
+    /// it with the tasks' metrics plus those the copy itself reports, which would count the
+    /// files chosen a second time.
+    ran_here: AtomicBool,
 }
 
 impl fmt::Debug for AttachedScanExec {
@@ -112,6 +119,7 @@ impl AttachedScanExec {
             runs,
             properties: Arc::new(properties),
             metrics,
+            ran_here: AtomicBool::new(false),
         }
     }
 
@@ -176,7 +184,13 @@ impl AttachedScanExec {
                     limit: scan.limit,
                     schema: scan.schema.clone(),
                     partitions: scan.partitions,
-                    counts: scan.counts.clone().filter(|_| task == 0),
+                    // The files read, and the row groups pruned inside them, are counted by
+                    // each worker, of its own share.
+                    counts: (scan.counts.clone().filter(|_| task == 0)).map(|counts| FileCounts {
+                        read: 0,
+                        row_groups_pruned_by_index: 0,
+                        ..counts
+                    }),
                 };
                 Arc::new(Self::new(share, Runs::Sent)) as Arc<dyn ExecutionPlan>
             })
@@ -234,7 +248,10 @@ impl ExecutionPlan for AttachedScanExec {
         context: Arc<TaskContext>,
     ) -> Result<SendableRecordBatchStream> {
         let (session, planned) = match &self.runs {
-            Runs::Here(plan) => return plan.execute(partition, context),
+            Runs::Here(plan) => {
+                self.ran_here.store(true, Ordering::Relaxed);
+                return plan.execute(partition, context);
+            }
             Runs::Sent => {
                 return internal_err!("a share of an attached table's scan ran unsent");
             }
@@ -262,9 +279,55 @@ impl ExecutionPlan for AttachedScanExec {
     }
 
     fn metrics(&self) -> Option<MetricsSet> {
+        let mut set = self.metrics.clone_inner();
         match &self.runs {
-            Runs::Here(plan) => plan.metrics(),
-            _ => Some(self.metrics.clone_inner()),
+            Runs::Here(plan) if self.ran_here.load(Ordering::Relaxed) => return plan.metrics(),
+            Runs::Here(_) => return Some(MetricsSet::new()),
+            Runs::Sent => {}
+            Runs::There { planned, .. } => {
+                if let Some(plan) = planned.get() {
+                    add_share_metrics(plan, &mut set);
+                }
+            }
+        }
+        Some(set)
+    }
+}
+
+/// Counts of the whole table's files that the coordinator reports (on the first task): a
+/// worker's plan of its share counts them again over its own files only.
+const COORDINATORS_COUNTS: [&str; 3] =
+    ["blocks_total", "blocks_fully_deleted", "files_not_indexed"];
+
+/// What a worker's plan of its share read and pruned, added to `set`, so that EXPLAIN
+/// ANALYZE and the query log sum the tasks' counts to what one process shows: the files each
+/// read and those its share of the index pruned, the row groups that share pruned inside
+/// them, and the metrics of the Parquet scan below (bytes fetched, row groups and pages
+/// pruned by statistics). The nodes' own rows and times are left out but the plan's output
+/// rows, which are this node's.
+fn add_share_metrics(plan: &Arc<dyn ExecutionPlan>, set: &mut MetricsSet) {
+    for metric in plan.metrics().iter().flat_map(|m| m.iter()) {
+        if matches!(metric.value(), MetricValue::OutputRows(_)) {
+            set.push(metric.clone());
         }
     }
+    let _ = plan.apply(|node| {
+        let counts_files = node.downcast_ref::<IcebergScanExec>().is_some();
+        for metric in node.metrics().iter().flat_map(|m| m.iter()) {
+            let name = metric.value().name();
+            let baseline = matches!(
+                metric.value(),
+                MetricValue::OutputRows(_)
+                    | MetricValue::ElapsedCompute(_)
+                    | MetricValue::OutputBytes(_)
+                    | MetricValue::OutputBatches(_)
+                    | MetricValue::StartTimestamp(_)
+                    | MetricValue::EndTimestamp(_)
+            );
+            if !baseline && !(counts_files && COORDINATORS_COUNTS.contains(&name)) {
+                set.push(metric.clone());
+            }
+        }
+        Ok(TreeNodeRecursion::Continue)
+    });
 }
