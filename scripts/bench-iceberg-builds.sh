@@ -12,7 +12,8 @@
 # (scripts/serving/lookup.lua, kept results off) on the uniform present keys for
 # SIEVE_BENCH_SECONDS (default 10) at each of SIEVE_BENCH_THREADS (default "1 16") connections.
 # Prints each run's lookups/s and server CPU per lookup, then per connection count the medians
-# of each build and NEW's ratios to BASE.
+# of each build and NEW's ratios to BASE. With SIEVE_BENCH_PERF=DIR, each sysbench run's server
+# is profiled (`perf record --call-graph dwarf` at 299 Hz) into DIR/BUILD-ROUND-CONNECTIONS.data.
 # The client runs on the same cores; keep the machine otherwise idle.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -60,11 +61,19 @@ for key in open(sys.argv[2]).read().split():
 PY
     for threads in $threads_list; do
       c0=$(proc_cpu "$server")
+      perf_pid=""
+      if [ -n "${SIEVE_BENCH_PERF:-}" ]; then
+        mkdir -p "$SIEVE_BENCH_PERF"
+        perf record -q -F 299 --call-graph dwarf,16384 -p "$server" \
+          -o "$SIEVE_BENCH_PERF/$build-$round-$threads.data" >/dev/null 2>&1 &
+        perf_pid=$!
+      fi
       out=$(SIEVE_SET="set sieve.lookup_cache = false" SIEVE_LOOKUP="select c1 from lake.ns.t10b where c2 = ?" \
         SIEVE_KEYS="$work/attached-present.keys" sysbench scripts/serving/lookup.lua --db-driver=mysql \
         --mysql-host=127.0.0.1 --mysql-port="$port" --mysql-user=root --mysql-db=default \
         --threads="$threads" --time="$seconds" run 2>&1) || { echo "$out" >&2; exit 1; }
       c1=$(proc_cpu "$server")
+      [ -n "$perf_pid" ] && { kill -INT "$perf_pid"; wait "$perf_pid" || true; }
       n=$(echo "$out" | awk '/transactions:/ {print $2}')
       per_s=$(echo "$out" | awk '/transactions:/ {gsub(/\(/, "", $3); print $3}')
       ms=$(python3 -c "print(f'{($c1 - $c0) * 1000 / $ticks / $n:.3f}')")
