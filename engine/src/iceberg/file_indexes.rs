@@ -156,6 +156,13 @@ impl Loaded {
         built
     }
 
+    /// Whether the index walked the pages of the file at `path`: it does only for a file written
+    /// without a page index.
+    pub fn walked(&self, path: &str) -> bool {
+        (self.files.get(path).into_iter().flatten())
+            .any(|(part, i)| part[*i].map.as_ref().is_some_and(|m| !m.pages.is_empty()))
+    }
+
     /// The pages of the file at `path`, whose footer is `metadata`, as its index walked them,
     /// per row group and leaf column: None unless every row group has an entry with pages for
     /// every column, each page inside its column chunk, and the entries' rows are the row
