@@ -505,8 +505,23 @@ impl FileIndexes {
 mod tests {
     use std::collections::HashSet;
 
+    use bytes::Bytes;
+    use datafusion::arrow::array::{Int64Array, RecordBatch};
+    use datafusion::datasource::listing::PartitionedFile;
+    use datafusion::datasource::physical_plan::ParquetFileReaderFactory;
+    use datafusion::execution::object_store::ObjectStoreUrl;
+    use datafusion::execution::runtime_env::RuntimeEnv;
+    use datafusion::parquet::arrow::ArrowWriter;
+    use datafusion::parquet::file::metadata::ParquetMetaDataReader;
+    use datafusion::parquet::file::properties::{EnabledStatistics, WriterProperties};
+    use datafusion::physical_plan::metrics::ExecutionPlanMetricsSet;
+    use object_store::memory::InMemory;
+    use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
+    use sieve_index::{Sidecar, sidecar};
     use sieve_storage::Storage;
 
+    use super::super::indexed_pages::IndexedPagesFactory;
+    use super::super::page_walk::column_pages;
     use super::*;
 
     fn share(workers: usize) -> Share {
@@ -539,5 +554,91 @@ mod tests {
         for (key, (_, view)) in indexes.tables.lock().unwrap().iter() {
             assert_eq!(view.try_lock().unwrap().listed.is_none(), key.0 == "t");
         }
+    }
+
+    /// A file written without a page index (as PyArrow writes them), its pages walked by its
+    /// index, is opened through DataFusion's footer cache with the walked pages, and the cache
+    /// keeps the footer it stored first: asked for a page index the file does not have,
+    /// DataFusion 55's cache copies its footer and stores the copy on every read.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_walked_file_is_opened_without_storing_its_footer_again() {
+        let rows = 5_000i64;
+        let batch = RecordBatch::try_from_iter([(
+            "k",
+            Arc::new(Int64Array::from_iter_values(0..rows)) as _,
+        )])
+        .unwrap();
+        let properties = WriterProperties::builder()
+            .set_statistics_enabled(EnabledStatistics::Chunk)
+            .set_offset_index_disabled(true)
+            .set_data_page_row_count_limit(1000)
+            .set_write_batch_size(100)
+            .build();
+        let mut file = Vec::new();
+        let mut writer = ArrowWriter::try_new(&mut file, batch.schema(), Some(properties)).unwrap();
+        writer.write(&batch).unwrap();
+        writer.close().unwrap();
+        let bytes = Bytes::from(file);
+        let footer = ParquetMetaDataReader::new()
+            .parse_and_finish(&bytes)
+            .unwrap();
+        let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+        let path = Path::from("data/f.parquet");
+        let size = bytes.len() as u64;
+        store.put(&path, PutPayload::from(bytes)).await.unwrap();
+        let column = footer.row_group(0).column(0).clone();
+        let pages = column_pages(store.clone(), path.clone(), column, rows as u64)
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(pages.len() > 1, "{} pages", pages.len());
+        let entry = IndexedFileEntry {
+            path: path.to_string(),
+            record_count: rows as u64,
+            file_size: size,
+            first_row: 0,
+            rows: rows as u64,
+            sidecar: Sidecar::open(sidecar::encode(&[]).unwrap().into()).unwrap(),
+            map: Some(RowGroupMap {
+                slice_starts: vec![0],
+                keys: vec![],
+                pages: vec![pages],
+            }),
+            bytes: 0,
+        };
+        let loaded = Loaded::new(
+            vec![],
+            HashMap::from([(path.clone(), Arc::new(vec![entry]))]),
+        );
+        assert!(loaded.walked(path.as_ref()));
+
+        let footers = RuntimeEnv::default()
+            .cache_manager
+            .get_file_metadata_cache();
+        let url = ObjectStoreUrl::parse("memory://").unwrap();
+        let factory =
+            IndexedPagesFactory::new((store, &url), footers.clone(), None, Arc::new(loaded), 8192);
+        let open = || async {
+            let file = PartitionedFile::new(path.to_string(), size);
+            let metrics = ExecutionPlanMetricsSet::new();
+            let mut reader = factory.create_reader(0, file, None, &metrics).unwrap();
+            reader.get_metadata(None).await.unwrap()
+        };
+        let first = open().await;
+        assert_eq!(
+            first.offset_index().map(|i| i[0][0].page_locations.len()),
+            Some(5)
+        );
+        let stored = || footers.get(&path).unwrap().file_metadata;
+        let kept = stored();
+        let again = open().await;
+        assert!(
+            Arc::ptr_eq(&first, &again),
+            "the footer with the walked pages is kept"
+        );
+        assert!(
+            Arc::ptr_eq(&kept, &stored()),
+            "the footer cache stored its footer again"
+        );
     }
 }
