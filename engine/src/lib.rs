@@ -26,6 +26,8 @@ mod scan;
 mod session;
 mod sink;
 mod statement_text;
+#[cfg(test)]
+mod test_files;
 
 pub use access::accounts::{Access, Account};
 pub use access::password::{AuthPlugin, Credential};

@@ -505,14 +505,11 @@ impl FileIndexes {
 mod tests {
     use std::collections::HashSet;
 
-    use bytes::Bytes;
     use datafusion::arrow::array::{Int64Array, RecordBatch};
     use datafusion::datasource::listing::PartitionedFile;
     use datafusion::datasource::physical_plan::ParquetFileReaderFactory;
     use datafusion::execution::object_store::ObjectStoreUrl;
     use datafusion::execution::runtime_env::RuntimeEnv;
-    use datafusion::parquet::arrow::ArrowWriter;
-    use datafusion::parquet::file::metadata::ParquetMetaDataReader;
     use datafusion::parquet::file::properties::{EnabledStatistics, WriterProperties};
     use datafusion::physical_plan::metrics::ExecutionPlanMetricsSet;
     use object_store::memory::InMemory;
@@ -523,6 +520,7 @@ mod tests {
     use super::super::indexed_pages::IndexedPagesFactory;
     use super::super::page_walk::column_pages;
     use super::*;
+    use crate::test_files::written;
 
     fn share(workers: usize) -> Share {
         let names = (0..workers).map(|i| format!("http://w{i}/")).collect();
@@ -574,14 +572,8 @@ mod tests {
             .set_data_page_row_count_limit(1000)
             .set_write_batch_size(100)
             .build();
-        let mut file = Vec::new();
-        let mut writer = ArrowWriter::try_new(&mut file, batch.schema(), Some(properties)).unwrap();
-        writer.write(&batch).unwrap();
-        writer.close().unwrap();
-        let bytes = Bytes::from(file);
-        let footer = ParquetMetaDataReader::new()
-            .parse_and_finish(&bytes)
-            .unwrap();
+        let (bytes, footer) = written(&batch, properties);
+        assert!(footer.offset_index().is_none());
         let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
         let path = Path::from("data/f.parquet");
         let size = bytes.len() as u64;

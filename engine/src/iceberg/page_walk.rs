@@ -225,13 +225,12 @@ impl Read for HeaderRead {
 #[cfg(test)]
 mod tests {
     use datafusion::arrow::array::{Int64Array, RecordBatch, StringArray};
-    use datafusion::parquet::arrow::ArrowWriter;
-    use datafusion::parquet::file::metadata::{PageIndexPolicy, ParquetMetaDataReader};
     use datafusion::parquet::file::properties::WriterProperties;
     use object_store::memory::InMemory;
     use object_store::{ObjectStoreExt, PutPayload};
 
     use super::*;
+    use crate::test_files::written;
 
     /// A walk finds the pages the writer's own offset index lists, and tells the pages after
     /// a dictionary grew too large (plain) from those before it.
@@ -253,15 +252,7 @@ mod tests {
             .set_write_batch_size(100)
             .set_dictionary_page_size_limit(4096)
             .build();
-        let mut file = Vec::new();
-        let mut writer = ArrowWriter::try_new(&mut file, batch.schema(), Some(properties)).unwrap();
-        writer.write(&batch).unwrap();
-        writer.close().unwrap();
-        let bytes = Bytes::from(file);
-        let metadata = ParquetMetaDataReader::new()
-            .with_page_index_policy(PageIndexPolicy::Required)
-            .parse_and_finish(&bytes)
-            .unwrap();
+        let (bytes, metadata) = written(&batch, properties);
         let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
         let path = Path::from("f.parquet");
         store.put(&path, PutPayload::from(bytes)).await.unwrap();

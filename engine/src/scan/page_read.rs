@@ -754,6 +754,7 @@ mod tests {
     use datafusion::parquet::file::properties::WriterProperties;
 
     use super::*;
+    use crate::test_files::written;
 
     fn zstd() -> Compression {
         Compression::ZSTD(ZstdLevel::default())
@@ -880,23 +881,6 @@ mod tests {
         let schema = metadata.file_metadata().schema_descr();
         let levels = parquet_to_arrow_field_levels(schema, mask.clone(), None).unwrap();
         (mask, levels)
-    }
-
-    /// `batch` written as a file with `properties`, and its footer with its page index.
-    fn written(batch: &RecordBatch, properties: WriterProperties) -> (Bytes, Arc<ParquetMetaData>) {
-        use datafusion::parquet::arrow::ArrowWriter;
-        use datafusion::parquet::file::metadata::{PageIndexPolicy, ParquetMetaDataReader};
-
-        let mut file = Vec::new();
-        let mut writer = ArrowWriter::try_new(&mut file, batch.schema(), Some(properties)).unwrap();
-        writer.write(batch).unwrap();
-        writer.close().unwrap();
-        let file = Bytes::from(file);
-        let metadata = (ParquetMetaDataReader::new()
-            .with_page_index_policy(PageIndexPolicy::Required))
-        .parse_and_finish(&file)
-        .unwrap();
-        (file, Arc::new(metadata))
     }
 
     /// A lookup whose rows end inside a page decompresses the page only about as far as they
