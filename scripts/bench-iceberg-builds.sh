@@ -61,19 +61,13 @@ for key in open(sys.argv[2]).read().split():
 PY
     for threads in $threads_list; do
       c0=$(proc_cpu "$server")
-      perf_pid=""
-      if [ -n "${SIEVE_BENCH_PERF:-}" ]; then
-        mkdir -p "$SIEVE_BENCH_PERF"
-        perf record -q -F 299 --call-graph dwarf,16384 -p "$server" \
-          -o "$SIEVE_BENCH_PERF/$build-$round-$threads.data" >/dev/null 2>&1 &
-        perf_pid=$!
-      fi
+      perf_start "$build-$round-$threads.data" "$server"
       out=$(SIEVE_SET="set sieve.lookup_cache = false" SIEVE_LOOKUP="select c1 from lake.ns.t10b where c2 = ?" \
         SIEVE_KEYS="$work/attached-present.keys" sysbench scripts/serving/lookup.lua --db-driver=mysql \
         --mysql-host=127.0.0.1 --mysql-port="$port" --mysql-user=root --mysql-db=default \
         --threads="$threads" --time="$seconds" run 2>&1) || { echo "$out" >&2; exit 1; }
       c1=$(proc_cpu "$server")
-      [ -n "$perf_pid" ] && { kill -INT "$perf_pid"; wait "$perf_pid" || true; }
+      perf_stop
       n=$(echo "$out" | awk '/transactions:/ {print $2}')
       per_s=$(echo "$out" | awk '/transactions:/ {gsub(/\(/, "", $3); print $3}')
       ms=$(python3 -c "print(f'{($c1 - $c0) * 1000 / $ticks / $n:.3f}')")

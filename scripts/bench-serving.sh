@@ -283,13 +283,7 @@ for keys in $key_sets; do
       r0=$(minio_requests)
       b0=$(fetched_bytes ${metrics_of[$i]:-${metrics_ports[$i]}})
       l0=$(worker_lookups "$i")
-      perf_pid=""
-      if [ -n "${SIEVE_BENCH_PERF:-}" ]; then
-        mkdir -p "$SIEVE_BENCH_PERF"
-        perf record -q -F 299 --call-graph dwarf,16384 -p "$(echo ${server_pids[$i]} | tr ' ' ,)" \
-          -o "$SIEVE_BENCH_PERF/$keys-$threads-${label/:/-}.data" >/dev/null 2>&1 &
-        perf_pid=$!
-      fi
+      perf_start "$keys-$threads-${label/:/-}.data" ${server_pids[$i]}
       pin "${SIEVE_BENCH_PIN_CLIENT:-}"
       out=$(SIEVE_SET="$setting" SIEVE_TEXT="$text" SIEVE_KEYS="$work/$file.keys" \
         "${pin[@]}" sysbench scripts/serving/lookup.lua \
@@ -299,7 +293,7 @@ for keys in $key_sets; do
         exit 1
       }
       c1=$(cpu "$i") s1=$(switches "$i")
-      [ -n "$perf_pid" ] && { kill -INT "$perf_pid"; wait "$perf_pid" || true; }
+      perf_stop
       b1=$(fetched_bytes ${metrics_of[$i]:-${metrics_ports[$i]}})
       l1=$(worker_lookups "$i")
       r1=$(minio_requests)

@@ -16,6 +16,27 @@ proc_cpu() {
   echo "$sum"
 }
 
+# perf_start FILE PID...: with SIEVE_BENCH_PERF=DIR set, profiles the processes into
+# DIR/FILE (`perf record --call-graph dwarf` at 299 Hz) until perf_stop; otherwise nothing.
+perf_start() {
+  perf_pid=""
+  [ -n "${SIEVE_BENCH_PERF:-}" ] || return 0
+  mkdir -p "$SIEVE_BENCH_PERF"
+  local file=$1
+  shift
+  perf record -q -F 299 --call-graph dwarf,16384 -p "$(echo "$@" | tr ' ' ,)" \
+    -o "$SIEVE_BENCH_PERF/$file" >/dev/null 2>&1 &
+  perf_pid=$!
+}
+
+# perf_stop: ends the profile perf_start began, if any.
+perf_stop() {
+  [ -n "${perf_pid:-}" ] || return 0
+  kill -INT "$perf_pid"
+  wait "$perf_pid" || true
+  perf_pid=""
+}
+
 # proc_switches PID...: the context switches (voluntary and not) of every thread of the
 # processes: how often they slept and were woken, or were preempted.
 proc_switches() {
