@@ -3,7 +3,10 @@
 (WORK/catalog.db, catalog name "writers") holds ns.t10b: c1 the row number, c2 a random decimal
 as text, appended FILE_ROWS rows at a time with PyIceberg's default Parquet settings (1M-row row
 groups, 1 MB pages of at most 20,000 rows, zstd, no page index; SIEVE_BENCH_CODEC, e.g. snappy
-or gzip, sets write.parquet.compression-codec instead). KEYS_N of its c2 values, drawn
+or gzip, sets write.parquet.compression-codec instead; SIEVE_BENCH_PAGE_ROWS and
+SIEVE_BENCH_PAGE_BYTES set write.parquet.page-row-limit and write.parquet.page-size-bytes, which
+PyIceberg gives PyArrow as its write batch and page size: PyArrow checks a page's size after each
+batch, so pages hold page-row-limit rows where a batch's values outweigh page-size-bytes). KEYS_N of its c2 values, drawn
 uniformly, are written shuffled to WORK/attached-present.keys, and WORK/sieve.toml attaches the
 catalog to Sieve as `lake` (its indexer idle). The S3 settings are the environment's
 (scripts/minio.sh)."""
@@ -18,8 +21,10 @@ s3 = {"s3.endpoint": os.environ["AWS_ENDPOINT"], "s3.access-key-id": os.environ[
       "s3.secret-access-key": os.environ["AWS_SECRET_ACCESS_KEY"], "s3.region": os.environ["AWS_REGION"]}
 catalog = SqlCatalog("writers", uri=f"sqlite:///{work}/catalog.db", warehouse=warehouse, **s3)
 catalog.create_namespace("ns")
-codec = os.environ.get("SIEVE_BENCH_CODEC")
-properties = {"write.parquet.compression-codec": codec} if codec else {}
+settings = {"SIEVE_BENCH_CODEC": "write.parquet.compression-codec",
+            "SIEVE_BENCH_PAGE_ROWS": "write.parquet.page-row-limit",
+            "SIEVE_BENCH_PAGE_BYTES": "write.parquet.page-size-bytes"}
+properties = {prop: os.environ[var] for var, prop in settings.items() if os.environ.get(var)}
 table = catalog.create_table("ns.t10b", schema=pa.schema([pa.field("c1", pa.int64()), pa.field("c2", pa.string())]),
                              properties=properties)
 rng = np.random.default_rng(42)
@@ -32,7 +37,7 @@ for first in range(0, rows, file_rows):
     keys += list(c2[mine])
     table.append(pa.table({"c1": pa.array(np.arange(first, first + n), pa.int64()), "c2": pa.array(c2)}))
 files = table.scan().plan_files()
-print(f"PyIceberg wrote {rows:,} rows in {len(files)} files ({codec or 'zstd'}) in {time.time() - started:.0f} s")
+print(f"PyIceberg wrote {rows:,} rows in {len(files)} files ({properties or 'default settings'}) in {time.time() - started:.0f} s")
 rng.shuffle(keys)
 with open(f"{work}/attached-present.keys", "w") as f:
     f.write("\n".join(keys) + "\n")
