@@ -227,6 +227,7 @@ impl Loaded {
                 let indexed_as = indexed.get(&sieve_iceberg::field_id(field)?)?;
                 Some(Probe {
                     column: indexed_as.to_string(),
+                    table_column: g.column.name.clone(),
                     hashes: literal_hashes(&g.literals, field.data_type())?,
                 })
             })
@@ -238,9 +239,11 @@ impl Loaded {
     /// indexed in the file (every row may). Empty only when an index built from this very
     /// file rules a probe's keys out of each of its row groups.
     pub fn matching_rows(&self, file: &DataFile, probes: &[Probe]) -> Option<MatchingRows> {
-        let mut matching: Option<MatchingRows> = None;
+        let mut matching: Option<(Vec<Range<u64>>, usize)> = None;
+        let mut every_probe = true;
         for probe in probes {
             let Some(entries) = self.entries(file, &probe.column) else {
+                every_probe = false;
                 continue;
             };
             let total = entries.len();
@@ -248,18 +251,21 @@ impl Loaded {
                 .filter(|e| probe.hashes.iter().any(|&h| e.filter.may_contain(h)))
                 .collect();
             let left_out = total - admitted.len();
-            let ranges = (admitted.iter())
+            let ranges: Vec<Range<u64>> = (admitted.iter())
                 .flat_map(|group| group.rows_for(&probe.hashes))
                 .collect();
             matching = Some(match matching {
-                None => MatchingRows { ranges, left_out },
-                Some(before) => MatchingRows {
-                    ranges: intersect(&before.ranges, &ranges),
-                    left_out: before.left_out.max(left_out),
-                },
+                None => (ranges, left_out),
+                Some((before, before_left_out)) => {
+                    (intersect(&before, &ranges), before_left_out.max(left_out))
+                }
             });
         }
-        matching
+        matching.map(|(ranges, left_out)| MatchingRows {
+            ranges,
+            left_out,
+            every_probe,
+        })
     }
 }
 
@@ -308,6 +314,9 @@ pub struct MatchingRows {
     pub ranges: Vec<Range<u64>>,
     /// The row groups (a file's entries) a filter ruled out.
     pub left_out: usize,
+    /// Whether the file's index answered for every probe: then its manifest bounds could rule
+    /// the file out only where a filter's "maybe" is false, which reading its rows answers.
+    pub every_probe: bool,
 }
 
 /// The rows in both `a` and `b`, each sorted and not overlapping.
@@ -332,6 +341,8 @@ fn intersect(a: &[Range<u64>], b: &[Range<u64>]) -> Vec<Range<u64>> {
 pub struct Probe {
     /// The column as its index names it.
     pub column: String,
+    /// The column as the table names it now, as a predicate reads it.
+    pub table_column: String,
     pub hashes: Vec<u64>,
 }
 
