@@ -129,20 +129,21 @@ impl Loaded {
     /// leaves out, `dropped`: built once per file and pattern, and kept while the table's kept
     /// footers fit in [`FOOTER_BYTES`] (a data file never changes once written; a lookup's
     /// pattern is one of a few per row group). Rebuilding it, a copy of the footer, was a few
-    /// percent of a lookup's CPU.
+    /// percent of a lookup's CPU. None where `build` makes none (the walked pages do not fit
+    /// the footer), which is then asked again on the next read.
     pub fn footer_with_pages(
         &self,
         path: &str,
         dropped: Vec<bool>,
-        build: impl FnOnce(&[bool]) -> ParquetMetaData,
-    ) -> Arc<ParquetMetaData> {
+        build: impl FnOnce(&[bool]) -> Option<ParquetMetaData>,
+    ) -> Option<Arc<ParquetMetaData>> {
         let footers = || self.footers.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(kept) =
             (footers().by_file.get(path)).and_then(|kept| kept.iter().find(|(d, _)| *d == dropped))
         {
-            return kept.1.clone();
+            return Some(kept.1.clone());
         }
-        let built = Arc::new(build(&dropped));
+        let built = Arc::new(build(&dropped)?);
         let bytes = built.memory_size() + dropped.len();
         let mut footers = footers();
         if footers.bytes + bytes <= FOOTER_BYTES {
@@ -153,7 +154,7 @@ impl Loaded {
                 footers.bytes += bytes;
             }
         }
-        built
+        Some(built)
     }
 
     /// Whether the index walked the pages of the file at `path`: it does only for a file written
@@ -165,8 +166,10 @@ impl Loaded {
 
     /// The pages of the file at `path`, whose footer is `metadata`, as its index walked them,
     /// per row group and leaf column: None unless every row group has an entry with pages for
-    /// every column, each page inside its column chunk, and the entries' rows are the row
-    /// groups'.
+    /// every column and the entries' rows are the row groups'. Whether each page lies inside
+    /// its column chunk is asked only of a footer about to be built ([`pages_inside`]): a
+    /// lookup asks for the pages of every row group, and checking each page was a percent of
+    /// its CPU where pages hold 4096 rows.
     pub fn walked_pages(
         &self,
         path: &str,
@@ -181,17 +184,8 @@ impl Loaded {
                 .map(|(part, i)| &part[*i])
                 .find(|e| e.first_row == first_row && e.rows == rows)?;
             let pages = &entry.map.as_ref()?.pages;
-            if pages.len() != group.num_columns() {
+            if pages.len() != group.num_columns() || pages.iter().any(Vec::is_empty) {
                 return None;
-            }
-            for (column, pages) in group.columns().iter().zip(pages) {
-                let (start, len) = column.byte_range();
-                let inside = |p: &PageLocation| {
-                    p.offset >= start && p.offset + u64::from(p.size) <= start + len
-                };
-                if pages.is_empty() || !pages.iter().all(inside) {
-                    return None;
-                }
             }
             walked.push(pages.as_slice());
             first_row += rows;
@@ -267,6 +261,18 @@ impl Loaded {
             every_probe,
         })
     }
+}
+
+/// Whether each of the `walked` pages of the file whose footer is `metadata` lies inside its
+/// column chunk ([`Loaded::walked_pages`]): pages from an index of another file by the same
+/// path, or a damaged one, would send Parquet's reader outside the chunk.
+pub fn pages_inside(metadata: &ParquetMetaData, walked: &[&[Vec<PageLocation>]]) -> bool {
+    (metadata.row_groups().iter().zip(walked)).all(|(group, pages)| {
+        (group.columns().iter().zip(pages.iter())).all(|(column, pages)| {
+            let (start, len) = column.byte_range();
+            (pages.iter()).all(|p| p.offset >= start && p.offset + u64::from(p.size) <= start + len)
+        })
+    })
 }
 
 /// What an index holds for one row group of a file and one column.

@@ -46,7 +46,7 @@ use datafusion::execution::object_store::ObjectStoreUrl;
 use datafusion::physical_plan::metrics::{Count, MetricBuilder};
 use sieve_storage::Storage;
 
-use super::file_indexes::Loaded;
+use super::file_indexes::{Loaded, pages_inside};
 use crate::scan::page_read::KeptDictionaries;
 
 #[derive(Debug)]
@@ -201,8 +201,11 @@ impl AsyncFileReader for WithPages {
                 return Ok(metadata);
             };
             let dropped = dropped_dictionaries(&metadata, &walked, self.selected.as_deref());
-            let build = |dropped: &[bool]| with_pages(&metadata, &walked, dropped);
-            Ok(self.loaded.footer_with_pages(&self.path, dropped, build))
+            let build = |dropped: &[bool]| {
+                pages_inside(&metadata, &walked).then(|| with_pages(&metadata, &walked, dropped))
+            };
+            let built = self.loaded.footer_with_pages(&self.path, dropped, build);
+            Ok(built.unwrap_or(metadata))
         }
         .boxed()
     }
@@ -230,6 +233,11 @@ fn dropped_dictionaries(
             None => std::iter::once(0..rows).collect(),
         };
         for (column, pages) in group.columns().iter().zip(pages.iter()) {
+            if within.is_empty() {
+                // No row of it is read: its dictionary page is left out with its pages.
+                dropped.push(column.dictionary_page_offset().is_some());
+                continue;
+            }
             let mut touched = pages.iter().enumerate().filter(|(i, page)| {
                 let end = pages.get(i + 1).map_or(rows, |next| next.first_row);
                 within
