@@ -525,6 +525,7 @@ mod tests {
     use datafusion::arrow::array::{Int64Array, RecordBatch};
     use datafusion::datasource::listing::PartitionedFile;
     use datafusion::datasource::physical_plan::ParquetFileReaderFactory;
+    use datafusion::execution::cache::cache_manager::FileMetadataCache;
     use datafusion::execution::object_store::ObjectStoreUrl;
     use datafusion::execution::runtime_env::RuntimeEnv;
     use datafusion::parquet::file::properties::{EnabledStatistics, WriterProperties};
@@ -571,12 +572,13 @@ mod tests {
         }
     }
 
-    /// A file written without a page index (as PyArrow writes them), its pages walked by its
-    /// index, is opened through DataFusion's footer cache with the walked pages, and the cache
-    /// keeps the footer it stored first: asked for a page index the file does not have,
-    /// DataFusion 55's cache copies its footer and stores the copy on every read.
-    #[tokio::test(flavor = "multi_thread")]
-    async fn a_walked_file_is_opened_without_storing_its_footer_again() {
+    /// A file of 5,000 rows in pages of 1,000, written without a page index (as PyArrow writes
+    /// them), in a store of its own, and its index as [`Loaded`] with the pages `walked` makes
+    /// of the file's own walk: the factory opening it through a footer cache of its own, that
+    /// cache, and the file's path and size.
+    async fn walked_file(
+        walked: impl FnOnce(Vec<PageLocation>, u64) -> Vec<PageLocation>,
+    ) -> (IndexedPagesFactory, Arc<FileMetadataCache>, Path, u64) {
         let rows = 5_000i64;
         let batch = RecordBatch::try_from_iter([(
             "k",
@@ -600,7 +602,7 @@ mod tests {
             .await
             .unwrap()
             .unwrap();
-        assert!(pages.len() > 1, "{} pages", pages.len());
+        assert_eq!(pages.len(), 5);
         let entry = IndexedFileEntry {
             path: path.to_string(),
             record_count: rows as u64,
@@ -611,7 +613,7 @@ mod tests {
             map: Some(RowGroupMap {
                 slice_starts: vec![0],
                 keys: vec![],
-                pages: vec![pages],
+                pages: vec![walked(pages, size)],
             }),
             bytes: 0,
         };
@@ -620,27 +622,38 @@ mod tests {
             HashMap::from([(path.clone(), Arc::new(vec![entry]))]),
         );
         assert!(loaded.walked(path.as_ref()));
-
         let footers = RuntimeEnv::default()
             .cache_manager
             .get_file_metadata_cache();
         let url = ObjectStoreUrl::parse("memory://").unwrap();
         let factory =
             IndexedPagesFactory::new((store, &url), footers.clone(), None, Arc::new(loaded), 8192);
-        let open = || async {
-            let file = PartitionedFile::new(path.to_string(), size);
-            let metrics = ExecutionPlanMetricsSet::new();
-            let mut reader = factory.create_reader(0, file, None, &metrics).unwrap();
-            reader.get_metadata(None).await.unwrap()
-        };
-        let first = open().await;
+        (factory, footers, path, size)
+    }
+
+    /// The footer a reader of the file at `path`, `size` bytes, made by `factory` is given.
+    async fn opened(factory: &IndexedPagesFactory, path: &Path, size: u64) -> Arc<ParquetMetaData> {
+        let file = PartitionedFile::new(path.to_string(), size);
+        let metrics = ExecutionPlanMetricsSet::new();
+        let mut reader = factory.create_reader(0, file, None, &metrics).unwrap();
+        reader.get_metadata(None).await.unwrap()
+    }
+
+    /// A file whose pages its index walked is opened through DataFusion's footer cache with
+    /// the walked pages, and the cache keeps the footer it stored first: asked for a page
+    /// index the file does not have, DataFusion 55's cache copies its footer and stores the
+    /// copy on every read.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_walked_file_is_opened_without_storing_its_footer_again() {
+        let (factory, footers, path, size) = walked_file(|pages, _| pages).await;
+        let first = opened(&factory, &path, size).await;
         assert_eq!(
             first.offset_index().map(|i| i[0][0].page_locations.len()),
             Some(5)
         );
         let stored = || footers.get(&path).unwrap().file_metadata;
         let kept = stored();
-        let again = open().await;
+        let again = opened(&factory, &path, size).await;
         assert!(
             Arc::ptr_eq(&first, &again),
             "the footer with the walked pages is kept"
@@ -649,5 +662,24 @@ mod tests {
             Arc::ptr_eq(&kept, &stored()),
             "the footer cache stored its footer again"
         );
+    }
+
+    /// An index whose walked page lies outside its column chunk (damaged, or another file's by
+    /// the same path) never sends the reader there: the file is opened with its own footer,
+    /// on every open, since only a footer about to be built checks its pages.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn walked_pages_outside_their_chunk_are_never_given_to_the_reader() {
+        let (factory, _, path, size) = walked_file(|mut pages, size| {
+            pages[3].offset = size;
+            pages
+        })
+        .await;
+        for _ in 0..2 {
+            let footer = opened(&factory, &path, size).await;
+            assert!(
+                footer.offset_index().is_none(),
+                "the walked pages were given"
+            );
+        }
     }
 }
