@@ -5,7 +5,9 @@
 #   - PyIceberg (SqlCatalog on SQLite, warehouse s3://sieve-test/lake) writes a t10b of the same
 #     shape (c1 the row number, c2 a random decimal as text) in appends of SIEVE_BENCH_FILE_ROWS
 #     rows (default 10M) with its default Parquet settings (1M-row row groups, 1 MB pages, zstd
-#     or SIEVE_BENCH_CODEC, no page index), keeping SIEVE_BENCH_KEYS_N (default 2000) of its c2
+#     or SIEVE_BENCH_CODEC, no page index; SIEVE_BENCH_PAGE_ROWS and SIEVE_BENCH_PAGE_BYTES set
+#     the table's page row limit and page size, e.g. 4096 and 32768 for pages of 4096 rows),
+#     keeping SIEVE_BENCH_KEYS_N (default 2000) of its c2
 #     values drawn uniformly;
 #   - one `sieve serve` attaches the catalog (its indexer idle) and runs CREATE INDEX on c2
 #     (`USING SIEVE_BENCH_FILTER`; unset, the attached default, binary_fuse16): rows per server
