@@ -31,4 +31,4 @@ pub use key_filter::{KeyFilter, KeyFilterBuilder};
 pub use kind::{EntryKind, FilterKind};
 pub use locator::{ColumnLocator, Location, LocatorHeader};
 pub use sidecar::{Sidecar, SidecarColumn, SidecarEntry, SidecarHeader};
-pub use slice_map::SliceMap;
+pub use slice_map::{SliceMap, SliceOf};

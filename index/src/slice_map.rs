@@ -5,8 +5,10 @@
 //! Why not a filter per slice: a row group of a million rows cut into 30 slices would cost a
 //! lookup 30 filter probes per row group its filter admits, and ~9 more bits per key at least;
 //! this costs one probe and `width` × 1.09 bits per key (5 for 30 slices). It is asked only
-//! after the row group's own filter admitted the key: an absent key gets an arbitrary slice
-//! (it reads that slice, as a false positive read the whole row group before).
+//! after the row group's own filter admitted the key: an absent key gets an arbitrary value,
+//! a slice (which it reads, as a false positive read the whole row group before) or a value
+//! no key built in has ([`SliceOf::Absent`]), so the map is a second filter for free: of the
+//! `2^width` values, those past the slice count and below "several" name no slice.
 //!
 //! A key in several slices (a column whose values repeat) maps to [`SliceMap::several`], all
 //! ones, and a lookup of it reads the whole row group.
@@ -14,6 +16,17 @@
 use crate::error::IndexError;
 use crate::locator::{SHARD_KEYS, in_shard, shard_of};
 use crate::retrieval::{Retrieval, Scratch};
+
+/// Where a row group's map says a key is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SliceOf {
+    /// In this slice, and no other.
+    One(u32),
+    /// In several slices (or a hash never built in whose arbitrary value is "several").
+    Several,
+    /// In none: the value names no slice and is not "several", which no key built in has.
+    Absent,
+}
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SliceMap {
@@ -92,12 +105,18 @@ impl SliceMap {
         (1u64 << width_for(self.slices)) - 1
     }
 
-    /// The slice that holds `hash` if it is in one only; None when it is in several (or,
-    /// for a hash never built in, when its arbitrary value names no slice).
-    pub fn slice_of(&self, hash: u64) -> Option<u32> {
+    /// Where `hash` is: exact for a hash built in; for one never built in, an arbitrary
+    /// answer, [`SliceOf::Absent`] where its value names no slice.
+    pub fn slice_of(&self, hash: u64) -> SliceOf {
         let count = self.shards.len();
         let value = self.shards[shard_of(hash, count)].get(in_shard(hash, count));
-        (value < u64::from(self.slices)).then_some(value as u32)
+        if value < u64::from(self.slices) {
+            SliceOf::One(value as u32)
+        } else if value == self.several() {
+            SliceOf::Several
+        } else {
+            SliceOf::Absent
+        }
     }
 }
 
@@ -120,9 +139,18 @@ mod tests {
         let map = SliceMap::build(keys, slices, &mut Scratch::default()).unwrap();
         assert_eq!(map.several(), 31);
         for i in (0..100_000u64).filter(|&i| i != 5) {
-            assert_eq!(map.slice_of(hash(i)), Some((i / 4096) as u32), "key {i}");
+            assert_eq!(
+                map.slice_of(hash(i)),
+                SliceOf::One((i / 4096) as u32),
+                "key {i}"
+            );
         }
-        assert_eq!(map.slice_of(hash(5)), None);
+        assert_eq!(map.slice_of(hash(5)), SliceOf::Several);
+        // Of hashes never built in, those valued 25 to 30 are in no slice: about 6 in 32.
+        let absent = (1_000_000..1_100_000u64)
+            .filter(|&i| map.slice_of(hash(i)) == SliceOf::Absent)
+            .count();
+        assert!((15_000..22_500).contains(&absent), "{absent} of 100,000");
         let stored = SliceMap::from_parts(slices, map.shards().to_vec()).unwrap();
         assert_eq!(stored, map);
         assert!(SliceMap::from_parts(40, map.shards().to_vec()).is_err());
@@ -136,7 +164,7 @@ mod tests {
             .collect();
         let map = SliceMap::build(keys, 3, &mut Scratch::default()).unwrap();
         assert_eq!(map.shards().len(), 2);
-        assert!((0..1000u64).all(|i| map.slice_of(hash(i)) == Some((i % 3) as u32)));
+        assert!((0..1000u64).all(|i| map.slice_of(hash(i)) == SliceOf::One((i % 3) as u32)));
         assert_eq!(width_for(1), 1);
         assert_eq!(width_for(2), 2);
     }

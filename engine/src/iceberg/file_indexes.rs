@@ -25,7 +25,7 @@ use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_expr::utils::{Guarantee, LiteralGuarantee};
 use object_store::path::Path;
 use sieve_iceberg::DataFile;
-use sieve_index::{SidecarColumn, SliceMap};
+use sieve_index::{SidecarColumn, SliceMap, SliceOf};
 use sieve_storage::{
     AttachedIndexDef, AttachedIndexes, IndexedFileEntry, KeptEntries, PageLocation, Result,
     RowGroupMap,
@@ -228,10 +228,10 @@ impl Loaded {
             .collect()
     }
 
-    /// The rows of `file` that may hold a row every probe allows: the row groups no probe's
-    /// filter rules out, with how many the filters left out; None when no probe's column is
-    /// indexed in the file (every row may). Empty only when an index built from this very
-    /// file rules a probe's keys out of each of its row groups.
+    /// The rows of `file` that may hold a row every probe allows: the slices (or row groups)
+    /// no probe's filter or map rules out, with how many row groups they left out; None when
+    /// no probe's column is indexed in the file (every row may). Empty only when an index
+    /// built from this very file rules a probe's keys out of each of its row groups.
     pub fn matching_rows(&self, file: &DataFile, probes: &[Probe]) -> Option<MatchingRows> {
         let mut matching: Option<(Vec<Range<u64>>, usize)> = None;
         let mut every_probe = true;
@@ -241,13 +241,14 @@ impl Loaded {
                 continue;
             };
             let total = entries.len();
-            let admitted: Vec<RowGroupIndex> = (entries.into_iter())
-                .filter(|e| probe.hashes.iter().any(|&h| e.filter.may_contain(h)))
-                .collect();
-            let left_out = total - admitted.len();
-            let ranges: Vec<Range<u64>> = (admitted.iter())
-                .flat_map(|group| group.rows_for(&probe.hashes))
-                .collect();
+            let mut ranges: Vec<Range<u64>> = Vec::new();
+            let mut admitted = 0;
+            for group in &entries {
+                let before = ranges.len();
+                group.rows_for(&probe.hashes, &mut ranges);
+                admitted += usize::from(ranges.len() > before);
+            }
+            let left_out = total - admitted;
             matching = Some(match matching {
                 None => (ranges, left_out),
                 Some((before, before_left_out)) => {
@@ -284,32 +285,40 @@ struct RowGroupIndex<'a> {
 }
 
 impl RowGroupIndex<'_> {
-    /// The rows of the row group that may hold one of `hashes`, sorted and not overlapping:
-    /// each key's slice, or the whole row group for a key in several.
-    fn rows_for(&self, hashes: &[u64]) -> Vec<Range<u64>> {
+    /// Appends to `ranges` the rows of the row group that may hold one of `hashes`, sorted and
+    /// not overlapping: each key's slice, the whole row group for a key in several, none for
+    /// keys its filter or its map rules out.
+    fn rows_for(&self, hashes: &[u64], ranges: &mut Vec<Range<u64>>) {
+        let mut admitted = hashes.iter().filter(|&&h| self.filter.may_contain(h));
         let Some((map, keys)) = self.slices else {
-            return vec![self.rows.clone()];
+            if admitted.next().is_some() {
+                ranges.push(self.rows.clone());
+            }
+            return;
         };
         let mut slices = Vec::with_capacity(hashes.len());
-        for &hash in hashes.iter().filter(|&&h| self.filter.may_contain(h)) {
+        for &hash in admitted {
             match keys.slice_of(hash) {
-                Some(slice) => slices.push(slice),
-                None => return vec![self.rows.clone()],
+                SliceOf::One(slice) => slices.push(slice),
+                SliceOf::Several => {
+                    ranges.push(self.rows.clone());
+                    return;
+                }
+                SliceOf::Absent => {}
             }
         }
         slices.sort_unstable();
         slices.dedup();
         let (start, rows) = (self.rows.start, self.rows.end - self.rows.start);
-        let mut ranges: Vec<Range<u64>> = Vec::with_capacity(slices.len());
+        let first = ranges.len();
         for slice in slices {
             let within = map.slice_rows(slice, rows);
             let range = start + within.start..start + within.end;
-            match ranges.last_mut() {
+            match ranges[first..].last_mut() {
                 Some(last) if last.end == range.start => last.end = range.end,
                 _ => ranges.push(range),
             }
         }
-        ranges
     }
 }
 
@@ -318,7 +327,7 @@ impl RowGroupIndex<'_> {
 pub struct MatchingRows {
     /// Sorted, not overlapping.
     pub ranges: Vec<Range<u64>>,
-    /// The row groups (a file's entries) a filter ruled out.
+    /// The row groups (a file's entries) a filter or a map ruled out.
     pub left_out: usize,
     /// Whether the file's index answered for every probe: then its manifest bounds could rule
     /// the file out only where a filter's "maybe" is false, which reading its rows answers.
@@ -532,7 +541,8 @@ mod tests {
     use datafusion::physical_plan::metrics::ExecutionPlanMetricsSet;
     use object_store::memory::InMemory;
     use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
-    use sieve_index::{Sidecar, sidecar};
+    use sieve_index::retrieval::Scratch;
+    use sieve_index::{ColumnHashes, ColumnIndex, FilterKind, Sidecar, sidecar};
     use sieve_storage::Storage;
 
     use super::super::indexed_pages::IndexedPagesFactory;
@@ -570,6 +580,78 @@ mod tests {
         for (key, (_, view)) in indexes.tables.lock().unwrap().iter() {
             assert_eq!(view.try_lock().unwrap().listed.is_none(), key.0 == "t");
         }
+    }
+
+    /// A key its row group's filter admits but whose map value names no slice is not read (the
+    /// map is a second filter for the filter's false positives); every key the row group holds
+    /// is still given its own slice.
+    #[test]
+    fn a_map_value_naming_no_slice_rules_a_key_out() {
+        let hash = |i: u64| xxhash_rust::xxh3::xxh3_64(&i.to_le_bytes());
+        let (rows, slice_rows) = (20_000u64, 4_000u64);
+        let keyed: Vec<(u64, u32)> = (0..rows)
+            .map(|i| (hash(i), (i / slice_rows) as u32))
+            .collect();
+        let hashes = ColumnHashes {
+            hashes: keyed.iter().map(|(h, _)| *h).collect(),
+            has_null: false,
+        };
+        let filter = ColumnIndex::build("k", FilterKind::Xor8, hashes);
+        let sidecar = Sidecar::open(sidecar::encode(&[filter]).unwrap().into()).unwrap();
+        // Five slices: values 0-4 name one, 7 is "several", 5 and 6 name none.
+        let map = SliceMap::build(keyed, 5, &mut Scratch::default()).unwrap();
+        let path = Path::from("data/f.parquet");
+        let entry = IndexedFileEntry {
+            path: path.to_string(),
+            record_count: rows,
+            file_size: 1,
+            first_row: 0,
+            rows,
+            sidecar,
+            map: Some(RowGroupMap {
+                slice_starts: (0..5).map(|s| s * slice_rows).collect(),
+                keys: vec![map],
+                pages: vec![],
+            }),
+            bytes: 0,
+        };
+        let admits = |h: u64| entry.sidecar.columns()[0].may_contain(h);
+        let absent: Vec<u64> = (rows..rows + 200_000)
+            .map(hash)
+            .filter(|&h| admits(h))
+            .collect();
+        let loaded = Loaded::new(
+            vec![],
+            HashMap::from([(path.clone(), Arc::new(vec![entry]))]),
+        );
+        let file = DataFile {
+            path,
+            record_count: rows,
+            file_size: 1,
+            deleted: None,
+            bounds: Default::default(),
+            equality_deletes: None,
+        };
+        let ranges = |h: u64| {
+            let probe = Probe {
+                column: "k".into(),
+                table_column: "k".into(),
+                hashes: vec![h],
+            };
+            loaded.matching_rows(&file, &[probe]).unwrap().ranges
+        };
+        for i in (0..rows).step_by(7) {
+            let slice = i / slice_rows * slice_rows;
+            assert_eq!(ranges(hash(i)), [slice..slice + slice_rows], "key {i}");
+        }
+        let read = absent.iter().filter(|&&h| !ranges(h).is_empty()).count();
+        // About 6 in 8 of the filter's false positives are read, not all.
+        let admitted = absent.len();
+        assert!(admitted > 400, "{admitted} false positives of 200,000");
+        assert!(
+            read * 8 < admitted * 7 && read * 2 > admitted,
+            "{read} of {admitted} read"
+        );
     }
 
     /// A file of 5,000 rows in pages of 1,000, written without a page index (as PyArrow writes
