@@ -10,8 +10,8 @@
 # of its own, attaches the catalog (its indexer idle), runs CREATE INDEX on c2 (USING
 # SIEVE_BENCH_FILTER, default binary_fuse16: each build's own index), looks every key up once
 # (every answer checked; the data cache then holds the pages), and runs sysbench
-# (scripts/serving/lookup.lua, kept results off) on the uniform present keys for
-# SIEVE_BENCH_SECONDS (default 10) at each of SIEVE_BENCH_THREADS (default "1 16") connections.
+# (scripts/serving/lookup.lua, kept results off) on the uniform present keys (absent ones, as
+# many, with SIEVE_BENCH_KIND=absent) for SIEVE_BENCH_SECONDS (default 10) at each of SIEVE_BENCH_THREADS (default "1 16") connections.
 # Prints each run's lookups/s and server CPU per lookup, then per connection count the medians
 # of each build and NEW's ratios to BASE. With SIEVE_BENCH_PERF=DIR, each sysbench run's server
 # is profiled (`perf record --call-graph dwarf` at 299 Hz) into DIR/BUILD-ROUND-CONNECTIONS.data.
@@ -27,6 +27,8 @@ rounds="${SIEVE_BENCH_ROUNDS:-2}"
 seconds="${SIEVE_BENCH_SECONDS:-10}"
 threads_list="${SIEVE_BENCH_THREADS:-1 16}"
 filter="${SIEVE_BENCH_FILTER:-binary_fuse16}"
+kind="${SIEVE_BENCH_KIND:-present}"
+case "$kind" in present|absent) ;; *) echo "SIEVE_BENCH_KIND is present or absent, not $kind" >&2; exit 2 ;; esac
 source scripts/serving/measure.sh
 need_sysbench
 source scripts/minio.sh
@@ -37,6 +39,9 @@ trap cleanup EXIT
 minio_start
 warehouse="s3://sieve-test/lake"
 python3 scripts/serving/pyiceberg_t10b.py "$work" "$warehouse" "$rows" "$file_rows" "$keys_n"
+# Absent keys: t10b's c2 is a double as text, so none ends in "x"; within every file's bounds.
+python3 -c 'import random, sys; print("\n".join(f"{random.random()}x" for _ in range(int(sys.argv[1]))))' \
+  "$keys_n" > "$work/attached-absent.keys"
 ticks=$(getconf CLK_TCK)
 echo
 echo "| round | build | connections | lookups/s | server CPU ms/lookup |"
@@ -64,7 +69,7 @@ PY
       c0=$(proc_cpu "$server")
       perf_start "$build-$round-$threads.data" "$server"
       out=$(SIEVE_SET="set sieve.lookup_cache = false" SIEVE_LOOKUP="select c1 from lake.ns.t10b where c2 = ?" \
-        SIEVE_KEYS="$work/attached-present.keys" sysbench scripts/serving/lookup.lua --db-driver=mysql \
+        SIEVE_KEYS="$work/attached-$kind.keys" sysbench scripts/serving/lookup.lua --db-driver=mysql \
         --mysql-host=127.0.0.1 --mysql-port="$port" --mysql-user=root --mysql-db=default \
         --threads="$threads" --time="$seconds" run 2>&1) || { echo "$out" >&2; exit 1; }
       c1=$(proc_cpu "$server")
