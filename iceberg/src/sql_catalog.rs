@@ -20,7 +20,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rusqlite::{Connection, OpenFlags, OptionalExtension};
+use rusqlite::{Connection, OpenFlags};
 
 use crate::error::{IcebergError, Result};
 
@@ -90,26 +90,42 @@ impl SqlCatalog {
     /// The metadata file `namespace.table` is at now; None if the catalog has no such table.
     pub async fn metadata_location(&self, namespace: &str, table: &str) -> Result<Option<String>> {
         let (namespace, table) = (namespace.to_string(), table.to_string());
-        self.query(move |conn, name, v1| {
-            let sql = format!(
-                "SELECT metadata_location FROM iceberg_tables \
-                 WHERE catalog_name = ?1 AND table_namespace = ?2 AND table_name = ?3{}",
-                tables_only(v1)
-            );
-            let mut statement = conn.prepare_cached(&sql)?;
-            (statement.query_row([name, &namespace, &table], |row| {
-                row.get::<_, Option<String>>(0)
-            }))
-            .optional()
-            .map(Option::flatten)
+        self.query(move |kept, name| {
+            let ask = |kept: &Kept, v1| {
+                let sql = format!(
+                    "SELECT (SELECT schema_version FROM pragma_schema_version), \
+                     (SELECT metadata_location FROM iceberg_tables \
+                     WHERE catalog_name = ?1 AND table_namespace = ?2 AND table_name = ?3{})",
+                    tables_only(v1)
+                );
+                let mut statement = kept.conn.prepare_cached(&sql)?;
+                statement.query_row([name, &namespace, &table], |row| {
+                    Ok((row.get::<_, i64>(0)?, row.get::<_, Option<String>>(1)?))
+                })
+            };
+            // Asked first under the schema the connection last saw, reading the schema's
+            // version in the same statement (one read transaction, not two: the PRAGMA of
+            // its own was half of a question's cost); again if the schema changed (where the
+            // statement may even fail: a column it names gone).
+            if let Some(v1) = kept.seen() {
+                match ask(kept, v1) {
+                    Ok((version, location)) if version == kept.schema_version => {
+                        return Ok(location);
+                    }
+                    Err(e) if busy(&e) => return Err(e),
+                    _ => {}
+                }
+            }
+            let v1 = kept.current()?;
+            Ok(ask(kept, v1)?.1)
         })
         .await
     }
 
     /// Every namespace: those with properties and those holding tables.
     pub async fn namespaces(&self) -> Result<Vec<String>> {
-        self.query(|conn, name, _| {
-            let mut statement = conn.prepare_cached(
+        self.query(|kept, name| {
+            let mut statement = kept.conn.prepare_cached(
                 "SELECT namespace FROM iceberg_namespace_properties WHERE catalog_name = ?1 \
                  UNION SELECT table_namespace FROM iceberg_tables WHERE catalog_name = ?1 \
                  ORDER BY 1",
@@ -124,13 +140,13 @@ impl SqlCatalog {
     /// The tables of `namespace`, by name.
     pub async fn tables(&self, namespace: &str) -> Result<Vec<String>> {
         let namespace = namespace.to_string();
-        self.query(move |conn, name, v1| {
+        self.query(move |kept, name| {
             let sql = format!(
                 "SELECT table_name FROM iceberg_tables \
                  WHERE catalog_name = ?1 AND table_namespace = ?2{} ORDER BY 1",
-                tables_only(v1)
+                tables_only(kept.current()?)
             );
-            let mut statement = conn.prepare_cached(&sql)?;
+            let mut statement = kept.conn.prepare_cached(&sql)?;
             statement
                 .query_map([name, &namespace], |row| row.get(0))?
                 .collect::<rusqlite::Result<Vec<String>>>()
@@ -142,7 +158,7 @@ impl SqlCatalog {
     /// without waiting for a lock, else on the blocking pool (SQLite blocks).
     async fn query<T: Send + 'static>(
         &self,
-        ask: impl Fn(&Connection, &str, bool) -> rusqlite::Result<T> + Send + Sync + 'static,
+        ask: impl Fn(&mut Kept, &str) -> rusqlite::Result<T> + Send + Sync + 'static,
     ) -> Result<T> {
         if let Some(answered) = self.ask(&ask, false) {
             return answered;
@@ -159,7 +175,7 @@ impl SqlCatalog {
     /// have waited: no connection was idle, or a writer holds the file locked.
     fn ask<T>(
         &self,
-        ask: &impl Fn(&Connection, &str, bool) -> rusqlite::Result<T>,
+        ask: &impl Fn(&mut Kept, &str) -> rusqlite::Result<T>,
         wait: bool,
     ) -> Option<Result<T>> {
         let failed =
@@ -179,9 +195,7 @@ impl SqlCatalog {
             Err(e) => return Some(Err(failed(e))),
         };
         let waited = if wait { LOCK_WAIT } else { Duration::ZERO };
-        let asked = (kept.conn.busy_timeout(waited))
-            .and_then(|()| kept.current())
-            .and_then(|v1| ask(&kept.conn, &self.name, v1));
+        let asked = (kept.conn.busy_timeout(waited)).and_then(|()| ask(&mut kept, &self.name));
         match asked {
             Err(e) if !wait && busy(&e) => {
                 self.keep(kept);
@@ -236,6 +250,12 @@ impl SqlCatalog {
 }
 
 impl Kept {
+    /// Whether the catalog's schema was V1 when this connection last read its version; None
+    /// before it did.
+    fn seen(&self) -> Option<bool> {
+        (self.schema_version >= 0).then_some(self.v1)
+    }
+
     /// Whether the catalog's schema is V1 now: read again only when the schema changed.
     fn current(&mut self) -> rusqlite::Result<bool> {
         let version = (self.conn.prepare_cached("PRAGMA schema_version")?)
@@ -304,8 +324,19 @@ mod tests {
                  INSERT INTO iceberg_tables VALUES ('lake', 'ns', 'v', 's3://b/v.json', NULL, 'VIEW')",
             )
             .unwrap();
-        assert_eq!(catalog.tables("ns").await.unwrap(), ["t"]);
+        // Asked first under the schema before, which its answer says is gone.
         assert_eq!(catalog.metadata_location("ns", "v").await.unwrap(), None);
+        assert_eq!(catalog.tables("ns").await.unwrap(), ["t"]);
+        // Back to V0, the column gone: the statement naming it fails, and is asked again under
+        // the schema now.
+        writer
+            .execute_batch(
+                "DELETE FROM iceberg_tables WHERE table_name = 'v'; \
+                 ALTER TABLE iceberg_tables DROP COLUMN iceberg_type",
+            )
+            .unwrap();
+        assert_eq!(at().await.unwrap().as_deref(), Some("s3://b/m2.json"));
+        assert_eq!(catalog.tables("ns").await.unwrap(), ["t"]);
         // The file replaced by another (a restore from a copy): its rows, not the old file's.
         let copy = dir.path().join("copy.db");
         write_catalog(&copy, "s3://b/restored.json");
