@@ -64,6 +64,9 @@ pub struct Loaded {
     parts: HashMap<Path, Arc<Vec<IndexedFileEntry>>>,
     /// Per data file path, the entries of the parts that cover it.
     files: HashMap<String, Vec<EntryAt>>,
+    /// Per data file path, what its entries cover ([`Coverage`]), worked out once here and not
+    /// on every lookup of every file (a tenth of an absent key's choice of files).
+    coverage: HashMap<String, Vec<Coverage>>,
     /// Footers with the offset index of their files' walked pages ([`Self::footer_with_pages`]).
     footers: Mutex<KeptFooters>,
 }
@@ -79,49 +82,46 @@ impl Loaded {
                     .push((part.clone(), i));
             }
         }
-        // In row order once here, not per lookup: `entries` filters them in this order.
+        // In row order once here, not per lookup: coverage is worked out in this order.
         for entries in files.values_mut() {
             entries.sort_by_key(|(part, i)| (part[*i].first_row, part[*i].rows));
         }
+        let coverage = (files.iter())
+            .map(|(path, entries)| (path.clone(), Coverage::of(entries)))
+            .collect();
         Self {
             defs,
             parts,
             files,
+            coverage,
             footers: Mutex::default(),
         }
     }
 
     /// `file`'s entries for `column`, each a range of its rows (a row group; the whole file
     /// in a version 1 part), its filter and its map from key to slice if it has one, in row
-    /// order (as [`Loaded::new`] sorted them); None unless entries built from the file as the
-    /// manifest now describes it cover every row.
-    fn entries(&self, file: &DataFile, column: &str) -> Option<Vec<RowGroupIndex<'_>>> {
+    /// order; None unless entries built from the file as the manifest now describes it cover
+    /// every row.
+    fn entries(
+        &self,
+        file: &DataFile,
+        column: &str,
+    ) -> Option<impl ExactSizeIterator<Item = RowGroupIndex<'_>>> {
         let path = file.path.as_ref();
-        let mut entries: Vec<RowGroupIndex> = (self.files.get(path)?.iter())
-            .filter_map(|(part, i)| {
-                let entry = &part[*i];
-                let same =
-                    entry.record_count == file.record_count && entry.file_size == file.file_size;
-                let at = (entry.sidecar.columns().iter()).position(|c| c.column == column);
-                let at = same.then_some(at).flatten()?;
-                let slices = (entry.map.as_ref()).and_then(|map| Some((map, map.keys.get(at)?)));
-                Some(RowGroupIndex {
-                    rows: entry.first_row..entry.first_row + entry.rows,
-                    filter: &entry.sidecar.columns()[at],
-                    slices,
-                })
-            })
-            .collect();
-        // A file indexed twice (by two passes that raced) has its ranges twice: one each.
-        entries.dedup_by(|a, b| a.rows == b.rows);
-        let mut next = 0;
-        for RowGroupIndex { rows: range, .. } in &entries {
-            if range.start != next {
-                return None;
+        let coverage = (self.coverage.get(path)?.iter()).find(|c| {
+            (c.record_count, c.file_size) == (file.record_count, file.file_size)
+                && c.column == column
+        })?;
+        let entries = self.files.get(path)?;
+        Some(coverage.row_groups.iter().map(move |&(e, at)| {
+            let (part, i) = &entries[e];
+            let entry = &part[*i];
+            RowGroupIndex {
+                rows: entry.first_row..entry.first_row + entry.rows,
+                filter: &entry.sidecar.columns()[at],
+                slices: (entry.map.as_ref()).and_then(|map| Some((map, map.keys.get(at)?))),
             }
-            next = range.end;
-        }
-        (next == file.record_count && !entries.is_empty()).then_some(entries)
+        }))
     }
 
     /// The footer of the file at `path` that `build` makes of its walked pages
@@ -167,9 +167,9 @@ impl Loaded {
     /// The pages of the file at `path`, whose footer is `metadata`, as its index walked them,
     /// per row group and leaf column: None unless every row group has an entry with pages for
     /// every column and the entries' rows are the row groups'. Whether each page lies inside
-    /// its column chunk is asked only of a footer about to be built ([`pages_inside`]): a
-    /// lookup asks for the pages of every row group, and checking each page was a percent of
-    /// its CPU where pages hold 4096 rows.
+    /// its column chunk is asked only of a footer about to be built (`pages_inside`, in
+    /// indexed_pages.rs): a lookup asks for the pages of every row group, and checking each
+    /// page was a percent of its CPU where pages hold 4096 rows.
     pub fn walked_pages(
         &self,
         path: &str,
@@ -243,7 +243,7 @@ impl Loaded {
             let total = entries.len();
             let mut ranges: Vec<Range<u64>> = Vec::new();
             let mut admitted = 0;
-            for group in &entries {
+            for group in entries {
                 let before = ranges.len();
                 group.rows_for(&probe.hashes, &mut ranges);
                 admitted += usize::from(ranges.len() > before);
@@ -264,16 +264,68 @@ impl Loaded {
     }
 }
 
-/// Whether each of the `walked` pages of the file whose footer is `metadata` lies inside its
-/// column chunk ([`Loaded::walked_pages`]): pages from an index of another file by the same
-/// path, or a damaged one, would send Parquet's reader outside the chunk.
-pub fn pages_inside(metadata: &ParquetMetaData, walked: &[&[Vec<PageLocation>]]) -> bool {
-    (metadata.row_groups().iter().zip(walked)).all(|(group, pages)| {
-        (group.columns().iter().zip(pages.iter())).all(|(column, pages)| {
-            let (start, len) = column.byte_range();
-            (pages.iter()).all(|p| p.offset >= start && p.offset + u64::from(p.size) <= start + len)
-        })
-    })
+/// A column's entries that cover every row of a data file as a manifest may describe it (its
+/// record count and size), once each.
+#[derive(Debug)]
+struct Coverage {
+    record_count: u64,
+    file_size: u64,
+    column: String,
+    /// Each row group's entry (its place in the file's entries) and the column's place in the
+    /// entry's sidecar, in row order.
+    row_groups: Vec<(usize, usize)>,
+}
+
+impl Coverage {
+    /// What a file's `entries` (in row order) cover, per record count, size and column.
+    fn of(entries: &[EntryAt]) -> Vec<Self> {
+        let mut covers: Vec<Self> = Vec::new();
+        for (e, (part, i)) in entries.iter().enumerate() {
+            let entry = &part[*i];
+            for (at, column) in entry.sidecar.columns().iter().enumerate() {
+                let wanted = (entry.record_count, entry.file_size, column.column.as_str());
+                let found = (covers.iter_mut())
+                    .find(|c| (c.record_count, c.file_size, c.column.as_str()) == wanted);
+                let cover = match found {
+                    Some(cover) => cover,
+                    None => {
+                        covers.push(Self {
+                            record_count: entry.record_count,
+                            file_size: entry.file_size,
+                            column: column.column.clone(),
+                            row_groups: Vec::new(),
+                        });
+                        covers.last_mut().expect("pushed")
+                    }
+                };
+                let rows = |e: usize| {
+                    let (part, i) = &entries[e];
+                    (part[*i].first_row, part[*i].rows)
+                };
+                // A file indexed twice (by two passes that raced) has its ranges twice: one each.
+                if cover
+                    .row_groups
+                    .last()
+                    .is_none_or(|&(last, _)| rows(last) != rows(e))
+                {
+                    cover.row_groups.push((e, at));
+                }
+            }
+        }
+        // Only where the row groups follow each other from the first row to the last.
+        covers.retain(|c| {
+            let mut next = 0;
+            for &(e, _) in &c.row_groups {
+                let (part, i) = &entries[e];
+                if part[*i].first_row != next {
+                    return false;
+                }
+                next += part[*i].rows;
+            }
+            next == c.record_count && !c.row_groups.is_empty()
+        });
+        covers
+    }
 }
 
 /// What an index holds for one row group of a file and one column.
@@ -652,6 +704,58 @@ mod tests {
             read * 8 < admitted * 7 && read * 2 > admitted,
             "{read} of {admitted} read"
         );
+    }
+
+    /// A column's entries cover a file as its manifest describes it only where their row
+    /// groups follow each other from its first row to its last: an entry indexed twice counts
+    /// once, a gap or an entry of another version of the file (another record count or size)
+    /// leaves the file uncovered.
+    #[test]
+    fn entries_cover_a_file_only_from_its_first_row_to_its_last() {
+        let entry = |path: &str, (record_count, file_size), (first_row, rows)| {
+            let hashes = ColumnHashes {
+                hashes: (first_row..first_row + rows).collect(),
+                has_null: false,
+            };
+            let built = ColumnIndex::build("k", FilterKind::Xor8, hashes);
+            IndexedFileEntry {
+                path: path.into(),
+                record_count,
+                file_size,
+                first_row,
+                rows,
+                sidecar: Sidecar::open(sidecar::encode(&[built]).unwrap().into()).unwrap(),
+                map: None,
+                bytes: 0,
+            }
+        };
+        let now = (100, 9);
+        let part = vec![
+            entry("a", now, (0, 60)),
+            entry("a", now, (60, 40)),
+            entry("a", now, (0, 60)), // indexed again by a racing pass
+            entry("b", now, (0, 60)), // its last 40 rows not indexed
+            entry("c", now, (0, 50)),
+            entry("c", (50, 8), (50, 50)), // an older version's row group
+        ];
+        let loaded = Loaded::new(vec![], HashMap::from([(Path::from("p"), Arc::new(part))]));
+        let file = |path: &str, (record_count, file_size)| DataFile {
+            path: Path::from(path),
+            record_count,
+            file_size,
+            deleted: None,
+            bounds: Default::default(),
+            equality_deletes: None,
+        };
+        let rows = |f: &DataFile, column: &str| {
+            (loaded.entries(f, column)).map(|e| e.map(|g| g.rows).collect::<Vec<_>>())
+        };
+        assert_eq!(rows(&file("a", now), "k"), Some(vec![0..60, 60..100]));
+        assert_eq!(rows(&file("a", now), "j"), None);
+        assert_eq!(rows(&file("a", (100, 10)), "k"), None);
+        assert_eq!(rows(&file("b", now), "k"), None);
+        assert_eq!(rows(&file("c", now), "k"), None);
+        assert_eq!(rows(&file("d", now), "k"), None);
     }
 
     /// A file of 5,000 rows in pages of 1,000, written without a page index (as PyArrow writes

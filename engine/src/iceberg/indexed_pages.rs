@@ -46,7 +46,7 @@ use datafusion::execution::object_store::ObjectStoreUrl;
 use datafusion::physical_plan::metrics::{Count, MetricBuilder};
 use sieve_storage::Storage;
 
-use super::file_indexes::{Loaded, pages_inside};
+use super::file_indexes::Loaded;
 use crate::scan::page_read::KeptDictionaries;
 
 #[derive(Debug)]
@@ -250,6 +250,18 @@ fn dropped_dictionaries(
         first_row += rows;
     }
     dropped
+}
+
+/// Whether each of the `walked` pages of the file whose footer is `metadata` lies inside its
+/// column chunk ([`Loaded::walked_pages`]): pages from an index of another file by the same
+/// path, or a damaged one, would send Parquet's reader outside the chunk.
+fn pages_inside(metadata: &ParquetMetaData, walked: &[&[Vec<PageLocation>]]) -> bool {
+    (metadata.row_groups().iter().zip(walked)).all(|(group, pages)| {
+        (group.columns().iter().zip(pages.iter())).all(|(column, pages)| {
+            let (start, len) = column.byte_range();
+            (pages.iter()).all(|p| p.offset >= start && p.offset + u64::from(p.size) <= start + len)
+        })
+    })
 }
 
 /// `metadata` with the offset index of the pages `walked`, and without the dictionary page of
