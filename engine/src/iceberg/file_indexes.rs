@@ -62,38 +62,35 @@ type EntryAt = (Arc<Vec<IndexedFileEntry>>, usize);
 pub struct Loaded {
     pub defs: Vec<AttachedIndexDef>,
     parts: HashMap<Path, Arc<Vec<IndexedFileEntry>>>,
-    /// Per data file path, the entries of the parts that cover it.
-    files: HashMap<String, Vec<EntryAt>>,
-    /// Per data file path, what its entries cover ([`Coverage`]), worked out once here and not
-    /// on every lookup of every file (a fifth of an absent key's choice of files, at 100M rows).
-    coverage: HashMap<String, Vec<Coverage>>,
+    /// Per data file path, the entries of the parts that cover it and what they cover.
+    files: HashMap<String, FileEntries>,
     /// Footers with the offset index of their files' walked pages ([`Self::footer_with_pages`]).
     footers: Mutex<KeptFooters>,
 }
 
 impl Loaded {
     fn new(defs: Vec<AttachedIndexDef>, parts: HashMap<Path, Arc<Vec<IndexedFileEntry>>>) -> Self {
-        let mut files: HashMap<String, Vec<_>> = HashMap::new();
+        let mut entries: HashMap<String, Vec<_>> = HashMap::new();
         for part in parts.values() {
             for (i, entry) in part.iter().enumerate() {
-                files
+                entries
                     .entry(entry.path.clone())
                     .or_default()
                     .push((part.clone(), i));
             }
         }
-        // In row order once here, not per lookup: coverage is worked out in this order.
-        for entries in files.values_mut() {
-            entries.sort_by_key(|(part, i)| (part[*i].first_row, part[*i].rows));
-        }
-        let coverage = (files.iter())
-            .map(|(path, entries)| (path.clone(), Coverage::of(entries)))
+        let files = (entries.into_iter())
+            .map(|(path, mut entries)| {
+                // In row order once here, not per lookup: coverage is worked out in this order.
+                entries.sort_by_key(|(part, i)| (part[*i].first_row, part[*i].rows));
+                let coverage = Coverage::of(&entries);
+                (path, FileEntries { entries, coverage })
+            })
             .collect();
         Self {
             defs,
             parts,
             files,
-            coverage,
             footers: Mutex::default(),
         }
     }
@@ -107,12 +104,11 @@ impl Loaded {
         file: &DataFile,
         column: &str,
     ) -> Option<impl ExactSizeIterator<Item = RowGroupIndex<'_>>> {
-        let path = file.path.as_ref();
-        let coverage = (self.coverage.get(path)?.iter()).find(|c| {
+        let FileEntries { entries, coverage } = self.files.get(file.path.as_ref())?;
+        let coverage = coverage.iter().find(|c| {
             (c.record_count, c.file_size) == (file.record_count, file.file_size)
                 && c.column == column
         })?;
-        let entries = self.files.get(path)?;
         Some(coverage.row_groups.iter().map(move |&(e, at)| {
             let (part, i) = &entries[e];
             let entry = &part[*i];
@@ -160,7 +156,7 @@ impl Loaded {
     /// Whether the index walked the pages of the file at `path`: it does only for a file written
     /// without a page index.
     pub fn walked(&self, path: &str) -> bool {
-        (self.files.get(path).into_iter().flatten())
+        (self.files.get(path).into_iter().flat_map(|f| &f.entries))
             .any(|(part, i)| part[*i].map.as_ref().is_some_and(|m| !m.pages.is_empty()))
     }
 
@@ -175,7 +171,7 @@ impl Loaded {
         path: &str,
         metadata: &ParquetMetaData,
     ) -> Option<Vec<&[Vec<PageLocation>]>> {
-        let entries = self.files.get(path)?;
+        let entries = &self.files.get(path)?.entries;
         let mut walked = Vec::with_capacity(metadata.num_row_groups());
         let mut first_row = 0u64;
         for group in metadata.row_groups() {
@@ -262,6 +258,15 @@ impl Loaded {
             every_probe,
         })
     }
+}
+
+/// A data file's entries, in row order, and what they cover: worked out once when the indexes
+/// load and not on every lookup of every file (a fifth of an absent key's choice of files, at
+/// 100M rows), in one map so a lookup hashes the file's path once.
+#[derive(Debug)]
+struct FileEntries {
+    entries: Vec<EntryAt>,
+    coverage: Vec<Coverage>,
 }
 
 /// A column's entries that cover every row of a data file as a manifest may describe it (its
