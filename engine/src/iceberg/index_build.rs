@@ -46,9 +46,13 @@ const BATCH_ROWS: usize = 64 * 1024;
 const BYTES_PER_VALUE: usize = 32;
 
 /// The fewest rows a slice holds: pages smaller than this are read a few at a time, so a row
-/// group of tiny pages does not make a slice map of many bits per key. The slice Sieve's own
-/// blocks use.
-const MIN_SLICE_ROWS: u64 = sieve_index::locator::SLICE_ROWS as u64;
+/// group of tiny pages does not make a slice map of many bits per key. The smallest slice
+/// Sieve's own blocks may be written with, not their default 4096: a table others wrote has
+/// the pages they chose, and a 32 KB page of a 20-byte string holds ~1,500 rows, so slices of
+/// 4096 rows made a lookup decompress three pages of its key column where one holds the key.
+/// At 100M rows in such pages, 1024 against 4096 served 1.16x and 1.13x the present keys at 16
+/// and 64 connections, for ~2 more bits per key of the slice map (docs/benchmarks.md).
+const MIN_SLICE_ROWS: u64 = *sieve_index::locator::SLICE_ROWS_RANGE.start() as u64;
 
 /// Column chunks whose page headers are walked at once.
 const WALKS: usize = 8;
