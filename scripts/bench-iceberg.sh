@@ -11,7 +11,7 @@
 #     values drawn uniformly;
 #   - one `sieve serve` attaches the catalog (its indexer idle) and runs CREATE INDEX on c2
 #     (`USING SIEVE_BENCH_FILTER`; unset, the attached default, binary_fuse16): rows per server
-#     CPU second;
+#     CPU second, and the MiB of index it then holds;
 #   - sysbench (scripts/serving/lookup.lua: a prepared `select c1 from T where c2 = ?` per
 #     connection) for SIEVE_BENCH_SECONDS (default 10) at each of SIEVE_BENCH_THREADS (default
 #     "1 16 64") connections, on each table, for uniform present keys (drawn over the table, as
@@ -88,6 +88,9 @@ rows = '$rows'; scale = {'k': 10**3, 'M': 10**6, 'B': 10**9}
 n = int(float(rows[:-1]) * scale[rows[-1]]) if rows[-1] in scale else int(rows)
 cpu = ($c1 - $c0) / $ticks
 print(f'CREATE INDEX on c2 using $filter: {$end - $start:.1f} s, server CPU {cpu:.1f} s, {n / cpu:,.0f} rows per CPU second')"
+# Its first lookup loads the index: the log says how much of it the process holds.
+ask "select c1 from lake.ns.t10b where c2 = '$(head -1 "$work/attached-present.keys")'" >/dev/null
+echo "attached index held: $(grep 'loaded: entries of' "$work/serve.log" | tail -1 | sed 's/.*loaded: //')"
 native_key=$(ask "select c2 from t10b where c1 = 12345")
 kill "$server"; wait "$server" 2>/dev/null || true
 
