@@ -84,7 +84,14 @@ impl Loaded {
                 // In row order once here, not per lookup: coverage is worked out in this order.
                 entries.sort_by_key(|(part, i)| (part[*i].first_row, part[*i].rows));
                 let coverage = Coverage::of(&entries);
-                (path, FileEntries { entries, coverage })
+                let walked = (entries.iter())
+                    .any(|(part, i)| part[*i].map.as_ref().is_some_and(|m| !m.pages.is_empty()));
+                let file = FileEntries {
+                    entries,
+                    coverage,
+                    walked,
+                };
+                (path, file)
             })
             .collect();
         Self {
@@ -104,7 +111,9 @@ impl Loaded {
         file: &DataFile,
         column: &str,
     ) -> Option<impl ExactSizeIterator<Item = RowGroupIndex<'_>>> {
-        let FileEntries { entries, coverage } = self.files.get(file.path.as_ref())?;
+        let FileEntries {
+            entries, coverage, ..
+        } = self.files.get(file.path.as_ref())?;
         let coverage = coverage.iter().find(|c| {
             (c.record_count, c.file_size) == (file.record_count, file.file_size)
                 && c.column == column
@@ -156,8 +165,7 @@ impl Loaded {
     /// Whether the index walked the pages of the file at `path`: it does only for a file written
     /// without a page index.
     pub fn walked(&self, path: &str) -> bool {
-        (self.files.get(path).into_iter().flat_map(|f| &f.entries))
-            .any(|(part, i)| part[*i].map.as_ref().is_some_and(|m| !m.pages.is_empty()))
+        self.files.get(path).is_some_and(|f| f.walked)
     }
 
     /// The pages of the file at `path`, whose footer is `metadata`, as its index walked them,
@@ -267,6 +275,9 @@ impl Loaded {
 struct FileEntries {
     entries: Vec<EntryAt>,
     coverage: Vec<Coverage>,
+    /// Whether any entry holds the file's walked pages ([`Loaded::walked`], asked on every
+    /// read of the file).
+    walked: bool,
 }
 
 /// A column's entries that cover every row of a data file as a manifest may describe it (its
