@@ -25,7 +25,8 @@ use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_expr::utils::{Guarantee, LiteralGuarantee};
 use object_store::path::Path;
 use sieve_iceberg::DataFile;
-use sieve_index::{SidecarColumn, SliceMap, SliceOf};
+use sieve_index::filter::ColumnFilter;
+use sieve_index::{SliceMap, SliceOf};
 use sieve_storage::{
     AttachedIndexDef, AttachedIndexes, IndexedFileEntry, KeptEntries, PageLocation, Result,
     RowGroupMap,
@@ -118,15 +119,7 @@ impl Loaded {
             (c.record_count, c.file_size) == (file.record_count, file.file_size)
                 && c.column == column
         })?;
-        Some(coverage.row_groups.iter().map(move |&(e, at)| {
-            let (part, i) = &entries[e];
-            let entry = &part[*i];
-            RowGroupIndex {
-                rows: entry.first_row..entry.first_row + entry.rows,
-                filter: &entry.sidecar.columns()[at],
-                slices: (entry.map.as_ref()).and_then(|map| Some((map, map.keys.get(at)?))),
-            }
-        }))
+        Some((coverage.row_groups.iter()).map(move |group| RowGroupIndex { group, entries }))
     }
 
     /// The footer of the file at `path` that `build` makes of its walked pages
@@ -287,9 +280,27 @@ struct Coverage {
     record_count: u64,
     file_size: u64,
     column: String,
-    /// Each row group's entry (its place in the file's entries) and the column's place in the
-    /// entry's sidecar, in row order.
-    row_groups: Vec<(usize, usize)>,
+    /// Each row group, in row order.
+    row_groups: Vec<CoveredGroup>,
+}
+
+/// A row group of a file as one column's entries cover it: what probing it takes, kept in one
+/// array per file and column, so that a lookup probing every row group of a file walks that
+/// array and reads each filter's fingerprints, not each row group's entry, sidecar and column
+/// (pointers followed one after another: the misses of one row group's probe waited on each
+/// other and on the last row group's). Probing the 100 row groups of a 100M-row table that way
+/// was 5% of a present key's CPU (~180 ns a row group, six times what a loop over the filters
+/// alone takes).
+#[derive(Debug)]
+struct CoveredGroup {
+    rows: Range<u64>,
+    /// A clone of the column's filter in the entry's sidecar (sharing its bytes).
+    filter: ColumnFilter,
+    /// The row group's entry (its place in the file's entries) and the column's place in the
+    /// entry's sidecar: where its map from key to slice is, asked only of a row group whose
+    /// filter admits a key.
+    entry: usize,
+    at: usize,
 }
 
 impl Coverage {
@@ -314,29 +325,26 @@ impl Coverage {
                         covers.last_mut().expect("pushed")
                     }
                 };
-                let rows = |e: usize| {
-                    let (part, i) = &entries[e];
-                    (part[*i].first_row, part[*i].rows)
-                };
+                let rows = entry.first_row..entry.first_row + entry.rows;
                 // A file indexed twice (by two passes that raced) has its ranges twice: one each.
-                if cover
-                    .row_groups
-                    .last()
-                    .is_none_or(|&(last, _)| rows(last) != rows(e))
-                {
-                    cover.row_groups.push((e, at));
+                if cover.row_groups.last().is_none_or(|last| last.rows != rows) {
+                    cover.row_groups.push(CoveredGroup {
+                        rows,
+                        filter: column.filter.clone(),
+                        entry: e,
+                        at,
+                    });
                 }
             }
         }
         // Only where the row groups follow each other from the first row to the last.
         covers.retain(|c| {
             let mut next = 0;
-            for &(e, _) in &c.row_groups {
-                let (part, i) = &entries[e];
-                if part[*i].first_row != next {
+            for group in &c.row_groups {
+                if group.rows.start != next {
                     return false;
                 }
-                next += part[*i].rows;
+                next = group.rows.end;
             }
             next == c.record_count && !c.row_groups.is_empty()
         });
@@ -346,30 +354,38 @@ impl Coverage {
 
 /// What an index holds for one row group of a file and one column.
 struct RowGroupIndex<'a> {
-    rows: Range<u64>,
-    filter: &'a SidecarColumn,
-    /// The row group's map and its map from this column's keys to slices, if it has them.
-    slices: Option<(&'a RowGroupMap, &'a SliceMap)>,
+    group: &'a CoveredGroup,
+    /// The file's entries, where the row group's map is.
+    entries: &'a [EntryAt],
 }
 
 impl RowGroupIndex<'_> {
+    /// The row group's map and its map from this column's keys to slices, if it has them.
+    fn slices(&self) -> Option<(&RowGroupMap, &SliceMap)> {
+        let (part, i) = &self.entries[self.group.entry];
+        let map = part[*i].map.as_ref()?;
+        Some((map, map.keys.get(self.group.at)?))
+    }
+
     /// Appends to `ranges` the rows of the row group that may hold one of `hashes`, sorted and
     /// not overlapping: each key's slice, the whole row group for a key in several, none for
     /// keys its filter or its map rules out.
     fn rows_for(&self, hashes: &[u64], ranges: &mut Vec<Range<u64>>) {
-        let mut admitted = hashes.iter().filter(|&&h| self.filter.may_contain(h));
-        let Some((map, keys)) = self.slices else {
-            if admitted.next().is_some() {
-                ranges.push(self.rows.clone());
-            }
+        let group = self.group;
+        let mut admitted = hashes.iter().filter(|&&h| group.filter.may_contain(h));
+        let Some(first) = admitted.next() else {
+            return;
+        };
+        let Some((map, keys)) = self.slices() else {
+            ranges.push(group.rows.clone());
             return;
         };
         let mut slices = Vec::with_capacity(hashes.len());
-        for &hash in admitted {
+        for &hash in std::iter::once(first).chain(admitted) {
             match keys.slice_of(hash) {
                 SliceOf::One(slice) => slices.push(slice),
                 SliceOf::Several => {
-                    ranges.push(self.rows.clone());
+                    ranges.push(group.rows.clone());
                     return;
                 }
                 SliceOf::Absent => {}
@@ -377,7 +393,7 @@ impl RowGroupIndex<'_> {
         }
         slices.sort_unstable();
         slices.dedup();
-        let (start, rows) = (self.rows.start, self.rows.end - self.rows.start);
+        let (start, rows) = (group.rows.start, group.rows.end - group.rows.start);
         let first = ranges.len();
         for slice in slices {
             let within = map.slice_rows(slice, rows);
@@ -764,7 +780,7 @@ mod tests {
             equality_deletes: None,
         };
         let rows = |f: &DataFile, column: &str| {
-            (loaded.entries(f, column)).map(|e| e.map(|g| g.rows).collect::<Vec<_>>())
+            (loaded.entries(f, column)).map(|e| e.map(|g| g.group.rows.clone()).collect::<Vec<_>>())
         };
         assert_eq!(rows(&file("a", now), "k"), Some(vec![0..60, 60..100]));
         assert_eq!(rows(&file("a", now), "j"), None);

@@ -6,6 +6,8 @@ mod cuckoo;
 mod exact;
 mod fuse;
 
+use std::sync::Arc;
+
 use bytes::Bytes;
 use xorf::{BinaryFuse8Ref, BinaryFuse16Ref, Filter, FilterRef, Xor8, Xor16};
 
@@ -45,34 +47,42 @@ pub fn build(kind: EntryKind, keys: &[u64], ndv_estimate: u64) -> (EntryKind, Ve
 }
 
 /// A column index ready to probe. Fuse, cuckoo and exact entries probe the sidecar's bytes in
-/// place; xor and bloom hold a decoded copy (their crates have no borrowed form).
+/// place; xor and bloom hold a decoded copy (their crates have no borrowed form), shared, so a
+/// clone costs a reference count whatever the kind: an attached table keeps a clone of each row
+/// group's filter in one array per data file, and probes them without following a pointer to
+/// each row group's entry. A fuse filter's descriptor is kept beside the fingerprints' address
+/// rather than read from the sidecar's bytes, for the same reason: the fingerprints' positions
+/// depend on it, so reading it from another cache line put a memory access in front of each
+/// probe's three.
 #[derive(Debug, Clone)]
 pub enum ColumnFilter {
     MinMaxOnly,
     Exact(Bytes),
-    Xor8(Xor8),
-    Xor16(Xor16),
+    Xor8(Arc<Xor8>),
+    Xor16(Arc<Xor16>),
     BinaryFuse8 {
-        descriptor: Bytes,
+        descriptor: FuseDescriptor,
         fingerprints: Bytes,
     },
     BinaryFuse16 {
-        descriptor: Bytes,
+        descriptor: FuseDescriptor,
         fingerprints: Bytes,
     },
     Cuckoo(Cuckoo<Bytes>),
-    Bloom(sbbf_rs_safe::Filter),
+    Bloom(Arc<sbbf_rs_safe::Filter>),
 }
+
+/// A binary fuse filter's descriptor as xorf serializes it ([`xorf::Descriptor::DMA_LEN`]
+/// bytes).
+pub type FuseDescriptor = [u8; xorf::Descriptor::DMA_LEN];
 
 impl ColumnFilter {
     /// `payload` must start 8-byte aligned in memory (the sidecar reader guarantees it).
     pub fn open(kind: EntryKind, key_count: u64, payload: Bytes) -> Result<Self, IndexError> {
-        let fuse_parts = |width| -> Result<(Bytes, Bytes), IndexError> {
+        let fuse_parts = |width| -> Result<(FuseDescriptor, Bytes), IndexError> {
             let (descriptor, fingerprints) = fuse::validate_fuse(&payload, width)?;
-            Ok((
-                payload.slice_ref(descriptor),
-                payload.slice_ref(fingerprints),
-            ))
+            let descriptor: FuseDescriptor = descriptor.try_into().expect("validated length");
+            Ok((descriptor, payload.slice_ref(fingerprints)))
         };
         Ok(match kind {
             EntryKind::MinMaxOnly if payload.is_empty() => ColumnFilter::MinMaxOnly,
@@ -85,9 +95,11 @@ impl ColumnFilter {
                 exact::validate(&payload, key_count)?;
                 ColumnFilter::Exact(payload)
             }
-            EntryKind::Filter(FilterKind::Xor8) => ColumnFilter::Xor8(fuse::open_xor8(&payload)?),
+            EntryKind::Filter(FilterKind::Xor8) => {
+                ColumnFilter::Xor8(Arc::new(fuse::open_xor8(&payload)?))
+            }
             EntryKind::Filter(FilterKind::Xor16) => {
-                ColumnFilter::Xor16(fuse::open_xor16(&payload)?)
+                ColumnFilter::Xor16(Arc::new(fuse::open_xor16(&payload)?))
             }
             EntryKind::Filter(FilterKind::BinaryFuse8) => {
                 let (descriptor, fingerprints) = fuse_parts(1)?;
@@ -113,7 +125,9 @@ impl ColumnFilter {
                 }
                 ColumnFilter::Cuckoo(cuckoo)
             }
-            EntryKind::Filter(FilterKind::Bloom) => ColumnFilter::Bloom(bloom::open(&payload)?),
+            EntryKind::Filter(FilterKind::Bloom) => {
+                ColumnFilter::Bloom(Arc::new(bloom::open(&payload)?))
+            }
         })
     }
 
