@@ -13,7 +13,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use datafusion::arrow::datatypes::{DataType, Field, FieldRef, Schema, SchemaRef};
 use datafusion::catalog::{Session, TableProvider};
-use datafusion::common::{DFSchema, ScalarValue, internal_datafusion_err};
+use datafusion::common::{DFSchema, ScalarValue, internal_datafusion_err, internal_err};
 use datafusion::datasource::TableType;
 use datafusion::datasource::listing::PartitionedFile;
 use datafusion::datasource::physical_plan::parquet::ParquetRowSelection;
@@ -372,7 +372,7 @@ impl IcebergTable {
             && chosen.len() <= LOCATED_FILES
             && (chosen.iter()).all(|(_, f)| f.extension::<ParquetRowSelection>().is_some()))
         .then(|| chosen.iter().map(|(_, f)| f.clone()).collect::<Vec<_>>());
-        let files = (chosen.into_iter().enumerate())
+        let files: Vec<PartitionedFile> = (chosen.into_iter().enumerate())
             .map(|(place, (_, file))| match with_deletes {
                 true => file.with_partition_values(vec![ScalarValue::UInt32(Some(place as u32))]),
                 false => file,
@@ -396,26 +396,37 @@ impl IcebergTable {
             file_names: self.scan.file_names.clone(),
             batch_size,
         });
-        let mut source = ParquetSource::new(table_schema)
-            .with_table_parquet_options(options)
-            .with_parquet_file_reader_factory(pages);
-        if let Some(predicate) = predicate {
-            source = source.with_predicate(predicate);
-        }
-        let groups = FileGroup::new(files).split_files(target_partitions);
-        let by_field_id = ByFieldId {
+        let by_field_id = Arc::new(ByFieldId {
             file_names: self.scan.file_names.clone(),
-        };
-        // A limit applies after deletes, so it is not the source's to apply when any remain.
-        let config = FileScanConfigBuilder::new(self.store_url.clone(), Arc::new(source))
-            .with_file_groups(groups)
-            .with_expr_adapter(Some(Arc::new(by_field_id)))
-            .with_projection_indices(Some(read))?
-            .with_limit(limit.filter(|_| !with_deletes))
-            .build();
-        if !with_deletes {
-            return Ok(self.explained(counts, (Files::scan(config), located)));
+        });
+        if let Some(&past) =
+            (read.iter()).find(|&&c| c >= table_schema.table_schema().fields().len())
+        {
+            return internal_err!("column {past} of {} projected", self.table);
         }
+        let store_url = self.store_url.clone();
+        // A limit applies after deletes, so it is not the source's to apply when any remain.
+        let limit = limit.filter(|_| !with_deletes);
+        let config = move || {
+            let mut source = ParquetSource::new(table_schema.clone())
+                .with_table_parquet_options(options.clone())
+                .with_parquet_file_reader_factory(pages.clone());
+            if let Some(predicate) = &predicate {
+                source = source.with_predicate(predicate.clone());
+            }
+            let groups = FileGroup::new(files.clone()).split_files(target_partitions);
+            (FileScanConfigBuilder::new(store_url.clone(), Arc::new(source)))
+                .with_file_groups(groups)
+                .with_expr_adapter(Some(by_field_id.clone()))
+                .with_projection_indices(Some(read.clone()))
+                .expect("a projection of the table's columns, checked above")
+                .with_limit(limit)
+                .build()
+        };
+        if !with_deletes {
+            return Ok(self.explained(counts, (Files::scan(Box::new(config)), located)));
+        }
+        let config = config();
         let files = DataSourceExec::from_data_source(config);
         let output = (0..wanted.len()).collect();
         let deleting = EqualityDeleteExec::new(files, deletes, key_columns, output)?;
