@@ -175,11 +175,15 @@ impl Loaded {
         let entries = &self.files.get(path)?.entries;
         let mut walked = Vec::with_capacity(metadata.num_row_groups());
         let mut first_row = 0u64;
+        // The entries are in row order, as the row groups are: one pass over both (a search
+        // of the entries per row group was quadratic in a file's row groups).
+        let mut entries = (entries.iter()).map(|(part, i)| &part[*i]).peekable();
         for group in metadata.row_groups() {
             let rows = u64::try_from(group.num_rows()).ok()?;
-            let entry = (entries.iter())
-                .map(|(part, i)| &part[*i])
-                .find(|e| e.first_row == first_row && e.rows == rows)?;
+            while (entries.peek()).is_some_and(|e| (e.first_row, e.rows) < (first_row, rows)) {
+                entries.next();
+            }
+            let entry = (entries.peek()).filter(|e| (e.first_row, e.rows) == (first_row, rows))?;
             let pages = &entry.map.as_ref()?.pages;
             if pages.len() != group.num_columns() || pages.iter().any(Vec::is_empty) {
                 return None;
@@ -898,6 +902,67 @@ mod tests {
                 footer.offset_index().is_none(),
                 "the walked pages were given"
             );
+        }
+    }
+
+    /// The walked pages of a file of several row groups are each row group's own, found in one
+    /// pass over the file's entries in row order, whatever order the parts held them in and
+    /// with a row group indexed twice (by passes that raced).
+    #[tokio::test(flavor = "multi_thread")]
+    async fn each_row_group_gets_its_own_walked_pages() {
+        let rows = 5_000i64;
+        let batch = RecordBatch::try_from_iter([(
+            "k",
+            Arc::new(Int64Array::from_iter_values(0..rows)) as _,
+        )])
+        .unwrap();
+        let properties = WriterProperties::builder()
+            .set_offset_index_disabled(true)
+            .set_max_row_group_row_count(Some(2_000))
+            .set_data_page_row_count_limit(500)
+            .set_write_batch_size(100)
+            .build();
+        let (bytes, footer) = written(&batch, properties);
+        assert_eq!(footer.num_row_groups(), 3);
+        let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+        let path = Path::from("data/f.parquet");
+        let size = bytes.len() as u64;
+        store.put(&path, PutPayload::from(bytes)).await.unwrap();
+        let (mut entries, mut first_row) = (Vec::new(), 0);
+        for group in footer.row_groups() {
+            let rows = group.num_rows() as u64;
+            let pages = column_pages(store.clone(), path.clone(), group.column(0).clone(), rows)
+                .await
+                .unwrap()
+                .unwrap();
+            let entry = IndexedFileEntry {
+                path: path.to_string(),
+                record_count: 5_000,
+                file_size: size,
+                first_row,
+                rows,
+                sidecar: Sidecar::open(sidecar::encode(&[]).unwrap().into()).unwrap(),
+                map: Some(RowGroupMap {
+                    slice_starts: vec![0],
+                    keys: vec![],
+                    pages: vec![pages],
+                }),
+                bytes: 0,
+            };
+            entries.extend([entry.clone(), entry]);
+            first_row += rows;
+        }
+        entries.reverse();
+        let parts = HashMap::from([(path.clone(), Arc::new(entries))]);
+        let loaded = Loaded::new(vec![], parts);
+        let walked = loaded.walked_pages(path.as_ref(), &footer).unwrap();
+        assert_eq!(walked.len(), 3);
+        for (group, pages) in footer.row_groups().iter().zip(&walked) {
+            let pages = &pages[0];
+            assert_eq!(pages.len() as u64, (group.num_rows() as u64).div_ceil(500));
+            let (start, length) = group.column(0).byte_range();
+            assert!((pages.iter()).all(|p| p.offset >= start && p.offset < start + length));
+            assert_eq!(pages[0].first_row, 0, "rows counted within the row group");
         }
     }
 }
