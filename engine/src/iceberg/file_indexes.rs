@@ -802,23 +802,14 @@ mod tests {
         walked: impl FnOnce(Vec<PageLocation>, u64) -> Vec<PageLocation>,
     ) -> (IndexedPagesFactory, Arc<FileMetadataCache>, Path, u64) {
         let rows = 5_000i64;
-        let batch = RecordBatch::try_from_iter([(
-            "k",
-            Arc::new(Int64Array::from_iter_values(0..rows)) as _,
-        )])
-        .unwrap();
         let properties = WriterProperties::builder()
             .set_statistics_enabled(EnabledStatistics::Chunk)
             .set_offset_index_disabled(true)
             .set_data_page_row_count_limit(1000)
             .set_write_batch_size(100)
             .build();
-        let (bytes, footer) = written(&batch, properties);
+        let (store, path, size, footer) = stored(rows, properties).await;
         assert!(footer.offset_index().is_none());
-        let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
-        let path = Path::from("data/f.parquet");
-        let size = bytes.len() as u64;
-        store.put(&path, PutPayload::from(bytes)).await.unwrap();
         let column = footer.row_group(0).column(0).clone();
         let pages = column_pages(store.clone(), path.clone(), column, rows as u64)
             .await
@@ -851,6 +842,25 @@ mod tests {
         let factory =
             IndexedPagesFactory::new((store, &url), footers.clone(), None, Arc::new(loaded), 8192);
         (factory, footers, path, size)
+    }
+
+    /// A Parquet file of one column `k` holding `0..rows`, written with `properties` into an
+    /// in-memory store: the store, its path and size, and its footer.
+    async fn stored(
+        rows: i64,
+        properties: WriterProperties,
+    ) -> (Arc<dyn ObjectStore>, Path, u64, Arc<ParquetMetaData>) {
+        let batch = RecordBatch::try_from_iter([(
+            "k",
+            Arc::new(Int64Array::from_iter_values(0..rows)) as _,
+        )])
+        .unwrap();
+        let (bytes, footer) = written(&batch, properties);
+        let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+        let path = Path::from("data/f.parquet");
+        let size = bytes.len() as u64;
+        store.put(&path, PutPayload::from(bytes)).await.unwrap();
+        (store, path, size, footer)
     }
 
     /// The footer a reader of the file at `path`, `size` bytes, made by `factory` is given.
@@ -910,24 +920,14 @@ mod tests {
     /// with a row group indexed twice (by passes that raced).
     #[tokio::test(flavor = "multi_thread")]
     async fn each_row_group_gets_its_own_walked_pages() {
-        let rows = 5_000i64;
-        let batch = RecordBatch::try_from_iter([(
-            "k",
-            Arc::new(Int64Array::from_iter_values(0..rows)) as _,
-        )])
-        .unwrap();
         let properties = WriterProperties::builder()
             .set_offset_index_disabled(true)
             .set_max_row_group_row_count(Some(2_000))
             .set_data_page_row_count_limit(500)
             .set_write_batch_size(100)
             .build();
-        let (bytes, footer) = written(&batch, properties);
+        let (store, path, size, footer) = stored(5_000, properties).await;
         assert_eq!(footer.num_row_groups(), 3);
-        let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
-        let path = Path::from("data/f.parquet");
-        let size = bytes.len() as u64;
-        store.put(&path, PutPayload::from(bytes)).await.unwrap();
         let (mut entries, mut first_row) = (Vec::new(), 0);
         for group in footer.row_groups() {
             let rows = group.num_rows() as u64;
