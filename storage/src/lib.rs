@@ -19,7 +19,7 @@ mod write;
 
 pub use attached_index::{
     AttachedIndexDef, AttachedIndexes, IndexedFile, IndexedFileEntry, KeptEntries, PageLocation,
-    RowGroupMap,
+    Part, PartKeys, PartLocator, RowGroupMap,
 };
 pub use catalog::{Catalog, DEFAULT_DATABASE};
 pub use error::{Result, StorageError};

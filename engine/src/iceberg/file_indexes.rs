@@ -1,9 +1,11 @@
-//! The indexes of attached tables as this process holds them: every part of every index of a
-//! table, loaded whole and kept, by data file, so a lookup probes them in memory. Parts and data
-//! files never change, so what was loaded stays true; what can change is which parts exist (a
-//! pass of the indexer, an index created or dropped), and that is listed again at most every
-//! [`RELIST_AFTER`], or at once after this process changed it. A listing that fails keeps what
-//! was loaded; a part that cannot be read is left out, so its files are read unpruned.
+//! The indexes of attached tables as this process holds them: every part of every index of a table,
+//! loaded whole and kept, by data file, so a lookup probes them in memory: a part's locator once
+//! per key where the part has one (format 4), which names the key's row group and slice, and the
+//! filters of a file's row groups for a key it places in several (or for every key, in an older
+//! part). Parts and data files never change, so what was loaded stays true; what can change is
+//! which parts exist (a pass of the indexer, an index created or dropped), and that is listed again
+//! at most every [`RELIST_AFTER`], or at once after this process changed it. A listing that fails
+//! keeps what was loaded; a part that cannot be read is left out, so its files are read unpruned.
 //!
 //! A worker keeps only the entries of the data files it owns ([`Share`]): a coordinator sends
 //! each file's lookups to its owner by rendezvous, so the rest would be memory no lookup of this
@@ -26,10 +28,10 @@ use datafusion::physical_expr::utils::{Guarantee, LiteralGuarantee};
 use object_store::path::Path;
 use sieve_iceberg::DataFile;
 use sieve_index::filter::ColumnFilter;
+use sieve_index::locator::Location;
 use sieve_index::{SliceMap, SliceOf};
 use sieve_storage::{
-    AttachedIndexDef, AttachedIndexes, IndexedFileEntry, KeptEntries, PageLocation, Result,
-    RowGroupMap,
+    AttachedIndexDef, AttachedIndexes, KeptEntries, PageLocation, Part, Result, RowGroupMap,
 };
 
 use crate::cluster::placement::Placement;
@@ -56,13 +58,13 @@ struct KeptFooters {
 }
 
 /// An entry of a loaded part: the part, and the entry's place in it.
-type EntryAt = (Arc<Vec<IndexedFileEntry>>, usize);
+type EntryAt = (Arc<Part>, usize);
 
 /// What one table's indexes say, as last listed.
 #[derive(Debug, Default)]
 pub struct Loaded {
     pub defs: Vec<AttachedIndexDef>,
-    parts: HashMap<Path, Arc<Vec<IndexedFileEntry>>>,
+    parts: HashMap<Path, Arc<Part>>,
     /// Per data file path, the entries of the parts that cover it and what they cover.
     files: HashMap<String, FileEntries>,
     /// Footers with the offset index of their files' walked pages ([`Self::footer_with_pages`]).
@@ -70,10 +72,10 @@ pub struct Loaded {
 }
 
 impl Loaded {
-    fn new(defs: Vec<AttachedIndexDef>, parts: HashMap<Path, Arc<Vec<IndexedFileEntry>>>) -> Self {
+    fn new(defs: Vec<AttachedIndexDef>, parts: HashMap<Path, Arc<Part>>) -> Self {
         let mut entries: HashMap<String, Vec<_>> = HashMap::new();
         for part in parts.values() {
-            for (i, entry) in part.iter().enumerate() {
+            for (i, entry) in part.entries.iter().enumerate() {
                 entries
                     .entry(entry.path.clone())
                     .or_default()
@@ -83,10 +85,14 @@ impl Loaded {
         let files = (entries.into_iter())
             .map(|(path, mut entries)| {
                 // In row order once here, not per lookup: coverage is worked out in this order.
-                entries.sort_by_key(|(part, i)| (part[*i].first_row, part[*i].rows));
+                entries.sort_by_key(|(part, i)| {
+                    let entry = &part.entries[*i];
+                    (entry.first_row, entry.rows)
+                });
                 let coverage = Coverage::of(&entries);
-                let walked = (entries.iter())
-                    .any(|(part, i)| part[*i].map.as_ref().is_some_and(|m| !m.pages.is_empty()));
+                let walked = (entries.iter()).any(|(part, i)| {
+                    (part.entries[*i].map.as_ref()).is_some_and(|m| !m.pages.is_empty())
+                });
                 let file = FileEntries {
                     entries,
                     coverage,
@@ -107,11 +113,7 @@ impl Loaded {
     /// in a version 1 part), its filter and its map from key to slice if it has one, in row
     /// order; None unless entries built from the file as the manifest now describes it cover
     /// every row.
-    fn entries(
-        &self,
-        file: &DataFile,
-        column: &str,
-    ) -> Option<impl ExactSizeIterator<Item = RowGroupIndex<'_>>> {
+    fn coverage(&self, file: &DataFile, column: &str) -> Option<(&Coverage, &[EntryAt])> {
         let FileEntries {
             entries, coverage, ..
         } = self.files.get(file.path.as_ref())?;
@@ -119,7 +121,7 @@ impl Loaded {
             (c.record_count, c.file_size) == (file.record_count, file.file_size)
                 && c.column == column
         })?;
-        Some((coverage.row_groups.iter()).map(move |group| RowGroupIndex { group, entries }))
+        Some((coverage, entries))
     }
 
     /// The footer of the file at `path` that `build` makes of its walked pages
@@ -177,7 +179,9 @@ impl Loaded {
         let mut first_row = 0u64;
         // The entries are in row order, as the row groups are: one pass over both (a search
         // of the entries per row group was quadratic in a file's row groups).
-        let mut entries = (entries.iter()).map(|(part, i)| &part[*i]).peekable();
+        let mut entries = (entries.iter())
+            .map(|(part, i)| &part.entries[*i])
+            .peekable();
         for group in metadata.row_groups() {
             let rows = u64::try_from(group.num_rows()).ok()?;
             while (entries.peek()).is_some_and(|e| (e.first_row, e.rows) < (first_row, rows)) {
@@ -203,7 +207,7 @@ impl Loaded {
 
     /// Whether an index covers each of `columns` in `file`.
     pub fn covers_columns(&self, file: &DataFile, columns: &[String]) -> bool {
-        columns.iter().all(|c| self.entries(file, c).is_some())
+        columns.iter().all(|c| self.coverage(file, c).is_some())
     }
 
     /// The indexed columns' guarantees of `predicate` over `schema`, as the hashes a file must
@@ -230,26 +234,70 @@ impl Loaded {
     }
 
     /// The rows of `file` that may hold a row every probe allows: the slices (or row groups)
-    /// no probe's filter or map rules out, with how many row groups they left out; None when
-    /// no probe's column is indexed in the file (every row may). Empty only when an index
-    /// built from this very file rules a probe's keys out of each of its row groups.
-    pub fn matching_rows(&self, file: &DataFile, probes: &[Probe]) -> Option<MatchingRows> {
+    /// no probe's locator, filter or map rules out, with how many row groups they left out;
+    /// None when no probe's column is indexed in the file (every row may). Empty only when an
+    /// index built from this very file rules a probe's keys out of each of its row groups.
+    /// `located` keeps the locators' answers for the lookup's other files.
+    pub fn matching_rows(
+        &self,
+        file: &DataFile,
+        probes: &[Probe],
+        located: &mut Located,
+    ) -> Option<MatchingRows> {
         let mut matching: Option<(Vec<Range<u64>>, usize)> = None;
         let mut every_probe = true;
         for probe in probes {
-            let Some(entries) = self.entries(file, &probe.column) else {
+            let Some((coverage, entries)) = self.coverage(file, &probe.column) else {
                 every_probe = false;
                 continue;
             };
-            let total = entries.len();
-            let mut ranges: Vec<Range<u64>> = Vec::new();
-            let mut admitted = 0;
-            for group in entries {
-                let before = ranges.len();
-                group.rows_for(&probe.hashes, &mut ranges);
-                admitted += usize::from(ranges.len() > before);
+            let groups = &coverage.row_groups;
+            // The row groups the locator named, each with a slice (None: all of it), and the
+            // hashes it could not place in one row group, which every row group is asked of.
+            let mut named: Vec<(usize, Option<u32>)> = Vec::new();
+            let mut unplaced = Vec::new();
+            match &coverage.locator {
+                Some(locator) => {
+                    for &hash in &probe.hashes {
+                        let (block, slice) = match located.location(locator, hash) {
+                            Some(Location::Absent) => continue,
+                            Some(Location::Slice { block, slice }) => (block, Some(slice)),
+                            Some(Location::Block(block)) => (block, None),
+                            Some(Location::Blocks) | None => {
+                                unplaced.push(hash);
+                                continue;
+                            }
+                        };
+                        named.extend(locator.group_of(block).map(|g| (g, slice)));
+                    }
+                }
+                None => unplaced.clone_from(&probe.hashes),
             }
-            let left_out = total - admitted;
+            named.sort_unstable();
+            let mut visited: Vec<usize> = named.iter().map(|(g, _)| *g).collect();
+            visited.dedup();
+            if !unplaced.is_empty() {
+                visited = (0..groups.len()).collect();
+            }
+            let mut ranges: Vec<Range<u64>> = Vec::new();
+            let (mut admitted, mut next) = (0, 0);
+            for g in visited {
+                let mut wanted = Wanted::default();
+                while let Some(&(_, slice)) = named.get(next).filter(|(at, _)| *at == g) {
+                    match slice {
+                        Some(slice) => wanted.slices.push(slice),
+                        None => wanted.whole = true,
+                    }
+                    next += 1;
+                }
+                let group = RowGroupIndex {
+                    group: &groups[g],
+                    entries,
+                };
+                group.probe(&unplaced, &mut wanted);
+                admitted += usize::from(group.push_rows(wanted, &mut ranges));
+            }
+            let left_out = groups.len() - admitted;
             matching = Some(match matching {
                 None => (ranges, left_out),
                 Some((before, before_left_out)) => {
@@ -286,6 +334,79 @@ struct Coverage {
     column: String,
     /// Each row group, in row order.
     row_groups: Vec<CoveredGroup>,
+    /// The locator of the part all the row groups are in, where they are in one part and it
+    /// locates the column.
+    locator: Option<CoverLocator>,
+}
+
+/// A part's locator as one file's coverage of a column asks it.
+#[derive(Debug)]
+struct CoverLocator {
+    part: Arc<Part>,
+    /// The column's place in the locator.
+    column: usize,
+    /// Each of the file's row groups' block in the locator (its entry's place in the part) and
+    /// its place in the coverage's row groups, by block.
+    blocks: Vec<(u32, usize)>,
+}
+
+impl CoverLocator {
+    /// Where `entries` (the file's) say `row_groups` are, if they are all in one part with a
+    /// locator of `column`.
+    fn of(entries: &[EntryAt], row_groups: &[CoveredGroup], column: &str) -> Option<Self> {
+        let part = &entries[row_groups.first()?.entry].0;
+        let located = part.locator.as_ref()?.column(column)?;
+        let mut blocks = Vec::with_capacity(row_groups.len());
+        for (g, group) in row_groups.iter().enumerate() {
+            let (in_part, i) = &entries[group.entry];
+            if !Arc::ptr_eq(in_part, part) {
+                return None;
+            }
+            blocks.push((u32::try_from(*i).ok()?, g));
+        }
+        blocks.sort_unstable();
+        Some(Self {
+            part: part.clone(),
+            column: located,
+            blocks,
+        })
+    }
+
+    /// The row group (its place in the coverage) that is `block`: None for a block of another
+    /// file.
+    fn group_of(&self, block: u32) -> Option<usize> {
+        let at = self.blocks.binary_search_by_key(&block, |(b, _)| *b).ok()?;
+        Some(self.blocks[at].1)
+    }
+}
+
+/// The locators' answers a lookup got, for the lookup's other files in the same parts: a part
+/// holds many files, and its locator is asked once per key, not once per key and file.
+#[derive(Debug, Default)]
+pub struct Located {
+    /// By the part (its address while the lookup holds it), the column's place and the hash,
+    /// the answer (None: a damaged page, so the filters are asked).
+    answers: HashMap<(usize, usize, u64), Option<Location>>,
+}
+
+impl Located {
+    fn location(&mut self, locator: &CoverLocator, hash: u64) -> Option<Location> {
+        let part = Arc::as_ptr(&locator.part) as usize;
+        let key = (part, locator.column, hash);
+        if let Some(found) = self.answers.get(&key) {
+            return *found;
+        }
+        let in_part = locator.part.locator.as_ref()?;
+        let answer = match in_part.locate(locator.column, hash) {
+            Ok(location) => Some(location),
+            Err(e) => {
+                log::warn!("an index part's locator is damaged, its filters are asked: {e}");
+                None
+            }
+        };
+        self.answers.insert(key, answer);
+        answer
+    }
 }
 
 /// A row group of a file as one column's entries cover it: what probing it takes, kept in one
@@ -312,7 +433,7 @@ impl Coverage {
     fn of(entries: &[EntryAt]) -> Vec<Self> {
         let mut covers: Vec<Self> = Vec::new();
         for (e, (part, i)) in entries.iter().enumerate() {
-            let entry = &part[*i];
+            let entry = &part.entries[*i];
             for (at, column) in entry.sidecar.columns().iter().enumerate() {
                 let wanted = (entry.record_count, entry.file_size, column.column.as_str());
                 let found = (covers.iter_mut())
@@ -325,6 +446,7 @@ impl Coverage {
                             file_size: entry.file_size,
                             column: column.column.clone(),
                             row_groups: Vec::new(),
+                            locator: None,
                         });
                         covers.last_mut().expect("pushed")
                     }
@@ -352,6 +474,9 @@ impl Coverage {
             }
             next == c.record_count && !c.row_groups.is_empty()
         });
+        for cover in &mut covers {
+            cover.locator = CoverLocator::of(entries, &cover.row_groups, &cover.column);
+        }
         covers
     }
 }
@@ -364,40 +489,60 @@ struct RowGroupIndex<'a> {
 }
 
 impl RowGroupIndex<'_> {
+    /// The row group's map, if it has one.
+    fn map(&self) -> Option<&RowGroupMap> {
+        let (part, i) = &self.entries[self.group.entry];
+        part.entries[*i].map.as_ref()
+    }
+
     /// The row group's map and its map from this column's keys to slices, if it has them.
     fn slices(&self) -> Option<(&RowGroupMap, &SliceMap)> {
-        let (part, i) = &self.entries[self.group.entry];
-        let map = part[*i].map.as_ref()?;
+        let map = self.map()?;
         Some((map, map.keys.get(self.group.at)?))
     }
 
-    /// Appends to `ranges` the rows of the row group that may hold one of `hashes`, sorted and
-    /// not overlapping: each key's slice, the whole row group for a key in several, none for
-    /// keys its filter or its map rules out.
-    fn rows_for(&self, hashes: &[u64], ranges: &mut Vec<Range<u64>>) {
+    /// Adds to `wanted` what the row group's filter and map say of `hashes`: each key's slice,
+    /// the whole row group for a key in several, nothing for keys they rule out.
+    fn probe(&self, hashes: &[u64], wanted: &mut Wanted) {
         let group = self.group;
         let mut admitted = hashes.iter().filter(|&&h| group.filter.may_contain(h));
         let Some(first) = admitted.next() else {
             return;
         };
-        let Some((map, keys)) = self.slices() else {
-            ranges.push(group.rows.clone());
+        let Some((_, keys)) = self.slices() else {
+            wanted.whole = true;
             return;
         };
-        let mut slices = Vec::with_capacity(hashes.len());
         for &hash in std::iter::once(first).chain(admitted) {
             match keys.slice_of(hash) {
-                SliceOf::One(slice) => slices.push(slice),
+                SliceOf::One(slice) => wanted.slices.push(slice),
                 SliceOf::Several => {
-                    ranges.push(group.rows.clone());
+                    wanted.whole = true;
                     return;
                 }
                 SliceOf::Absent => {}
             }
         }
+    }
+
+    /// Appends to `ranges` the rows `wanted` names, sorted and not overlapping; whether it
+    /// named any. A slice the row group has no map of, or past its slices (a locator's answer
+    /// for a key it never held), is the whole row group.
+    fn push_rows(&self, wanted: Wanted, ranges: &mut Vec<Range<u64>>) -> bool {
+        let Wanted { whole, mut slices } = wanted;
+        if !whole && slices.is_empty() {
+            return false;
+        }
+        let group = &self.group.rows;
+        let map = self.map();
+        let known = |s: &u32| map.is_some_and(|m| (*s as usize) < m.slice_starts.len());
+        let (Some(map), false) = (map, whole || !slices.iter().all(known)) else {
+            ranges.push(group.clone());
+            return true;
+        };
         slices.sort_unstable();
         slices.dedup();
-        let (start, rows) = (group.rows.start, group.rows.end - group.rows.start);
+        let (start, rows) = (group.start, group.end - group.start);
         let first = ranges.len();
         for slice in slices {
             let within = map.slice_rows(slice, rows);
@@ -407,7 +552,15 @@ impl RowGroupIndex<'_> {
                 _ => ranges.push(range),
             }
         }
+        true
     }
+}
+
+/// What a lookup reads of one row group: all of it, or the slices named.
+#[derive(Debug, Default)]
+struct Wanted {
+    whole: bool,
+    slices: Vec<u32>,
 }
 
 /// The rows of a file an index leaves to read.
@@ -549,8 +702,11 @@ impl FileIndexes {
                     None if !self.maps => " (filters only, to route reads to workers)".into(),
                     None => String::new(),
                 };
-                let bytes: usize = (loaded.parts.values().flat_map(|p| p.iter()))
-                    .map(|e| e.bytes)
+                let bytes: usize = (loaded.parts.values())
+                    .map(|p| {
+                        let entries: usize = p.entries.iter().map(|e| e.bytes).sum();
+                        entries + p.locator.as_ref().map_or(0, |l| l.held())
+                    })
                     .sum();
                 log::info!(
                     "indexes of attached table {table_uuid} loaded: entries of {} data files, \
@@ -601,8 +757,8 @@ impl FileIndexes {
                     maps: self.maps || share.is_some(),
                 };
                 match self.store.read_part(&path, keep).await {
-                    Ok(entries) => {
-                        parts.insert(path, Arc::new(entries));
+                    Ok(part) => {
+                        parts.insert(path, Arc::new(part));
                     }
                     Err(e) => log::warn!("index part {path} unusable, its files are read: {e}"),
                 }
@@ -629,9 +785,10 @@ mod tests {
     use datafusion::physical_plan::metrics::ExecutionPlanMetricsSet;
     use object_store::memory::InMemory;
     use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
+    use sieve_index::locator::block_keys;
     use sieve_index::retrieval::Scratch;
     use sieve_index::{ColumnHashes, ColumnIndex, FilterKind, Sidecar, sidecar};
-    use sieve_storage::Storage;
+    use sieve_storage::{IndexedFile, IndexedFileEntry, PartKeys, Storage};
 
     use super::super::indexed_pages::IndexedPagesFactory;
     use super::super::page_walk::column_pages;
@@ -668,6 +825,142 @@ mod tests {
         for (key, (_, view)) in indexes.tables.lock().unwrap().iter() {
             assert_eq!(view.try_lock().unwrap().listed.is_none(), key.0 == "t");
         }
+    }
+
+    /// A part's locator reads the slice of every key present (a key in one slice, in several
+    /// slices of a row group, in row groups of two files), which its filters and maps read too,
+    /// and fewer rows for absent keys: one probe of the part's locator against a filter per row
+    /// group.
+    #[tokio::test]
+    async fn a_part_locator_reads_what_the_filters_read_and_fewer_absent_keys() {
+        let hash = |i: u64| xxhash_rust::xxh3::xxh3_64(&i.to_le_bytes());
+        let (groups, rows, slice_rows) = (5u64, 4_000u64, 1_000u64);
+        // Row groups 0-2 are file a's, 3-4 file b's; key i is in row i / rows, slice by row,
+        // except key 7 (also in b's last row group) and key 8 (also in its group's last slice).
+        let keys_of = |g: u64| {
+            let mut keys: Vec<(u64, u32)> = (g * rows..(g + 1) * rows)
+                .map(|i| (hash(i), ((i % rows) / slice_rows) as u32))
+                .collect();
+            match g {
+                0 => keys.push((hash(8), 3)),
+                4 => keys.push((hash(7), 2)),
+                _ => {}
+            }
+            keys
+        };
+        let file_of = |g: u64| if g < 3 { ("a", 0) } else { ("b", 3) };
+        let mut files = Vec::new();
+        let mut part_keys = PartKeys::new(&["k".to_string()], (groups * rows) as usize + 2);
+        let mut scratch = Scratch::default();
+        for g in 0..groups {
+            let keyed = keys_of(g);
+            let hashes = ColumnHashes {
+                hashes: keyed.iter().map(|(h, _)| *h).collect(),
+                has_null: false,
+            };
+            let (hashes_only, slices): (Vec<u64>, Vec<u32>) = keyed.iter().copied().unzip();
+            part_keys
+                .add_entry(vec![block_keys(&hashes_only, &slices, 1)], 4)
+                .unwrap();
+            let filter = ColumnIndex::build("k", FilterKind::Xor8, hashes);
+            let (path, first) = file_of(g);
+            let record_count = if path == "a" { 3 * rows } else { 2 * rows };
+            files.push(IndexedFile {
+                path: path.into(),
+                record_count,
+                file_size: 1,
+                first_row: (g - first) * rows,
+                rows,
+                sidecar: sidecar::encode(&[filter]).unwrap(),
+                map: Some(RowGroupMap {
+                    slice_starts: (0..4).map(|s| s * slice_rows).collect(),
+                    keys: vec![SliceMap::build(keyed, 4, &mut scratch).unwrap()],
+                    pages: vec![],
+                }),
+            });
+        }
+        let locator = part_keys.build().unwrap();
+        let store = AttachedIndexes::new(Storage::in_memory());
+        let def = AttachedIndexDef {
+            name: "ix".into(),
+            id: "1".into(),
+            catalog: "lake".into(),
+            namespace: "ns".into(),
+            table: "t".into(),
+            table_uuid: "u".into(),
+            columns: vec!["k".into()],
+            field_ids: vec![1],
+            filter: FilterKind::Xor8,
+            created_ms: 0,
+        };
+        let mut views = Vec::new();
+        for locator in [Some(locator.as_slice()), None] {
+            let path = store.write_part(&def, &files, locator).await.unwrap();
+            let part = store.read_part(&path, KeptEntries::ALL).await.unwrap();
+            assert_eq!(part.locator.is_some(), locator.is_some());
+            views.push(Loaded::new(vec![], HashMap::from([(path, Arc::new(part))])));
+        }
+        let data_file = |path: &str, record_count| DataFile {
+            path: Path::from(path),
+            record_count,
+            file_size: 1,
+            deleted: None,
+            bounds: Default::default(),
+            equality_deletes: None,
+        };
+        let data_files = [data_file("a", 3 * rows), data_file("b", 2 * rows)];
+        // Each file's ranges for `keys`, through one lookup's `Located`.
+        let read = |loaded: &Loaded, keys: &[u64]| {
+            let mut located = Located::default();
+            let probe = Probe {
+                column: "k".into(),
+                table_column: "k".into(),
+                hashes: keys.iter().map(|&k| hash(k)).collect(),
+            };
+            (data_files.iter())
+                .map(|f| {
+                    let probes = std::slice::from_ref(&probe);
+                    loaded
+                        .matching_rows(f, probes, &mut located)
+                        .unwrap()
+                        .ranges
+                })
+                .collect::<Vec<_>>()
+        };
+        let (with, without) = (&views[0], &views[1]);
+        assert_eq!(read(with, &[7]), [vec![0..1000], vec![6000..7000]]);
+        assert_eq!(read(with, &[8]), [vec![0..4000], vec![]]);
+        assert_eq!(
+            read(with, &[4001, 17_999]),
+            [vec![4000..5000], vec![5000..6000]]
+        );
+        // Every other key: its own slice, which the filters read too (with their false
+        // positives in other row groups).
+        for key in (0..groups * rows)
+            .filter(|k| ![7, 8].contains(k))
+            .step_by(13)
+        {
+            let (g, slice) = (key / rows, (key % rows) / slice_rows);
+            let start = (g - file_of(g).1) * rows + slice * slice_rows;
+            let mut own = [vec![], vec![]];
+            own[usize::from(g >= 3)] = vec![start..start + slice_rows];
+            assert_eq!(read(with, &[key]), own, "key {key}");
+            let filters = read(without, &[key]);
+            assert!((own.iter().zip(&filters)).all(|(o, f)| o.iter().all(|r| f.contains(r))));
+        }
+        let absent: Vec<u64> = (1_000_000..1_020_000).collect();
+        let reads = |loaded| {
+            (absent.iter().map(|&k| read(loaded, &[k])))
+                .filter(|ranges| ranges.iter().any(|r| !r.is_empty()))
+                .count()
+        };
+        let (with, without) = (reads(with), reads(without));
+        // ~60 against ~290: a false positive of the part's one locator, against one of five
+        // row groups' filters (each then ruled out by its map in 2 of 8).
+        assert!(
+            with * 2 < without,
+            "absent keys read: {with} with, {without} without"
+        );
     }
 
     /// A key its row group's filter admits but whose map value names no slice is not read (the
@@ -710,7 +1003,13 @@ mod tests {
             .collect();
         let loaded = Loaded::new(
             vec![],
-            HashMap::from([(path.clone(), Arc::new(vec![entry]))]),
+            HashMap::from([(
+                path.clone(),
+                Arc::new(Part {
+                    entries: vec![entry],
+                    locator: None,
+                }),
+            )]),
         );
         let file = DataFile {
             path,
@@ -726,7 +1025,10 @@ mod tests {
                 table_column: "k".into(),
                 hashes: vec![h],
             };
-            loaded.matching_rows(&file, &[probe]).unwrap().ranges
+            loaded
+                .matching_rows(&file, &[probe], &mut Located::default())
+                .unwrap()
+                .ranges
         };
         for i in (0..rows).step_by(7) {
             let slice = i / slice_rows * slice_rows;
@@ -774,6 +1076,10 @@ mod tests {
             entry("c", now, (0, 50)),
             entry("c", (50, 8), (50, 50)), // an older version's row group
         ];
+        let part = Part {
+            entries: part,
+            locator: None,
+        };
         let loaded = Loaded::new(vec![], HashMap::from([(Path::from("p"), Arc::new(part))]));
         let file = |path: &str, (record_count, file_size)| DataFile {
             path: Path::from(path),
@@ -784,7 +1090,12 @@ mod tests {
             equality_deletes: None,
         };
         let rows = |f: &DataFile, column: &str| {
-            (loaded.entries(f, column)).map(|e| e.map(|g| g.group.rows.clone()).collect::<Vec<_>>())
+            (loaded.coverage(f, column)).map(|(c, _)| {
+                c.row_groups
+                    .iter()
+                    .map(|g| g.rows.clone())
+                    .collect::<Vec<_>>()
+            })
         };
         assert_eq!(rows(&file("a", now), "k"), Some(vec![0..60, 60..100]));
         assert_eq!(rows(&file("a", now), "j"), None);
@@ -832,7 +1143,13 @@ mod tests {
         };
         let loaded = Loaded::new(
             vec![],
-            HashMap::from([(path.clone(), Arc::new(vec![entry]))]),
+            HashMap::from([(
+                path.clone(),
+                Arc::new(Part {
+                    entries: vec![entry],
+                    locator: None,
+                }),
+            )]),
         );
         assert!(loaded.walked(path.as_ref()));
         let footers = RuntimeEnv::default()
@@ -953,7 +1270,11 @@ mod tests {
             first_row += rows;
         }
         entries.reverse();
-        let parts = HashMap::from([(path.clone(), Arc::new(entries))]);
+        let part = Part {
+            entries,
+            locator: None,
+        };
+        let parts = HashMap::from([(path.clone(), Arc::new(part))]);
         let loaded = Loaded::new(vec![], parts);
         let walked = loaded.walked_pages(path.as_ref(), &footer).unwrap();
         assert_eq!(walked.len(), 3);

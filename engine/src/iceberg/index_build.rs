@@ -5,8 +5,10 @@
 //! hold its key, not the whole file). Each row group is cut into slices at its columns' page
 //! boundaries, and a map from key to slice ([`RowGroupMap`]) lets a lookup read a slice's pages
 //! alone; for a file without a page index, its pages are walked from their headers
-//! ([`super::page_walk`]). A file's columns are found by field id ([`super::field_ids`]), so a
-//! column renamed since a file was written is still indexed from it.
+//! ([`super::page_walk`]). The files of one part get a locator over all their row groups
+//! ([`PartKeys`]): one probe names a key's row group and slice. A file's columns are found by
+//! field id ([`super::field_ids`]), so a column renamed since a file was written is still
+//! indexed from it.
 
 use std::sync::Arc;
 
@@ -28,13 +30,15 @@ use futures::{StreamExt, TryStreamExt};
 use object_store::ObjectStore;
 use object_store::path::Path;
 use sieve_iceberg::{DataFile, FileNames};
+use sieve_index::locator::{BlockKeys, block_keys};
 use sieve_index::retrieval::Scratch;
 use sieve_index::{ColumnHashes, ColumnIndex, FilterKind, SliceMap, sidecar};
-use sieve_storage::{IndexedFile, PageLocation, RowGroupMap};
+use sieve_storage::{IndexedFile, PageLocation, PartKeys, RowGroupMap};
 use tokio::task::JoinSet;
 
 use super::field_ids::{column_in_file, initial_value};
 use super::page_walk::column_pages;
+use crate::error::to_df;
 use crate::progress::WriteProgress;
 
 /// Rows decoded per batch: large, since only the key columns are decoded.
@@ -44,6 +48,9 @@ const BATCH_ROWS: usize = 64 * 1024;
 /// sorting the hashes makes (`sieve_index`'s `sort_by_hash`), and its hash and slice for the
 /// slice map.
 const BYTES_PER_VALUE: usize = 32;
+/// Bytes a file's build holds per distinct key until the file is done and its keys go to the
+/// part's locator: its hash and slice.
+const BYTES_PER_KEY: usize = 16;
 
 /// The fewest rows a slice holds: pages smaller than this are read a few at a time, so a row
 /// group of tiny pages does not make a slice map of many bits per key. The smallest slice
@@ -115,7 +122,7 @@ impl IndexSpec {
 /// read are added to `progress` as they are. What a file's build holds (its values' hashes, all
 /// of them at once, as a filter is built from all its keys) is reserved in `pool` as it grows,
 /// so a file too large for the budget fails with the pool's error. Dropping the future stops
-/// every task.
+/// every task. The entries come with the locator built over them, in their order.
 pub async fn index_files(
     store: Arc<dyn ObjectStore>,
     spec: Arc<IndexSpec>,
@@ -123,12 +130,15 @@ pub async fn index_files(
     parallelism: usize,
     progress: Arc<WriteProgress>,
     pool: Arc<dyn MemoryPool>,
-) -> Result<Vec<IndexedFile>> {
+) -> Result<IndexedPart> {
     let mut pending = files
         .iter()
         .map(|f| (f.path.clone(), f.record_count, f.file_size));
     let mut running = JoinSet::new();
     let mut built = Vec::with_capacity(files.len());
+    let columns: Vec<String> = spec.columns.iter().map(|c| c.indexed_as.clone()).collect();
+    let most_keys = files.iter().map(|f| f.record_count as usize).sum();
+    let mut keys = Some(PartKeys::new(&columns, most_keys));
     loop {
         while running.len() < parallelism.max(1) {
             let Some((path, record_count, file_size)) = pending.next() else {
@@ -137,32 +147,75 @@ pub async fn index_files(
             let (store, spec, progress) = (store.clone(), spec.clone(), progress.clone());
             let held = MemoryConsumer::new(format!("index of {path}")).register(&pool);
             running.spawn(async move {
-                let groups = index_file(store, &spec, &path, file_size, &progress, held).await?;
-                let entries = groups.into_iter().map(|group| IndexedFile {
-                    path: path.to_string(),
-                    record_count,
-                    file_size,
-                    first_row: group.first_row,
-                    rows: group.rows,
-                    sidecar: group.sidecar,
-                    map: group.map,
+                let groups = index_file(store, &spec, &path, &progress, file_size, &held).await?;
+                let entries = groups.into_iter().map(|group| {
+                    let file = IndexedFile {
+                        path: path.to_string(),
+                        record_count,
+                        file_size,
+                        first_row: group.first_row,
+                        rows: group.rows,
+                        sidecar: group.sidecar,
+                        map: group.map,
+                    };
+                    (file, group.keys, group.slices)
                 });
-                Ok::<_, DataFusionError>(entries.collect::<Vec<_>>())
+                Ok::<_, DataFusionError>((entries.collect::<Vec<_>>(), held))
             });
         }
-        match running.join_next().await {
-            Some(done) => built.extend(done.map_err(|e| exec_datafusion_err!("{e}"))??),
-            None => return Ok(built),
-        }
+        let Some(done) = running.join_next().await else {
+            break;
+        };
+        let (entries, held) = done.map_err(|e| exec_datafusion_err!("{e}"))??;
+        // Into the locator's keys in the entries' order, off the runtime (they may spill).
+        let mut adding = keys.take().expect("handed back");
+        let (adding, files) = tokio::task::spawn_blocking(move || {
+            let mut files = Vec::with_capacity(entries.len());
+            for (file, group_keys, slices) in entries {
+                adding.add_entry(group_keys, slices)?;
+                files.push(file);
+            }
+            Ok::<_, sieve_storage::StorageError>((adding, files))
+        })
+        .await
+        .map_err(|e| exec_datafusion_err!("{e}"))?
+        .map_err(to_df)?;
+        drop(held);
+        keys = Some(adding);
+        built.extend(files);
     }
+    let keys = keys.expect("handed back");
+    let locator = match built.is_empty() {
+        true => None,
+        false => Some(
+            tokio::task::spawn_blocking(move || keys.build())
+                .await
+                .map_err(|e| exec_datafusion_err!("{e}"))?
+                .map_err(to_df)?,
+        ),
+    };
+    Ok(IndexedPart {
+        files: built,
+        locator,
+    })
 }
 
-/// A row group's entry, as built.
+/// A part's entries as built, and its locator (none for a part of no entry).
+pub struct IndexedPart {
+    pub files: Vec<IndexedFile>,
+    pub locator: Option<Vec<u8>>,
+}
+
+/// A row group's entry, as built, and its keys for the part's locator.
 struct Group {
     first_row: u64,
     rows: u64,
     sidecar: Vec<u8>,
     map: Option<RowGroupMap>,
+    /// Per indexed column, its distinct keys, each with the slice it is in.
+    keys: Vec<BlockKeys>,
+    /// The row group's slices.
+    slices: u32,
 }
 
 /// A row group's hashes per indexed column as read, and which slice each run of them is in.
@@ -180,30 +233,29 @@ impl GroupHashes {
         }
     }
 
-    /// Each column's hashes with the slice of the row each came from.
-    fn by_slice(&self) -> Vec<Vec<(u64, u32)>> {
+    /// Each column's slice of each of its hashes.
+    fn slices(&self) -> Vec<Vec<u32>> {
         (self.hashes.iter().zip(&self.runs))
             .map(|(hashes, runs)| {
-                let mut from = 0;
-                let mut keyed = Vec::with_capacity(hashes.hashes.len());
+                let mut slices = Vec::with_capacity(hashes.hashes.len());
                 for &(to, slice) in runs {
-                    keyed.extend(hashes.hashes[from..to].iter().map(|&h| (h, slice)));
-                    from = to;
+                    slices.resize(to, slice);
                 }
-                keyed
+                slices
             })
             .collect()
     }
 }
 
-/// One file's row groups: each one's rows, sidecar and map.
+/// One file's row groups: each one's rows, sidecar, map and keys (held in `held` until the
+/// caller has them in the part's locator).
 async fn index_file(
     store: Arc<dyn ObjectStore>,
     spec: &IndexSpec,
     path: &Path,
-    file_size: u64,
     progress: &WriteProgress,
-    held: MemoryReservation,
+    file_size: u64,
+    held: &MemoryReservation,
 ) -> Result<Vec<Group>> {
     let file = PartitionedFile::new(path.to_string(), file_size);
     let reader: Box<dyn AsyncFileReader> = DefaultParquetFileReaderFactory::new(store.clone())
@@ -271,35 +323,41 @@ async fn index_file(
                 carried = Some(batch.slice(take, batch.num_rows() - take));
             }
         }
-        let (sidecar, keys) = build(spec, hashes, slice_starts.len() as u32).await?;
+        let slices = slice_starts.len() as u32;
+        let (sidecar, maps, keys) = build(spec, hashes, slices).await?;
         let pages = match pages {
             Some((pages, true)) => pages,
             _ => Vec::new(),
         };
-        let map = (keys.is_some() || !pages.is_empty()).then(|| RowGroupMap {
+        let map = (maps.is_some() || !pages.is_empty()).then(|| RowGroupMap {
             slice_starts,
-            keys: keys.unwrap_or_default(),
+            keys: maps.unwrap_or_default(),
             pages,
         });
+        held.shrink(
+            usize::try_from(rows_in_group).unwrap_or(0) * spec.columns.len() * BYTES_PER_VALUE,
+        );
+        held.try_grow(keys.iter().map(Vec::len).sum::<usize>() * BYTES_PER_KEY)?;
         groups.push(Group {
             first_row,
             rows: rows_in_group,
             sidecar,
             map,
+            keys,
+            slices,
         });
-        held.shrink(
-            usize::try_from(rows_in_group).unwrap_or(0) * spec.columns.len() * BYTES_PER_VALUE,
-        );
         first_row += rows_in_group;
     }
     if groups.is_empty() {
         // A file of no rows still gets its (empty) sidecar: it is then covered, never read.
-        let (sidecar, _) = build(spec, GroupHashes::new(spec.columns.len()), 1).await?;
+        let (sidecar, _, keys) = build(spec, GroupHashes::new(spec.columns.len()), 1).await?;
         groups.push(Group {
             first_row: 0,
             rows: 0,
             sidecar,
             map: None,
+            keys,
+            slices: 1,
         });
     }
     Ok(groups)
@@ -379,22 +437,30 @@ async fn build(
     spec: &IndexSpec,
     hashes: GroupHashes,
     slices: u32,
-) -> Result<(Vec<u8>, Option<Vec<SliceMap>>)> {
+) -> Result<(Vec<u8>, Option<Vec<SliceMap>>, Vec<BlockKeys>)> {
     let columns: Vec<String> = spec.columns.iter().map(|c| c.indexed_as.clone()).collect();
     let filter = spec.filter;
     tokio::task::spawn_blocking(move || {
-        let keys = (slices > 1)
+        let of_rows = hashes.slices();
+        // Each slice is its own unit here, as a slice of rows is the locator's.
+        let keys: Vec<BlockKeys> = (hashes.hashes.iter().zip(&of_rows))
+            .map(|(hashes, slices)| block_keys(&hashes.hashes, slices, 1))
+            .collect();
+        let maps = (slices > 1)
             .then(|| {
                 let mut scratch = Scratch::default();
-                (hashes.by_slice().into_iter())
-                    .map(|keyed| SliceMap::build(keyed, slices, &mut scratch))
+                (hashes.hashes.iter().zip(of_rows))
+                    .map(|(hashes, of_rows)| {
+                        let keyed = hashes.hashes.iter().copied().zip(of_rows).collect();
+                        SliceMap::build(keyed, slices, &mut scratch)
+                    })
                     .collect::<Result<Vec<_>, _>>()
             })
             .transpose()?;
         let built: Vec<ColumnIndex> = (columns.into_iter().zip(hashes.hashes))
             .map(|(column, hashes)| ColumnIndex::build(column, filter, hashes))
             .collect();
-        Ok((sidecar::encode(&built)?, keys))
+        Ok((sidecar::encode(&built)?, maps, keys))
     })
     .await
     .map_err(|e| exec_datafusion_err!("{e}"))?

@@ -62,11 +62,10 @@ pub async fn index_into(
             pool.clone(),
         )
         .await?;
-        indexes
-            .store()
-            .write_part(def, &built)
-            .await
-            .map_err(to_df)?;
+        let locator = built.locator.as_deref();
+        let written = indexes.store().write_part(def, &built.files, locator);
+        written.await.map_err(to_df)?;
+        let built = built.files;
         // An entry per row group: the files are the chunk's, their rows the row groups'.
         done.files += chunk.len() as u64;
         done.rows += built.iter().map(|f| f.rows).sum::<u64>();

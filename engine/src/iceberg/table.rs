@@ -44,7 +44,7 @@ use crate::scan::live_rows::live_within;
 
 use super::equality_delete_exec::{EqualityDeleteExec, FILE_COLUMN};
 use super::field_ids::ByFieldId;
-use super::file_indexes::{FileIndexes, Loaded, Share};
+use super::file_indexes::{FileIndexes, Loaded, Located, Share};
 use super::file_stats::FileStatistics;
 use super::indexed_pages::IndexedPagesFactory;
 use super::located_read::LocatedFiles;
@@ -469,6 +469,7 @@ impl IcebergTable {
         });
         let mut candidates = Vec::with_capacity(all.len());
         let mut unvouched = Vec::new();
+        let mut located = Located::default();
         for file in all {
             if fully_deleted(file) {
                 counts.fully_deleted += 1;
@@ -479,7 +480,7 @@ impl IcebergTable {
                 if !loaded.covers(file) {
                     counts.not_indexed += 1;
                 }
-                if let Some(matching) = loaded.matching_rows(file, &probes) {
+                if let Some(matching) = loaded.matching_rows(file, &probes, &mut located) {
                     if matching.ranges.is_empty() {
                         counts.pruned_by_index += 1;
                         continue;

@@ -12,14 +12,18 @@
 //! Why a map per row group too ([`RowGroupMap`]): a row group is still a million rows; the map
 //! names the slice of it, and the pages, a key may be in.
 //!
-//! Layout, version 3 (all integers little-endian):
+//! Why a locator per part too ([`PartLocator`]): probing every row group's filter is a cost
+//! that grows with the table; one probe of the part's locator names the row group and slice.
+//!
+//! Layout, version 4 (all integers little-endian):
 //!
 //! ```text
 //! offset   size  field
 //! 0        8     magic "SIEVEIXP"
-//! 8        4     format version (3)
+//! 8        4     format version (4)
 //! 12       4     entry count n
-//! 16       64·n  directory, one record per row group of a data file:
+//! 16       8     locator offset · 8 locator length (0: none)
+//! 32       64·n  directory, one record per row group of a data file:
 //!                  u64 file's record count · u64 file size · u64 first row · u64 rows ·
 //!                  u64 sidecar offset · u32 sidecar length · u32 path length ·
 //!                  u64 map offset · u32 map length (0: none) · u32 zero
@@ -29,11 +33,13 @@
 //! …        …     sidecars (sidecar format 1, one entry per indexed column), in directory order,
 //!                each at the next multiple of 8, zero-padded, its row group map after it
 //!                (row_group_map.rs), likewise
+//! …        …     the locator (part_locator.rs: Sieve's locator format, a block per record, in
+//!                directory order), at the next multiple of 8
 //! ```
 //!
-//! Versions 1 and 2 are still read. Version 2 has 48-byte records without a map. Version 1 has
-//! 32-byte records without first row and rows either: a record per data file, its sidecar over
-//! all the file's rows.
+//! Versions 1 to 3 are still read. Version 3 has no locator fields (its directory starts at
+//! 16). Version 2 has 48-byte records without a map. Version 1 has 32-byte records without
+//! first row and rows either: a record per data file, its sidecar over all the file's rows.
 //!
 //! Each sidecar keeps its own checksums. Reading is as strict as the sidecar's: a truncated,
 //! corrupt or unknown-version part is an error, and its files are then read unpruned.
@@ -42,12 +48,15 @@ use bytes::Bytes;
 use sieve_index::{IndexError, Sidecar};
 use xxhash_rust::xxh3::xxh3_64;
 
+use super::part_locator::PartLocator;
 use super::row_group_map::RowGroupMap;
 use crate::error::{Result, StorageError};
 use crate::meta::versions::ATTACHED_INDEX_PART_FORMAT;
 
 const MAGIC: [u8; 8] = *b"SIEVEIXP";
-const PREAMBLE: usize = 16;
+/// Bytes before the directory: in versions 1 to 3, and from version 4 (the locator's place).
+const PREAMBLE_V1: usize = 16;
+const PREAMBLE: usize = 32;
 /// A directory record's size in format versions 1, 2 and 3.
 const RECORD_V1: usize = 32;
 const RECORD_V2: usize = 48;
@@ -88,8 +97,16 @@ pub struct IndexedFileEntry {
     pub bytes: usize,
 }
 
-/// The bytes of a part holding `files`.
-pub fn encode(files: &[IndexedFile]) -> Result<Vec<u8>> {
+/// A part as read: its entries, and its locator where it has one and every entry was kept
+/// (a block of the locator is an entry's place in the part).
+#[derive(Debug, Default)]
+pub struct Part {
+    pub entries: Vec<IndexedFileEntry>,
+    pub locator: Option<PartLocator>,
+}
+
+/// The bytes of a part holding `files`, with `locator` (built over `files`, in their order).
+pub fn encode(files: &[IndexedFile], locator: Option<&[u8]>) -> Result<Vec<u8>> {
     let too_large =
         |what: &str| StorageError::Invalid(format!("{what} too large for an index part"));
     let paths_len: usize = files.iter().map(|f| f.path.len()).sum();
@@ -97,12 +114,21 @@ pub fn encode(files: &[IndexedFile]) -> Result<Vec<u8>> {
     let maps: Vec<Vec<u8>> = (files.iter())
         .map(|f| f.map.as_ref().map(RowGroupMap::encode).unwrap_or_default())
         .collect();
-    let blobs = (files.iter().zip(&maps)).map(|(f, m)| align8(f.sidecar.len()) + align8(m.len()));
-    let mut out = Vec::with_capacity(header + blobs.sum::<usize>());
+    let blobs_end = header
+        + (files.iter().zip(&maps))
+            .map(|(f, m)| align8(f.sidecar.len()) + align8(m.len()))
+            .sum::<usize>();
+    let mut out = Vec::with_capacity(blobs_end + locator.map_or(0, <[u8]>::len));
     out.extend_from_slice(&MAGIC);
     out.extend_from_slice(&ATTACHED_INDEX_PART_FORMAT.to_le_bytes());
     let count = u32::try_from(files.len()).map_err(|_| too_large("file count"))?;
     out.extend_from_slice(&count.to_le_bytes());
+    let (locator_at, locator_len) = match locator {
+        Some(bytes) => (blobs_end as u64, bytes.len() as u64),
+        None => (0, 0),
+    };
+    out.extend_from_slice(&locator_at.to_le_bytes());
+    out.extend_from_slice(&locator_len.to_le_bytes());
     let mut offset = header;
     for (f, map) in files.iter().zip(&maps) {
         out.extend_from_slice(&f.record_count.to_le_bytes());
@@ -132,6 +158,8 @@ pub fn encode(files: &[IndexedFile]) -> Result<Vec<u8>> {
         out.extend_from_slice(map);
         out.resize(align8(out.len()), 0);
     }
+    debug_assert_eq!(out.len(), blobs_end);
+    out.extend_from_slice(locator.unwrap_or_default());
     Ok(out)
 }
 
@@ -170,7 +198,7 @@ impl KeptEntries<'_> {
 /// The entries of the part `name` (named in errors) whose bytes are `bytes`, as much of them as
 /// `keep` says: all of them whole share `bytes`; otherwise each kept sidecar is a copy of its
 /// own, so that `bytes`, the entries and the maps left out are freed.
-pub fn decode(name: &str, bytes: Bytes, keep: KeptEntries) -> Result<Vec<IndexedFileEntry>> {
+pub fn decode(name: &str, bytes: Bytes, keep: KeptEntries) -> Result<Part> {
     let damaged = |why: String| StorageError::Damaged(name.to_string(), why);
     let u32_at = |at: usize| -> Option<u32> {
         Some(u32::from_le_bytes(bytes.get(at..at + 4)?.try_into().ok()?))
@@ -183,10 +211,11 @@ pub fn decode(name: &str, bytes: Bytes, keep: KeptEntries) -> Result<Vec<Indexed
     }
     let truncated = || damaged("truncated".into());
     let version = u32_at(8).ok_or_else(truncated)?;
-    let record_size = match version {
-        1 => RECORD_V1,
-        2 => RECORD_V2,
-        ATTACHED_INDEX_PART_FORMAT => RECORD,
+    let (preamble, record_size) = match version {
+        1 => (PREAMBLE_V1, RECORD_V1),
+        2 => (PREAMBLE_V1, RECORD_V2),
+        3 => (PREAMBLE_V1, RECORD),
+        ATTACHED_INDEX_PART_FORMAT => (PREAMBLE, RECORD),
         _ => {
             return Err(damaged(format!(
                 "index part format {version} (this build reads 1 to {ATTACHED_INDEX_PART_FORMAT})"
@@ -196,13 +225,13 @@ pub fn decode(name: &str, bytes: Bytes, keep: KeptEntries) -> Result<Vec<Indexed
     let count = u32_at(12).ok_or_else(truncated)? as usize;
     let directory_end = count
         .checked_mul(record_size)
-        .and_then(|d| d.checked_add(PREAMBLE))
+        .and_then(|d| d.checked_add(preamble))
         .filter(|&end| end <= bytes.len())
         .ok_or_else(truncated)?;
     let mut records = Vec::with_capacity(count);
     let mut paths_len = 0usize;
     for i in 0..count {
-        let at = PREAMBLE + i * record_size;
+        let at = preamble + i * record_size;
         let record_count = u64_at(at).ok_or_else(truncated)?;
         // Version 1's records are whole files; version 2's add a row group's rows, 3's its map.
         let (first_row, rows, rest) = match version {
@@ -241,6 +270,11 @@ pub fn decode(name: &str, bytes: Bytes, keep: KeptEntries) -> Result<Vec<Indexed
     if u64_at(checksum_at) != Some(xxh3_64(&bytes[..checksum_at])) {
         return Err(damaged("header checksum mismatch".into()));
     }
+    // Checked by the header's checksum above; where it points, below.
+    let locator = match (preamble == PREAMBLE).then(|| (u64_at(16), u64_at(24))) {
+        Some((Some(at), Some(len))) if len > 0 => Some((at, len)),
+        _ => None,
+    };
     let mut path_at = directory_end;
     let mut entries = Vec::with_capacity(count);
     for record in records {
@@ -311,14 +345,33 @@ pub fn decode(name: &str, bytes: Bytes, keep: KeptEntries) -> Result<Vec<Indexed
             bytes: len + map_bytes,
         });
     }
-    Ok(entries)
+    // Its blocks are the entries' places in the part: of no use once some were left out.
+    let locator = match locator.filter(|_| keep.files.is_none()) {
+        Some((at, len)) => {
+            let range = usize::try_from(at)
+                .ok()
+                .zip(usize::try_from(len).ok())
+                .and_then(|(at, len)| Some(at..at.checked_add(len)?))
+                .filter(|r| r.start >= checksum_at + 8 && r.end <= bytes.len())
+                .ok_or_else(|| damaged("its locator lies outside the part".into()))?;
+            let located = match keep.maps {
+                true => bytes.slice(range),
+                false => Bytes::copy_from_slice(&bytes[range]),
+            };
+            Some(PartLocator::open(located, count).map_err(damaged)?)
+        }
+        None => None,
+    };
+    Ok(Part { entries, locator })
 }
 
 #[cfg(test)]
 mod tests {
+    use sieve_index::locator::{Location, block_keys};
     use sieve_index::{ColumnHashes, ColumnIndex, FilterKind, sidecar};
 
     use super::*;
+    use crate::PartKeys;
 
     fn file(path: &str, keys: std::ops::Range<i64>) -> IndexedFile {
         let array = arrow_array::Int64Array::from_iter_values(keys.clone());
@@ -347,8 +400,10 @@ mod tests {
             file("w/a.parquet", 0..1000),
             file("w/bé.parquet", 5000..5100),
         ];
-        let bytes = Bytes::from(encode(&files).unwrap());
-        let entries = decode("p", bytes.clone(), KeptEntries::ALL).unwrap();
+        let bytes = Bytes::from(encode(&files, None).unwrap());
+        let entries = decode("p", bytes.clone(), KeptEntries::ALL)
+            .unwrap()
+            .entries;
         assert_eq!(entries.len(), 2);
         assert_eq!(entries[1].path, "w/bé.parquet");
         assert_eq!((entries[1].record_count, entries[1].file_size), (100, 1234));
@@ -359,9 +414,14 @@ mod tests {
             .count();
         assert!(false_hits < 100, "{false_hits} false hits in 10,000");
         assert!(
-            decode("p", Bytes::from(encode(&[]).unwrap()), KeptEntries::ALL)
-                .unwrap()
-                .is_empty()
+            decode(
+                "p",
+                Bytes::from(encode(&[], None).unwrap()),
+                KeptEntries::ALL
+            )
+            .unwrap()
+            .entries
+            .is_empty()
         );
         // All entries share the part's bytes; a worker's own files' are copies, so the part's
         // bytes go once read.
@@ -372,16 +432,107 @@ mod tests {
             files: Some(&owns),
             maps: true,
         };
-        let mine = decode("p", bytes.clone(), keep).unwrap();
+        let mine = decode("p", bytes.clone(), keep).unwrap().entries;
         assert!(bytes.is_unique());
         assert_eq!(mine.len(), 1);
         assert_eq!(mine[0].path, "w/bé.parquet");
         assert!((5000..5100).all(|k| probe(&mine[0], k)));
     }
 
+    fn hash(key: i64) -> u64 {
+        let array = arrow_array::Int64Array::from_iter_values([key]);
+        ColumnHashes::from_array(&array).unwrap().hashes[0]
+    }
+
+    /// Two files' row groups with a locator over them: read back, it places each key in its
+    /// row group's slice; a damaged locator is the part's error; a worker's share of the
+    /// entries gets no locator (its blocks would no longer be the entries' places); a
+    /// version 3 part (no locator fields) is still read.
+    #[test]
+    fn a_part_locator_names_each_keys_row_group_and_slice() {
+        let groups = [
+            ("w/a.parquet", 0..1000),
+            ("w/a.parquet", 1000..1500),
+            ("w/b.parquet", 5000..5100),
+        ];
+        let files = groups.clone().map(|(path, keys)| file(path, keys));
+        let mut keys = PartKeys::new(&["id".to_string()], 1600);
+        for (_, range) in groups {
+            // Two slices in each row group: its keys' first and second halves.
+            let half = range.start + (range.end - range.start) / 2;
+            let (hashes, slices): (Vec<u64>, Vec<u32>) =
+                range.map(|k| (hash(k), u32::from(k >= half))).unzip();
+            keys.add_entry(vec![block_keys(&hashes, &slices, 1)], 2)
+                .unwrap();
+        }
+        let locator = keys.build().unwrap();
+        let bytes = Bytes::from(encode(&files, Some(&locator)).unwrap());
+        let part = decode("p", bytes.clone(), KeptEntries::ALL).unwrap();
+        assert_eq!(part.entries.len(), 3);
+        let located = part.locator.as_ref().unwrap();
+        let column = located.column("id").unwrap();
+        let at = |key| located.locate(column, hash(key)).unwrap();
+        assert_eq!(at(3), Location::Slice { block: 0, slice: 0 });
+        assert_eq!(at(999), Location::Slice { block: 0, slice: 1 });
+        assert_eq!(at(1499), Location::Slice { block: 1, slice: 1 });
+        assert_eq!(at(5001), Location::Slice { block: 2, slice: 0 });
+        let absent = (100_000..101_000)
+            .filter(|&k| at(k) != Location::Absent)
+            .count();
+        assert!(absent < 20, "{absent} of 1,000 absent keys placed");
+        assert!(located.column("other").is_none());
+        let owns = |p: &str| p.starts_with("w/b");
+        let share = KeptEntries {
+            files: Some(&owns),
+            maps: true,
+        };
+        assert!(decode("p", bytes.clone(), share).unwrap().locator.is_none());
+        // Damage inside the locator's header or one of its pages; a length past the part's end.
+        let locator_at = bytes.len() - locator.len();
+        for flip in [locator_at + 10, bytes.len() - 9] {
+            let mut damaged = bytes.to_vec();
+            damaged[flip] ^= 0x40;
+            match decode("p", Bytes::from(damaged), KeptEntries::ALL) {
+                Err(e) => assert!(e.to_string().starts_with("cannot use p:"), "{e}"),
+                // A damaged page is found when a lookup reads it.
+                Ok(part) => {
+                    let located = part.locator.unwrap();
+                    let errors = (0..1500)
+                        .filter(|&k| located.locate(column, hash(k)).is_err())
+                        .count();
+                    assert!(errors > 0, "flip {flip}");
+                }
+            }
+        }
+        let short = Bytes::from(encode(&files, Some(&locator[..locator.len() - 1])).unwrap());
+        assert!(decode("p", short, KeptEntries::ALL).is_err());
+
+        // Version 3: no locator fields, the directory at 16, offsets 16 lower.
+        let v4 = encode(&files, None).unwrap();
+        let mut v3 = MAGIC.to_vec();
+        v3.extend_from_slice(&3u32.to_le_bytes());
+        v3.extend_from_slice(&v4[12..16]);
+        v3.extend_from_slice(&v4[PREAMBLE..]);
+        for i in 0..files.len() {
+            let record = PREAMBLE_V1 + i * RECORD;
+            for field in [record + 32, record + 48] {
+                let was = u64::from_le_bytes(v3[field..field + 8].try_into().unwrap());
+                let now = if was == 0 { 0 } else { was - 16 };
+                v3[field..field + 8].copy_from_slice(&now.to_le_bytes());
+            }
+        }
+        let paths: usize = files.iter().map(|f| f.path.len()).sum();
+        let checksum_at = align8(PREAMBLE_V1 + RECORD * files.len() + paths);
+        let sum = xxh3_64(&v3[..checksum_at]);
+        v3[checksum_at..checksum_at + 8].copy_from_slice(&sum.to_le_bytes());
+        let part = decode("p", Bytes::from(v3), KeptEntries::ALL).unwrap();
+        assert!(part.locator.is_none());
+        assert!((1000..1500).all(|k| probe(&part.entries[1], k)));
+    }
+
     #[test]
     fn a_damaged_part_is_an_error_never_a_filter() {
-        let bytes = encode(&[file("w/a.parquet", 0..1000)]).unwrap();
+        let bytes = encode(&[file("w/a.parquet", 0..1000)], None).unwrap();
         for cut in [0, 7, 15, 40, bytes.len() - 1] {
             assert!(
                 decode("p", Bytes::copy_from_slice(&bytes[..cut]), KeptEntries::ALL).is_err(),
@@ -415,8 +566,10 @@ mod tests {
             }]],
         };
         groups[1].map = Some(map.clone());
-        let bytes = Bytes::from(encode(&groups).unwrap());
-        let entries = decode("p", bytes.clone(), KeptEntries::ALL).unwrap();
+        let bytes = Bytes::from(encode(&groups, None).unwrap());
+        let entries = decode("p", bytes.clone(), KeptEntries::ALL)
+            .unwrap()
+            .entries;
         let rows: Vec<_> = entries.iter().map(|e| (e.first_row, e.rows)).collect();
         assert_eq!(rows, [(0, 600), (600, 400)]);
         assert_eq!(
@@ -430,7 +583,7 @@ mod tests {
             files: None,
             maps: false,
         };
-        let filters = decode("p", bytes.clone(), routing).unwrap();
+        let filters = decode("p", bytes.clone(), routing).unwrap().entries;
         assert!(bytes.is_unique());
         assert!(filters.iter().all(|e| e.map.is_none()));
         assert!(probe(&filters[1], 700) && !probe(&filters[1], 5));
@@ -438,7 +591,12 @@ mod tests {
         assert_eq!(filters.iter().map(|e| e.bytes).sum::<usize>(), full);
         // A row group past its file's rows is damage, not a filter.
         groups[1].rows = 401;
-        let e = decode("p", Bytes::from(encode(&groups).unwrap()), KeptEntries::ALL).unwrap_err();
+        let e = decode(
+            "p",
+            Bytes::from(encode(&groups, None).unwrap()),
+            KeptEntries::ALL,
+        )
+        .unwrap_err();
         assert!(e.to_string().contains("beyond its 1000"), "{e}");
 
         // Versions 1 and 2, as this build wrote them before: 32-byte records and a sidecar per
@@ -449,7 +607,7 @@ mod tests {
             let mut old = MAGIC.to_vec();
             old.extend_from_slice(&version.to_le_bytes());
             old.extend_from_slice(&1u32.to_le_bytes());
-            let sidecar_at = align8(PREAMBLE + record + whole.path.len()) + 8;
+            let sidecar_at = align8(PREAMBLE_V1 + record + whole.path.len()) + 8;
             let mut numbers = vec![whole.record_count, whole.file_size];
             if version == 2 {
                 numbers.extend([0, whole.rows]);
@@ -464,7 +622,9 @@ mod tests {
             old.resize(align8(old.len()), 0);
             old.extend_from_slice(&xxh3_64(&old).to_le_bytes());
             old.extend_from_slice(&whole.sidecar);
-            let entries = decode("p", Bytes::from(old), KeptEntries::ALL).unwrap();
+            let entries = decode("p", Bytes::from(old), KeptEntries::ALL)
+                .unwrap()
+                .entries;
             assert_eq!(
                 (entries[0].first_row, entries[0].rows),
                 (0, 1000),

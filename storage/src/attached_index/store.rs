@@ -19,7 +19,7 @@ use object_store::{ObjectStoreExt, PutMode, PutOptions, PutPayload};
 use serde::{Deserialize, Serialize};
 use sieve_index::FilterKind;
 
-use super::part::{self, IndexedFile, IndexedFileEntry, KeptEntries};
+use super::part::{self, IndexedFile, KeptEntries, Part};
 use crate::error::{Result, StorageError};
 use crate::location::Storage;
 use crate::meta::checked_json;
@@ -159,11 +159,16 @@ impl AttachedIndexes {
         Ok(())
     }
 
-    /// Writes one part of `def` holding `files`; its path.
-    pub async fn write_part(&self, def: &AttachedIndexDef, files: &[IndexedFile]) -> Result<Path> {
+    /// Writes one part of `def` holding `files` and the `locator` built over them; its path.
+    pub async fn write_part(
+        &self,
+        def: &AttachedIndexDef,
+        files: &[IndexedFile],
+        locator: Option<&[u8]>,
+    ) -> Result<Path> {
         let name = uuid::Uuid::new_v4().simple().to_string();
         let path = parts_dir(def).join(format!("{name}.part"));
-        let body = PutPayload::from(part::encode(files)?);
+        let body = PutPayload::from(part::encode(files, locator)?);
         self.storage.store().put(&path, body).await?;
         Ok(path)
     }
@@ -183,11 +188,7 @@ impl AttachedIndexes {
     }
 
     /// The part's entries, as much of them as `keep` says.
-    pub async fn read_part(
-        &self,
-        path: &Path,
-        keep: KeptEntries<'_>,
-    ) -> Result<Vec<IndexedFileEntry>> {
+    pub async fn read_part(&self, path: &Path, keep: KeptEntries<'_>) -> Result<Part> {
         let bytes = self.storage.store().get(path).await?.bytes().await?;
         part::decode(path.as_ref(), bytes, keep)
     }

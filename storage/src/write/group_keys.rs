@@ -217,6 +217,21 @@ impl GroupKeys {
     }
 }
 
+impl LocatorFile {
+    /// The whole file in memory, for a caller that stores it inside an object of its own (an
+    /// attached index's part). Blocking: a spilled file's pages are read from disk.
+    pub fn into_bytes(self) -> Result<Vec<u8>> {
+        Ok(match self.body {
+            Body::Whole(bytes) => bytes,
+            Body::Spilled { pages, .. } => {
+                let mut out = self.header;
+                out.extend(std::fs::read(pages)?);
+                out
+            }
+        })
+    }
+}
+
 impl ColumnKeys {
     fn spill(&mut self, block: u32, keys: &BlockKeys) -> Result<()> {
         let parts = self.files.len() as u128;
@@ -408,17 +423,6 @@ mod tests {
 
     use super::*;
 
-    fn bytes(file: &LocatorFile) -> Vec<u8> {
-        match &file.body {
-            Body::Whole(bytes) => bytes.clone(),
-            Body::Spilled { pages, .. } => {
-                let mut out = file.header.clone();
-                out.extend(std::fs::read(pages).unwrap());
-                out
-            }
-        }
-    }
-
     /// A group spilled to files in several parts, built on every core, locates every key where
     /// the same group built in memory does: keys in one slice, in several slices of a block, in
     /// several blocks.
@@ -444,7 +448,7 @@ mod tests {
         assert!(!spilled);
         let (parted, spilled) = group(30_000, 10_000);
         assert!(spilled && matches!(parted.body, Body::Spilled { .. }));
-        let (whole, parted) = (bytes(&whole), bytes(&parted));
+        let (whole, parted) = (whole.into_bytes().unwrap(), parted.into_bytes().unwrap());
         let lookup = |file: &[u8], hash| {
             let header = LocatorHeader::parse(file).unwrap();
             let c = header.column("c").unwrap();
