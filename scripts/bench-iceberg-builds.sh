@@ -14,7 +14,7 @@
 # (scripts/serving/lookup.lua, kept results off) on the uniform present keys (absent ones, as
 # many, with SIEVE_BENCH_KIND=absent) for SIEVE_BENCH_SECONDS (default 10) at each of SIEVE_BENCH_THREADS (default "1 16") connections.
 # Prints each run's lookups/s and server CPU per lookup, then per connection count the medians
-# of each build and NEW's ratios to BASE. With SIEVE_BENCH_PERF=DIR, each sysbench run's server
+# of each build and NEW's ratios to BASE, and CREATE INDEX's wall and server CPU seconds. With SIEVE_BENCH_PERF=DIR, each sysbench run's server
 # is profiled (`perf record --call-graph dwarf` at 299 Hz) into DIR/BUILD-ROUND-CONNECTIONS.data.
 # The client runs on the same cores; keep the machine otherwise idle.
 set -euo pipefail
@@ -48,6 +48,7 @@ echo
 echo "| round | build | connections | lookups/s | server CPU ms/lookup |"
 echo "|---|---|---|---|---|"
 : > "$work/runs"
+: > "$work/index"
 for round in $(seq "$rounds"); do
   for build in base new; do
     sieve=$([ $build = base ] && echo "$base" || echo "$new")
@@ -56,7 +57,10 @@ for round in $(seq "$rounds"); do
       --port "$port" >>"$work/serve-$build.log" 2>&1 &
     server=$!
     wait_for_port "$port"
+    c0=$(proc_cpu "$server"); t0=$(date +%s.%N)
     mysql -h127.0.0.1 -P"$port" -uroot -N -e "create index ix_c2 on lake.ns.t10b (c2) using $filter" >/dev/null
+    t1=$(date +%s.%N); c1=$(proc_cpu "$server")
+    echo "index $build $(python3 -c "print(f'{$t1 - $t0:.1f} {($c1 - $c0) / $ticks:.1f}')")" >> "$work/index"
     python3 - "$port" "$work/attached-present.keys" <<'PY'
 import sys
 import pymysql
@@ -97,4 +101,17 @@ for threads in dict.fromkeys(r[1] for r in runs):
     med = lambda build, i: statistics.median(float(r[i]) for r in runs if r[0] == build and r[1] == threads)
     b, n, bc, nc = med("base", 2), med("new", 2), med("base", 3), med("new", 3)
     print(f"| {threads} | {b:,.0f} | {n:,.0f} | {n / b:.2f}x | {bc:.3f} | {nc:.3f} | {nc / bc:.2f}x |")
+PY
+python3 - "$work/index" "$rows" <<'PY'
+import statistics, sys
+runs = [line.split() for line in open(sys.argv[1])]
+rows = float(sys.argv[2].upper().replace("M", "e6").replace("B", "e9"))
+print()
+print("| CREATE INDEX | base | new | new/base |")
+print("|---|---|---|---|")
+med = lambda build, i: statistics.median(float(r[i]) for r in runs if r[1] == build)
+for name, i in (("wall s", 2), ("server CPU s", 3)):
+    print(f"| {name} | {med('base', i):.1f} | {med('new', i):.1f} | {med('new', i) / med('base', i):.2f}x |")
+rate = lambda build: rows / med(build, 3) / 1e6
+print(f"| M rows per CPU second | {rate('base'):.2f} | {rate('new'):.2f} | {rate('new') / rate('base'):.2f}x |")
 PY
