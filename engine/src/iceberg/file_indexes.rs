@@ -237,12 +237,12 @@ impl Loaded {
     /// no probe's locator, filter or map rules out, with how many row groups they left out;
     /// None when no probe's column is indexed in the file (every row may). Empty only when an
     /// index built from this very file rules a probe's keys out of each of its row groups.
-    /// `located` keeps the locators' answers for the lookup's other files.
+    /// `located` holds what the parts' locators said of the probes' keys.
     pub fn matching_rows(
         &self,
         file: &DataFile,
         probes: &[Probe],
-        located: &mut Located,
+        located: &Located,
     ) -> Option<MatchingRows> {
         let mut matching: Option<(Vec<Range<u64>>, usize)> = None;
         let mut every_probe = true;
@@ -380,32 +380,21 @@ impl CoverLocator {
     }
 }
 
-/// The locators' answers a lookup got, for the lookup's other files in the same parts: a part
-/// holds many files, and its locator is asked once per key, not once per key and file.
+/// What the parts' locators said of a lookup's keys ([`FileIndexes::locate`]), asked once per
+/// part and key before any file is chosen: a part holds many files, and its pages are read
+/// from storage.
 #[derive(Debug, Default)]
 pub struct Located {
-    /// By the part (its address while the lookup holds it), the column's place and the hash,
-    /// the answer (None: a damaged page, so the filters are asked).
-    answers: HashMap<(usize, usize, u64), Option<Location>>,
+    /// By the part (its address while the lookup holds it), the column's place and the hash.
+    answers: HashMap<(usize, usize, u64), Location>,
 }
 
 impl Located {
-    fn location(&mut self, locator: &CoverLocator, hash: u64) -> Option<Location> {
+    /// The locator's answer for `hash`; None if it has none (its read failed), when the filters
+    /// are asked.
+    fn location(&self, locator: &CoverLocator, hash: u64) -> Option<Location> {
         let part = Arc::as_ptr(&locator.part) as usize;
-        let key = (part, locator.column, hash);
-        if let Some(found) = self.answers.get(&key) {
-            return *found;
-        }
-        let in_part = locator.part.locator.as_ref()?;
-        let answer = match in_part.locate(locator.column, hash) {
-            Ok(location) => Some(location),
-            Err(e) => {
-                log::warn!("an index part's locator is damaged, its filters are asked: {e}");
-                None
-            }
-        };
-        self.answers.insert(key, answer);
-        answer
+        self.answers.get(&(part, locator.column, hash)).copied()
     }
 }
 
@@ -702,11 +691,8 @@ impl FileIndexes {
                     None if !self.maps => " (filters only, to route reads to workers)".into(),
                     None => String::new(),
                 };
-                let bytes: usize = (loaded.parts.values())
-                    .map(|p| {
-                        let entries: usize = p.entries.iter().map(|e| e.bytes).sum();
-                        entries + p.locator.as_ref().map_or(0, |l| l.held())
-                    })
+                let bytes: usize = (loaded.parts.values().flat_map(|p| &p.entries))
+                    .map(|e| e.bytes)
                     .sum();
                 log::info!(
                     "indexes of attached table {table_uuid} loaded: entries of {} data files, \
@@ -721,6 +707,45 @@ impl FileIndexes {
         }
         state.listed = Some(Instant::now());
         state.loaded.clone()
+    }
+
+    /// What the locators of the parts that cover `files` in `loaded` say of `probes`' keys: one
+    /// ranged read per part and key (at most two pages) unless cached, the parts read at once.
+    /// A part whose read fails is left out (its files' filters are asked).
+    pub async fn locate(&self, loaded: &Loaded, files: &[&DataFile], probes: &[Probe]) -> Located {
+        let mut asked: HashMap<(usize, usize, usize), (&CoverLocator, &Probe)> = HashMap::new();
+        for file in files {
+            for (p, probe) in probes.iter().enumerate() {
+                let coverage = loaded.coverage(file, &probe.column);
+                if let Some(locator) = coverage.and_then(|(c, _)| c.locator.as_ref()) {
+                    let part = Arc::as_ptr(&locator.part) as usize;
+                    asked
+                        .entry((part, locator.column, p))
+                        .or_insert((locator, probe));
+                }
+            }
+        }
+        let reads = asked
+            .into_iter()
+            .map(|((part, column, _), (locator, probe))| async move {
+                let in_part = locator.part.locator.as_ref()?;
+                match self.store.locate(in_part, column, &probe.hashes).await {
+                    Ok(found) => Some((part, column, &probe.hashes, found)),
+                    Err(e) => {
+                        log::warn!("an index part's locator unusable, its filters are asked: {e}");
+                        None
+                    }
+                }
+            });
+        let mut located = Located::default();
+        for (part, column, hashes, found) in
+            futures::future::join_all(reads).await.into_iter().flatten()
+        {
+            for (&hash, location) in hashes.iter().zip(found) {
+                located.answers.insert((part, column, hash), location);
+            }
+        }
+        located
     }
 
     /// Makes the next [`Self::loaded`] list the table's indexes again, in every view: this
@@ -900,6 +925,7 @@ mod tests {
             assert_eq!(part.locator.is_some(), locator.is_some());
             views.push(Loaded::new(vec![], HashMap::from([(path, Arc::new(part))])));
         }
+        let indexes = FileIndexes::new(store);
         let data_file = |path: &str, record_count| DataFile {
             path: Path::from(path),
             record_count,
@@ -909,31 +935,39 @@ mod tests {
             equality_deletes: None,
         };
         let data_files = [data_file("a", 3 * rows), data_file("b", 2 * rows)];
-        // Each file's ranges for `keys`, through one lookup's `Located`.
-        let read = |loaded: &Loaded, keys: &[u64]| {
-            let mut located = Located::default();
+        // Each file's ranges for `keys`, as a lookup chooses them.
+        async fn read(
+            indexes: &FileIndexes,
+            loaded: &Loaded,
+            files: &[DataFile],
+            keys: &[u64],
+        ) -> Vec<Vec<Range<u64>>> {
             let probe = Probe {
                 column: "k".into(),
                 table_column: "k".into(),
-                hashes: keys.iter().map(|&k| hash(k)).collect(),
+                hashes: keys
+                    .iter()
+                    .map(|i| xxhash_rust::xxh3::xxh3_64(&i.to_le_bytes()))
+                    .collect(),
             };
-            (data_files.iter())
-                .map(|f| {
-                    let probes = std::slice::from_ref(&probe);
-                    loaded
-                        .matching_rows(f, probes, &mut located)
-                        .unwrap()
-                        .ranges
-                })
-                .collect::<Vec<_>>()
-        };
+            let probes = std::slice::from_ref(&probe);
+            let all: Vec<&DataFile> = files.iter().collect();
+            let located = indexes.locate(loaded, &all, probes).await;
+            (files.iter())
+                .map(|f| loaded.matching_rows(f, probes, &located).unwrap().ranges)
+                .collect()
+        }
         let (with, without) = (&views[0], &views[1]);
-        assert_eq!(read(with, &[7]), [vec![0..1000], vec![6000..7000]]);
-        assert_eq!(read(with, &[8]), [vec![0..4000], vec![]]);
         assert_eq!(
-            read(with, &[4001, 17_999]),
-            [vec![4000..5000], vec![5000..6000]]
+            read(&indexes, with, &data_files, &[7]).await,
+            [vec![0..1000], vec![6000..7000]]
         );
+        assert_eq!(
+            read(&indexes, with, &data_files, &[8]).await,
+            [vec![0..4000], vec![]]
+        );
+        let two = read(&indexes, with, &data_files, &[4001, 17_999]).await;
+        assert_eq!(two, [vec![4000..5000], vec![5000..6000]]);
         // Every other key: its own slice, which the filters read too (with their false
         // positives in other row groups).
         for key in (0..groups * rows)
@@ -944,22 +978,26 @@ mod tests {
             let start = (g - file_of(g).1) * rows + slice * slice_rows;
             let mut own = [vec![], vec![]];
             own[usize::from(g >= 3)] = vec![start..start + slice_rows];
-            assert_eq!(read(with, &[key]), own, "key {key}");
-            let filters = read(without, &[key]);
+            assert_eq!(
+                read(&indexes, with, &data_files, &[key]).await,
+                own,
+                "key {key}"
+            );
+            let filters = read(&indexes, without, &data_files, &[key]).await;
             assert!((own.iter().zip(&filters)).all(|(o, f)| o.iter().all(|r| f.contains(r))));
         }
-        let absent: Vec<u64> = (1_000_000..1_020_000).collect();
-        let reads = |loaded| {
-            (absent.iter().map(|&k| read(loaded, &[k])))
-                .filter(|ranges| ranges.iter().any(|r| !r.is_empty()))
-                .count()
-        };
-        let (with, without) = (reads(with), reads(without));
+        let (mut with_read, mut without_read) = (0, 0);
+        for key in 1_000_000..1_020_000 {
+            let any =
+                |ranges: Vec<Vec<Range<u64>>>| usize::from(ranges.iter().any(|r| !r.is_empty()));
+            with_read += any(read(&indexes, with, &data_files, &[key]).await);
+            without_read += any(read(&indexes, without, &data_files, &[key]).await);
+        }
         // ~60 against ~290: a false positive of the part's one locator, against one of five
         // row groups' filters (each then ruled out by its map in 2 of 8).
         assert!(
-            with * 2 < without,
-            "absent keys read: {with} with, {without} without"
+            with_read * 2 < without_read,
+            "absent keys read: {with_read} with, {without_read} without"
         );
     }
 

@@ -467,9 +467,12 @@ impl IcebergTable {
                 && (collect_columns(p).iter())
                     .all(|c| probes.iter().any(|probe| probe.table_column == c.name()))
         });
+        let located = match &loaded {
+            Some(loaded) if !probes.is_empty() => self.indexes.locate(loaded, &all, &probes).await,
+            _ => Located::default(),
+        };
         let mut candidates = Vec::with_capacity(all.len());
         let mut unvouched = Vec::new();
-        let mut located = Located::default();
         for file in all {
             if fully_deleted(file) {
                 counts.fully_deleted += 1;
@@ -480,7 +483,7 @@ impl IcebergTable {
                 if !loaded.covers(file) {
                     counts.not_indexed += 1;
                 }
-                if let Some(matching) = loaded.matching_rows(file, &probes, &mut located) {
+                if let Some(matching) = loaded.matching_rows(file, &probes, &located) {
                     if matching.ranges.is_empty() {
                         counts.pruned_by_index += 1;
                         continue;

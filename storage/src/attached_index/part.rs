@@ -45,6 +45,7 @@
 //! corrupt or unknown-version part is an error, and its files are then read unpruned.
 
 use bytes::Bytes;
+use object_store::path::Path;
 use sieve_index::{IndexError, Sidecar};
 use xxhash_rust::xxh3::xxh3_64;
 
@@ -195,11 +196,12 @@ impl KeptEntries<'_> {
     };
 }
 
-/// The entries of the part `name` (named in errors) whose bytes are `bytes`, as much of them as
-/// `keep` says: all of them whole share `bytes`; otherwise each kept sidecar is a copy of its
-/// own, so that `bytes`, the entries and the maps left out are freed.
-pub fn decode(name: &str, bytes: Bytes, keep: KeptEntries) -> Result<Part> {
-    let damaged = |why: String| StorageError::Damaged(name.to_string(), why);
+/// The entries of the part at `path` whose bytes are `bytes`, as much of them as `keep` says:
+/// all of them whole share `bytes`; otherwise, or where the part has a locator (whose pages
+/// are read from storage when asked, not held), each kept sidecar is a copy of its own, so
+/// that `bytes`, the entries and the maps left out are freed.
+pub fn decode(path: &Path, bytes: Bytes, keep: KeptEntries) -> Result<Part> {
+    let damaged = |why: String| StorageError::Damaged(path.to_string(), why);
     let u32_at = |at: usize| -> Option<u32> {
         Some(u32::from_le_bytes(bytes.get(at..at + 4)?.try_into().ok()?))
     };
@@ -306,8 +308,10 @@ pub fn decode(name: &str, bytes: Bytes, keep: KeptEntries) -> Result<Part> {
                 "the sidecar of {path} lies outside the part"
             )));
         };
-        let sidecar = match (keep.files, keep.maps) {
-            (None, true) => bytes.slice(range),
+        // Shared only where every entry is kept whole and no locator's pages (which stay in
+        // storage) would be kept in memory with them.
+        let sidecar = match (keep.files, keep.maps, locator) {
+            (None, true, None) => bytes.slice(range),
             _ => Bytes::copy_from_slice(&bytes[range]),
         };
         let sidecar = Sidecar::open(sidecar)
@@ -354,11 +358,8 @@ pub fn decode(name: &str, bytes: Bytes, keep: KeptEntries) -> Result<Part> {
                 .and_then(|(at, len)| Some(at..at.checked_add(len)?))
                 .filter(|r| r.start >= checksum_at + 8 && r.end <= bytes.len())
                 .ok_or_else(|| damaged("its locator lies outside the part".into()))?;
-            let located = match keep.maps {
-                true => bytes.slice(range),
-                false => Bytes::copy_from_slice(&bytes[range]),
-            };
-            Some(PartLocator::open(located, count).map_err(damaged)?)
+            let located = PartLocator::open(&bytes[range], count, path.clone(), at);
+            Some(located.map_err(damaged)?)
         }
         None => None,
     };
@@ -401,7 +402,7 @@ mod tests {
             file("w/bé.parquet", 5000..5100),
         ];
         let bytes = Bytes::from(encode(&files, None).unwrap());
-        let entries = decode("p", bytes.clone(), KeptEntries::ALL)
+        let entries = decode(&"p".into(), bytes.clone(), KeptEntries::ALL)
             .unwrap()
             .entries;
         assert_eq!(entries.len(), 2);
@@ -415,7 +416,7 @@ mod tests {
         assert!(false_hits < 100, "{false_hits} false hits in 10,000");
         assert!(
             decode(
-                "p",
+                &"p".into(),
                 Bytes::from(encode(&[], None).unwrap()),
                 KeptEntries::ALL
             )
@@ -432,7 +433,7 @@ mod tests {
             files: Some(&owns),
             maps: true,
         };
-        let mine = decode("p", bytes.clone(), keep).unwrap().entries;
+        let mine = decode(&"p".into(), bytes.clone(), keep).unwrap().entries;
         assert!(bytes.is_unique());
         assert_eq!(mine.len(), 1);
         assert_eq!(mine[0].path, "w/bé.parquet");
@@ -448,8 +449,8 @@ mod tests {
     /// row group's slice; a damaged locator is the part's error; a worker's share of the
     /// entries gets no locator (its blocks would no longer be the entries' places); a
     /// version 3 part (no locator fields) is still read.
-    #[test]
-    fn a_part_locator_names_each_keys_row_group_and_slice() {
+    #[tokio::test]
+    async fn a_part_locator_names_each_keys_row_group_and_slice() {
         let groups = [
             ("w/a.parquet", 0..1000),
             ("w/a.parquet", 1000..1500),
@@ -467,45 +468,69 @@ mod tests {
         }
         let locator = keys.build().unwrap();
         let bytes = Bytes::from(encode(&files, Some(&locator)).unwrap());
-        let part = decode("p", bytes.clone(), KeptEntries::ALL).unwrap();
+        // Its pages are read from the part in storage.
+        let store = crate::AttachedIndexes::new(crate::Storage::in_memory());
+        let path = Path::from("p");
+        let put = |bytes: &Bytes| {
+            let payload = object_store::PutPayload::from(bytes.clone());
+            object_store::ObjectStoreExt::put(store.storage().store(), &path, payload)
+        };
+        put(&bytes).await.unwrap();
+        // The part's bytes (not the store's) go once read: no entry shares them.
+        let read = Bytes::copy_from_slice(&bytes);
+        let part = decode(&path, read.clone(), KeptEntries::ALL).unwrap();
         assert_eq!(part.entries.len(), 3);
+        assert!(read.is_unique());
         let located = part.locator.as_ref().unwrap();
         let column = located.column("id").unwrap();
-        let at = |key| located.locate(column, hash(key)).unwrap();
-        assert_eq!(at(3), Location::Slice { block: 0, slice: 0 });
-        assert_eq!(at(999), Location::Slice { block: 0, slice: 1 });
-        assert_eq!(at(1499), Location::Slice { block: 1, slice: 1 });
-        assert_eq!(at(5001), Location::Slice { block: 2, slice: 0 });
-        let absent = (100_000..101_000)
-            .filter(|&k| at(k) != Location::Absent)
+        let keys: Vec<i64> = vec![3, 999, 1499, 5001];
+        let hashes: Vec<u64> = keys.iter().map(|&k| hash(k)).collect();
+        let at = store.locate(located, column, &hashes).await.unwrap();
+        let slice = |block, slice| Location::Slice { block, slice };
+        assert_eq!(at, [slice(0, 0), slice(0, 1), slice(1, 1), slice(2, 0)]);
+        let absent: Vec<u64> = (100_000..101_000).map(hash).collect();
+        let placed = (store.locate(located, column, &absent).await.unwrap().iter())
+            .filter(|l| **l != Location::Absent)
             .count();
-        assert!(absent < 20, "{absent} of 1,000 absent keys placed");
+        assert!(placed < 20, "{placed} of 1,000 absent keys placed");
         assert!(located.column("other").is_none());
         let owns = |p: &str| p.starts_with("w/b");
         let share = KeptEntries {
             files: Some(&owns),
             maps: true,
         };
-        assert!(decode("p", bytes.clone(), share).unwrap().locator.is_none());
-        // Damage inside the locator's header or one of its pages; a length past the part's end.
+        assert!(
+            decode(&path, bytes.clone(), share)
+                .unwrap()
+                .locator
+                .is_none()
+        );
+        // Damage inside the locator's header is the part's; in a page, the lookup's that reads it.
         let locator_at = bytes.len() - locator.len();
-        for flip in [locator_at + 10, bytes.len() - 9] {
-            let mut damaged = bytes.to_vec();
-            damaged[flip] ^= 0x40;
-            match decode("p", Bytes::from(damaged), KeptEntries::ALL) {
-                Err(e) => assert!(e.to_string().starts_with("cannot use p:"), "{e}"),
-                // A damaged page is found when a lookup reads it.
-                Ok(part) => {
-                    let located = part.locator.unwrap();
-                    let errors = (0..1500)
-                        .filter(|&k| located.locate(column, hash(k)).is_err())
-                        .count();
-                    assert!(errors > 0, "flip {flip}");
-                }
-            }
-        }
+        let mut damaged = bytes.to_vec();
+        damaged[locator_at + 10] ^= 0x40;
+        let e = decode(&path, Bytes::from(damaged), KeptEntries::ALL).unwrap_err();
+        assert!(e.to_string().starts_with("cannot use p:"), "{e}");
+        let mut damaged = bytes.to_vec();
+        let last = damaged.len() - 9;
+        damaged[last] ^= 0x40;
+        let damaged = Bytes::from(damaged);
+        let part = decode(&path, damaged.clone(), KeptEntries::ALL).unwrap();
+        // In a store of its own: this one's cache holds good pages.
+        let store = crate::AttachedIndexes::new(crate::Storage::in_memory());
+        let payload = object_store::PutPayload::from(damaged);
+        object_store::ObjectStoreExt::put(store.storage().store(), &path, payload)
+            .await
+            .unwrap();
+        let located = part.locator.unwrap();
+        let all: Vec<u64> = (0..1500).map(hash).collect();
+        let one_by_one = all.chunks(1).map(|h| store.locate(&located, column, h));
+        let failed = (futures::future::join_all(one_by_one).await.iter())
+            .filter(|found| found.is_err())
+            .count();
+        assert!(failed > 0);
         let short = Bytes::from(encode(&files, Some(&locator[..locator.len() - 1])).unwrap());
-        assert!(decode("p", short, KeptEntries::ALL).is_err());
+        assert!(decode(&path, short, KeptEntries::ALL).is_err());
 
         // Version 3: no locator fields, the directory at 16, offsets 16 lower.
         let v4 = encode(&files, None).unwrap();
@@ -525,7 +550,7 @@ mod tests {
         let checksum_at = align8(PREAMBLE_V1 + RECORD * files.len() + paths);
         let sum = xxh3_64(&v3[..checksum_at]);
         v3[checksum_at..checksum_at + 8].copy_from_slice(&sum.to_le_bytes());
-        let part = decode("p", Bytes::from(v3), KeptEntries::ALL).unwrap();
+        let part = decode(&"p".into(), Bytes::from(v3), KeptEntries::ALL).unwrap();
         assert!(part.locator.is_none());
         assert!((1000..1500).all(|k| probe(&part.entries[1], k)));
     }
@@ -535,14 +560,19 @@ mod tests {
         let bytes = encode(&[file("w/a.parquet", 0..1000)], None).unwrap();
         for cut in [0, 7, 15, 40, bytes.len() - 1] {
             assert!(
-                decode("p", Bytes::copy_from_slice(&bytes[..cut]), KeptEntries::ALL).is_err(),
+                decode(
+                    &"p".into(),
+                    Bytes::copy_from_slice(&bytes[..cut]),
+                    KeptEntries::ALL
+                )
+                .is_err(),
                 "cut {cut}"
             );
         }
         for flip in [3, 9, 20, 50, bytes.len() - 9] {
             let mut damaged = bytes.clone();
             damaged[flip] ^= 0x40;
-            let e = decode("p", Bytes::from(damaged), KeptEntries::ALL)
+            let e = decode(&"p".into(), Bytes::from(damaged), KeptEntries::ALL)
                 .unwrap_err()
                 .to_string();
             assert!(e.starts_with("cannot use p:"), "flip {flip}: {e}");
@@ -567,7 +597,7 @@ mod tests {
         };
         groups[1].map = Some(map.clone());
         let bytes = Bytes::from(encode(&groups, None).unwrap());
-        let entries = decode("p", bytes.clone(), KeptEntries::ALL)
+        let entries = decode(&"p".into(), bytes.clone(), KeptEntries::ALL)
             .unwrap()
             .entries;
         let rows: Vec<_> = entries.iter().map(|e| (e.first_row, e.rows)).collect();
@@ -583,7 +613,7 @@ mod tests {
             files: None,
             maps: false,
         };
-        let filters = decode("p", bytes.clone(), routing).unwrap().entries;
+        let filters = decode(&"p".into(), bytes.clone(), routing).unwrap().entries;
         assert!(bytes.is_unique());
         assert!(filters.iter().all(|e| e.map.is_none()));
         assert!(probe(&filters[1], 700) && !probe(&filters[1], 5));
@@ -592,7 +622,7 @@ mod tests {
         // A row group past its file's rows is damage, not a filter.
         groups[1].rows = 401;
         let e = decode(
-            "p",
+            &"p".into(),
             Bytes::from(encode(&groups, None).unwrap()),
             KeptEntries::ALL,
         )
@@ -622,7 +652,7 @@ mod tests {
             old.resize(align8(old.len()), 0);
             old.extend_from_slice(&xxh3_64(&old).to_le_bytes());
             old.extend_from_slice(&whole.sidecar);
-            let entries = decode("p", Bytes::from(old), KeptEntries::ALL)
+            let entries = decode(&"p".into(), Bytes::from(old), KeptEntries::ALL)
                 .unwrap()
                 .entries;
             assert_eq!(

@@ -10,10 +10,9 @@
 //! several row groups of the part is [`Location::Blocks`]: the lookup asks those row groups'
 //! filters, as it does for a part without a locator (version 3 and before).
 
-use bytes::Bytes;
+use object_store::path::Path;
 use sieve_index::LocatorHeader;
-use sieve_index::locator::{self, BlockKeys, Location};
-use sieve_index::{IndexError, locator::SLICE_ROWS_RANGE};
+use sieve_index::locator::{self, BlockKeys, SLICE_ROWS_RANGE};
 
 use crate::error::Result;
 use crate::meta::table_def::DEFAULT_MAX_FALSE_READS;
@@ -56,18 +55,29 @@ impl PartKeys {
     }
 }
 
-/// A part's locator as loaded: its parsed header and its bytes.
+/// A part's locator as loaded: its parsed header and where it is. Its pages stay in storage,
+/// read by range when a lookup asks ([`super::AttachedIndexes::locate`]) and kept in the
+/// locator pages' cache as Sieve's own locators' are, so a process holds a few bytes of it
+/// per shard and not ~27 bits per key.
 #[derive(Debug)]
 pub struct PartLocator {
-    header: LocatorHeader,
-    bytes: Bytes,
+    pub(crate) header: LocatorHeader,
+    /// The part holding it, and its first byte there.
+    pub(crate) path: Path,
+    pub(crate) offset: u64,
 }
 
 impl PartLocator {
-    /// The locator in `bytes`, of a part of `entries` entries: parsed as strictly as any locator,
-    /// and refused unless it names one block per entry and ends where the part says it does.
-    pub(crate) fn open(bytes: Bytes, entries: usize) -> std::result::Result<Self, String> {
-        let header = LocatorHeader::parse(&bytes).map_err(|e| e.to_string())?;
+    /// The locator in `bytes`, at `offset` of the part at `path` of `entries` entries: parsed as
+    /// strictly as any locator, and refused unless it names one block per entry and ends where
+    /// the part says it does.
+    pub(crate) fn open(
+        bytes: &[u8],
+        entries: usize,
+        path: Path,
+        offset: u64,
+    ) -> std::result::Result<Self, String> {
+        let header = LocatorHeader::parse(bytes).map_err(|e| e.to_string())?;
         if header.blocks as usize != entries {
             return Err(format!(
                 "its locator names {} row groups of {entries}",
@@ -81,25 +91,15 @@ impl PartLocator {
                 header.file_len()
             ));
         }
-        Ok(Self { header, bytes })
+        Ok(Self {
+            header,
+            path,
+            offset,
+        })
     }
 
     /// The place of `column` among the locator's columns.
     pub fn column(&self, column: &str) -> Option<usize> {
         self.header.columns.iter().position(|c| c.column == column)
-    }
-
-    /// Where `hash` may be among the part's entries (a block is an entry's place in the part).
-    /// A damaged page is an error: the caller asks the filters instead.
-    pub fn locate(&self, column: usize, hash: u64) -> std::result::Result<Location, IndexError> {
-        let column = &self.header.columns[column];
-        let range = self.header.lookup_range(column, hash);
-        let pages = self.bytes.get(range.start as usize..range.end as usize);
-        self.header.locate(column, hash, pages.unwrap_or_default())
-    }
-
-    /// Bytes held in memory.
-    pub fn held(&self) -> usize {
-        self.bytes.len()
     }
 }

@@ -18,11 +18,14 @@ use object_store::path::Path;
 use object_store::{ObjectStoreExt, PutMode, PutOptions, PutPayload};
 use serde::{Deserialize, Serialize};
 use sieve_index::FilterKind;
+use sieve_index::locator::Location;
 
 use super::part::{self, IndexedFile, KeptEntries, Part};
+use super::part_locator::PartLocator;
 use crate::error::{Result, StorageError};
 use crate::location::Storage;
 use crate::meta::checked_json;
+use crate::read::locator_pages;
 
 /// What `CREATE INDEX` over an attached table made.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -187,9 +190,35 @@ impl AttachedIndexes {
         Ok(parts)
     }
 
+    /// Where each of `hashes` may be in the `column`-th column of a part's `locator`: one ranged
+    /// read of the part per hash unless the pages are cached. An error (a missing part, a
+    /// damaged page) means the part's row groups must be probed another way.
+    pub async fn locate(
+        &self,
+        locator: &PartLocator,
+        column: usize,
+        hashes: &[u64],
+    ) -> Result<Vec<Location>> {
+        let (path, header) = (&locator.path, &locator.header);
+        let column = header
+            .columns
+            .get(column)
+            .ok_or_else(|| StorageError::Invalid(format!("{path}: no locator column {column}")))?;
+        let reads = locator_pages::locate(
+            &self.storage,
+            path,
+            locator.offset,
+            header,
+            column,
+            hashes,
+            None,
+        );
+        Ok(reads.await?.0)
+    }
+
     /// The part's entries, as much of them as `keep` says.
     pub async fn read_part(&self, path: &Path, keep: KeptEntries<'_>) -> Result<Part> {
         let bytes = self.storage.store().get(path).await?.bytes().await?;
-        part::decode(path.as_ref(), bytes, keep)
+        part::decode(path, bytes, keep)
     }
 }

@@ -4,5 +4,6 @@
 pub(crate) mod cache;
 pub(crate) mod disk_cache;
 pub(crate) mod freshness;
+pub(crate) mod locator_pages;
 pub(crate) mod request_trace;
 pub(crate) mod table;

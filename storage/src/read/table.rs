@@ -27,6 +27,7 @@ use crate::meta::snapshot::{self, SegmentRef, Snapshot};
 use crate::meta::table_def::TableDef;
 use crate::read::cache::RangeKey;
 use crate::read::disk_cache::{DiskCache, EntryWriter};
+use crate::read::locator_pages;
 
 /// Segment GETs (of sidecars and locators) in flight at once for one query.
 const SEGMENT_FETCH_CONCURRENCY: usize = 32;
@@ -444,44 +445,10 @@ impl Table {
         hashes: &[u64],
     ) -> Result<(Vec<Location>, u64)> {
         let path = self.locator_path(&group.name);
-        let cache = &self.storage.caches().locator_pages;
         let kept = pages_key(&path, header);
         let disk = (self.storage.caches().disk.get()).filter(|disk| disk.holds(&kept));
-        let reads = hashes.iter().map(|&hash| {
-            let (path, kept) = (&path, &kept);
-            async move {
-                let range = header.lookup_range(column, hash);
-                let key = (path.to_string(), range.start, range.end);
-                if let Some(pages) = cache.get(&key) {
-                    return Ok((header.locate(column, hash, &pages)?, 0));
-                }
-                if let Some(disk) = disk
-                    && let Some((pages, read)) =
-                        disk.clone().get_slice(kept.clone(), range.clone()).await
-                {
-                    match header.locate(column, hash, &pages) {
-                        Ok(location) => {
-                            cache.insert(key, pages);
-                            return Ok((location, 0));
-                        }
-                        Err(e) => {
-                            log::warn!("disk cache: locator {path}: {e}; reading it from storage");
-                            disk.clone().discard_read(kept, read).await;
-                        }
-                    }
-                }
-                let pages = self.storage.store().get_range(path, range).await?;
-                let location = header.locate(column, hash, &pages)?;
-                let fetched = pages.len() as u64;
-                // A copy: a response's bytes may be a slice of a larger buffer the cache would
-                // keep alive unweighed.
-                cache.insert(key, Bytes::copy_from_slice(&pages));
-                Ok::<_, StorageError>((location, fetched))
-            }
-        });
-        let found = futures::future::try_join_all(reads).await?;
-        let bytes = found.iter().map(|(_, b)| b).sum();
-        Ok((found.into_iter().map(|(l, _)| l).collect(), bytes))
+        let disk = disk.map(|disk| (disk, &kept));
+        locator_pages::locate(&self.storage, &path, 0, header, column, hashes, disk).await
     }
 
     /// A locator group's whole file, for tools that probe many keys at once (a benchmark's
