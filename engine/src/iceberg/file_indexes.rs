@@ -1,18 +1,20 @@
 //! The indexes of attached tables as this process holds them: every part of every index of a table,
-//! loaded whole and kept, by data file, so a lookup probes them in memory: a part's locator once
-//! per key where the part has one (format 4), which names the key's row group and slice, and the
-//! filters of a file's row groups for a key it places in several (or for every key, in an older
-//! part). Parts and data files never change, so what was loaded stays true; what can change is
-//! which parts exist (a pass of the indexer, an index created or dropped), and that is listed again
-//! at most every [`RELIST_AFTER`], or at once after this process changed it. A listing that fails
-//! keeps what was loaded; a part that cannot be read is left out, so its files are read unpruned.
+//! loaded and kept, by data file: the filters and maps whole, a part's locator (format 4) by its
+//! header, its pages read by range when a lookup asks it where a key is ([`FileIndexes::locate`]:
+//! the row group and slice), before the filters of a file's row groups are probed for a key it
+//! places in several (or for every key, in an older part). Parts and data files never change, so
+//! what was loaded stays true; what can change is which parts exist (a pass of the indexer, an
+//! index created or dropped), and that is listed again at most every [`RELIST_AFTER`], or at once
+//! after this process changed it. A listing that fails keeps what was loaded; a part that cannot be
+//! read is left out, so its files are read unpruned.
 //!
-//! A worker keeps only the entries of the data files it owns ([`Share`]): a coordinator sends
-//! each file's lookups to its owner by rendezvous, so the rest would be memory no lookup of this
-//! worker reads, (N-1)/N of the index over N workers. A file whose entries a view lacks would
-//! be read unpruned, never skipped. A coordinator keeps every file's filters but not their row
-//! group maps ([`FileIndexes::for_routing`]): it only chooses the files a lookup or a scan
-//! reads and sends them to their owners, and the maps (key to slice, walked pages: about half
+//! A worker keeps only the entries of the data files it owns ([`Share`]): a coordinator sends each
+//! file's lookups to its owner by rendezvous, so the rest would be memory no lookup of this worker
+//! reads, (N-1)/N of the index over N workers (each part's locator header it keeps: its blocks name
+//! the part's directory records, [`sieve_storage::IndexedFileEntry::block`]). A file whose entries
+//! a view lacks would be read unpruned, never skipped. A coordinator keeps every file's filters but
+//! not their row group maps ([`FileIndexes::for_routing`]): it only chooses the files a lookup or a
+//! scan reads and sends them to their owners, and the maps (key to slice, walked pages: about half
 //! the index) serve reads within a file, which the workers make. A read the coordinator makes
 //! itself then reads a key's whole row group instead of its slice.
 
@@ -345,7 +347,7 @@ struct CoverLocator {
     part: Arc<Part>,
     /// The column's place in the locator.
     column: usize,
-    /// Each of the file's row groups' block in the locator (its entry's place in the part) and
+    /// Each of the file's row groups' block in the locator (its entry's record in the part) and
     /// its place in the coverage's row groups, by block.
     blocks: Vec<(u32, usize)>,
 }
@@ -362,7 +364,7 @@ impl CoverLocator {
             if !Arc::ptr_eq(in_part, part) {
                 return None;
             }
-            blocks.push((u32::try_from(*i).ok()?, g));
+            blocks.push((in_part.entries[*i].block, g));
         }
         blocks.sort_unstable();
         Some(Self {
@@ -855,7 +857,7 @@ mod tests {
     /// A part's locator reads the slice of every key present (a key in one slice, in several
     /// slices of a row group, in row groups of two files), which its filters and maps read too,
     /// and fewer rows for absent keys: one probe of the part's locator against a filter per row
-    /// group.
+    /// group. A worker's share of the part's entries asks the same locator.
     #[tokio::test]
     async fn a_part_locator_reads_what_the_filters_read_and_fewer_absent_keys() {
         let hash = |i: u64| xxhash_rust::xxh3::xxh3_64(&i.to_le_bytes());
@@ -918,13 +920,26 @@ mod tests {
             filter: FilterKind::Xor8,
             created_ms: 0,
         };
-        let mut views = Vec::new();
+        let (mut views, mut paths) = (Vec::new(), Vec::new());
         for locator in [Some(locator.as_slice()), None] {
             let path = store.write_part(&def, &files, locator).await.unwrap();
             let part = store.read_part(&path, KeptEntries::ALL).await.unwrap();
             assert_eq!(part.locator.is_some(), locator.is_some());
-            views.push(Loaded::new(vec![], HashMap::from([(path, Arc::new(part))])));
+            views.push(Loaded::new(
+                vec![],
+                HashMap::from([(path.clone(), Arc::new(part))]),
+            ));
+            paths.push(path);
         }
+        // A worker owning file b: its share of the entries, with the part's locator.
+        let owns_b = |p: &str| p == "b";
+        let keep = KeptEntries {
+            files: Some(&owns_b),
+            maps: true,
+        };
+        let part = store.read_part(&paths[0], keep).await.unwrap();
+        assert!(part.locator.is_some() && part.entries.len() == 2);
+        let share = Loaded::new(vec![], HashMap::from([(paths[0].clone(), Arc::new(part))]));
         let indexes = FileIndexes::new(store);
         let data_file = |path: &str, record_count| DataFile {
             path: Path::from(path),
@@ -986,18 +1001,27 @@ mod tests {
             let filters = read(&indexes, without, &data_files, &[key]).await;
             assert!((own.iter().zip(&filters)).all(|(o, f)| o.iter().all(|r| f.contains(r))));
         }
-        let (mut with_read, mut without_read) = (0, 0);
+        // The worker finds b's keys through the locator (a's are another worker's).
+        let b_only = [data_file("b", 2 * rows)];
+        for key in [12_000, 13_999, 16_001, 19_999] {
+            let (with, share) = (&views[0], &share);
+            let whole = read(&indexes, with, &data_files, &[key]).await;
+            let mine = read(&indexes, share, &b_only, &[key]).await;
+            assert_eq!(mine, whole[1..], "key {key}");
+        }
+        let (mut with_read, mut without_read, mut share_read) = (0, 0, 0);
         for key in 1_000_000..1_020_000 {
             let any =
                 |ranges: Vec<Vec<Range<u64>>>| usize::from(ranges.iter().any(|r| !r.is_empty()));
             with_read += any(read(&indexes, with, &data_files, &[key]).await);
             without_read += any(read(&indexes, without, &data_files, &[key]).await);
+            share_read += any(read(&indexes, &share, &b_only, &[key]).await);
         }
         // ~60 against ~290: a false positive of the part's one locator, against one of five
         // row groups' filters (each then ruled out by its map in 2 of 8).
         assert!(
-            with_read * 2 < without_read,
-            "absent keys read: {with_read} with, {without_read} without"
+            with_read * 2 < without_read && share_read <= with_read,
+            "absent keys read: {with_read} with, {without_read} without, {share_read} by a share"
         );
     }
 
@@ -1033,6 +1057,7 @@ mod tests {
                 pages: vec![],
             }),
             bytes: 0,
+            block: 0,
         };
         let admits = |h: u64| entry.sidecar.columns()[0].may_contain(h);
         let absent: Vec<u64> = (rows..rows + 200_000)
@@ -1103,6 +1128,7 @@ mod tests {
                 sidecar: Sidecar::open(sidecar::encode(&[built]).unwrap().into()).unwrap(),
                 map: None,
                 bytes: 0,
+                block: 0,
             }
         };
         let now = (100, 9);
@@ -1178,6 +1204,7 @@ mod tests {
                 pages: vec![walked(pages, size)],
             }),
             bytes: 0,
+            block: 0,
         };
         let loaded = Loaded::new(
             vec![],
@@ -1303,6 +1330,7 @@ mod tests {
                     pages: vec![pages],
                 }),
                 bytes: 0,
+                block: 0,
             };
             entries.extend([entry.clone(), entry]);
             first_row += rows;

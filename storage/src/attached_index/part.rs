@@ -96,10 +96,13 @@ pub struct IndexedFileEntry {
     pub map: Option<RowGroupMap>,
     /// The sidecar's and the map's encoded sizes: about what the entry holds in memory.
     pub bytes: usize,
+    /// Its record's place in the part's directory: its block in the part's locator (a worker's
+    /// share of the entries leaves the others out).
+    pub block: u32,
 }
 
-/// A part as read: its entries, and its locator where it has one and every entry was kept
-/// (a block of the locator is an entry's place in the part).
+/// A part as read: its entries, and its locator where it has one (a block of the locator is an
+/// entry's [`IndexedFileEntry::block`]).
 #[derive(Debug, Default)]
 pub struct Part {
     pub entries: Vec<IndexedFileEntry>,
@@ -279,7 +282,7 @@ pub fn decode(path: &Path, bytes: Bytes, keep: KeptEntries) -> Result<Part> {
     };
     let mut path_at = directory_end;
     let mut entries = Vec::with_capacity(count);
-    for record in records {
+    for (block, record) in records.into_iter().enumerate() {
         let Record {
             record_count,
             file_size,
@@ -347,10 +350,10 @@ pub fn decode(path: &Path, bytes: Bytes, keep: KeptEntries) -> Result<Part> {
             sidecar,
             map,
             bytes: len + map_bytes,
+            block: u32::try_from(block).map_err(|_| truncated())?,
         });
     }
-    // Its blocks are the entries' places in the part: of no use once some were left out.
-    let locator = match locator.filter(|_| keep.files.is_none()) {
+    let locator = match locator {
         Some((at, len)) => {
             let range = usize::try_from(at)
                 .ok()
@@ -499,11 +502,12 @@ mod tests {
             files: Some(&owns),
             maps: true,
         };
-        assert!(
-            decode(&path, bytes.clone(), share)
-                .unwrap()
-                .locator
-                .is_none()
+        // A worker's share keeps the locator, its blocks still the directory's records.
+        let mine = decode(&path, bytes.clone(), share).unwrap();
+        assert!(mine.locator.is_some());
+        assert_eq!(
+            mine.entries.iter().map(|e| e.block).collect::<Vec<_>>(),
+            [2]
         );
         // Damage inside the locator's header is the part's; in a page, the lookup's that reads it.
         let locator_at = bytes.len() - locator.len();
