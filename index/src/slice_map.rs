@@ -14,7 +14,7 @@
 //! ones, and a lookup of it reads the whole row group.
 
 use crate::error::IndexError;
-use crate::locator::{SHARD_KEYS, in_shard, shard_of};
+use crate::locator::{MANY_SLICES, SHARD_KEYS, distinct_keys, in_shard, shard_of};
 use crate::retrieval::{Retrieval, Scratch};
 
 /// Where a row group's map says a key is.
@@ -43,7 +43,7 @@ impl SliceMap {
     /// The map of `keys`, each a hash and the slice (below `slices`) a row of it is in, in any
     /// order and repeated as often as the column repeats it.
     pub fn build(
-        mut keys: Vec<(u64, u32)>,
+        keys: Vec<(u64, u32)>,
         slices: u32,
         scratch: &mut Scratch,
     ) -> Result<Self, IndexError> {
@@ -52,20 +52,32 @@ impl SliceMap {
                 "slice {s} of a row group of {slices}"
             )));
         }
+        Self::from_distinct(&distinct_keys(keys), slices, scratch)
+    }
+
+    /// The map of a row group's distinct keys as [`distinct_keys`] gives them (sorted by hash,
+    /// [`MANY_SLICES`] for a key in several slices): what a build that has them already (an
+    /// attached index's, for its part's locator) passes, so they are sorted once.
+    pub fn from_distinct(
+        keys: &[(u64, u32)],
+        slices: u32,
+        scratch: &mut Scratch,
+    ) -> Result<Self, IndexError> {
+        if let Some((_, s)) = keys.iter().find(|(_, s)| *s >= slices && *s != MANY_SLICES) {
+            return Err(IndexError::Corrupt(format!(
+                "slice {s} of a row group of {slices}"
+            )));
+        }
         let width = width_for(slices);
         let several = (1u64 << width) - 1;
-        keys.sort_unstable();
-        let mut distinct: Vec<(u64, u64)> = Vec::with_capacity(keys.len());
-        for (hash, slice) in keys {
-            match distinct.last_mut() {
-                Some(last) if last.0 == hash => {
-                    if last.1 != u64::from(slice) {
-                        last.1 = several;
-                    }
-                }
-                _ => distinct.push((hash, u64::from(slice))),
+        let value = |s: u32| {
+            if s == MANY_SLICES {
+                several
+            } else {
+                u64::from(s)
             }
-        }
+        };
+        let distinct: Vec<(u64, u64)> = keys.iter().map(|&(h, s)| (h, value(s))).collect();
         let count = distinct.len().div_ceil(SHARD_KEYS).max(1);
         let mut shards = Vec::with_capacity(count);
         let mut rest = distinct.as_slice();

@@ -449,11 +449,8 @@ async fn build(
         let maps = (slices > 1)
             .then(|| {
                 let mut scratch = Scratch::default();
-                (hashes.hashes.iter().zip(of_rows))
-                    .map(|(hashes, of_rows)| {
-                        let keyed = hashes.hashes.iter().copied().zip(of_rows).collect();
-                        SliceMap::build(keyed, slices, &mut scratch)
-                    })
+                (keys.iter())
+                    .map(|keys| SliceMap::from_distinct(keys, slices, &mut scratch))
                     .collect::<Result<Vec<_>, _>>()
             })
             .transpose()?;

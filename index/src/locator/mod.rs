@@ -87,11 +87,13 @@ pub type BlockKeys = Vec<(u64, u32)>;
 
 /// A block's [`BlockKeys`] from its key hashes and the row of each, in slices of `slice_rows`.
 pub fn block_keys(hashes: &[u64], rows: &[u32], slice_rows: u32) -> BlockKeys {
-    let mut keys: Vec<(u64, u32)> = hashes
-        .iter()
-        .zip(rows)
-        .map(|(&h, &row)| (h, row / slice_rows))
-        .collect();
+    let keys = hashes.iter().zip(rows);
+    distinct_keys(keys.map(|(&h, &row)| (h, row / slice_rows)).collect())
+}
+
+/// `keys`, each a hash and the slice a row of it is in, in any order and repeated as the column
+/// repeats them, sorted by hash once each: [`MANY_SLICES`] for a key in more than one slice.
+pub fn distinct_keys(mut keys: Vec<(u64, u32)>) -> BlockKeys {
     sort_by_hash(&mut keys, |k| k.0);
     keys.dedup_by(|next, kept| {
         if next.0 != kept.0 {
