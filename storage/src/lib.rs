@@ -18,8 +18,8 @@ mod users;
 mod write;
 
 pub use attached_index::{
-    AttachedIndexDef, AttachedIndexes, IndexedFile, IndexedFileEntry, KeptEntries, PageLocation,
-    Part, PartKeys, PartLocator, RowGroupMap,
+    AttachedIndexDef, AttachedIndexes, FiltersAt, IndexedFile, IndexedFileEntry, KeptEntries,
+    PageLocation, Part, PartKeys, PartLocator, RowGroupFilters, RowGroupMap,
 };
 pub use catalog::{Catalog, DEFAULT_DATABASE};
 pub use error::{Result, StorageError};

@@ -8,7 +8,7 @@ mod part_locator;
 mod row_group_map;
 mod store;
 
-pub use part::{IndexedFile, IndexedFileEntry, KeptEntries, Part};
+pub use part::{FiltersAt, IndexedFile, IndexedFileEntry, KeptEntries, Part, RowGroupFilters};
 pub use part_locator::{PartKeys, PartLocator};
 pub use row_group_map::{PageLocation, RowGroupMap};
 pub use store::{AttachedIndexDef, AttachedIndexes};

@@ -44,9 +44,12 @@
 //! Each sidecar keeps its own checksums. Reading is as strict as the sidecar's: a truncated,
 //! corrupt or unknown-version part is an error, and its files are then read unpruned.
 
+use std::ops::Range;
+use std::sync::Arc;
+
 use bytes::Bytes;
 use object_store::path::Path;
-use sieve_index::{IndexError, Sidecar};
+use sieve_index::{IndexError, Sidecar, SliceMap};
 use xxhash_rust::xxh3::xxh3_64;
 
 use super::part_locator::PartLocator;
@@ -83,7 +86,12 @@ pub struct IndexedFile {
     pub map: Option<RowGroupMap>,
 }
 
-/// One row group's entry in a part, as read (a whole file's, from a version 1 part).
+/// One row group's entry in a part, as read (a whole file's, from a version 1 part): what a
+/// process holds of it, a few dozen bytes and its slices and walked pages. Its filters and
+/// slice maps, ~27 bits a key, stay in the part in storage ([`FiltersAt`]): a lookup whose key
+/// the part's locator places needs neither, and one whose key it cannot place reads them by
+/// range ([`crate::AttachedIndexes::filters`]), so that what a process holds no longer grows
+/// with the table's rows.
 #[derive(Debug, Clone)]
 pub struct IndexedFileEntry {
     pub path: String,
@@ -91,20 +99,55 @@ pub struct IndexedFileEntry {
     pub file_size: u64,
     pub first_row: u64,
     pub rows: u64,
-    pub sidecar: Sidecar,
-    /// None in a part of version 1 or 2, or for a row group of one page.
+    /// The columns its sidecar indexes, in the sidecar's order.
+    pub columns: Arc<[String]>,
+    pub filters: FiltersAt,
+    /// Its slices and walked pages, its slice maps (`keys`) left out: they are read with the
+    /// filters. None in a part of version 1 or 2, for a row group of one page, or where the
+    /// process keeps no maps ([`KeptEntries::maps`]).
     pub map: Option<RowGroupMap>,
-    /// The sidecar's and the map's encoded sizes: about what the entry holds in memory.
+    /// About what the entry holds in memory.
     pub bytes: usize,
     /// Its record's place in the part's directory: its block in the part's locator (a worker's
     /// share of the entries leaves the others out).
     pub block: u32,
 }
 
-/// A part as read: its entries, and its locator where it has one (a block of the locator is an
-/// entry's [`IndexedFileEntry::block`]).
-#[derive(Debug, Default)]
+/// Where a row group's filters (its sidecar) and slice maps (its map) lie in its part.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FiltersAt {
+    pub sidecar: Range<u64>,
+    /// Empty where it has no map.
+    pub map: Range<u64>,
+}
+
+impl FiltersAt {
+    /// The bytes to read for both: the map follows the sidecar.
+    pub(crate) fn range(&self) -> Range<u64> {
+        let end = if self.map.is_empty() {
+            self.sidecar.end
+        } else {
+            self.map.end
+        };
+        self.sidecar.start..end
+    }
+}
+
+/// A row group's filters and its maps from key to slice (per indexed column, in the sidecar's
+/// order; empty for a row group of one slice), as read from its part.
+#[derive(Debug)]
+pub struct RowGroupFilters {
+    pub sidecar: Sidecar,
+    pub keys: Vec<SliceMap>,
+    /// The bytes they were read from.
+    pub bytes: usize,
+}
+
+/// A part as read: where it is, its entries, and its locator where it has one (a block of the
+/// locator is an entry's [`IndexedFileEntry::block`]).
+#[derive(Debug)]
 pub struct Part {
+    pub path: Path,
     pub entries: Vec<IndexedFileEntry>,
     pub locator: Option<PartLocator>,
 }
@@ -186,23 +229,22 @@ pub struct KeptEntries<'a> {
     /// The data files whose entries are kept; None: every file's (a worker keeps its own
     /// files' only).
     pub files: Option<&'a (dyn Fn(&str) -> bool + Sync)>,
-    /// Whether the row group maps are kept (key to slice, walked pages): a coordinator that
-    /// only chooses files and sends them to their owners needs the filters alone.
+    /// Whether the row group maps' slices and walked pages are kept: a coordinator that only
+    /// chooses files and sends them to their owners needs none.
     pub maps: bool,
 }
 
 impl KeptEntries<'_> {
-    /// Every entry, whole.
+    /// Every entry, with its map.
     pub const ALL: KeptEntries<'static> = KeptEntries {
         files: None,
         maps: true,
     };
 }
 
-/// The entries of the part at `path` whose bytes are `bytes`, as much of them as `keep` says:
-/// all of them whole share `bytes`; otherwise, or where the part has a locator (whose pages
-/// are read from storage when asked, not held), each kept sidecar is a copy of its own, so
-/// that `bytes`, the entries and the maps left out are freed.
+/// The entries of the part at `path` whose bytes are `bytes`, as much of them as `keep` says,
+/// each sidecar and map checked as strictly as when they are read for a lookup, none of them
+/// held (see [`IndexedFileEntry`]): nothing keeps `bytes` once this returns.
 pub fn decode(path: &Path, bytes: Bytes, keep: KeptEntries) -> Result<Part> {
     let damaged = |why: String| StorageError::Damaged(path.to_string(), why);
     let u32_at = |at: usize| -> Option<u32> {
@@ -282,6 +324,8 @@ pub fn decode(path: &Path, bytes: Bytes, keep: KeptEntries) -> Result<Part> {
     };
     let mut path_at = directory_end;
     let mut entries = Vec::with_capacity(count);
+    // The entries of a part index the same columns: one list of their names for all of them.
+    let mut last_columns: Option<Arc<[String]>> = None;
     for (block, record) in records.into_iter().enumerate() {
         let Record {
             record_count,
@@ -306,19 +350,20 @@ pub fn decode(path: &Path, bytes: Bytes, keep: KeptEntries) -> Result<Part> {
             (start >= checksum_at + 8 && start.is_multiple_of(8) && range.end <= bytes.len())
                 .then_some(range)
         };
-        let Some(range) = inside(start, len) else {
+        let Some(sidecar_at) = inside(start, len) else {
             return Err(damaged(format!(
                 "the sidecar of {path} lies outside the part"
             )));
         };
-        // Shared only where every entry is kept whole and no locator's pages (which stay in
-        // storage) would be kept in memory with them.
-        let sidecar = match (keep.files, keep.maps, locator) {
-            (None, true, None) => bytes.slice(range),
-            _ => Bytes::copy_from_slice(&bytes[range]),
+        let sidecar = open_sidecar(bytes.slice(sidecar_at.clone()), &path).map_err(damaged)?;
+        let names: Vec<&str> = (sidecar.columns().iter())
+            .map(|c| c.column.as_str())
+            .collect();
+        let columns = match &last_columns {
+            Some(last) if last.iter().map(String::as_str).eq(names.iter().copied()) => last.clone(),
+            _ => names.iter().map(|c| c.to_string()).collect(),
         };
-        let sidecar = Sidecar::open(sidecar)
-            .map_err(|e: IndexError| damaged(format!("the sidecar of {path}: {e}")))?;
+        last_columns = Some(columns.clone());
         if first_row
             .checked_add(rows)
             .is_none_or(|end| end > record_count)
@@ -327,29 +372,39 @@ pub fn decode(path: &Path, bytes: Bytes, keep: KeptEntries) -> Result<Part> {
                 "{path}: rows {first_row}+{rows} beyond its {record_count}"
             )));
         }
-        let map = if keep.maps { map } else { (0, 0) };
-        let map_bytes = map.1;
-        let map = match map {
-            (_, 0) => None,
+        let map_at = match map {
+            (_, 0) => 0..0,
             (offset, len) => {
                 let start = usize::try_from(offset).map_err(|_| truncated())?;
-                let range = inside(start, len).ok_or_else(|| {
+                inside(start, len).ok_or_else(|| {
                     damaged(format!("the row group map of {path} lies outside the part"))
-                })?;
-                let map = RowGroupMap::decode(&bytes[range], rows)
-                    .map_err(|why| damaged(format!("{path}: {why}")))?;
-                Some(map)
+                })?
             }
         };
+        let map = match map_at.is_empty() {
+            false if keep.maps => Some(
+                RowGroupMap::decode_layout(&bytes[map_at.clone()], rows)
+                    .map_err(|why| damaged(format!("{path}: {why}")))?,
+            ),
+            _ => None,
+        };
+        let held = map.as_ref().map_or(0, |m| {
+            8 * m.slice_starts.len() + 24 * m.pages.iter().map(Vec::len).sum::<usize>()
+        });
+        let wide = |r: Range<usize>| r.start as u64..r.end as u64;
         entries.push(IndexedFileEntry {
+            bytes: path.len() + held + std::mem::size_of::<IndexedFileEntry>(),
             path,
             record_count,
             file_size,
             first_row,
             rows,
-            sidecar,
+            columns,
+            filters: FiltersAt {
+                sidecar: wide(sidecar_at),
+                map: wide(map_at),
+            },
             map,
-            bytes: len + map_bytes,
             block: u32::try_from(block).map_err(|_| truncated())?,
         });
     }
@@ -366,7 +421,54 @@ pub fn decode(path: &Path, bytes: Bytes, keep: KeptEntries) -> Result<Part> {
         }
         None => None,
     };
-    Ok(Part { entries, locator })
+    Ok(Part {
+        path: path.clone(),
+        entries,
+        locator,
+    })
+}
+
+fn open_sidecar(bytes: Bytes, path: &str) -> std::result::Result<Sidecar, String> {
+    Sidecar::open(bytes).map_err(|e: IndexError| format!("the sidecar of {path}: {e}"))
+}
+
+/// The filters and slice maps of `entry`, from `bytes`, its part's bytes over
+/// [`FiltersAt::range`]: checked as strictly as when the part was loaded, and refused unless
+/// they index the columns the entry was loaded with.
+pub(crate) fn read_filters(
+    bytes: &[u8],
+    entry: &IndexedFileEntry,
+) -> std::result::Result<RowGroupFilters, String> {
+    let at = &entry.filters;
+    let start = at.sidecar.start;
+    let local = |r: &Range<u64>| {
+        let range = usize::try_from(r.start - start).ok()?..usize::try_from(r.end - start).ok()?;
+        bytes.get(range.clone()).map(|_| range)
+    };
+    let read_short = || format!("{} bytes read of {:?}", bytes.len(), at.range());
+    let sidecar_at = local(&at.sidecar).ok_or_else(read_short)?;
+    // A copy, so that the cache weighs what it holds.
+    let sidecar = open_sidecar(Bytes::copy_from_slice(&bytes[sidecar_at]), &entry.path)?;
+    if !(sidecar.columns().iter().map(|c| &c.column)).eq(entry.columns.iter()) {
+        return Err(format!(
+            "the sidecar of {} indexes other columns than when its part was read",
+            entry.path
+        ));
+    }
+    let keys = match at.map.is_empty() {
+        true => Vec::new(),
+        false => {
+            let map = &bytes[local(&at.map).ok_or_else(read_short)?];
+            let map = RowGroupMap::decode(map, entry.rows)
+                .map_err(|why| format!("{}: {why}", entry.path))?;
+            map.keys
+        }
+    };
+    Ok(RowGroupFilters {
+        sidecar,
+        keys,
+        bytes: bytes.len(),
+    })
 }
 
 #[cfg(test)]
@@ -392,10 +494,14 @@ mod tests {
         }
     }
 
-    fn probe(entry: &IndexedFileEntry, key: i64) -> bool {
-        let array = arrow_array::Int64Array::from_iter_values([key]);
-        let hash = ColumnHashes::from_array(&array).unwrap().hashes[0];
-        entry.sidecar.column("id").unwrap().may_contain(hash)
+    /// The filters of `entry` read from `part`, the part's bytes, as a lookup reads them.
+    fn filters(part: &[u8], entry: &IndexedFileEntry) -> RowGroupFilters {
+        let range = entry.filters.range();
+        read_filters(&part[range.start as usize..range.end as usize], entry).unwrap()
+    }
+
+    fn probe(filters: &RowGroupFilters, key: i64) -> bool {
+        filters.sidecar.column("id").unwrap().may_contain(hash(key))
     }
 
     #[test]
@@ -411,11 +517,11 @@ mod tests {
         assert_eq!(entries.len(), 2);
         assert_eq!(entries[1].path, "w/bé.parquet");
         assert_eq!((entries[1].record_count, entries[1].file_size), (100, 1234));
-        assert!((0..1000).all(|k| probe(&entries[0], k)));
-        assert!((5000..5100).all(|k| probe(&entries[1], k)));
-        let false_hits = (100_000..110_000)
-            .filter(|&k| probe(&entries[0], k))
-            .count();
+        let (a, b) = (filters(&bytes, &entries[0]), filters(&bytes, &entries[1]));
+        assert!((0..1000).all(|k| probe(&a, k)));
+        assert!((5000..5100).all(|k| probe(&b, k)));
+        assert!(b.keys.is_empty() && entries[1].map.is_none());
+        let false_hits = (100_000..110_000).filter(|&k| probe(&a, k)).count();
         assert!(false_hits < 100, "{false_hits} false hits in 10,000");
         assert!(
             decode(
@@ -427,9 +533,8 @@ mod tests {
             .entries
             .is_empty()
         );
-        // All entries share the part's bytes; a worker's own files' are copies, so the part's
-        // bytes go once read.
-        assert!(!bytes.is_unique());
+        // No entry holds the part's bytes: they go once read.
+        assert!(bytes.is_unique());
         drop(entries);
         let owns = |p: &str| p.starts_with("w/b");
         let keep = KeptEntries {
@@ -440,7 +545,8 @@ mod tests {
         assert!(bytes.is_unique());
         assert_eq!(mine.len(), 1);
         assert_eq!(mine[0].path, "w/bé.parquet");
-        assert!((5000..5100).all(|k| probe(&mine[0], k)));
+        let b = filters(&bytes, &mine[0]);
+        assert!((5000..5100).all(|k| probe(&b, k)));
     }
 
     fn hash(key: i64) -> u64 {
@@ -484,6 +590,26 @@ mod tests {
         let part = decode(&path, read.clone(), KeptEntries::ALL).unwrap();
         assert_eq!(part.entries.len(), 3);
         assert!(read.is_unique());
+        // A row group's filters are read from the part in storage, then kept.
+        let second = store.filters(&path, &part.entries[1]).await.unwrap();
+        assert!((1000..1500).all(|k| probe(&second, k)));
+        let again = store.filters(&path, &part.entries[1]).await.unwrap();
+        assert!(Arc::ptr_eq(&second, &again));
+        // Damaged since the part was loaded, they are an error, and one that is not kept.
+        let mut damaged = bytes.to_vec();
+        damaged[part.entries[0].filters.sidecar.start as usize + 40] ^= 0x40;
+        let elsewhere = crate::AttachedIndexes::new(crate::Storage::in_memory());
+        let payload = object_store::PutPayload::from(damaged);
+        object_store::ObjectStoreExt::put(elsewhere.storage().store(), &path, payload)
+            .await
+            .unwrap();
+        for _ in 0..2 {
+            let e = elsewhere
+                .filters(&path, &part.entries[0])
+                .await
+                .unwrap_err();
+            assert!(e.to_string().contains("the sidecar of w/a.parquet"), "{e}");
+        }
         let located = part.locator.as_ref().unwrap();
         let column = located.column("id").unwrap();
         let keys: Vec<i64> = vec![3, 999, 1499, 5001];
@@ -554,9 +680,10 @@ mod tests {
         let checksum_at = align8(PREAMBLE_V1 + RECORD * files.len() + paths);
         let sum = xxh3_64(&v3[..checksum_at]);
         v3[checksum_at..checksum_at + 8].copy_from_slice(&sum.to_le_bytes());
-        let part = decode(&"p".into(), Bytes::from(v3), KeptEntries::ALL).unwrap();
+        let part = decode(&"p".into(), Bytes::from(v3.clone()), KeptEntries::ALL).unwrap();
         assert!(part.locator.is_none());
-        assert!((1000..1500).all(|k| probe(&part.entries[1], k)));
+        let second = filters(&v3, &part.entries[1]);
+        assert!((1000..1500).all(|k| probe(&second, k)));
     }
 
     #[test]
@@ -589,9 +716,13 @@ mod tests {
         groups[0].record_count = 1000;
         groups[1].record_count = 1000;
         groups[1].first_row = 600;
+        let keyed = (600..1000)
+            .map(|k| (hash(k), u32::from(k >= 800)))
+            .collect();
+        let slices = SliceMap::build(keyed, 2, &mut Default::default()).unwrap();
         let map = RowGroupMap {
             slice_starts: vec![0, 200],
-            keys: vec![],
+            keys: vec![slices.clone()],
             pages: vec![vec![crate::PageLocation {
                 offset: 4,
                 size: 10,
@@ -606,23 +737,26 @@ mod tests {
             .entries;
         let rows: Vec<_> = entries.iter().map(|e| (e.first_row, e.rows)).collect();
         assert_eq!(rows, [(0, 600), (600, 400)]);
+        // The map's slices and pages are held; its slice maps are read with the filters.
+        let layout = RowGroupMap {
+            keys: vec![],
+            ..map.clone()
+        };
         assert_eq!(
             (entries[0].map.as_ref(), entries[1].map.as_ref()),
-            (None, Some(&map))
+            (None, Some(&layout))
         );
-        assert!(probe(&entries[1], 700) && !probe(&entries[1], 5));
-        // Without the maps (a coordinator's), the filters are copies and the part's bytes go.
-        drop(entries);
+        let second = filters(&bytes, &entries[1]);
+        assert!(probe(&second, 700) && !probe(&second, 5));
+        assert_eq!(second.keys, [slices]);
+        // Without the maps (a coordinator's), the same filters.
         let routing = KeptEntries {
             files: None,
             maps: false,
         };
-        let filters = decode(&"p".into(), bytes.clone(), routing).unwrap().entries;
-        assert!(bytes.is_unique());
-        assert!(filters.iter().all(|e| e.map.is_none()));
-        assert!(probe(&filters[1], 700) && !probe(&filters[1], 5));
-        let full: usize = groups.iter().map(|g| g.sidecar.len()).sum();
-        assert_eq!(filters.iter().map(|e| e.bytes).sum::<usize>(), full);
+        let routed = decode(&"p".into(), bytes.clone(), routing).unwrap().entries;
+        assert!(routed.iter().all(|e| e.map.is_none()));
+        assert_eq!(routed[1].filters, entries[1].filters);
         // A row group past its file's rows is damage, not a filter.
         groups[1].rows = 401;
         let e = decode(
@@ -656,7 +790,7 @@ mod tests {
             old.resize(align8(old.len()), 0);
             old.extend_from_slice(&xxh3_64(&old).to_le_bytes());
             old.extend_from_slice(&whole.sidecar);
-            let entries = decode(&"p".into(), Bytes::from(old), KeptEntries::ALL)
+            let entries = decode(&"p".into(), Bytes::from(old.clone()), KeptEntries::ALL)
                 .unwrap()
                 .entries;
             assert_eq!(
@@ -665,7 +799,8 @@ mod tests {
                 "v{version}"
             );
             assert!(entries[0].map.is_none());
-            assert!((0..1000).all(|k| probe(&entries[0], k)), "v{version}");
+            let whole = filters(&old, &entries[0]);
+            assert!((0..1000).all(|k| probe(&whole, k)), "v{version}");
         }
     }
 }

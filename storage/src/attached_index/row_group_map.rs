@@ -94,6 +94,17 @@ impl RowGroupMap {
     /// The map stored as `bytes` of a row group of `rows` rows; an error saying why when the
     /// bytes are damaged or say something impossible.
     pub fn decode(bytes: &[u8], rows: u64) -> Result<Self, String> {
+        Self::decode_with(bytes, rows, true)
+    }
+
+    /// The same, checked as strictly, without its slice maps (`keys` empty): what a process
+    /// holds of a row group whose slice maps it reads with its filters, when a lookup asks
+    /// them ([`super::part::RowGroupFilters`]).
+    pub fn decode_layout(bytes: &[u8], rows: u64) -> Result<Self, String> {
+        Self::decode_with(bytes, rows, false)
+    }
+
+    fn decode_with(bytes: &[u8], rows: u64, with_keys: bool) -> Result<Self, String> {
         let Some((body, sum)) = bytes.split_last_chunk::<8>() else {
             return Err("a row group map is truncated".into());
         };
@@ -158,14 +169,20 @@ impl RowGroupMap {
         }
         let mut keys = Vec::with_capacity(geometries.len());
         for shards in geometries {
-            let shards = (shards.into_iter())
-                .map(|g| {
-                    let cells = at.take(g.byte_len())?.to_vec();
-                    at.align8()?;
-                    Retrieval::from_parts(g, cells).map_err(|e: IndexError| e.to_string())
-                })
-                .collect::<Result<Vec<_>, _>>()?;
-            keys.push(SliceMap::from_parts(slices, shards).map_err(|e| e.to_string())?);
+            let mut cells = Vec::with_capacity(shards.len());
+            for g in shards {
+                cells.push((g, at.take(g.byte_len())?));
+                at.align8()?;
+            }
+            if with_keys {
+                let shards = (cells.into_iter())
+                    .map(|(g, cells)| {
+                        Retrieval::from_parts(g, cells.to_vec())
+                            .map_err(|e: IndexError| e.to_string())
+                    })
+                    .collect::<Result<Vec<_>, _>>()?;
+                keys.push(SliceMap::from_parts(slices, shards).map_err(|e| e.to_string())?);
+            }
         }
         if at.at != body.len() {
             return Err("a row group map has bytes past its end".into());

@@ -13,6 +13,8 @@
 //! are never read. Dropping removes the definition first, so no reader starts on a half-deleted
 //! index.
 
+use std::sync::Arc;
+
 use futures::{StreamExt, TryStreamExt};
 use object_store::path::Path;
 use object_store::{ObjectStoreExt, PutMode, PutOptions, PutPayload};
@@ -20,7 +22,7 @@ use serde::{Deserialize, Serialize};
 use sieve_index::FilterKind;
 use sieve_index::locator::Location;
 
-use super::part::{self, IndexedFile, KeptEntries, Part};
+use super::part::{self, IndexedFile, IndexedFileEntry, KeptEntries, Part, RowGroupFilters};
 use super::part_locator::PartLocator;
 use crate::error::{Result, StorageError};
 use crate::location::Storage;
@@ -214,6 +216,26 @@ impl AttachedIndexes {
             None,
         );
         Ok(reads.await?.0)
+    }
+
+    /// The filters and slice maps of `entry` of the part at `part`: one ranged read unless
+    /// cached (concurrent lookups of the same row group wait for one read). An error (a
+    /// missing part, damaged bytes) means the row group must be read whole.
+    pub async fn filters(
+        &self,
+        part: &Path,
+        entry: &IndexedFileEntry,
+    ) -> Result<Arc<RowGroupFilters>> {
+        let range = entry.filters.range();
+        let key = (part.to_string(), range.start, range.end);
+        let cache = &self.storage.caches().attached_filters;
+        let read = async {
+            let bytes = self.storage.store().get_range(part, range).await?;
+            let filters = part::read_filters(&bytes, entry)
+                .map_err(|why| StorageError::Damaged(part.to_string(), why))?;
+            Ok::<_, StorageError>(Arc::new(filters))
+        };
+        cache.get_or_insert_async(&key, read).await
     }
 
     /// The part's entries, as much of them as `keep` says.

@@ -11,6 +11,7 @@ use quick_cache::Weighter;
 use quick_cache::sync::Cache;
 use sieve_index::SidecarColumn;
 
+use crate::attached_index::RowGroupFilters;
 use crate::meta::block_list::BlockList;
 use crate::meta::segment::Segment;
 use crate::meta::snapshot::{KnownLatest, Snapshot};
@@ -93,6 +94,17 @@ impl Weighter<RangeKey, Bytes> for RangeBytes {
     }
 }
 
+/// Weighs an attached index's row group filters by the bytes they were read from (plus the
+/// key).
+#[derive(Clone)]
+pub struct FiltersBytes;
+
+impl Weighter<RangeKey, Arc<RowGroupFilters>> for FiltersBytes {
+    fn weight(&self, key: &RangeKey, filters: &Arc<RowGroupFilters>) -> u64 {
+        (filters.bytes + key.0.len()) as u64 + 64
+    }
+}
+
 pub struct Caches {
     /// By table directory.
     pub latest: Cache<String, KnownLatest>,
@@ -110,6 +122,10 @@ pub struct Caches {
     /// By table id and version.
     pub block_lists: Cache<MetaKey, Arc<BlockList>, BlockListBytes>,
     pub sidecars: Cache<EntryKey, Arc<SidecarColumn>, EntryBytes>,
+    /// Attached indexes' row group filters, by part path and the range read
+    /// ([`crate::AttachedIndexes::filters`]), within a budget of their own as large as the
+    /// sidecars'.
+    pub attached_filters: Cache<RangeKey, Arc<RowGroupFilters>, FiltersBytes>,
     /// Only pages whose checksums held: a damaged read is never cached.
     pub locator_pages: Cache<RangeKey, Bytes, RangeBytes>,
     /// Byte ranges of blocks (widened to checksum strides) whose checksums held. Blocks are
@@ -142,6 +158,12 @@ impl Caches {
                 sidecar_bytes,
                 EntryBytes,
             ),
+            // Sized for a row group's of about 256 KiB (100,000 keys).
+            attached_filters: Cache::with_weighter(
+                (sidecar_bytes >> 18).max(1024) as usize,
+                sidecar_bytes,
+                FiltersBytes,
+            ),
             locator_pages: Cache::with_weighter(
                 (LOCATOR_PAGE_BYTES / 2048) as usize,
                 LOCATOR_PAGE_BYTES,
@@ -157,10 +179,11 @@ impl Caches {
 }
 
 impl Caches {
-    /// Bytes of index held: opened sidecar entries and verified locator pages. What placement
-    /// spreads among workers, each caching the index of the blocks it owns.
+    /// Bytes of index held: opened sidecar entries, attached indexes' filters and verified
+    /// locator pages. What placement spreads among workers, each caching the index of the
+    /// blocks it owns.
     pub fn index_bytes(&self) -> u64 {
-        self.sidecars.weight() + self.locator_pages.weight()
+        self.sidecars.weight() + self.attached_filters.weight() + self.locator_pages.weight()
     }
 }
 
@@ -172,6 +195,7 @@ impl std::fmt::Debug for Caches {
             .field("block_lists", &self.block_lists.len())
             .field("sidecars", &self.sidecars.len())
             .field("sidecar_bytes", &self.sidecars.weight())
+            .field("attached_filter_bytes", &self.attached_filters.weight())
             .field("locator_page_bytes", &self.locator_pages.weight())
             .field("data_bytes", &self.data.as_ref().map_or(0, |d| d.weight()))
             .field("disk", &self.disk.get())
