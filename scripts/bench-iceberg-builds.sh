@@ -14,7 +14,9 @@
 # (scripts/serving/lookup.lua, kept results off) on the uniform present keys (absent ones, as
 # many, with SIEVE_BENCH_KIND=absent) for SIEVE_BENCH_SECONDS (default 10) at each of SIEVE_BENCH_THREADS (default "1 16") connections.
 # Prints each run's lookups/s and server CPU per lookup, then per connection count the medians
-# of each build and NEW's ratios to BASE, and CREATE INDEX's wall and server CPU seconds. With SIEVE_BENCH_PERF=DIR, each sysbench run's server
+# of each build and NEW's ratios to BASE, CREATE INDEX's wall and server CPU seconds, the
+# server's resident memory after its runs, and what each build's log says its indexes hold.
+# With SIEVE_BENCH_PERF=DIR, each sysbench run's server
 # is profiled (`perf record --call-graph dwarf` at 299 Hz) into DIR/BUILD-ROUND-CONNECTIONS.data.
 # The client runs on the same cores; keep the machine otherwise idle.
 set -euo pipefail
@@ -88,6 +90,7 @@ PY
       echo "| $round | $build | $threads | $per_s | $ms |"
       echo "$build $threads $per_s $ms" >> "$work/runs"
     done
+    echo "memory $build $(awk '/VmRSS/ {print $2 / 1024}' "/proc/$server/status")" >> "$work/index"
     kill "$server"; wait "$server" 2>/dev/null || true; server=
   done
 done
@@ -104,14 +107,20 @@ for threads in dict.fromkeys(r[1] for r in runs):
 PY
 python3 - "$work/index" "$rows" <<'PY'
 import statistics, sys
-runs = [line.split() for line in open(sys.argv[1])]
+lines = [line.split() for line in open(sys.argv[1])]
 rows = float(sys.argv[2].upper().replace("M", "e6").replace("B", "e9"))
 print()
 print("| CREATE INDEX | base | new | new/base |")
 print("|---|---|---|---|")
-med = lambda build, i: statistics.median(float(r[i]) for r in runs if r[1] == build)
+med = lambda what, build, i: statistics.median(float(r[i]) for r in lines if r[:2] == [what, build])
 for name, i in (("wall s", 2), ("server CPU s", 3)):
-    print(f"| {name} | {med('base', i):.1f} | {med('new', i):.1f} | {med('new', i) / med('base', i):.2f}x |")
-rate = lambda build: rows / med(build, 3) / 1e6
+    b, n = med("index", "base", i), med("index", "new", i)
+    print(f"| {name} | {b:.1f} | {n:.1f} | {n / b:.2f}x |")
+rate = lambda build: rows / med("index", build, 3) / 1e6
 print(f"| M rows per CPU second | {rate('base'):.2f} | {rate('new'):.2f} | {rate('new') / rate('base'):.2f}x |")
+b, n = med("memory", "base", 2), med("memory", "new", 2)
+print(f"| server RSS MiB after the runs | {b:.0f} | {n:.0f} | {n / b:.2f}x |")
 PY
+for build in base new; do
+  echo "$build: $(grep -h "indexes of attached table" "$work/serve-$build.log" | tail -1)"
+done
