@@ -992,19 +992,12 @@ fn an_index_leaves_out_the_files_that_cannot_hold_a_key() {
     lookups_match_unpruned(&server, [9000, 9099, 4242, 8999]);
 
     // The index is in Sieve's storage, not the table's location, and outlives the server.
-    let mut in_warehouse = vec![warehouse.path().to_path_buf()];
-    while let Some(dir) = in_warehouse.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            let name = path.display().to_string();
-            assert!(
-                !name.contains("attached") && !name.ends_with(".part"),
-                "{name}"
-            );
-            if path.is_dir() {
-                in_warehouse.push(path);
-            }
-        }
+    for path in files_under(warehouse.path(), "") {
+        let name = path.display().to_string();
+        assert!(
+            !name.contains("attached") && !name.ends_with(".part"),
+            "{name}"
+        );
     }
     // Restarted, the 8 files indexed are pruned as before; the one committed since is not
     // indexed until the indexer's first pass, an interval (an hour here) after the start, and
@@ -1055,6 +1048,53 @@ fn an_index_leaves_out_the_files_that_cannot_hold_a_key() {
         "create index ix_r on lake.ns.keys (id)",
     ]);
     assert!(stderr(&out).contains("1142"), "{}", stderr(&out));
+
+    // A damaged index costs speed, never a row. The server holds the parts' directories and
+    // reads their locators' pages and row groups' filters when a lookup asks: with those bytes
+    // zeroed under it, a key not asked before is read from every file the manifests' bounds
+    // keep; with the parts gone, the same; at a restart, its files are not indexed.
+    // One part each for keys' index and people's.
+    let parts = files_under(&server.storage_dir(), ".part");
+    assert_eq!(parts.len(), 2, "{parts:?}");
+    for part in &parts {
+        let mut bytes = std::fs::read(part).unwrap();
+        // The first directory record's sidecar offset: where the header ends.
+        let header_end = u64::from_le_bytes(bytes[64..72].try_into().unwrap()) as usize;
+        bytes[header_end..].fill(0);
+        std::fs::write(part, bytes).unwrap();
+    }
+    let lookup = |key: i64| format!("select name from lake.ns.keys where id = {key}");
+    assert_eq!(ok(&server, &lookup(5151)), "k5151\n");
+    assert_eq!(metric(&server, &lookup(5152), "blocks_pruned_by_filter"), 0);
+    assert_eq!(metric(&server, &lookup(5153), "blocks_pruned_by_minmax"), 8);
+    assert_eq!(metric(&server, &lookup(5154), "blocks_read"), 1);
+    lookups_match_unpruned(&server, [1, 2998, 6001, 9001, 123457]);
+    for part in &parts {
+        std::fs::remove_file(part).unwrap();
+    }
+    assert_eq!(ok(&server, &lookup(5155)), "k5155\n");
+    assert_eq!(metric(&server, &lookup(5156), "blocks_read"), 1);
+    lookups_match_unpruned(&server, [3, 3998, 7001, 9002, 123458]);
+    server.restart();
+    assert_eq!(metric(&server, &lookup(5157), "files_not_indexed"), 9);
+    assert_eq!(metric(&server, &lookup(5158), "blocks_read"), 1);
+    lookups_match_unpruned(&server, [4, 4998, 7002, 9003]);
+}
+
+/// The files under `dir` whose names end with `suffix`.
+fn files_under(dir: &Path, suffix: &str) -> Vec<std::path::PathBuf> {
+    let (mut dirs, mut found) = (vec![dir.to_path_buf()], Vec::new());
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.display().to_string().ends_with(suffix) {
+                found.push(path);
+            }
+        }
+    }
+    found
 }
 
 #[test]

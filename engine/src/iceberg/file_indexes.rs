@@ -278,7 +278,9 @@ impl Loaded {
                     entry: &part.entries[*i],
                     filters: located.filters.get(&(Arc::as_ptr(part) as usize, *i)),
                 };
-                group.probe(&unplaced, &mut wanted);
+                // A row group whose filters could not be read is read whole, and the file's
+                // manifest bounds are asked too.
+                every_probe &= group.probe(&unplaced, &mut wanted);
                 admitted += usize::from(group.push_rows(wanted, &mut ranges));
             }
             let left_out = groups.len() - admitted;
@@ -494,37 +496,35 @@ impl RowGroupIndex<'_> {
 
     /// Adds to `wanted` what the row group's filter and map say of `hashes`: each key's slice,
     /// the whole row group for a key in several, nothing for keys they rule out. Without its
-    /// filters (their read failed), the whole row group.
-    fn probe(&self, hashes: &[u64], wanted: &mut Wanted) {
+    /// filters (their read failed), the whole row group, and false: the index did not answer.
+    fn probe(&self, hashes: &[u64], wanted: &mut Wanted) -> bool {
         if hashes.is_empty() {
-            return;
+            return true;
         }
-        let Some(filters) = self.filters else {
+        let Some(filter) = (self.filters).and_then(|f| f.sidecar.columns().get(self.group.at))
+        else {
             wanted.whole = true;
-            return;
-        };
-        let Some(filter) = filters.sidecar.columns().get(self.group.at) else {
-            wanted.whole = true;
-            return;
+            return false;
         };
         let mut admitted = hashes.iter().filter(|&&h| filter.may_contain(h));
         let Some(first) = admitted.next() else {
-            return;
+            return true;
         };
-        let Some(keys) = filters.keys.get(self.group.at) else {
+        let Some(keys) = (self.filters).and_then(|f| f.keys.get(self.group.at)) else {
             wanted.whole = true;
-            return;
+            return true;
         };
         for &hash in std::iter::once(first).chain(admitted) {
             match keys.slice_of(hash) {
                 SliceOf::One(slice) => wanted.slices.push(slice),
                 SliceOf::Several => {
                     wanted.whole = true;
-                    return;
+                    break;
                 }
                 SliceOf::Absent => {}
             }
         }
+        true
     }
 
     /// Appends to `ranges` the rows `wanted` names, sorted and not overlapping; whether it
@@ -572,8 +572,9 @@ pub struct MatchingRows {
     pub ranges: Vec<Range<u64>>,
     /// The row groups (a file's entries) a filter or a map ruled out.
     pub left_out: usize,
-    /// Whether the file's index answered for every probe: then its manifest bounds could rule
-    /// the file out only where a filter's "maybe" is false, which reading its rows answers.
+    /// Whether the file's index answered for every probe (its filters read where they were
+    /// needed): then its manifest bounds could rule the file out only where a filter's "maybe"
+    /// is false, which reading its rows answers.
     pub every_probe: bool,
 }
 
