@@ -293,6 +293,11 @@ impl SidecarHeader {
     pub fn entry(&self, column: &str) -> Option<&SidecarEntry> {
         self.entries.iter().find(|e| e.column == column)
     }
+
+    /// The columns it indexes, in its order.
+    pub fn columns(&self) -> impl Iterator<Item = &str> {
+        self.entries.iter().map(|e| e.column.as_str())
+    }
 }
 
 impl SidecarEntry {

@@ -15,41 +15,57 @@
 //! Why a locator per part too ([`PartLocator`]): probing every row group's filter is a cost
 //! that grows with the table; one probe of the part's locator names the row group and slice.
 //!
-//! Layout, version 4 (all integers little-endian):
+//! Layout, version 5 (all integers little-endian):
 //!
 //! ```text
 //! offset   size  field
 //! 0        8     magic "SIEVEIXP"
-//! 8        4     format version (4)
+//! 8        4     format version (5)
 //! 12       4     entry count n
 //! 16       8     locator offset · 8 locator length (0: none)
-//! 32       64·n  directory, one record per row group of a data file:
+//! 32       8     header length h: the bytes from 0 to the end of the header checksum
+//! 40       4     locator header length (0: none) · 4 zero
+//! 48       64·n  directory, one record per row group of a data file:
 //!                  u64 file's record count · u64 file size · u64 first row · u64 rows ·
 //!                  u64 sidecar offset · u32 sidecar length · u32 path length ·
-//!                  u64 map offset · u32 map length (0: none) · u32 zero
+//!                  u64 map offset · u32 map length (0: none) · u32 layout length (0: none)
 //! …        …     data file paths (UTF-8, as the warehouse's store names them), one per
 //!                record, concatenated, zero-padded to a multiple of 8
-//! …        8     header checksum: XXH3-64 of every byte before it
-//! …        …     sidecars (sidecar format 1, one entry per indexed column), in directory order,
-//!                each at the next multiple of 8, zero-padded, its row group map after it
-//!                (row_group_map.rs), likewise
+//! …        …     the indexed columns, as every sidecar of the part lists them: u32 count,
+//!                then per column u32 name length and the name (UTF-8); zero-padded to 8
+//! …        …     layouts: per record with a map, in directory order, the map without its
+//!                slice maps (row_group_map.rs with no maps: its slices and walked pages),
+//!                each zero-padded to a multiple of 8
+//! h - 8    8     header checksum: XXH3-64 of every byte before it
+//! h        …     sidecars (sidecar format 1, one entry per indexed column), in directory order,
+//!                each at the next multiple of 8, zero-padded, its row group map (with its
+//!                slice maps) after it, likewise
 //! …        …     the locator (part_locator.rs: Sieve's locator format, a block per record, in
 //!                directory order), at the next multiple of 8
 //! ```
 //!
-//! Versions 1 to 3 are still read. Version 3 has no locator fields (its directory starts at
-//! 16). Version 2 has 48-byte records without a map. Version 1 has 32-byte records without
-//! first row and rows either: a record per data file, its sidecar over all the file's rows.
+//! A process loading a part reads its first h bytes and its locator's header, in two or three
+//! ranged reads ([`crate::AttachedIndexes::read_part`]), never its sidecars, maps or locator
+//! pages, which a lookup reads by range when it needs them.
 //!
-//! Each sidecar keeps its own checksums. Reading is as strict as the sidecar's: a truncated,
-//! corrupt or unknown-version part is an error, and its files are then read unpruned.
+//! Versions 1 to 4 are still read, whole. Version 4 has a 32-byte preamble (no lengths), no
+//! columns or layouts in its header (a reader opens each sidecar and map), and zero where
+//! version 5 has the layout's length. Version 3 has no locator fields either (its directory
+//! starts at 16). Version 2 has 48-byte records without a map. Version 1 has 32-byte records
+//! without first row and rows either: a record per data file, its sidecar over all the file's
+//! rows.
+//!
+//! Each sidecar and map keeps its own checksum. Reading is as strict as the sidecar's: a
+//! truncated, corrupt or unknown-version part is an error, and its files are then read
+//! unpruned; a damaged sidecar or map is found when a lookup reads it, which then reads its
+//! row group whole.
 
 use std::ops::Range;
 use std::sync::Arc;
 
 use bytes::Bytes;
 use object_store::path::Path;
-use sieve_index::{IndexError, Sidecar, SliceMap};
+use sieve_index::{IndexError, LocatorHeader, Sidecar, SidecarHeader, SliceMap};
 use xxhash_rust::xxh3::xxh3_64;
 
 use super::part_locator::PartLocator;
@@ -58,10 +74,12 @@ use crate::error::{Result, StorageError};
 use crate::meta::versions::ATTACHED_INDEX_PART_FORMAT;
 
 const MAGIC: [u8; 8] = *b"SIEVEIXP";
-/// Bytes before the directory: in versions 1 to 3, and from version 4 (the locator's place).
+/// Bytes before the directory: in versions 1 to 3, in version 4 (the locator's place), and
+/// from version 5 (the header's length and the locator header's).
 const PREAMBLE_V1: usize = 16;
-const PREAMBLE: usize = 32;
-/// A directory record's size in format versions 1, 2 and 3.
+const PREAMBLE_V4: usize = 32;
+const PREAMBLE: usize = 48;
+/// A directory record's size in format versions 1, 2, and from 3.
 const RECORD_V1: usize = 32;
 const RECORD_V2: usize = 48;
 const RECORD: usize = 64;
@@ -152,15 +170,47 @@ pub struct Part {
     pub locator: Option<PartLocator>,
 }
 
-/// The bytes of a part holding `files`, with `locator` (built over `files`, in their order).
-pub fn encode(files: &[IndexedFile], locator: Option<&[u8]>) -> Result<Vec<u8>> {
+/// The bytes of a part holding `files`, whose sidecars index `columns`, with `locator` (built
+/// over `files`, in their order).
+pub fn encode(
+    files: &[IndexedFile],
+    columns: &[String],
+    locator: Option<&[u8]>,
+) -> Result<Vec<u8>> {
     let too_large =
         |what: &str| StorageError::Invalid(format!("{what} too large for an index part"));
-    let paths_len: usize = files.iter().map(|f| f.path.len()).sum();
-    let header = PREAMBLE + RECORD * files.len() + align8(paths_len) + 8;
+    for f in files {
+        let header = SidecarHeader::parse(&f.sidecar)
+            .map_err(|e| StorageError::Invalid(format!("the sidecar of {}: {e}", f.path)))?;
+        if !header.columns().eq(columns.iter().map(String::as_str)) {
+            return Err(StorageError::Invalid(format!(
+                "the sidecar of {} indexes other columns than {columns:?}",
+                f.path
+            )));
+        }
+    }
     let maps: Vec<Vec<u8>> = (files.iter())
         .map(|f| f.map.as_ref().map(RowGroupMap::encode).unwrap_or_default())
         .collect();
+    let layouts: Vec<Vec<u8>> = (files.iter())
+        .map(|f| f.map.as_ref().map(layout).unwrap_or_default())
+        .collect();
+    let mut names = Vec::new();
+    let count = u32::try_from(columns.len()).map_err(|_| too_large("column count"))?;
+    names.extend_from_slice(&count.to_le_bytes());
+    for column in columns {
+        let len = u32::try_from(column.len()).map_err(|_| too_large("column name"))?;
+        names.extend_from_slice(&len.to_le_bytes());
+        names.extend_from_slice(column.as_bytes());
+    }
+    names.resize(align8(names.len()), 0);
+    let paths_len: usize = files.iter().map(|f| f.path.len()).sum();
+    let header = PREAMBLE
+        + RECORD * files.len()
+        + align8(paths_len)
+        + names.len()
+        + layouts.iter().map(|l| align8(l.len())).sum::<usize>()
+        + 8;
     let blobs_end = header
         + (files.iter().zip(&maps))
             .map(|(f, m)| align8(f.sidecar.len()) + align8(m.len()))
@@ -170,14 +220,22 @@ pub fn encode(files: &[IndexedFile], locator: Option<&[u8]>) -> Result<Vec<u8>> 
     out.extend_from_slice(&ATTACHED_INDEX_PART_FORMAT.to_le_bytes());
     let count = u32::try_from(files.len()).map_err(|_| too_large("file count"))?;
     out.extend_from_slice(&count.to_le_bytes());
-    let (locator_at, locator_len) = match locator {
-        Some(bytes) => (blobs_end as u64, bytes.len() as u64),
-        None => (0, 0),
+    let (locator_at, locator_len, locator_header) = match locator {
+        Some(bytes) => {
+            let header = LocatorHeader::parse(bytes)
+                .map_err(|e| StorageError::Invalid(format!("a part's locator: {e}")))?;
+            (blobs_end as u64, bytes.len() as u64, header.len)
+        }
+        None => (0, 0, 0),
     };
     out.extend_from_slice(&locator_at.to_le_bytes());
     out.extend_from_slice(&locator_len.to_le_bytes());
+    out.extend_from_slice(&(header as u64).to_le_bytes());
+    let locator_header = u32::try_from(locator_header).map_err(|_| too_large("locator"))?;
+    out.extend_from_slice(&locator_header.to_le_bytes());
+    out.extend_from_slice(&0u32.to_le_bytes());
     let mut offset = header;
-    for (f, map) in files.iter().zip(&maps) {
+    for ((f, map), layout) in files.iter().zip(&maps).zip(&layouts) {
         out.extend_from_slice(&f.record_count.to_le_bytes());
         out.extend_from_slice(&f.file_size.to_le_bytes());
         out.extend_from_slice(&f.first_row.to_le_bytes());
@@ -191,14 +249,20 @@ pub fn encode(files: &[IndexedFile], locator: Option<&[u8]>) -> Result<Vec<u8>> 
         out.extend_from_slice(&(offset as u64).to_le_bytes());
         let len = u32::try_from(map.len()).map_err(|_| too_large("row group map"))?;
         out.extend_from_slice(&len.to_le_bytes());
-        out.extend_from_slice(&0u32.to_le_bytes());
+        out.extend_from_slice(&(layout.len() as u32).to_le_bytes());
         offset = align8(offset + map.len());
     }
     for f in files {
         out.extend_from_slice(f.path.as_bytes());
     }
     out.resize(align8(out.len()), 0);
+    out.extend_from_slice(&names);
+    for layout in &layouts {
+        out.extend_from_slice(layout);
+        out.resize(align8(out.len()), 0);
+    }
     out.extend_from_slice(&xxh3_64(&out).to_le_bytes());
+    debug_assert_eq!(out.len(), header);
     for (f, map) in files.iter().zip(&maps) {
         out.extend_from_slice(&f.sidecar);
         out.resize(align8(out.len()), 0);
@@ -208,6 +272,16 @@ pub fn encode(files: &[IndexedFile], locator: Option<&[u8]>) -> Result<Vec<u8>> 
     debug_assert_eq!(out.len(), blobs_end);
     out.extend_from_slice(locator.unwrap_or_default());
     Ok(out)
+}
+
+/// The bytes of `map` without its slice maps: what a process holds of it.
+fn layout(map: &RowGroupMap) -> Vec<u8> {
+    let layout = RowGroupMap {
+        slice_starts: map.slice_starts.clone(),
+        keys: Vec::new(),
+        pages: map.pages.clone(),
+    };
+    layout.encode()
 }
 
 /// A directory record as read.
@@ -221,6 +295,8 @@ struct Record {
     path_len: usize,
     /// Offset and length of the row group map; length 0 when it has none.
     map: (u64, usize),
+    /// Length of its layout in the header (version 5); 0 when it has none.
+    layout: usize,
 }
 
 /// What a process holds of a part's entries.
@@ -242,43 +318,156 @@ impl KeptEntries<'_> {
     };
 }
 
-/// The entries of the part at `path` whose bytes are `bytes`, as much of them as `keep` says,
-/// each sidecar and map checked as strictly as when they are read for a lookup, none of them
-/// held (see [`IndexedFileEntry`]): nothing keeps `bytes` once this returns.
+/// What a part's first bytes say: its version, where its directory is, and where its
+/// locator is (checked against the header's checksum when the header is decoded).
+#[derive(Debug)]
+pub(crate) struct Preamble {
+    version: u32,
+    count: usize,
+    directory_at: usize,
+    record_size: usize,
+    /// The locator's offset and length in the part.
+    locator: Option<(u64, u64)>,
+    /// From version 5: the header's length and the locator header's.
+    lengths: Option<(usize, usize)>,
+}
+
+/// The bytes a reader reads first: the whole header of a part of a few hundred row groups.
+pub(crate) const FIRST_READ: u64 = 64 << 10;
+
+impl Preamble {
+    /// The preamble of the part at `path` whose first bytes are `head`.
+    pub(crate) fn parse(path: &Path, head: &[u8]) -> Result<Self> {
+        let damaged = |why: &str| StorageError::Damaged(path.to_string(), why.to_string());
+        if head.get(..8) != Some(&MAGIC[..]) {
+            return Err(damaged("not a Sieve index part (bad magic)"));
+        }
+        let u32_at = |at: usize| {
+            head.get(at..at + 4)
+                .map(|b| u32::from_le_bytes(b.try_into().unwrap()))
+        };
+        let u64_at = |at: usize| {
+            head.get(at..at + 8)
+                .map(|b| u64::from_le_bytes(b.try_into().unwrap()))
+        };
+        let (version, count) = u32_at(8)
+            .zip(u32_at(12))
+            .ok_or_else(|| damaged("truncated"))?;
+        let (directory_at, record_size) = match version {
+            1 => (PREAMBLE_V1, RECORD_V1),
+            2 => (PREAMBLE_V1, RECORD_V2),
+            3 => (PREAMBLE_V1, RECORD),
+            4 => (PREAMBLE_V4, RECORD),
+            ATTACHED_INDEX_PART_FORMAT => (PREAMBLE, RECORD),
+            _ => {
+                return Err(StorageError::Damaged(
+                    path.to_string(),
+                    format!(
+                        "index part format {version} (this build reads 1 to \
+                         {ATTACHED_INDEX_PART_FORMAT})"
+                    ),
+                ));
+            }
+        };
+        if head.len() < directory_at {
+            return Err(damaged("truncated"));
+        }
+        let locator = match (directory_at >= PREAMBLE_V4).then(|| (u64_at(16), u64_at(24))) {
+            Some((Some(at), Some(len))) if len > 0 => Some((at, len)),
+            _ => None,
+        };
+        let lengths = match version {
+            ATTACHED_INDEX_PART_FORMAT => {
+                let header = u64_at(32).and_then(|h| usize::try_from(h).ok());
+                let locator_header = u32_at(40).map(|h| h as usize);
+                Some(
+                    header
+                        .zip(locator_header)
+                        .ok_or_else(|| damaged("truncated"))?,
+                )
+            }
+            _ => None,
+        };
+        Ok(Self {
+            version,
+            count: count as usize,
+            directory_at,
+            record_size,
+            locator,
+            lengths,
+        })
+    }
+
+    /// The ranges a process loading the part reads: its header, and its locator's header;
+    /// None where it reads the whole part (versions 1 to 4).
+    pub(crate) fn reads(&self) -> Option<(Range<u64>, Option<Range<u64>>)> {
+        let (header, locator_header) = self.lengths?;
+        let locator = (self.locator)
+            .filter(|_| locator_header > 0)
+            .map(|(at, _)| at..at + locator_header as u64);
+        Some((0..header as u64, locator))
+    }
+}
+
+/// The entries of the part at `path` whose bytes are `bytes` (all of them), as much of them as
+/// `keep` says, none of them holding `bytes` (see [`IndexedFileEntry`]).
 pub fn decode(path: &Path, bytes: Bytes, keep: KeptEntries) -> Result<Part> {
+    let preamble = Preamble::parse(path, &bytes)?;
+    let locator = match preamble.reads() {
+        Some((_, Some(at))) => {
+            let at = usize::try_from(at.start)
+                .ok()
+                .zip(usize::try_from(at.end).ok());
+            let head = at.and_then(|(start, end)| bytes.get(start..end));
+            Some(head.ok_or_else(|| {
+                StorageError::Damaged(path.to_string(), "its locator lies outside it".into())
+            })?)
+        }
+        _ => None,
+    };
+    decode_head(path, &bytes, bytes.len() as u64, locator, keep)
+}
+
+/// The entries of the part at `path`, `part_len` bytes, as much of them as `keep` says, from
+/// `head`: its first bytes, its header at least in version 5 and all of it before; and from
+/// `locator_head`, the first bytes of its locator (its header at least), in version 5.
+pub(crate) fn decode_head(
+    path: &Path,
+    head: &[u8],
+    part_len: u64,
+    locator_head: Option<&[u8]>,
+    keep: KeptEntries,
+) -> Result<Part> {
     let damaged = |why: String| StorageError::Damaged(path.to_string(), why);
+    let truncated = || damaged("truncated".into());
     let u32_at = |at: usize| -> Option<u32> {
-        Some(u32::from_le_bytes(bytes.get(at..at + 4)?.try_into().ok()?))
+        Some(u32::from_le_bytes(head.get(at..at + 4)?.try_into().ok()?))
     };
     let u64_at = |at: usize| -> Option<u64> {
-        Some(u64::from_le_bytes(bytes.get(at..at + 8)?.try_into().ok()?))
+        Some(u64::from_le_bytes(head.get(at..at + 8)?.try_into().ok()?))
     };
-    if bytes.get(..8) != Some(&MAGIC[..]) {
-        return Err(damaged("not a Sieve index part (bad magic)".into()));
+    let preamble = Preamble::parse(path, head)?;
+    let Preamble {
+        version,
+        count,
+        directory_at,
+        record_size,
+        locator,
+        lengths,
+    } = preamble;
+    // The whole part before version 5.
+    if lengths.is_none() && head.len() as u64 != part_len {
+        return Err(truncated());
     }
-    let truncated = || damaged("truncated".into());
-    let version = u32_at(8).ok_or_else(truncated)?;
-    let (preamble, record_size) = match version {
-        1 => (PREAMBLE_V1, RECORD_V1),
-        2 => (PREAMBLE_V1, RECORD_V2),
-        3 => (PREAMBLE_V1, RECORD),
-        ATTACHED_INDEX_PART_FORMAT => (PREAMBLE, RECORD),
-        _ => {
-            return Err(damaged(format!(
-                "index part format {version} (this build reads 1 to {ATTACHED_INDEX_PART_FORMAT})"
-            )));
-        }
-    };
-    let count = u32_at(12).ok_or_else(truncated)? as usize;
     let directory_end = count
         .checked_mul(record_size)
-        .and_then(|d| d.checked_add(preamble))
-        .filter(|&end| end <= bytes.len())
+        .and_then(|d| d.checked_add(directory_at))
+        .filter(|&end| end <= head.len())
         .ok_or_else(truncated)?;
     let mut records = Vec::with_capacity(count);
     let mut paths_len = 0usize;
     for i in 0..count {
-        let at = preamble + i * record_size;
+        let at = directory_at + i * record_size;
         let record_count = u64_at(at).ok_or_else(truncated)?;
         // Version 1's records are whole files; version 2's add a row group's rows, 3's its map.
         let (first_row, rows, rest) = match version {
@@ -289,6 +478,16 @@ pub fn decode(path: &Path, bytes: Bytes, keep: KeptEntries) -> Result<Part> {
                 at + 32,
             ),
         };
+        let (map, layout) = match version {
+            1 | 2 => ((0, 0), 0),
+            _ => (
+                (
+                    u64_at(rest + 16).ok_or_else(truncated)?,
+                    u32_at(rest + 24).ok_or_else(truncated)? as usize,
+                ),
+                u32_at(rest + 28).ok_or_else(truncated)? as usize,
+            ),
+        };
         let record = Record {
             record_count,
             file_size: u64_at(at + 8).ok_or_else(truncated)?,
@@ -297,30 +496,51 @@ pub fn decode(path: &Path, bytes: Bytes, keep: KeptEntries) -> Result<Part> {
             offset: u64_at(rest).ok_or_else(truncated)?,
             len: u32_at(rest + 8).ok_or_else(truncated)? as usize,
             path_len: u32_at(rest + 12).ok_or_else(truncated)? as usize,
-            map: match version {
-                1 | 2 => (0, 0),
-                _ => (
-                    u64_at(rest + 16).ok_or_else(truncated)?,
-                    u32_at(rest + 24).ok_or_else(truncated)? as usize,
-                ),
-            },
+            map,
+            layout,
         };
         paths_len = paths_len
             .checked_add(record.path_len)
             .ok_or_else(truncated)?;
         records.push(record);
     }
-    let checksum_at = directory_end
+    let paths_end = directory_end
         .checked_add(align8(paths_len))
-        .filter(|&at| at + 8 <= bytes.len())
         .ok_or_else(truncated)?;
-    if u64_at(checksum_at) != Some(xxh3_64(&bytes[..checksum_at])) {
+    let checksum_at = match lengths {
+        Some((header, _)) => header.checked_sub(8).filter(|&at| at >= paths_end),
+        None => Some(paths_end),
+    };
+    let checksum_at = checksum_at
+        .filter(|&at| at + 8 <= head.len())
+        .ok_or_else(truncated)?;
+    if u64_at(checksum_at) != Some(xxh3_64(&head[..checksum_at])) {
         return Err(damaged("header checksum mismatch".into()));
     }
-    // Checked by the header's checksum above; where it points, below.
-    let locator = match (preamble == PREAMBLE).then(|| (u64_at(16), u64_at(24))) {
-        Some((Some(at), Some(len))) if len > 0 => Some((at, len)),
-        _ => None,
+    // Checked by the header's checksum above.
+    let header_end = (checksum_at + 8) as u64;
+    let inside = |start: u64, len: usize| {
+        let range = start..start.checked_add(len as u64)?;
+        (start >= header_end && start.is_multiple_of(8) && range.end <= part_len).then_some(range)
+    };
+    // Version 5's header lists the columns and holds the maps' layouts after the paths.
+    let mut at = paths_end;
+    let part_columns: Option<Arc<[String]>> = match lengths {
+        Some(_) => {
+            let bad = || damaged("its column list is damaged".into());
+            let n = u32_at(at).ok_or_else(bad)?;
+            at += 4;
+            let mut names = Vec::new();
+            for _ in 0..n {
+                let len = u32_at(at).ok_or_else(bad)? as usize;
+                let name = head.get(at + 4..at + 4 + len).ok_or_else(bad)?;
+                names.push(String::from_utf8(name.to_vec()).map_err(|_| bad())?);
+                at += 4 + len;
+            }
+            at = align8(at);
+            Some(names.into())
+        }
+        None => None,
     };
     let mut path_at = directory_end;
     let mut entries = Vec::with_capacity(count);
@@ -336,34 +556,31 @@ pub fn decode(path: &Path, bytes: Bytes, keep: KeptEntries) -> Result<Part> {
             len,
             path_len,
             map,
+            layout,
         } = record;
-        let path = std::str::from_utf8(&bytes[path_at..path_at + path_len])
+        let path = std::str::from_utf8(&head[path_at..path_at + path_len])
             .map_err(|_| damaged("a path is not UTF-8".into()))?
             .to_string();
         path_at += path_len;
+        let layout_at = at..at + layout;
+        at = align8(at + layout);
+        if at > checksum_at {
+            return Err(damaged("its layouts lie past its header".into()));
+        }
         if keep.files.is_some_and(|keep| !keep(&path)) {
             continue;
         }
-        let start = usize::try_from(offset).map_err(|_| truncated())?;
-        let inside = |start: usize, len: usize| {
-            let range = start..start.checked_add(len)?;
-            (start >= checksum_at + 8 && start.is_multiple_of(8) && range.end <= bytes.len())
-                .then_some(range)
-        };
-        let Some(sidecar_at) = inside(start, len) else {
+        let Some(sidecar_at) = inside(offset, len) else {
             return Err(damaged(format!(
                 "the sidecar of {path} lies outside the part"
             )));
         };
-        let sidecar = open_sidecar(bytes.slice(sidecar_at.clone()), &path).map_err(damaged)?;
-        let names: Vec<&str> = (sidecar.columns().iter())
-            .map(|c| c.column.as_str())
-            .collect();
-        let columns = match &last_columns {
-            Some(last) if last.iter().map(String::as_str).eq(names.iter().copied()) => last.clone(),
-            _ => names.iter().map(|c| c.to_string()).collect(),
+        let map_at = match map {
+            (_, 0) => 0..0,
+            (offset, len) => inside(offset, len).ok_or_else(|| {
+                damaged(format!("the row group map of {path} lies outside the part"))
+            })?,
         };
-        last_columns = Some(columns.clone());
         if first_row
             .checked_add(rows)
             .is_none_or(|end| end > record_count)
@@ -372,26 +589,34 @@ pub fn decode(path: &Path, bytes: Bytes, keep: KeptEntries) -> Result<Part> {
                 "{path}: rows {first_row}+{rows} beyond its {record_count}"
             )));
         }
-        let map_at = match map {
-            (_, 0) => 0..0,
-            (offset, len) => {
-                let start = usize::try_from(offset).map_err(|_| truncated())?;
-                inside(start, len).ok_or_else(|| {
-                    damaged(format!("the row group map of {path} lies outside the part"))
-                })?
+        // Before version 5, the columns and the maps' layouts are read from the sidecars and
+        // maps themselves, in `head`, the whole part.
+        let local = |r: &Range<u64>| &head[r.start as usize..r.end as usize];
+        let columns = match &part_columns {
+            Some(columns) => columns.clone(),
+            None => {
+                let sidecar = Bytes::copy_from_slice(local(&sidecar_at));
+                let sidecar = open_sidecar(sidecar, &path).map_err(damaged)?;
+                let names = sidecar.columns().iter().map(|c| c.column.as_str());
+                match &last_columns {
+                    Some(last) if names.clone().eq(last.iter().map(String::as_str)) => last.clone(),
+                    _ => names.map(str::to_string).collect(),
+                }
             }
         };
-        let map = match map_at.is_empty() {
-            false if keep.maps => Some(
-                RowGroupMap::decode_layout(&bytes[map_at.clone()], rows)
-                    .map_err(|why| damaged(format!("{path}: {why}")))?,
-            ),
+        last_columns = Some(columns.clone());
+        let map = match (keep.maps, lengths) {
+            (false, _) => None,
+            (true, Some(_)) if layout > 0 => Some(RowGroupMap::decode(&head[layout_at], rows)),
+            (true, None) if !map_at.is_empty() => {
+                Some(RowGroupMap::decode_layout(local(&map_at), rows))
+            }
             _ => None,
         };
+        let map = (map.transpose()).map_err(|why| damaged(format!("{path}: {why}")))?;
         let held = map.as_ref().map_or(0, |m| {
             8 * m.slice_starts.len() + 24 * m.pages.iter().map(Vec::len).sum::<usize>()
         });
-        let wide = |r: Range<usize>| r.start as u64..r.end as u64;
         entries.push(IndexedFileEntry {
             bytes: path.len() + held + std::mem::size_of::<IndexedFileEntry>(),
             path,
@@ -401,8 +626,8 @@ pub fn decode(path: &Path, bytes: Bytes, keep: KeptEntries) -> Result<Part> {
             rows,
             columns,
             filters: FiltersAt {
-                sidecar: wide(sidecar_at),
-                map: wide(map_at),
+                sidecar: sidecar_at,
+                map: map_at,
             },
             map,
             block: u32::try_from(block).map_err(|_| truncated())?,
@@ -410,13 +635,15 @@ pub fn decode(path: &Path, bytes: Bytes, keep: KeptEntries) -> Result<Part> {
     }
     let locator = match locator {
         Some((at, len)) => {
-            let range = usize::try_from(at)
-                .ok()
-                .zip(usize::try_from(len).ok())
-                .and_then(|(at, len)| Some(at..at.checked_add(len)?))
-                .filter(|r| r.start >= checksum_at + 8 && r.end <= bytes.len())
-                .ok_or_else(|| damaged("its locator lies outside the part".into()))?;
-            let located = PartLocator::open(&bytes[range], count, path.clone(), at);
+            let outside = || damaged("its locator lies outside the part".into());
+            at.checked_add(len)
+                .filter(|&end| at >= header_end && end <= part_len)
+                .ok_or_else(outside)?;
+            let bytes = match lengths {
+                Some(_) => locator_head.ok_or_else(outside)?,
+                None => &head[at as usize..(at + len) as usize],
+            };
+            let located = PartLocator::open(bytes, count, path.clone(), at, len);
             Some(located.map_err(damaged)?)
         }
         None => None,
@@ -479,6 +706,10 @@ mod tests {
     use super::*;
     use crate::PartKeys;
 
+    fn ids() -> Vec<String> {
+        vec!["id".to_string()]
+    }
+
     fn file(path: &str, keys: std::ops::Range<i64>) -> IndexedFile {
         let array = arrow_array::Int64Array::from_iter_values(keys.clone());
         let hashes = ColumnHashes::from_array(&array).unwrap();
@@ -510,7 +741,7 @@ mod tests {
             file("w/a.parquet", 0..1000),
             file("w/bé.parquet", 5000..5100),
         ];
-        let bytes = Bytes::from(encode(&files, None).unwrap());
+        let bytes = Bytes::from(encode(&files, &ids(), None).unwrap());
         let entries = decode(&"p".into(), bytes.clone(), KeptEntries::ALL)
             .unwrap()
             .entries;
@@ -526,7 +757,7 @@ mod tests {
         assert!(
             decode(
                 &"p".into(),
-                Bytes::from(encode(&[], None).unwrap()),
+                Bytes::from(encode(&[], &ids(), None).unwrap()),
                 KeptEntries::ALL
             )
             .unwrap()
@@ -576,7 +807,7 @@ mod tests {
                 .unwrap();
         }
         let locator = keys.build().unwrap();
-        let bytes = Bytes::from(encode(&files, Some(&locator)).unwrap());
+        let bytes = Bytes::from(encode(&files, &ids(), Some(&locator)).unwrap());
         // Its pages are read from the part in storage.
         let store = crate::AttachedIndexes::new(crate::Storage::in_memory());
         let path = Path::from("p");
@@ -659,15 +890,29 @@ mod tests {
             .filter(|found| found.is_err())
             .count();
         assert!(failed > 0);
-        let short = Bytes::from(encode(&files, Some(&locator[..locator.len() - 1])).unwrap());
+        let short =
+            Bytes::from(encode(&files, &ids(), Some(&locator[..locator.len() - 1])).unwrap());
         assert!(decode(&path, short, KeptEntries::ALL).is_err());
 
+        // Version 4, as this build wrote it before: read whole, its locator with it.
+        let v4 = encode_v4(&files, Some(&locator));
+        let store = crate::AttachedIndexes::new(crate::Storage::in_memory());
+        let payload = object_store::PutPayload::from(v4.clone());
+        object_store::ObjectStoreExt::put(store.storage().store(), &path, payload)
+            .await
+            .unwrap();
+        let part = store.read_part(&path, KeptEntries::ALL).await.unwrap();
+        let located = part.locator.as_ref().unwrap();
+        let at = store.locate(located, column, &hashes).await.unwrap();
+        assert_eq!(at, [slice(0, 0), slice(0, 1), slice(1, 1), slice(2, 0)]);
+        let second = filters(&v4, &part.entries[1]);
+        assert!((1000..1500).all(|k| probe(&second, k)));
         // Version 3: no locator fields, the directory at 16, offsets 16 lower.
-        let v4 = encode(&files, None).unwrap();
+        let v4 = encode_v4(&files, None);
         let mut v3 = MAGIC.to_vec();
         v3.extend_from_slice(&3u32.to_le_bytes());
         v3.extend_from_slice(&v4[12..16]);
-        v3.extend_from_slice(&v4[PREAMBLE..]);
+        v3.extend_from_slice(&v4[PREAMBLE_V4..]);
         for i in 0..files.len() {
             let record = PREAMBLE_V1 + i * RECORD;
             for field in [record + 32, record + 48] {
@@ -686,9 +931,11 @@ mod tests {
         assert!((1000..1500).all(|k| probe(&second, k)));
     }
 
+    /// Damage in a part's header is the part's error (its files are read unpruned); in a
+    /// sidecar, the error of the lookup that reads it (its row group is read whole).
     #[test]
     fn a_damaged_part_is_an_error_never_a_filter() {
-        let bytes = encode(&[file("w/a.parquet", 0..1000)], None).unwrap();
+        let bytes = encode(&[file("w/a.parquet", 0..1000)], &ids(), None).unwrap();
         for cut in [0, 7, 15, 40, bytes.len() - 1] {
             assert!(
                 decode(
@@ -700,7 +947,8 @@ mod tests {
                 "cut {cut}"
             );
         }
-        for flip in [3, 9, 20, 50, bytes.len() - 9] {
+        let header = u64::from_le_bytes(bytes[32..40].try_into().unwrap()) as usize;
+        for flip in [3, 9, 20, 33, 50, 100, header - 9] {
             let mut damaged = bytes.clone();
             damaged[flip] ^= 0x40;
             let e = decode(&"p".into(), Bytes::from(damaged), KeptEntries::ALL)
@@ -708,6 +956,119 @@ mod tests {
                 .to_string();
             assert!(e.starts_with("cannot use p:"), "flip {flip}: {e}");
         }
+        for flip in [header + 20, bytes.len() - 9] {
+            let mut damaged = bytes.clone();
+            damaged[flip] ^= 0x40;
+            let part = decode(&"p".into(), Bytes::from(damaged.clone()), KeptEntries::ALL);
+            let entry = &part.unwrap().entries[0];
+            let range = entry.filters.range();
+            let read = read_filters(&damaged[range.start as usize..range.end as usize], entry);
+            assert!(read.is_err(), "flip {flip}");
+        }
+    }
+
+    /// A part is loaded from its header and its locator's header, read by range, whatever
+    /// lies between and after them: two reads one after another where the header is longer
+    /// than the first read, and the same entries and locator as the whole part's.
+    #[tokio::test]
+    async fn a_part_is_loaded_from_its_header_alone() {
+        // 1,200 row groups of paths 120 bytes long: a header of ~220 KB.
+        let mut keys = PartKeys::new(&ids(), 12_000);
+        let files: Vec<IndexedFile> = (0..1200)
+            .map(|g| {
+                let range = g * 10..g * 10 + 10;
+                let hashes: Vec<u64> = range.clone().map(hash).collect();
+                keys.add_entry(vec![block_keys(&hashes, &[0; 10], 1)], 1)
+                    .unwrap();
+                file(&format!("w/{}{g:05}.parquet", "d".repeat(100)), range)
+            })
+            .collect();
+        let locator = keys.build().unwrap();
+        let bytes = encode(&files, &ids(), Some(&locator)).unwrap();
+        let header = u64::from_le_bytes(bytes[32..40].try_into().unwrap());
+        let locator_header = u32::from_le_bytes(bytes[40..44].try_into().unwrap()) as usize;
+        assert!(header > FIRST_READ, "{header}");
+        // Zeroed past the header but for the locator's header: nothing a load reads.
+        let mut loaded = bytes.clone();
+        let locator_at = bytes.len() - locator.len();
+        loaded[header as usize..locator_at].fill(0);
+        loaded[locator_at + locator_header..].fill(0);
+        let store = crate::AttachedIndexes::new(crate::Storage::in_memory());
+        let path = Path::from("p");
+        let payload = object_store::PutPayload::from(loaded);
+        object_store::ObjectStoreExt::put(store.storage().store(), &path, payload)
+            .await
+            .unwrap();
+        let trace = crate::RequestTrace::new();
+        let read = trace.scope(store.read_part(&path, KeptEntries::ALL)).await;
+        let read = read.unwrap();
+        assert_eq!((trace.requests(), trace.sequential_requests()), (3, 2));
+        let whole = decode(&path, Bytes::from(bytes), KeptEntries::ALL).unwrap();
+        assert_eq!(read.entries.len(), 1200);
+        for (r, w) in read.entries.iter().zip(&whole.entries) {
+            assert_eq!(
+                (&r.path, &r.filters, r.block),
+                (&w.path, &w.filters, w.block)
+            );
+            assert_eq!(&*r.columns, ["id"]);
+        }
+        let (r, w) = (read.locator.unwrap(), whole.locator.unwrap());
+        assert_eq!(
+            (r.offset, r.header.file_len()),
+            (w.offset, w.header.file_len())
+        );
+    }
+
+    /// A part as this build wrote it in format 4: no lengths in its preamble, no columns or
+    /// layouts in its header.
+    fn encode_v4(files: &[IndexedFile], locator: Option<&[u8]>) -> Vec<u8> {
+        let paths_len: usize = files.iter().map(|f| f.path.len()).sum();
+        let header = PREAMBLE_V4 + RECORD * files.len() + align8(paths_len) + 8;
+        let maps: Vec<Vec<u8>> = (files.iter())
+            .map(|f| f.map.as_ref().map(RowGroupMap::encode).unwrap_or_default())
+            .collect();
+        let blobs_end = header
+            + (files.iter().zip(&maps))
+                .map(|(f, m)| align8(f.sidecar.len()) + align8(m.len()))
+                .sum::<usize>();
+        let mut out = MAGIC.to_vec();
+        out.extend_from_slice(&4u32.to_le_bytes());
+        out.extend_from_slice(&(files.len() as u32).to_le_bytes());
+        let (at, len) = locator.map_or((0, 0), |l| (blobs_end as u64, l.len() as u64));
+        out.extend_from_slice(&at.to_le_bytes());
+        out.extend_from_slice(&len.to_le_bytes());
+        let mut offset = header;
+        for (f, map) in files.iter().zip(&maps) {
+            for n in [
+                f.record_count,
+                f.file_size,
+                f.first_row,
+                f.rows,
+                offset as u64,
+            ] {
+                out.extend_from_slice(&n.to_le_bytes());
+            }
+            out.extend_from_slice(&(f.sidecar.len() as u32).to_le_bytes());
+            out.extend_from_slice(&(f.path.len() as u32).to_le_bytes());
+            offset = align8(offset + f.sidecar.len());
+            out.extend_from_slice(&(offset as u64).to_le_bytes());
+            out.extend_from_slice(&(map.len() as u32).to_le_bytes());
+            out.extend_from_slice(&0u32.to_le_bytes());
+            offset = align8(offset + map.len());
+        }
+        for f in files {
+            out.extend_from_slice(f.path.as_bytes());
+        }
+        out.resize(align8(out.len()), 0);
+        out.extend_from_slice(&xxh3_64(&out).to_le_bytes());
+        for (f, map) in files.iter().zip(&maps) {
+            out.extend_from_slice(&f.sidecar);
+            out.resize(align8(out.len()), 0);
+            out.extend_from_slice(map);
+            out.resize(align8(out.len()), 0);
+        }
+        out.extend_from_slice(locator.unwrap_or_default());
+        out
     }
 
     #[test]
@@ -731,7 +1092,7 @@ mod tests {
             }]],
         };
         groups[1].map = Some(map.clone());
-        let bytes = Bytes::from(encode(&groups, None).unwrap());
+        let bytes = Bytes::from(encode(&groups, &ids(), None).unwrap());
         let entries = decode(&"p".into(), bytes.clone(), KeptEntries::ALL)
             .unwrap()
             .entries;
@@ -761,7 +1122,7 @@ mod tests {
         groups[1].rows = 401;
         let e = decode(
             &"p".into(),
-            Bytes::from(encode(&groups, None).unwrap()),
+            Bytes::from(encode(&groups, &ids(), None).unwrap()),
             KeptEntries::ALL,
         )
         .unwrap_err();

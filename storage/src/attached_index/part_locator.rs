@@ -68,14 +68,15 @@ pub struct PartLocator {
 }
 
 impl PartLocator {
-    /// The locator in `bytes`, at `offset` of the part at `path` of `entries` entries: parsed as
-    /// strictly as any locator, and refused unless it names one block per entry and ends where
-    /// the part says it does.
+    /// The locator of `len` bytes whose header begins `bytes`, at `offset` of the part at
+    /// `path` of `entries` entries: parsed as strictly as any locator, and refused unless it
+    /// names one block per entry and ends where the part says it does.
     pub(crate) fn open(
         bytes: &[u8],
         entries: usize,
         path: Path,
         offset: u64,
+        len: u64,
     ) -> std::result::Result<Self, String> {
         let header = LocatorHeader::parse(bytes).map_err(|e| e.to_string())?;
         if header.blocks as usize != entries {
@@ -84,10 +85,9 @@ impl PartLocator {
                 header.blocks
             ));
         }
-        if header.file_len() != bytes.len() as u64 {
+        if header.file_len() != len {
             return Err(format!(
-                "its locator is {} bytes where its header says {}",
-                bytes.len(),
+                "its locator is {len} bytes where its header says {}",
                 header.file_len()
             ));
         }

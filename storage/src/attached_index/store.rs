@@ -13,11 +13,12 @@
 //! are never read. Dropping removes the definition first, so no reader starts on a half-deleted
 //! index.
 
+use std::ops::Range;
 use std::sync::Arc;
 
 use futures::{StreamExt, TryStreamExt};
 use object_store::path::Path;
-use object_store::{ObjectStoreExt, PutMode, PutOptions, PutPayload};
+use object_store::{GetOptions, ObjectStoreExt, PutMode, PutOptions, PutPayload};
 use serde::{Deserialize, Serialize};
 use sieve_index::FilterKind;
 use sieve_index::locator::Location;
@@ -173,7 +174,7 @@ impl AttachedIndexes {
     ) -> Result<Path> {
         let name = uuid::Uuid::new_v4().simple().to_string();
         let path = parts_dir(def).join(format!("{name}.part"));
-        let body = PutPayload::from(part::encode(files, locator)?);
+        let body = PutPayload::from(part::encode(files, &def.columns, locator)?);
         self.storage.store().put(&path, body).await?;
         Ok(path)
     }
@@ -238,9 +239,43 @@ impl AttachedIndexes {
         cache.get_or_insert_async(&key, read).await
     }
 
-    /// The part's entries, as much of them as `keep` says.
+    /// The part's entries, as much of them as `keep` says: its header and its locator's,
+    /// read by range (the first [`part::FIRST_READ`] bytes, then what they did not hold), or
+    /// the whole part before format 5.
     pub async fn read_part(&self, path: &Path, keep: KeptEntries<'_>) -> Result<Part> {
-        let bytes = self.storage.store().get(path).await?.bytes().await?;
-        part::decode(path, bytes, keep)
+        let store = self.storage.store();
+        let options = GetOptions {
+            range: Some((0..part::FIRST_READ).into()),
+            ..Default::default()
+        };
+        let first = store.get_opts(path, options).await?;
+        let size = first.meta.size;
+        let head = first.bytes().await?;
+        let whole = head.len() as u64 == size;
+        let reads = part::Preamble::parse(path, &head)?.reads();
+        let Some((header, locator)) = reads.filter(|_| !whole) else {
+            let bytes = match whole {
+                true => head,
+                false => store.get(path).await?.bytes().await?,
+            };
+            return part::decode(path, bytes, keep);
+        };
+        let read = |range: Range<u64>| {
+            let head = head.clone();
+            async move {
+                match range.end <= head.len() as u64 {
+                    true => Ok(head.slice(range.start as usize..range.end as usize)),
+                    false => store.get_range(path, range).await,
+                }
+            }
+        };
+        let locator = async {
+            match locator {
+                Some(range) => read(range).await.map(Some),
+                None => Ok(None),
+            }
+        };
+        let (header, locator) = futures::try_join!(read(header), locator)?;
+        part::decode_head(path, &header, size, locator.as_deref(), keep)
     }
 }

@@ -33,10 +33,11 @@ pub const PAGE_TABLE_FORMAT: u8 = 2;
 pub const USERS_FORMAT: u32 = 1;
 
 /// The binary parts of an attached table's index (`attached/iceberg/<uuid>/indexes/<id>/*.part`,
-/// [`crate::attached_index`]): the version this build writes. It reads 1 to 3 too (1: a
+/// [`crate::attached_index`]): the version this build writes. It reads 1 to 4 too (1: a
 /// sidecar per file; 2: per row group; 3: and a map of each row group's slices and pages; 4:
-/// and a locator over the part's row groups).
-pub const ATTACHED_INDEX_PART_FORMAT: u32 = 4;
+/// and a locator over the part's row groups; 5: and the header's length, the columns and the
+/// maps' slices and pages in the header, so a reader loads the header alone).
+pub const ATTACHED_INDEX_PART_FORMAT: u32 = 5;
 
 /// The schema metadata key holding a segment's format version.
 pub const FORMAT_KEY: &str = "sieve.segment.format";
