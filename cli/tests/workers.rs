@@ -1017,7 +1017,7 @@ fn an_attached_tables_lookup_is_read_by_the_owners_of_its_files() {
         let loaded = worker.attached_index_files_loaded();
         assert_eq!(loaded, (owned > 0).then_some(owned), "{url}");
     }
-    // The coordinator holds every file's filters, without the row group maps only reads use.
+    // The coordinator holds every file's entries, without the slices only reads use.
     let log = coordinator.log();
     let (_, last) = log
         .rsplit_once(" loaded: entries of ")
@@ -1025,7 +1025,7 @@ fn an_attached_tables_lookup_is_read_by_the_owners_of_its_files() {
     let held = last.lines().next().unwrap();
     assert!(
         held.starts_with("8 data files, ")
-            && held.ends_with(" (filters only, to route reads to workers)"),
+            && held.ends_with(" (without slices, to route reads to workers)"),
         "{held}"
     );
     let limited = "select id from lake.ns.keys where id in (5, 1500, 7999) limit 2";

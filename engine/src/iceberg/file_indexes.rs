@@ -650,7 +650,7 @@ impl FileIndexes {
         }
     }
 
-    /// A coordinator's: its own views hold the filters only (see the module's doc).
+    /// A coordinator's: its own views hold no slices or walked pages (see the module's doc).
     pub fn for_routing(store: AttachedIndexes) -> Self {
         Self {
             maps: false,
@@ -702,7 +702,7 @@ impl FileIndexes {
                         let workers = s.placement.workers().len();
                         format!(" (this worker's share, of {workers} workers)")
                     }
-                    None if !self.maps => " (filters only, to route reads to workers)".into(),
+                    None if !self.maps => " (without slices, to route reads to workers)".into(),
                     None => String::new(),
                 };
                 let bytes: usize = (loaded.parts.values().flat_map(|p| &p.entries))
