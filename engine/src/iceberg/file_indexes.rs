@@ -4,8 +4,8 @@
 //! when a lookup asks it where a key is ([`FileIndexes::locate`]: the row group and slice); a row
 //! group's filters and slice maps, only for a key the locator could not place in one row group
 //! (a key in several, a failed read, a part without a locator), then kept in a cache of bounded
-//! bytes. So what a process holds grows with the table's row groups, not its keys (~27 bits a
-//! key when the filters and maps were held). Parts and data files never change, so what was
+//! bytes. So what a process holds grows with the row groups' slices (8 bytes each), not with the
+//! keys (~27 bits a key when the filters and maps were held). Parts and data files never change, so what was
 //! loaded stays true; what can change is which parts exist (a pass of the indexer, an index
 //! created or dropped), and that is listed again at most every [`RELIST_AFTER`], or at once
 //! after this process changed it. A listing that fails keeps what was loaded; a part that cannot
@@ -727,16 +727,21 @@ impl FileIndexes {
     /// ranged read per part and key (at most two pages) unless cached, the parts read at once.
     /// A part whose read fails is left out (its files' filters are asked).
     pub async fn locate(&self, loaded: &Loaded, files: &[&DataFile], probes: &[Probe]) -> Located {
+        // Each file's coverage of each probe's column, looked up once for both steps.
+        let covered: Vec<(usize, &Coverage, &[EntryAt])> = (files.iter())
+            .flat_map(|file| {
+                (probes.iter().enumerate())
+                    .filter_map(|(p, probe)| Some((p, loaded.coverage(file, &probe.column)?)))
+            })
+            .map(|(p, (coverage, entries))| (p, coverage, entries))
+            .collect();
         let mut asked: HashMap<(usize, usize, usize), (&CoverLocator, &Probe)> = HashMap::new();
-        for file in files {
-            for (p, probe) in probes.iter().enumerate() {
-                let coverage = loaded.coverage(file, &probe.column);
-                if let Some(locator) = coverage.and_then(|(c, _)| c.locator.as_ref()) {
-                    let part = Arc::as_ptr(&locator.part) as usize;
-                    asked
-                        .entry((part, locator.column, p))
-                        .or_insert((locator, probe));
-                }
+        for &(p, coverage, _) in &covered {
+            if let Some(locator) = &coverage.locator {
+                let part = Arc::as_ptr(&locator.part) as usize;
+                asked
+                    .entry((part, locator.column, p))
+                    .or_insert((locator, &probes[p]));
             }
         }
         let reads = asked
@@ -761,18 +766,13 @@ impl FileIndexes {
         }
         // Then the filters of every row group of a file where a key was not placed.
         let mut unplaced: HashMap<(usize, usize), &EntryAt> = HashMap::new();
-        for file in files {
-            for probe in probes {
-                let Some((coverage, entries)) = loaded.coverage(file, &probe.column) else {
-                    continue;
-                };
-                if coverage.place(probe, &located).unplaced.is_empty() {
-                    continue;
-                }
-                for group in &coverage.row_groups {
-                    let at @ (part, i) = &entries[group.entry];
-                    unplaced.insert((Arc::as_ptr(part) as usize, *i), at);
-                }
+        for &(p, coverage, entries) in &covered {
+            if coverage.place(&probes[p], &located).unplaced.is_empty() {
+                continue;
+            }
+            for group in &coverage.row_groups {
+                let at @ (part, i) = &entries[group.entry];
+                unplaced.insert((Arc::as_ptr(part) as usize, *i), at);
             }
         }
         let reads = unplaced.into_iter().map(|(key, (part, i))| async move {
