@@ -669,7 +669,8 @@ pub(crate) fn read_filters(
     let at = &entry.filters;
     let start = at.sidecar.start;
     let local = |r: &Range<u64>| {
-        let range = usize::try_from(r.start - start).ok()?..usize::try_from(r.end - start).ok()?;
+        let within = |at: u64| usize::try_from(at.checked_sub(start)?).ok();
+        let range = within(r.start)?..within(r.end)?;
         bytes.get(range.clone()).map(|_| range)
     };
     let read_short = || format!("{} bytes read of {:?}", bytes.len(), at.range());
