@@ -1,6 +1,6 @@
 //! The indexes of attached tables as this process holds them: every part of every index of a
 //! table, loaded and kept, by data file: each row group's directory record, slices and walked
-//! pages, and a part's locator (format 4) by its header. The locator's pages are read by range
+//! pages, and a part's locator (from format 4) by its header. The locator's pages are read by range
 //! when a lookup asks it where a key is ([`FileIndexes::locate`]: the row group and slice); a row
 //! group's filters and slice maps, only for a key the locator could not place in one row group
 //! (a key in several, a failed read, a part without a locator), then kept in a cache of bounded

@@ -358,7 +358,7 @@ impl Preamble {
             2 => (PREAMBLE_V1, RECORD_V2),
             3 => (PREAMBLE_V1, RECORD),
             4 => (PREAMBLE_V4, RECORD),
-            ATTACHED_INDEX_PART_FORMAT => (PREAMBLE, RECORD),
+            5 => (PREAMBLE, RECORD),
             _ => {
                 return Err(StorageError::Damaged(
                     path.to_string(),
@@ -377,7 +377,7 @@ impl Preamble {
             _ => None,
         };
         let lengths = match version {
-            ATTACHED_INDEX_PART_FORMAT => {
+            5 => {
                 let header = u64_at(32).and_then(|h| usize::try_from(h).ok());
                 let locator_header = u32_at(40).map(|h| h as usize);
                 Some(
@@ -404,7 +404,7 @@ impl Preamble {
         let (header, locator_header) = self.lengths?;
         let locator = (self.locator)
             .filter(|_| locator_header > 0)
-            .map(|(at, _)| at..at + locator_header as u64);
+            .and_then(|(at, _)| Some(at..at.checked_add(locator_header as u64)?));
         Some((0..header as u64, locator))
     }
 }
@@ -485,7 +485,11 @@ pub(crate) fn decode_head(
                     u64_at(rest + 16).ok_or_else(truncated)?,
                     u32_at(rest + 24).ok_or_else(truncated)? as usize,
                 ),
-                u32_at(rest + 28).ok_or_else(truncated)? as usize,
+                // Zero before version 5.
+                match lengths {
+                    Some(_) => u32_at(rest + 28).ok_or_else(truncated)? as usize,
+                    None => 0,
+                },
             ),
         };
         let record = Record {
@@ -528,16 +532,22 @@ pub(crate) fn decode_head(
     let part_columns: Option<Arc<[String]>> = match lengths {
         Some(_) => {
             let bad = || damaged("its column list is damaged".into());
-            let n = u32_at(at).ok_or_else(bad)?;
+            let list = &head[..checksum_at];
+            let u32_in =
+                |at: usize| Some(u32::from_le_bytes(list.get(at..at + 4)?.try_into().ok()?));
+            let n = u32_in(at).ok_or_else(bad)?;
             at += 4;
             let mut names = Vec::new();
             for _ in 0..n {
-                let len = u32_at(at).ok_or_else(bad)? as usize;
-                let name = head.get(at + 4..at + 4 + len).ok_or_else(bad)?;
+                let len = u32_in(at).ok_or_else(bad)? as usize;
+                let name = list.get(at + 4..at + 4 + len).ok_or_else(bad)?;
                 names.push(String::from_utf8(name.to_vec()).map_err(|_| bad())?);
                 at += 4 + len;
             }
             at = align8(at);
+            if at > checksum_at {
+                return Err(bad());
+            }
             Some(names.into())
         }
         None => None,
@@ -577,9 +587,11 @@ pub(crate) fn decode_head(
         };
         let map_at = match map {
             (_, 0) => 0..0,
-            (offset, len) => inside(offset, len).ok_or_else(|| {
-                damaged(format!("the row group map of {path} lies outside the part"))
-            })?,
+            (offset, len) => inside(offset, len)
+                .filter(|m| m.start >= sidecar_at.end)
+                .ok_or_else(|| {
+                    damaged(format!("the row group map of {path} lies outside the part"))
+                })?,
         };
         if first_row
             .checked_add(rows)
@@ -607,7 +619,9 @@ pub(crate) fn decode_head(
         last_columns = Some(columns.clone());
         let map = match (keep.maps, lengths) {
             (false, _) => None,
-            (true, Some(_)) if layout > 0 => Some(RowGroupMap::decode(&head[layout_at], rows)),
+            (true, Some(_)) if layout > 0 => {
+                Some(RowGroupMap::decode_layout(&head[layout_at], rows))
+            }
             (true, None) if !map_at.is_empty() => {
                 Some(RowGroupMap::decode_layout(local(&map_at), rows))
             }
@@ -689,6 +703,12 @@ pub(crate) fn read_filters(
             let map = &bytes[local(&at.map).ok_or_else(read_short)?];
             let map = RowGroupMap::decode(map, entry.rows)
                 .map_err(|why| format!("{}: {why}", entry.path))?;
+            if (entry.map.as_ref()).is_some_and(|held| held.slice_starts != map.slice_starts) {
+                return Err(format!(
+                    "the row group map of {} cuts other slices than its part's header",
+                    entry.path
+                ));
+            }
             map.keys
         }
     };
