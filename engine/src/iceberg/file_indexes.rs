@@ -1,15 +1,16 @@
 //! The indexes of attached tables as this process holds them: every part of every index of a
 //! table, loaded and kept, by data file: each row group's directory record, slices and walked
-//! pages, and a part's locator (from format 4) by its header. The locator's pages are read by range
-//! when a lookup asks it where a key is ([`FileIndexes::locate`]: the row group and slice); a row
-//! group's filters and slice maps, only for a key the locator could not place in one row group
-//! (a key in several, a failed read, a part without a locator), then kept in a cache of bounded
-//! bytes. So what a process holds grows with the row groups' slices (8 bytes each), not with the
-//! keys (~27 bits a key when the filters and maps were held). Parts and data files never change, so what was
-//! loaded stays true; what can change is which parts exist (a pass of the indexer, an index
-//! created or dropped), and that is listed again at most every [`RELIST_AFTER`], or at once
-//! after this process changed it. A listing that fails keeps what was loaded; a part that cannot
-//! be read is left out, so its files are read unpruned.
+//! pages, and a part's locator (from format 4) by its header. The locator's pages are read by
+//! range when a lookup asks it where a key is ([`FileIndexes::locate`]: the row group and
+//! slice); a row group's filters and slice maps, only for a key the locator could not place in
+//! one row group (a key in several, a failed read, a part without a locator), then kept in a
+//! cache of bounded bytes. So what a process holds grows with the row groups' slices (8 bytes
+//! each), not with the keys (~27 bits a key when the filters and maps were held). Parts and
+//! data files never change, so what was loaded stays true; what can change is which parts
+//! exist (a pass of the indexer, an index created or dropped), and that is listed again at
+//! most every [`RELIST_AFTER`], or at once after this process changed it. A listing that fails
+//! keeps what was loaded; a part that cannot be read is left out, so its files are read
+//! unpruned.
 //!
 //! A worker keeps only the entries of the data files it owns ([`Share`]): a coordinator sends each
 //! file's lookups to its owner by rendezvous, so the rest would be memory no lookup of this worker
@@ -113,9 +114,8 @@ impl Loaded {
     }
 
     /// `file`'s entries for `column`, each a range of its rows (a row group; the whole file
-    /// in a version 1 part), its filter and its map from key to slice if it has one, in row
-    /// order; None unless entries built from the file as the manifest now describes it cover
-    /// every row.
+    /// in a version 1 part), in row order, and the locator of their part; None unless entries
+    /// built from the file as the manifest now describes it cover every row.
     fn coverage(&self, file: &DataFile, column: &str) -> Option<(&Coverage, &[EntryAt])> {
         let FileEntries {
             entries, coverage, ..
