@@ -84,6 +84,19 @@ const RECORD_V1: usize = 32;
 const RECORD_V2: usize = 48;
 const RECORD: usize = 64;
 
+/// The little-endian integer at `at` of `bytes`, if they hold it.
+fn u32_le(bytes: &[u8], at: usize) -> Option<u32> {
+    Some(u32::from_le_bytes(
+        bytes.get(at..at.checked_add(4)?)?.try_into().ok()?,
+    ))
+}
+
+fn u64_le(bytes: &[u8], at: usize) -> Option<u64> {
+    Some(u64::from_le_bytes(
+        bytes.get(at..at.checked_add(8)?)?.try_into().ok()?,
+    ))
+}
+
 fn align8(n: usize) -> usize {
     n.div_ceil(8) * 8
 }
@@ -342,14 +355,7 @@ impl Preamble {
         if head.get(..8) != Some(&MAGIC[..]) {
             return Err(damaged("not a Sieve index part (bad magic)"));
         }
-        let u32_at = |at: usize| {
-            head.get(at..at + 4)
-                .map(|b| u32::from_le_bytes(b.try_into().unwrap()))
-        };
-        let u64_at = |at: usize| {
-            head.get(at..at + 8)
-                .map(|b| u64::from_le_bytes(b.try_into().unwrap()))
-        };
+        let (u32_at, u64_at) = (|at| u32_le(head, at), |at| u64_le(head, at));
         let (version, count) = u32_at(8)
             .zip(u32_at(12))
             .ok_or_else(|| damaged("truncated"))?;
@@ -440,12 +446,7 @@ pub(crate) fn decode_head(
 ) -> Result<Part> {
     let damaged = |why: String| StorageError::Damaged(path.to_string(), why);
     let truncated = || damaged("truncated".into());
-    let u32_at = |at: usize| -> Option<u32> {
-        Some(u32::from_le_bytes(head.get(at..at + 4)?.try_into().ok()?))
-    };
-    let u64_at = |at: usize| -> Option<u64> {
-        Some(u64::from_le_bytes(head.get(at..at + 8)?.try_into().ok()?))
-    };
+    let (u32_at, u64_at) = (|at| u32_le(head, at), |at| u64_le(head, at));
     let preamble = Preamble::parse(path, head)?;
     let Preamble {
         version,
@@ -533,8 +534,7 @@ pub(crate) fn decode_head(
         Some(_) => {
             let bad = || damaged("its column list is damaged".into());
             let list = &head[..checksum_at];
-            let u32_in =
-                |at: usize| Some(u32::from_le_bytes(list.get(at..at + 4)?.try_into().ok()?));
+            let u32_in = |at| u32_le(list, at);
             let n = u32_in(at).ok_or_else(bad)?;
             at += 4;
             let mut names = Vec::new();
