@@ -6,7 +6,8 @@
 # SIEVE_BENCH_FILE_ROWS, default 10M; SIEVE_BENCH_KEYS_N present keys, default 1000; its Parquet
 # codec SIEVE_BENCH_CODEC, default PyIceberg's zstd; its pages' row limit and size
 # SIEVE_BENCH_PAGE_ROWS and SIEVE_BENCH_PAGE_BYTES, default PyIceberg's; its row groups' rows
-# SIEVE_BENCH_GROUP_ROWS, default PyIceberg's 1M). Then
+# SIEVE_BENCH_GROUP_ROWS, default PyIceberg's 1M; SIEVE_BENCH_FILE_BYTES, PyIceberg's target file
+# size, cuts each append into many files: 30000 makes 10M rows ~10,000 files). Then
 # SIEVE_BENCH_ROUNDS times (default 2), BASE then NEW: a fresh server of the build, on storage
 # of its own, attaches the catalog (its indexer idle), runs CREATE INDEX on c2 (USING
 # SIEVE_BENCH_FILTER, default binary_fuse16: each build's own index), looks every key up once

@@ -7,7 +7,10 @@ or gzip, sets write.parquet.compression-codec instead; SIEVE_BENCH_PAGE_ROWS and
 SIEVE_BENCH_PAGE_BYTES set write.parquet.page-row-limit and write.parquet.page-size-bytes, which
 PyIceberg gives PyArrow as its write batch and page size: PyArrow checks a page's size after each
 batch, so pages hold page-row-limit rows where a batch's values outweigh page-size-bytes;
-SIEVE_BENCH_GROUP_ROWS sets write.parquet.row-group-limit, the rows of a row group). KEYS_N of its c2 values, drawn
+SIEVE_BENCH_GROUP_ROWS sets write.parquet.row-group-limit, the rows of a row group;
+SIEVE_BENCH_FILE_BYTES sets write.target-file-size-bytes, which PyIceberg divides by a row's
+in-memory bytes, ~30 here, to cut each append into files of that many rows: a table of many
+small files, as streaming writers leave). KEYS_N of its c2 values, drawn
 uniformly, are written shuffled to WORK/attached-present.keys, and WORK/sieve.toml attaches the
 catalog to Sieve as `lake` (its indexer idle). The S3 settings are the environment's
 (scripts/minio.sh)."""
@@ -25,7 +28,8 @@ catalog.create_namespace("ns")
 settings = {"SIEVE_BENCH_CODEC": "write.parquet.compression-codec",
             "SIEVE_BENCH_PAGE_ROWS": "write.parquet.page-row-limit",
             "SIEVE_BENCH_PAGE_BYTES": "write.parquet.page-size-bytes",
-            "SIEVE_BENCH_GROUP_ROWS": "write.parquet.row-group-limit"}
+            "SIEVE_BENCH_GROUP_ROWS": "write.parquet.row-group-limit",
+            "SIEVE_BENCH_FILE_BYTES": "write.target-file-size-bytes"}
 properties = {prop: os.environ[var] for var, prop in settings.items() if os.environ.get(var)}
 table = catalog.create_table("ns.t10b", schema=pa.schema([pa.field("c1", pa.int64()), pa.field("c2", pa.string())]),
                              properties=properties)

@@ -1,8 +1,9 @@
 //! The indexes of attached tables as this process holds them: every part of every index of a
 //! table, loaded and kept, by data file: each row group's directory record, slices and walked
 //! pages, and a part's locator (from format 4) by its header. The locator's pages are read by
-//! range when a lookup asks it where a key is ([`FileIndexes::locate`]: the row group and
-//! slice); a row group's filters and slice maps, only for a key the locator could not place in
+//! range when a lookup asks it where a key is ([`FileIndexes::considered`]: the row group and
+//! slice; a lookup considers only the files the locators name and those none covers,
+//! [`SnapshotFiles`]); a row group's filters and slice maps, only for a key the locator could not place in
 //! one row group (a key in several, a failed read, a part without a locator), then kept in a
 //! cache of bounded bytes. So what a process holds grows with the row groups' slices (8 bytes
 //! each), not with the keys (~27 bits a key when the filters and maps were held). Parts and
@@ -22,7 +23,7 @@
 
 use std::collections::HashMap;
 use std::ops::Range;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use datafusion::arrow::datatypes::Schema;
@@ -30,7 +31,7 @@ use datafusion::parquet::file::metadata::ParquetMetaData;
 use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_expr::utils::{Guarantee, LiteralGuarantee};
 use object_store::path::Path;
-use sieve_iceberg::DataFile;
+use sieve_iceberg::{DataFile, TableScan};
 use sieve_index::SliceOf;
 use sieve_index::locator::Location;
 use sieve_storage::{
@@ -41,6 +42,8 @@ use sieve_storage::{
 use crate::cluster::placement::Placement;
 use crate::scan::pruning::literal_hashes;
 
+use super::snapshot_files::{Considered, SnapshotFiles};
+
 /// The views a worker keeps of one table under as many placements (coordinators that see other
 /// live workers, or a worker joining or leaving): past that, the oldest goes.
 const SHARE_VIEWS: usize = 2;
@@ -48,6 +51,10 @@ const SHARE_VIEWS: usize = 2;
 /// How stale this process's view of which parts exist may be: a part written by another process
 /// is used this much later at most (until then its files are read unpruned, never skipped).
 pub const RELIST_AFTER: Duration = Duration::from_secs(2);
+
+/// How many snapshots' [`SnapshotFiles`] a loaded index keeps: the table's current one, and
+/// the one before it for lookups that started before a commit.
+const SNAPSHOTS: usize = 2;
 
 /// The most memory the footers kept of one table's files take ([`Loaded::footer_with_pages`]);
 /// past that, a lookup's footer is built and dropped, as it was before any was kept.
@@ -73,6 +80,9 @@ pub struct Loaded {
     files: HashMap<String, FileEntries>,
     /// Footers with the offset index of their files' walked pages ([`Self::footer_with_pages`]).
     footers: Mutex<KeptFooters>,
+    /// What the last [`SNAPSHOTS`] snapshots looked up are to these indexes, by their scan
+    /// (only compared: a scan never changes once planned).
+    snapshots: Mutex<Vec<(Weak<TableScan>, Arc<SnapshotFiles>)>>,
 }
 
 impl Loaded {
@@ -110,7 +120,24 @@ impl Loaded {
             parts,
             files,
             footers: Mutex::default(),
+            snapshots: Mutex::default(),
         }
+    }
+
+    /// What `scan`'s files are to these indexes, worked out on the first lookup of the snapshot
+    /// (lookups of it meanwhile wait for that one walk).
+    pub fn snapshot_files(&self, scan: &Arc<TableScan>) -> Arc<SnapshotFiles> {
+        let mut kept = self.snapshots.lock().unwrap_or_else(|e| e.into_inner());
+        let at = (kept.iter()).position(|(of, _)| std::ptr::eq(of.as_ptr(), Arc::as_ptr(scan)));
+        if let Some(at) = at {
+            return kept[at].1.clone();
+        }
+        let files = Arc::new(SnapshotFiles::of(self, &scan.files));
+        if kept.len() == SNAPSHOTS {
+            kept.remove(0);
+        }
+        kept.push((Arc::downgrade(scan), files.clone()));
+        files
     }
 
     /// `file`'s entries for `column`, each a range of its rows (a row group; the whole file
@@ -125,6 +152,18 @@ impl Loaded {
                 && c.column == column
         })?;
         Some((coverage, entries))
+    }
+
+    /// The locator that covers `file`'s `column`, where one part's does: the part, the column's
+    /// place in its locator, and each of the file's row groups' block in it.
+    pub fn located_blocks(
+        &self,
+        file: &DataFile,
+        column: &str,
+    ) -> Option<(&Arc<Part>, usize, impl Iterator<Item = u32>)> {
+        let locator = self.coverage(file, column)?.0.locator.as_ref()?;
+        let blocks = locator.blocks.iter().map(|(block, _)| *block);
+        Some((&locator.part, locator.column, blocks))
     }
 
     /// The footer of the file at `path` that `build` makes of its walked pages
@@ -379,11 +418,11 @@ pub struct Located {
 }
 
 impl Located {
-    /// The locator's answer for `hash`; None if it has none (its read failed), when the filters
-    /// are asked.
-    fn location(&self, locator: &CoverLocator, hash: u64) -> Option<Location> {
-        let part = Arc::as_ptr(&locator.part) as usize;
-        self.answers.get(&(part, locator.column, hash)).copied()
+    /// The answer of `part`'s locator for `hash` in the column at `column` in it; None if it
+    /// has none (its read failed), when the filters are asked.
+    pub fn answer(&self, part: &Arc<Part>, column: usize, hash: u64) -> Option<Location> {
+        let part = Arc::as_ptr(part) as usize;
+        self.answers.get(&(part, column, hash)).copied()
     }
 }
 
@@ -418,7 +457,7 @@ impl Coverage {
         };
         let (mut named, mut unplaced) = (Vec::new(), Vec::new());
         for &hash in &probe.hashes {
-            let (block, slice) = match located.location(locator, hash) {
+            let (block, slice) = match located.answer(&locator.part, locator.column, hash) {
                 Some(Location::Absent) => continue,
                 Some(Location::Slice { block, slice }) => (block, Some(slice)),
                 Some(Location::Block(block)) => (block, None),
@@ -723,33 +762,60 @@ impl FileIndexes {
         state.loaded.clone()
     }
 
-    /// What the locators of the parts that cover `files` in `loaded` say of `probes`' keys: one
-    /// ranged read per part and key (at most two pages) unless cached, the parts read at once.
-    /// A part whose read fails is left out (its files' filters are asked).
+    /// The live files of a snapshot's `files` a lookup of `probes` considers, by what
+    /// `snapshot` says of them (see [`SnapshotFiles`]), and what the parts' locators and, where
+    /// a key was not placed, the filters said of its keys.
+    pub async fn considered<'s>(
+        &self,
+        loaded: &Loaded,
+        (snapshot, files): (&SnapshotFiles, &'s [DataFile]),
+        probes: &[Probe],
+    ) -> (Considered<'s>, Located) {
+        let asked = snapshot.locators(probes).collect();
+        let mut located = self.ask_locators(asked, probes).await;
+        let considered = snapshot.considered(files, probes, &located);
+        self.read_filters(loaded, &considered.files, probes, &mut located)
+            .await;
+        (considered, located)
+    }
+
+    /// What the locators of the parts that cover `files` in `loaded` say of `probes`' keys,
+    /// and the filters where a key was not placed: for a worker's few files.
     pub async fn locate(&self, loaded: &Loaded, files: &[&DataFile], probes: &[Probe]) -> Located {
-        // Each file's coverage of each probe's column, looked up once for both steps.
-        let covered: Vec<(usize, &Coverage, &[EntryAt])> = (files.iter())
-            .flat_map(|file| {
-                (probes.iter().enumerate())
-                    .filter_map(|(p, probe)| Some((p, loaded.coverage(file, &probe.column)?)))
+        let asked = (files.iter())
+            .flat_map(|file| (probes.iter().enumerate()).map(move |probe| (file, probe)))
+            .filter_map(|(file, (p, probe))| {
+                let (coverage, _) = loaded.coverage(file, &probe.column)?;
+                let locator = coverage.locator.as_ref()?;
+                Some((&locator.part, locator.column, p))
             })
-            .map(|(p, (coverage, entries))| (p, coverage, entries))
             .collect();
-        let mut asked: HashMap<(usize, usize, usize), (&CoverLocator, &Probe)> = HashMap::new();
-        for &(p, coverage, _) in &covered {
-            if let Some(locator) = &coverage.locator {
-                let part = Arc::as_ptr(&locator.part) as usize;
-                asked
-                    .entry((part, locator.column, p))
-                    .or_insert((locator, &probes[p]));
-            }
+        let mut located = self.ask_locators(asked, probes).await;
+        self.read_filters(loaded, files, probes, &mut located).await;
+        located
+    }
+
+    /// What the locators say of each probe's keys (`asked`: a part, a column's place in its
+    /// locator, a probe's place in `probes`), each part, column and probe asked once (one
+    /// ranged read per part and key, at most two pages, unless cached), the parts read at
+    /// once. A part whose read fails is left out (its files' filters are asked).
+    async fn ask_locators(
+        &self,
+        asked: Vec<(&Arc<Part>, usize, usize)>,
+        probes: &[Probe],
+    ) -> Located {
+        let mut unique: HashMap<(usize, usize, usize), &Arc<Part>> = HashMap::new();
+        for (part, column, p) in asked {
+            let key = (Arc::as_ptr(part) as usize, column, p);
+            unique.entry(key).or_insert(part);
         }
-        let reads = asked
+        let reads = unique
             .into_iter()
-            .map(|((part, column, _), (locator, probe))| async move {
-                let in_part = locator.part.locator.as_ref()?;
+            .map(|((at, column, p), part)| async move {
+                let probe = &probes[p];
+                let in_part = part.locator.as_ref()?;
                 match self.store.locate(in_part, column, &probe.hashes).await {
-                    Ok(found) => Some((part, column, &probe.hashes, found)),
+                    Ok(found) => Some((at, column, &probe.hashes, found)),
                     Err(e) => {
                         log::warn!("an index part's locator unusable, its filters are asked: {e}");
                         None
@@ -764,15 +830,31 @@ impl FileIndexes {
                 located.answers.insert((part, column, hash), location);
             }
         }
-        // Then the filters of every row group of a file where a key was not placed.
+        located
+    }
+
+    /// Adds to `located` the filters of every row group of each of `files` where the locators
+    /// did not place a probe's key in one row group.
+    async fn read_filters(
+        &self,
+        loaded: &Loaded,
+        files: &[&DataFile],
+        probes: &[Probe],
+        located: &mut Located,
+    ) {
         let mut unplaced: HashMap<(usize, usize), &EntryAt> = HashMap::new();
-        for &(p, coverage, entries) in &covered {
-            if coverage.place(&probes[p], &located).unplaced.is_empty() {
-                continue;
-            }
-            for group in &coverage.row_groups {
-                let at @ (part, i) = &entries[group.entry];
-                unplaced.insert((Arc::as_ptr(part) as usize, *i), at);
+        for file in files {
+            for probe in probes {
+                let Some((coverage, entries)) = loaded.coverage(file, &probe.column) else {
+                    continue;
+                };
+                if coverage.place(probe, located).unplaced.is_empty() {
+                    continue;
+                }
+                for group in &coverage.row_groups {
+                    let at @ (part, i) = &entries[group.entry];
+                    unplaced.insert((Arc::as_ptr(part) as usize, *i), at);
+                }
             }
         }
         let reads = unplaced.into_iter().map(|(key, (part, i))| async move {
@@ -787,7 +869,6 @@ impl FileIndexes {
         located.filters = (futures::future::join_all(reads).await.into_iter())
             .flatten()
             .collect();
-        located
     }
 
     /// Makes the next [`Self::loaded`] list the table's indexes again, in every view: this
@@ -860,6 +941,7 @@ mod tests {
 
     use super::super::indexed_pages::IndexedPagesFactory;
     use super::super::page_walk::column_pages;
+    use super::super::snapshot_files::Considered;
     use super::*;
     use crate::test_files::written;
 
@@ -1071,6 +1153,134 @@ mod tests {
             with_read * 2 < without_read && share_read <= with_read,
             "absent keys read: {with_read} with, {without_read} without, {share_read} by a share"
         );
+    }
+
+    /// A lookup of a snapshot's files considers only those its keys' locators name, every live
+    /// file of a part whose locator placed a key in several, and the files no locator covers;
+    /// and chooses what a walk of every file chooses: the same rows of the same files, with
+    /// the same counts.
+    #[tokio::test]
+    async fn a_lookup_considers_the_files_its_keys_locators_name_and_chooses_as_a_walk() {
+        let hash = |i: u64| xxhash_rust::xxh3::xxh3_64(&i.to_le_bytes());
+        let rows = 1_000u64;
+        // File f's row group g holds keys 2000 f + 1000 g onwards; key 1 is in file 4 too.
+        let keys_of = |f: u64, g: u64| {
+            let first = 2 * rows * f + rows * g;
+            let mut keys: Vec<u64> = (first..first + rows).collect();
+            if (f, g) == (4, 1) {
+                keys.push(1);
+            }
+            keys
+        };
+        let store = AttachedIndexes::new(Storage::in_memory());
+        let mut parts = HashMap::new();
+        // Files 0-5, 9 and 10 in a part with a locator, 6 and 7 in one without; 8 in none.
+        for (files, locates) in [(vec![0, 1, 2, 3, 4, 5, 9, 10], true), (vec![6, 7], false)] {
+            let mut part_keys = PartKeys::new(&["k".to_string()], 20 * rows as usize);
+            let mut indexed = Vec::new();
+            for f in files {
+                for g in 0..2 {
+                    let hashes: Vec<u64> = keys_of(f, g).into_iter().map(hash).collect();
+                    let slices = vec![0; hashes.len()];
+                    (part_keys.add_entry(vec![block_keys(&hashes, &slices, 1)], 1)).unwrap();
+                    let hashes = ColumnHashes {
+                        hashes,
+                        has_null: false,
+                    };
+                    indexed.push(IndexedFile {
+                        path: format!("f{f}"),
+                        record_count: 2 * rows,
+                        file_size: 1,
+                        first_row: g * rows,
+                        rows,
+                        sidecar: sidecar::encode(&[ColumnIndex::build(
+                            "k",
+                            FilterKind::Xor8,
+                            hashes,
+                        )])
+                        .unwrap(),
+                        map: None,
+                    });
+                }
+            }
+            let locator = part_keys.build().unwrap();
+            let locator = locates.then_some(locator.as_slice());
+            let path = store.write_part(&def(), &indexed, locator).await.unwrap();
+            let part = store.read_part(&path, KeptEntries::ALL).await.unwrap();
+            parts.insert(path, Arc::new(part));
+        }
+        let loaded = Loaded::new(vec![def()], parts);
+        let indexes = FileIndexes::new(store);
+        // File 9's rows are all deleted; file 10 is not the file its index was built from.
+        let data_files: Vec<DataFile> = (0..11u64)
+            .map(|f| DataFile {
+                path: Path::from(format!("f{f}")),
+                record_count: 2 * rows + u64::from(f == 10),
+                file_size: 1,
+                deleted: (f == 9).then(|| (0..2 * rows as u32).collect()),
+                bounds: Default::default(),
+                equality_deletes: None,
+            })
+            .collect();
+        let snapshot = SnapshotFiles::of(&loaded, &data_files);
+        // The files read, each with its rows (None: all); the files fully deleted, not
+        // indexed and pruned by the index; the files considered.
+        type Chosen = (Vec<(String, Option<Vec<Range<u64>>>)>, [usize; 3], usize);
+        let chosen = |considered: Considered, located: Located, probes: &[Probe]| -> Chosen {
+            let mut pruned = considered.ruled_out;
+            let mut read = Vec::new();
+            for file in &considered.files {
+                match loaded.matching_rows(file, probes, &located) {
+                    Some(matching) if matching.ranges.is_empty() => pruned += 1,
+                    matching => read.push((file.path.to_string(), matching.map(|m| m.ranges))),
+                }
+            }
+            let counts = [considered.fully_deleted, considered.not_indexed, pruned];
+            (read, counts, considered.files.len())
+        };
+        let mut lookups: Vec<Vec<u64>> = (0..22 * rows).step_by(7).map(|k| vec![k]).collect();
+        lookups.extend((100_000..100_300).map(|k| vec![k]));
+        lookups.extend([vec![1], vec![3, 2_500, 100_001], vec![1, 13_000, 21_000]]);
+        let mut false_positives = 0;
+        for keys in &lookups {
+            let probe = Probe {
+                column: "k".into(),
+                table_column: "k".into(),
+                hashes: keys.iter().copied().map(hash).collect(),
+            };
+            let probes = std::slice::from_ref(&probe);
+            let walked = Considered::walk(&data_files, Some(&loaded));
+            let located = indexes.locate(&loaded, &walked.files, probes).await;
+            let walked = chosen(walked, located, probes);
+            let (considered, located) = (indexes)
+                .considered(&loaded, (&snapshot, &data_files), probes)
+                .await;
+            let chosen = chosen(considered, located, probes);
+            assert_eq!(
+                (&chosen.0, chosen.1),
+                (&walked.0, walked.1),
+                "keys {keys:?}"
+            );
+            // Walked: the 10 live files. Considered: files 6, 7, 8 and 10 (no locator covers
+            // them), each key's file among 0-5 (for key 1, all of them: it is in two), and a
+            // false positive's for a key the locator has not (one of files 6-8's, or absent).
+            assert_eq!(walked.2, 10);
+            let of = |k: u64| (k / (2 * rows)) as usize;
+            let named: HashSet<usize> = (keys.iter())
+                .flat_map(|&k| match k {
+                    1 => (0..6).collect(),
+                    k if of(k) < 6 => vec![of(k)],
+                    _ => vec![],
+                })
+                .collect();
+            let unknown = (keys.iter())
+                .filter(|&&k| (6..9).contains(&of(k)) || k >= 100_000)
+                .count();
+            let extra = chosen.2 - 4 - named.len();
+            assert!(extra <= unknown, "keys {keys:?}: {} considered", chosen.2);
+            false_positives += extra;
+        }
+        assert!(false_positives < 20, "{false_positives} false positives");
     }
 
     /// A key its row group's filter admits but whose map value names no slice is not read (the

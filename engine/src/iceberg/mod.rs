@@ -14,6 +14,7 @@ pub(crate) mod indexer;
 pub(crate) mod located_read;
 pub(crate) mod page_walk;
 pub(crate) mod scan_exec;
+pub(crate) mod snapshot_files;
 pub(crate) mod table;
 pub(crate) mod variant_json;
 

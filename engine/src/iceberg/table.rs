@@ -49,6 +49,7 @@ use super::file_stats::FileStatistics;
 use super::indexed_pages::IndexedPagesFactory;
 use super::located_read::LocatedFiles;
 use super::scan_exec::{FileCounts, Files, IcebergScanExec};
+use super::snapshot_files::Considered;
 
 #[derive(Debug)]
 pub struct IcebergTable {
@@ -101,12 +102,6 @@ fn partitioned(file: &DataFile, wanted: Option<&[Range<u64>]>) -> Option<Partiti
         let selection = RowSelection::from_consecutive_ranges(ranges.into_iter(), rows);
         partitioned.with_extension(ParquetRowSelection::new(selection))
     })
-}
-
-/// Whether position deletes remove every row of `file`.
-fn fully_deleted(file: &DataFile) -> bool {
-    let rows = u32::try_from(file.record_count).unwrap_or(u32::MAX);
-    (file.deleted.as_ref()).is_some_and(|d| d.range_cardinality(..rows) >= file.record_count)
 }
 
 impl IcebergTable {
@@ -441,17 +436,12 @@ impl IcebergTable {
     /// names no key).
     async fn choose_files(&self, reading: &Reading) -> Chosen<'_> {
         let predicate = reading.predicate.as_ref();
-        let all: Vec<&DataFile> = match &reading.only {
-            Some(paths) => paths.iter().filter_map(|p| self.scan.file(p)).collect(),
-            None => self.scan.files.iter().collect(),
-        };
-        let mut counts = FileCounts {
-            total: all.len(),
-            ..Default::default()
-        };
+        let only: Option<Vec<&DataFile>> = (reading.only.as_ref())
+            .map(|paths| paths.iter().filter_map(|p| self.scan.file(p)).collect());
+        let total = only.as_ref().map_or(self.scan.files.len(), Vec::len);
         // No file, no index to load (a worker's empty share would load a view for nothing).
         let (loaded, probes) = match (&self.scan.table_uuid, predicate) {
-            (Some(uuid), Some(predicate)) if !all.is_empty() => {
+            (Some(uuid), Some(predicate)) if total > 0 => {
                 let loaded = self.indexes.loaded(uuid, reading.share.as_ref()).await;
                 let probes = loaded.probes(predicate, &self.scan.schema);
                 (Some(loaded), probes)
@@ -467,31 +457,46 @@ impl IcebergTable {
                 && (collect_columns(p).iter())
                     .all(|c| probes.iter().any(|probe| probe.table_column == c.name()))
         });
-        let located = match &loaded {
-            Some(loaded) if !probes.is_empty() => self.indexes.locate(loaded, &all, &probes).await,
-            _ => Located::default(),
-        };
-        let mut candidates = Vec::with_capacity(all.len());
-        let mut unvouched = Vec::new();
-        for file in all {
-            if fully_deleted(file) {
-                counts.fully_deleted += 1;
-                continue;
+        // A lookup of the whole snapshot considers the files its keys' locators name (and
+        // those no locator covers); a worker, the few its coordinator chose; a scan, all.
+        let (considered, located) = match (&loaded, only) {
+            (Some(loaded), None) if !probes.is_empty() => {
+                let snapshot = loaded.snapshot_files(&self.scan);
+                let files = (snapshot.as_ref(), self.scan.files.as_slice());
+                self.indexes.considered(loaded, files, &probes).await
             }
-            let (mut wanted, mut vouched) = (None, false);
-            if let Some(loaded) = &loaded {
-                if !loaded.covers(file) {
-                    counts.not_indexed += 1;
-                }
-                if let Some(matching) = loaded.matching_rows(file, &probes, &located) {
-                    if matching.ranges.is_empty() {
-                        counts.pruned_by_index += 1;
-                        continue;
+            (loaded, only) => {
+                let all = only.unwrap_or_else(|| self.scan.files.iter().collect());
+                let considered = Considered::walk(all, loaded.as_deref());
+                let located = match loaded {
+                    Some(loaded) if !probes.is_empty() => {
+                        (self.indexes.locate(loaded, &considered.files, &probes)).await
                     }
-                    counts.row_groups_pruned_by_index += matching.left_out;
-                    wanted = Some(matching.ranges);
-                    vouched = probed_whole && matching.every_probe;
+                    _ => Located::default(),
+                };
+                (considered, located)
+            }
+        };
+        let mut counts = FileCounts {
+            total,
+            fully_deleted: considered.fully_deleted,
+            not_indexed: considered.not_indexed,
+            pruned_by_index: considered.ruled_out,
+            ..Default::default()
+        };
+        let mut candidates = Vec::with_capacity(considered.files.len());
+        let mut unvouched = Vec::new();
+        for file in considered.files {
+            let (mut wanted, mut vouched) = (None, false);
+            let matching = (loaded.as_ref()).and_then(|l| l.matching_rows(file, &probes, &located));
+            if let Some(matching) = matching {
+                if matching.ranges.is_empty() {
+                    counts.pruned_by_index += 1;
+                    continue;
                 }
+                counts.row_groups_pruned_by_index += matching.left_out;
+                wanted = Some(matching.ranges);
+                vouched = probed_whole && matching.every_probe;
             }
             let Some(partitioned) = partitioned(file, wanted.as_deref()) else {
                 // The row groups the index left hold deleted rows only.
