@@ -11,7 +11,8 @@
 # SIEVE_BENCH_ROUNDS times (default 2), BASE then NEW: a fresh server of the build, on storage
 # of its own, attaches the catalog (its indexer idle), runs CREATE INDEX on c2 (USING
 # SIEVE_BENCH_FILTER, default binary_fuse16: each build's own index), looks every key up once
-# (every answer checked; the data cache then holds the pages), and runs sysbench
+# (every answer checked, the absent keys too where they are measured; the caches then hold the
+# pages), and runs sysbench
 # (scripts/serving/lookup.lua, kept results off) on the uniform present keys (absent ones, as
 # many, with SIEVE_BENCH_KIND=absent) for SIEVE_BENCH_SECONDS (default 10) at each of SIEVE_BENCH_THREADS (default "1 16") connections.
 # Prints each run's lookups/s and server CPU per lookup, then per connection count the medians
@@ -65,7 +66,7 @@ for round in $(seq "$rounds"); do
     mysql -h127.0.0.1 -P"$port" -uroot -N -e "create index ix_c2 on lake.ns.t10b (c2) using $filter" >/dev/null
     t1=$(date +%s.%N); c1=$(proc_cpu "$server")
     echo "index $build $(python3 -c "print(f'{$t1 - $t0:.1f} {($c1 - $c0) / $ticks:.1f}')")" >> "$work/index"
-    first_ms=$(python3 - "$port" "$work/attached-present.keys" <<'PY'
+    first_ms=$(python3 - "$port" "$work/attached-present.keys" "$work/attached-$kind.keys" <<'PY'
 import sys, time
 import pymysql
 cur = pymysql.connect(host="127.0.0.1", port=int(sys.argv[1]), user="root", autocommit=True).cursor()
@@ -80,6 +81,12 @@ for i, key in enumerate(open(sys.argv[2]).read().split()):
     if i == 0:
         print(f"{(time.monotonic() - started) * 1000:.0f}")
     assert len(rows) == 1 and rows[0][0] == key, key
+# The measured keys too where they are absent: their locator pages (one per part a key is
+# asked of), which a lookup of a present key does not read, would be read in the measured run.
+if sys.argv[3] != sys.argv[2]:
+    for key in open(sys.argv[3]).read().split():
+        cur.execute("select c2, c1 from lake.ns.t10b where c2 = %s", (key,))
+        assert not cur.fetchall(), key
 PY
 )
     echo "first $build $first_ms" >> "$work/index"
