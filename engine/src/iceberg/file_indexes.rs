@@ -1045,7 +1045,7 @@ mod tests {
                 }),
             });
         }
-        let locator = part_keys.build().unwrap();
+        let locator = part_keys.build(1).unwrap();
         let store = AttachedIndexes::new(Storage::in_memory());
         let def = def();
         let (mut views, mut paths) = (Vec::new(), Vec::new());
@@ -1203,7 +1203,7 @@ mod tests {
                     });
                 }
             }
-            let locator = part_keys.build().unwrap();
+            let locator = part_keys.build(1).unwrap();
             let locator = locates.then_some(locator.as_slice());
             let path = store.write_part(&def(), &indexed, locator).await.unwrap();
             let part = store.read_part(&path, KeptEntries::ALL).await.unwrap();

@@ -122,11 +122,12 @@ impl IndexSpec {
 /// read are added to `progress` as they are. What a file's build holds (its values' hashes, all
 /// of them at once, as a filter is built from all its keys) is reserved in `pool` as it grows,
 /// so a file too large for the budget fails with the pool's error. Dropping the future stops
-/// every task. The entries come with the locator built over them, in their order.
+/// every task. The entries come with the locator built over them, in their order, as the
+/// `ordinal`-th part of its index (from 1; [`PartKeys::build`]).
 pub async fn index_files(
     store: Arc<dyn ObjectStore>,
     spec: Arc<IndexSpec>,
-    files: &[&DataFile],
+    (files, ordinal): (&[&DataFile], u64),
     parallelism: usize,
     progress: Arc<WriteProgress>,
     pool: Arc<dyn MemoryPool>,
@@ -188,7 +189,7 @@ pub async fn index_files(
     let locator = match built.is_empty() {
         true => None,
         false => Some(
-            tokio::task::spawn_blocking(move || keys.build())
+            tokio::task::spawn_blocking(move || keys.build(ordinal))
                 .await
                 .map_err(|e| exec_datafusion_err!("{e}"))?
                 .map_err(to_df)?,

@@ -17,9 +17,32 @@ use super::index_build::{IndexSpec, index_files};
 use crate::error::{external, to_df};
 use crate::progress::WriteProgress;
 
-/// Data files per part: a part is written (and survives a failure later in the pass) every
-/// this many files.
+/// A part is written (and survives a failure later in the pass) once it holds this many data
+/// files and [`PART_ROWS`] rows, or [`MOST_PART_FILES`] files. A lookup asks every part's
+/// locator, a ranged read each when cold, so parts of small files hold more of them: cut
+/// every 256 files, 10M rows in files of 1,000 made 40 parts.
 const PART_FILES: usize = 256;
+/// The rows a part holds before it is written, from [`PART_FILES`] files on.
+const PART_ROWS: u64 = 16 << 20;
+/// The most files a part holds: its header, which a process keeps, has a record per row group.
+const MOST_PART_FILES: usize = 8192;
+
+/// `files` in the parts they are indexed into, in order (see [`PART_FILES`]).
+fn parts_of<'a, 'f>(files: &'a [&'f DataFile]) -> Vec<&'a [&'f DataFile]> {
+    let (mut parts, mut first, mut rows) = (Vec::new(), 0, 0);
+    for (i, file) in files.iter().enumerate() {
+        rows += file.record_count;
+        let held = i + 1 - first;
+        if (held >= PART_FILES && rows >= PART_ROWS) || held >= MOST_PART_FILES {
+            parts.push(&files[first..=i]);
+            (first, rows) = (i + 1, 0);
+        }
+    }
+    if first < files.len() {
+        parts.push(&files[first..]);
+    }
+    parts
+}
 
 /// What a pass indexed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -52,11 +75,13 @@ pub async fn index_into(
     )?);
     let store = catalog.warehouse().store().clone();
     let mut done = Indexed::default();
-    for chunk in files.chunks(PART_FILES) {
+    // Each part's locator is sized by its place among the index's parts.
+    let written = indexes.store().parts(def).await.map_err(to_df)?.len() as u64;
+    for (i, chunk) in parts_of(files).into_iter().enumerate() {
         let built = index_files(
             store.clone(),
             spec.clone(),
-            chunk,
+            (chunk, written + i as u64 + 1),
             parallelism(),
             progress.clone(),
             pool.clone(),
@@ -155,5 +180,39 @@ impl Drop for Following {
         for task in &self.0 {
             task.abort();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use object_store::path::Path;
+
+    use super::*;
+
+    /// The parts' sizes in files, for `n` files of `rows` rows each.
+    fn parts(n: usize, rows: u64) -> Vec<usize> {
+        let files: Vec<DataFile> = (0..n)
+            .map(|i| DataFile {
+                path: Path::from(format!("f{i}")),
+                record_count: rows,
+                file_size: 1,
+                deleted: None,
+                bounds: Default::default(),
+                equality_deletes: None,
+            })
+            .collect();
+        let files: Vec<&DataFile> = files.iter().collect();
+        parts_of(&files).iter().map(|part| part.len()).collect()
+    }
+
+    /// Files of a million rows are cut every 256 files; smaller ones gather until a part holds
+    /// 16M rows, or 8192 files.
+    #[test]
+    fn a_part_of_small_files_holds_more_of_them() {
+        assert_eq!(parts(600, 1 << 20), [256, 256, 88]);
+        assert_eq!(parts(1_200, 30_000), [560, 560, 80]);
+        assert_eq!(parts(10_095, 1_000), [8192, 1903]);
+        assert_eq!(parts(3, 1), [3]);
+        assert!(parts(0, 1).is_empty());
     }
 }

@@ -806,6 +806,39 @@ mod tests {
         ColumnHashes::from_array(&array).unwrap().hashes[0]
     }
 
+    /// The `k`-th part of an index gets fingerprints as wide as a table's `k`-th group does, so
+    /// the false reads of all its parts, each of which a lookup asks, sum to at most a table's
+    /// budget (0.01 a key): the first part's 8 bits admit ~1/256 of absent keys, the 40th's 18
+    /// bits ~1/262,144.
+    #[tokio::test]
+    async fn a_later_part_of_an_index_admits_fewer_absent_keys() {
+        let store = crate::AttachedIndexes::new(crate::Storage::in_memory());
+        let present = 0..20_000;
+        let files = [file("w/a.parquet", present.clone())];
+        let absent: Vec<u64> = (1_000_000..1_100_000).map(hash).collect();
+        let mut admitted = Vec::new();
+        for ordinal in [1, 40] {
+            let mut keys = PartKeys::new(&ids(), present.clone().count());
+            let hashes: Vec<u64> = present.clone().map(hash).collect();
+            let slices = vec![0; hashes.len()];
+            (keys.add_entry(vec![block_keys(&hashes, &slices, 1)], 1)).unwrap();
+            let locator = keys.build(ordinal).unwrap();
+            let bytes = Bytes::from(encode(&files, &ids(), Some(&locator)).unwrap());
+            let path = Path::from(format!("p{ordinal}"));
+            let payload = object_store::PutPayload::from(bytes.clone());
+            (object_store::ObjectStoreExt::put(store.storage().store(), &path, payload))
+                .await
+                .unwrap();
+            let part = decode(&path, bytes, KeptEntries::ALL).unwrap();
+            let located = part.locator.as_ref().unwrap();
+            let column = located.column("id").unwrap();
+            let at = store.locate(located, column, &absent).await.unwrap();
+            admitted.push(at.iter().filter(|&&l| l != Location::Absent).count());
+        }
+        // ~390 and ~0.4 of the 100,000.
+        assert!(admitted[0] > 200 && admitted[1] <= 3, "{admitted:?}");
+    }
+
     /// Two files' row groups with a locator over them: read back, it places each key in its
     /// row group's slice; a damaged locator is the part's error; a worker's share of the
     /// entries gets no locator (its blocks would no longer be the entries' places); a
@@ -827,7 +860,7 @@ mod tests {
             keys.add_entry(vec![block_keys(&hashes, &slices, 1)], 2)
                 .unwrap();
         }
-        let locator = keys.build().unwrap();
+        let locator = keys.build(1).unwrap();
         let bytes = Bytes::from(encode(&files, &ids(), Some(&locator)).unwrap());
         // Its pages are read from the part in storage.
         let store = crate::AttachedIndexes::new(crate::Storage::in_memory());
@@ -1004,7 +1037,7 @@ mod tests {
                 file(&format!("w/{}{g:05}.parquet", "d".repeat(100)), range)
             })
             .collect();
-        let locator = keys.build().unwrap();
+        let locator = keys.build(1).unwrap();
         let bytes = encode(&files, &ids(), Some(&locator)).unwrap();
         let header = u64::from_le_bytes(bytes[32..40].try_into().unwrap());
         let locator_header = u32::from_le_bytes(bytes[40..44].try_into().unwrap()) as usize;
