@@ -76,12 +76,12 @@ pub async fn index_into(
     let store = catalog.warehouse().store().clone();
     let mut done = Indexed::default();
     // Each part's locator is sized by its place among the index's parts.
-    let written = indexes.store().parts(def).await.map_err(to_df)?.len() as u64;
+    let existing = indexes.store().parts(def).await.map_err(to_df)?.len() as u64;
     for (i, chunk) in parts_of(files).into_iter().enumerate() {
         let built = index_files(
             store.clone(),
             spec.clone(),
-            (chunk, written + i as u64 + 1),
+            (chunk, existing + i as u64 + 1),
             parallelism(),
             progress.clone(),
             pool.clone(),

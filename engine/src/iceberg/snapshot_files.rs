@@ -39,7 +39,7 @@ pub struct Considered<'a> {
 }
 
 impl<'a> Considered<'a> {
-    /// Every live file of `files`, with which `loaded` does not cover.
+    /// Every live file of `files`, and how many of them `loaded` does not cover.
     pub fn walk(files: impl IntoIterator<Item = &'a DataFile>, loaded: Option<&Loaded>) -> Self {
         let mut considered = Self::default();
         for file in files {
@@ -69,8 +69,9 @@ pub struct SnapshotFiles {
 #[derive(Debug, Default)]
 struct ColumnFiles {
     parts: Vec<PartFiles>,
-    /// Live files no locator covers (no part of theirs has one, or their row groups are in
-    /// several parts): their filters answer, in every lookup.
+    /// Live files no locator covers, considered by every lookup: their filters answer where a
+    /// part without a locator of the column (or several parts) covers them, and they are read
+    /// whole where none covers them as the manifest describes them (not indexed yet).
     unlocated: Vec<u32>,
 }
 

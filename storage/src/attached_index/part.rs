@@ -841,7 +841,7 @@ mod tests {
 
     /// Two files' row groups with a locator over them: read back, it places each key in its
     /// row group's slice; a damaged locator is the part's error; a worker's share of the
-    /// entries gets no locator (its blocks would no longer be the entries' places); a
+    /// entries keeps the locator, each entry with its block (its record in the part); a
     /// version 3 part (no locator fields) is still read.
     #[tokio::test]
     async fn a_part_locator_names_each_keys_row_group_and_slice() {
