@@ -71,6 +71,10 @@ struct KeptFooters {
 /// An entry of a loaded part: the part, and the entry's place in it.
 type EntryAt = (Arc<Part>, usize);
 
+/// A file's coverage of a probe's column ([`Loaded::covered`]): the probe's place, the coverage
+/// and the file's entries.
+type Covered<'a> = (usize, &'a Coverage, &'a [EntryAt]);
+
 /// What one table's indexes say, as last listed.
 #[derive(Debug, Default)]
 pub struct Loaded {
@@ -152,6 +156,18 @@ impl Loaded {
                 && c.column == column
         })?;
         Some((coverage, entries))
+    }
+
+    /// Each of `files`' coverage of each probe's column, where it has one, with the probe's
+    /// place in `probes`.
+    fn covered(&self, files: &[&DataFile], probes: &[Probe]) -> Vec<Covered<'_>> {
+        (files.iter())
+            .flat_map(|file| (probes.iter().enumerate()).map(move |probe| (file, probe)))
+            .filter_map(|(file, (p, probe))| {
+                let (coverage, entries) = self.coverage(file, &probe.column)?;
+                Some((p, coverage, entries))
+            })
+            .collect()
     }
 
     /// The locator that covers `file`'s `column`, where one part's does: the part, the column's
@@ -775,24 +791,24 @@ impl FileIndexes {
         let asked = snapshot.locators(probes).collect();
         let mut located = self.ask_locators(asked, probes).await;
         let considered = snapshot.considered(files, probes, &located);
-        self.read_filters(loaded, &considered.files, probes, &mut located)
-            .await;
+        let covered = loaded.covered(&considered.files, probes);
+        self.read_filters(&covered, probes, &mut located).await;
         (considered, located)
     }
 
     /// What the locators of the parts that cover `files` in `loaded` say of `probes`' keys,
     /// and the filters where a key was not placed: for a worker's few files.
     pub async fn locate(&self, loaded: &Loaded, files: &[&DataFile], probes: &[Probe]) -> Located {
-        let asked = (files.iter())
-            .flat_map(|file| (probes.iter().enumerate()).map(move |probe| (file, probe)))
-            .filter_map(|(file, (p, probe))| {
-                let (coverage, _) = loaded.coverage(file, &probe.column)?;
+        // Each file's coverage of each probe's column, looked up once for both steps.
+        let covered = loaded.covered(files, probes);
+        let asked = (covered.iter())
+            .filter_map(|&(p, coverage, _)| {
                 let locator = coverage.locator.as_ref()?;
                 Some((&locator.part, locator.column, p))
             })
             .collect();
         let mut located = self.ask_locators(asked, probes).await;
-        self.read_filters(loaded, files, probes, &mut located).await;
+        self.read_filters(&covered, probes, &mut located).await;
         located
     }
 
@@ -834,28 +850,17 @@ impl FileIndexes {
         located
     }
 
-    /// Adds to `located` the filters of every row group of each of `files` where the locators
-    /// did not place a probe's key in one row group.
-    async fn read_filters(
-        &self,
-        loaded: &Loaded,
-        files: &[&DataFile],
-        probes: &[Probe],
-        located: &mut Located,
-    ) {
+    /// Adds to `located` the filters of every row group of each file's `covered` column where
+    /// the locators did not place its probe's key in one row group.
+    async fn read_filters(&self, covered: &[Covered<'_>], probes: &[Probe], located: &mut Located) {
         let mut unplaced: HashMap<(usize, usize), &EntryAt> = HashMap::new();
-        for file in files {
-            for probe in probes {
-                let Some((coverage, entries)) = loaded.coverage(file, &probe.column) else {
-                    continue;
-                };
-                if coverage.place(probe, located).unplaced.is_empty() {
-                    continue;
-                }
-                for group in &coverage.row_groups {
-                    let at @ (part, i) = &entries[group.entry];
-                    unplaced.insert((Arc::as_ptr(part) as usize, *i), at);
-                }
+        for &(p, coverage, entries) in covered {
+            if coverage.place(&probes[p], located).unplaced.is_empty() {
+                continue;
+            }
+            for group in &coverage.row_groups {
+                let at @ (part, i) = &entries[group.entry];
+                unplaced.insert((Arc::as_ptr(part) as usize, *i), at);
             }
         }
         let reads = unplaced.into_iter().map(|(key, (part, i))| async move {
