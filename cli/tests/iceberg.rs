@@ -1135,6 +1135,74 @@ fn the_indexer_indexes_the_files_new_snapshots_add() {
     assert!(server.log().contains("1 new data files indexed (100 rows)"));
 }
 
+/// OPTIMIZE TABLE runs the indexer's pass at once: each appended file is indexed into a part
+/// of its own, the eighth small part of about the same rows is merged with the other seven into
+/// one, and after a compaction the parts of the files it removed are removed. Throughout, every
+/// lookup answers as PyIceberg's scan and the unpruned query do, and reads only its key's file.
+#[test]
+fn optimize_merges_an_attached_indexs_small_parts() {
+    let warehouse = tempfile::tempdir().unwrap();
+    pyiceberg(warehouse.path(), "keys");
+    // The indexer does not run during the test: only CREATE INDEX and OPTIMIZE index.
+    let server = Server::start_with(&config_indexing_every(warehouse.path(), 3600), None);
+    ok(&server, "create index ix_id on lake.ns.keys (id)");
+    let optimize = "optimize table lake.ns.keys";
+    let parts = || files_under(&server.storage_dir(), ".part").len();
+    // PyIceberg's ids, and Sieve's for keys in and around each file, pruned and not.
+    let answers_as_pyiceberg = |read: &serde_json::Value| {
+        let ids = ids(read, "ns.keys");
+        let held: std::collections::HashSet<&str> = ids.lines().collect();
+        for key in [
+            0, 4242, 7999, 8000, 19999, 20000, 20099, 20100, 20450, 20799, 20800,
+        ] {
+            let want = match held.contains(key.to_string().as_str()) {
+                true => format!("{key}\tk{key}\n"),
+                false => String::new(),
+            };
+            for filter in ["id", "id + 0"] {
+                let sql = format!("select id, name from lake.ns.keys where {filter} = {key}");
+                assert_eq!(ok(&server, &sql), want, "{sql}");
+            }
+        }
+    };
+    assert_eq!(ok(&server, optimize), "0\t0\t0\t0\t0\t1\n");
+    for n in 1..=8 {
+        let read = pyiceberg(warehouse.path(), "key_file");
+        let done = ok(&server, optimize);
+        if n < 8 {
+            assert_eq!(done, format!("1\t100\t0\t0\t0\t{}\n", n + 1));
+            assert_eq!(parts(), n + 1);
+        } else {
+            // The 8 parts of one file each merged into one; the first (8,000 rows) left.
+            assert_eq!(done, "1\t100\t8\t8\t0\t2\n");
+            assert_eq!(parts(), 2);
+        }
+        answers_as_pyiceberg(&read);
+    }
+    for key in [20000, 20450, 20799, 4242] {
+        let lookup = format!("select name from lake.ns.keys where id = {key}");
+        assert_eq!(metric(&server, &lookup, "blocks_total"), 16);
+        assert_eq!(metric(&server, &lookup, "blocks_read"), 1);
+        assert_eq!(metric(&server, &lookup, "blocks_pruned_by_filter"), 15);
+        assert_eq!(metric(&server, &lookup, "files_not_indexed"), 0);
+    }
+    // A compaction leaves one file: indexed into a part of its own, the two parts of the files
+    // it removed removed.
+    let read = pyiceberg(warehouse.path(), "compact_keys");
+    assert_eq!(ok(&server, optimize), "1\t8800\t0\t0\t2\t1\n");
+    assert_eq!(parts(), 1);
+    answers_as_pyiceberg(&read);
+    assert_eq!(ok(&server, optimize), "0\t0\t0\t0\t0\t1\n");
+    let lookup = "select name from lake.ns.keys where id = 20450";
+    assert_eq!(metric(&server, lookup, "blocks_total"), 1);
+    assert_eq!(metric(&server, lookup, "files_not_indexed"), 0);
+    assert!(
+        server
+            .log()
+            .contains("8 small parts merged (8 data files indexed again)")
+    );
+}
+
 #[test]
 fn equality_deletes_remove_rows_of_older_files_only() {
     let warehouse = tempfile::tempdir().unwrap();

@@ -218,6 +218,19 @@ def more_keys():
     keys_file(catalog.load_table("ns.keys"), 9000, 100)
 
 
+def key_file():
+    """One more file of ns.keys: the next 100 ids after 20000, one file's worth per call."""
+    table = catalog.load_table("ns.keys")
+    appended = sum(1 for task in table.scan(row_filter="id >= 20000").plan_files())
+    keys_file(table, 20000 + 100 * appended, 100)
+
+
+def compact_keys():
+    """ns.keys rewritten into one file, as a compaction does: every file it had is removed."""
+    table = catalog.load_table("ns.keys")
+    table.overwrite(table.scan().to_arrow())
+
+
 def rename_again():
     renamed = catalog.load_table("ns.renamed")
     with renamed.update_schema() as update:
@@ -441,7 +454,8 @@ def big():
 
 
 rows = {}
-{"make": make, "append": append, "keys": keys, "grouped": grouped, "more_keys": more_keys, "big": big,
+{"make": make, "append": append, "keys": keys, "grouped": grouped, "more_keys": more_keys, "key_file": key_file,
+ "compact_keys": compact_keys, "big": big,
  "rename_again": rename_again, "paged": paged, "upserts": upserts, "promoted": promoted, "promote": promote,
  "defaults": defaults, "nested": nested, "migrated": migrated, "shapes": shapes,
  "drop_name": drop_name, "variants": variants}[sys.argv[2]]()

@@ -103,9 +103,17 @@ impl Loaded {
         let files = (entries.into_iter())
             .map(|(path, mut entries)| {
                 // In row order once here, not per lookup: coverage is worked out in this order.
-                entries.sort_by_key(|(part, i)| {
-                    let entry = &part.entries[*i];
-                    (entry.first_row, entry.rows)
+                // A file in two parts (a merge's new part before its old ones are removed, or
+                // two passes that raced) is covered by the larger, then the first by path: all
+                // of its row groups from one part, whose locator then places its keys.
+                entries.sort_by(|(a, i), (b, j)| {
+                    let (x, y) = (&a.entries[*i], &b.entries[*j]);
+                    (x.first_row, x.rows, b.entries.len(), &a.path).cmp(&(
+                        y.first_row,
+                        y.rows,
+                        a.entries.len(),
+                        &b.path,
+                    ))
                 });
                 let coverage = Coverage::of(&entries);
                 let walked = (entries.iter()).any(|(part, i)| {
@@ -126,6 +134,11 @@ impl Loaded {
             footers: Mutex::default(),
             snapshots: Mutex::default(),
         }
+    }
+
+    /// The part at `path`, if it was listed and could be read.
+    pub fn part(&self, path: &Path) -> Option<&Arc<Part>> {
+        self.parts.get(path)
     }
 
     /// What `scan`'s files are to these indexes, worked out on the first lookup of the snapshot
@@ -1297,6 +1310,62 @@ mod tests {
         let unread = FileIndexes::new(AttachedIndexes::new(Storage::in_memory()));
         for keys in [vec![5], vec![2_005, 100_005]] {
             assert_eq!(both(&unread, &keys).await, (10, 10), "keys {keys:?}");
+        }
+    }
+
+    /// A file in two parts (a merge's new part, written before its old ones are removed) is
+    /// covered by the larger alone, whatever order the parts are listed in: all of its row
+    /// groups from one part, whose locator places its keys.
+    #[tokio::test]
+    async fn a_file_in_two_parts_is_covered_by_the_larger() {
+        let hash = |i: u64| xxhash_rust::xxh3::xxh3_64(&i.to_le_bytes());
+        let store = AttachedIndexes::new(Storage::in_memory());
+        // A part of files `files`, each of two row groups of 100 keys.
+        let part_of = async |files: &[u64]| {
+            let mut part_keys = PartKeys::new(&["k".to_string()], 400);
+            let mut indexed = Vec::new();
+            for &f in files {
+                for g in 0..2u64 {
+                    let hashes: Vec<u64> =
+                        (0..100).map(|k| hash(1_000 * f + 100 * g + k)).collect();
+                    let slices = vec![0; hashes.len()];
+                    (part_keys.add_entry(vec![block_keys(&hashes, &slices, 1)], 1)).unwrap();
+                    let hashes = ColumnHashes {
+                        hashes,
+                        has_null: false,
+                    };
+                    let index = ColumnIndex::build("k", FilterKind::Xor8, hashes);
+                    indexed.push(IndexedFile {
+                        path: format!("f{f}"),
+                        record_count: 200,
+                        file_size: 1,
+                        first_row: g * 100,
+                        rows: 100,
+                        sidecar: sidecar::encode(&[index]).unwrap(),
+                        map: None,
+                    });
+                }
+            }
+            let locator = part_keys.build(1).unwrap();
+            let path = store
+                .write_part(&def(), &indexed, Some(&locator))
+                .await
+                .unwrap();
+            let part = store.read_part(&path, KeptEntries::ALL).await.unwrap();
+            (path, Arc::new(part))
+        };
+        let (small, large) = (part_of(&[0]).await, part_of(&[1, 0]).await);
+        for _ in 0..16 {
+            // A new map each time: its order of iteration is another.
+            let parts = HashMap::from([small.clone(), large.clone()]);
+            let loaded = Loaded::new(vec![def()], parts);
+            let coverage = &loaded.files["f0"].coverage;
+            let locator = coverage[0]
+                .locator
+                .as_ref()
+                .expect("its row groups in one part");
+            assert!(Arc::ptr_eq(&locator.part, &large.1));
+            assert_eq!(coverage[0].row_groups.len(), 2);
         }
     }
 

@@ -1,55 +1,67 @@
-//! Keeps attached tables' indexes up to date: one pass indexes, for every index, the data files
-//! of its table's current snapshot that no part of it covers yet. `CREATE INDEX` runs a pass
-//! over every file; in a server, a task per catalog runs one every `index_interval_s`. Files
-//! compaction or an overwrite removed stay in the parts: they are never looked up again, and a
-//! file's entry is used only while the manifest describes the file as it was indexed.
+//! Keeps attached tables' indexes up to date: one pass, for every index, indexes the data files
+//! of its table's current snapshot that no part of it covers yet, then merges its small parts
+//! and removes the parts whose files the snapshot no longer has ([`super::part_sizes`]).
+//! `CREATE INDEX` indexes every file; in a server, a task per catalog runs a pass every
+//! `index_interval_s`, and `OPTIMIZE TABLE` runs one over its table's indexes at once. A file's
+//! entry is used only while the manifest describes the file as it was indexed.
 
+use std::collections::{HashMap, HashSet};
+use std::ops::AddAssign;
 use std::sync::Arc;
 
 use datafusion::error::Result;
 use datafusion::execution::memory_pool::MemoryPool;
+use object_store::path::Path;
 use sieve_iceberg::{DataFile, IcebergCatalog, TableScan};
 use sieve_storage::{AttachedIndexDef, parallelism};
 use tokio::task::JoinHandle;
 
 use super::file_indexes::FileIndexes;
 use super::index_build::{IndexSpec, index_files};
+use super::part_sizes::{merges, parts_of};
 use crate::error::{external, to_df};
 use crate::progress::WriteProgress;
 
-/// A part is written (and survives a failure later in the pass) once it holds this many data
-/// files and [`PART_ROWS`] rows, or [`MOST_PART_FILES`] files. A lookup asks every part's
-/// locator, a ranged read each when cold, so parts of small files hold more of them: cut
-/// every 256 files, 10M rows in files of 1,000 made 40 parts.
-const PART_FILES: usize = 256;
-/// The rows a part holds before it is written, from [`PART_FILES`] files on.
-const PART_ROWS: u64 = 16 << 20;
-/// The most files a part holds: its header, which a process keeps, has a record per row group.
-const MOST_PART_FILES: usize = 8192;
-
-/// `files` in the parts they are indexed into, in order (see [`PART_FILES`]).
-fn parts_of<'a, 'f>(files: &'a [&'f DataFile]) -> Vec<&'a [&'f DataFile]> {
-    let (mut parts, mut first, mut rows) = (Vec::new(), 0, 0);
-    for (i, file) in files.iter().enumerate() {
-        rows += file.record_count;
-        let held = i + 1 - first;
-        if (held >= PART_FILES && rows >= PART_ROWS) || held >= MOST_PART_FILES {
-            parts.push(&files[first..=i]);
-            (first, rows) = (i + 1, 0);
-        }
-    }
-    if first < files.len() {
-        parts.push(&files[first..]);
-    }
-    parts
-}
-
-/// What a pass indexed.
+/// What indexing data files made.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Indexed {
     pub files: u64,
     pub rows: u64,
     pub bytes: u64,
+    pub parts: u64,
+}
+
+impl AddAssign for Indexed {
+    fn add_assign(&mut self, other: Self) {
+        self.files += other.files;
+        self.rows += other.rows;
+        self.bytes += other.bytes;
+        self.parts += other.parts;
+    }
+}
+
+/// What a pass did to an index.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Updated {
+    /// The data files it indexed for the first time.
+    pub indexed: Indexed,
+    /// The small parts it merged into new ones, and the files it indexed again to do that.
+    pub merged: u64,
+    pub reindexed: u64,
+    /// The parts it removed as the snapshot has none of their files.
+    pub removed: u64,
+    /// The index's parts after it.
+    pub parts: u64,
+}
+
+impl AddAssign for Updated {
+    fn add_assign(&mut self, other: Self) {
+        self.indexed += other.indexed;
+        self.merged += other.merged;
+        self.reindexed += other.reindexed;
+        self.removed += other.removed;
+        self.parts += other.parts;
+    }
 }
 
 /// Indexes `files` of the table `def` indexes into new parts of it.
@@ -92,11 +104,117 @@ pub async fn index_into(
         written.await.map_err(to_df)?;
         let built = built.files;
         // An entry per row group: the files are the chunk's, their rows the row groups'.
-        done.files += chunk.len() as u64;
-        done.rows += built.iter().map(|f| f.rows).sum::<u64>();
-        done.bytes += built.iter().map(|f| f.sidecar.len() as u64).sum::<u64>();
+        done += Indexed {
+            files: chunk.len() as u64,
+            rows: built.iter().map(|f| f.rows).sum(),
+            bytes: built.iter().map(|f| f.sidecar.len() as u64).sum(),
+            parts: 1,
+        };
     }
     Ok(done)
+}
+
+/// Brings the index `def` up to `scan`: indexes the files no part of it covers, then merges
+/// its small parts and removes those without a live file. A merge writes its new parts before
+/// it removes the old: meanwhile a file is in two parts, and lookups use the larger
+/// (`Loaded`); a lookup that still holds a removed part fails to read it and reads its row
+/// groups whole.
+pub async fn update(
+    indexes: &FileIndexes,
+    catalog: &IcebergCatalog,
+    def: &AttachedIndexDef,
+    scan: &TableScan,
+    progress: Arc<WriteProgress>,
+    pool: &Arc<dyn MemoryPool>,
+) -> Result<Updated> {
+    let mut updated = Updated::default();
+    let loaded = indexes.loaded(&def.table_uuid, None).await;
+    let missing: Vec<&DataFile> = (scan.files.iter())
+        .filter(|f| !loaded.covers_columns(f, &def.columns))
+        .collect();
+    if !missing.is_empty() {
+        let indexed = index_into(
+            indexes,
+            catalog,
+            def,
+            scan,
+            &missing,
+            progress.clone(),
+            pool,
+        );
+        updated.indexed = indexed.await?;
+        indexes.changed(&def.table_uuid).await;
+    }
+    // The parts as listed now, each with its files the snapshot has and their rows; a part
+    // that could not be read (its files indexed again above) or was written since is left.
+    let loaded = indexes.loaded(&def.table_uuid, None).await;
+    let live: HashMap<&str, &DataFile> =
+        (scan.files.iter()).map(|f| (f.path.as_ref(), f)).collect();
+    let paths = indexes.store().parts(def).await.map_err(to_df)?;
+    let files: Vec<(&Path, HashSet<&str>)> = (paths.iter())
+        .filter_map(|path| {
+            let entries = &loaded.part(path)?.entries;
+            let files = (entries.iter().map(|e| e.path.as_str()))
+                .filter(|f| live.contains_key(f))
+                .collect();
+            Some((path, files))
+        })
+        .collect();
+    let sizes: Vec<(usize, usize, u64)> = (files.iter().enumerate())
+        .map(|(p, (_, files))| {
+            (
+                p,
+                files.len(),
+                files.iter().map(|f| live[f].record_count).sum(),
+            )
+        })
+        .collect();
+    let (removed, merged) = merges(&sizes);
+    let mut parts = paths.len() as u64;
+    for group in &merged {
+        let kept: HashSet<&str> = group
+            .iter()
+            .flat_map(|&p| files[p].1.iter().copied())
+            .collect();
+        let kept: Vec<&DataFile> = (scan.files.iter())
+            .filter(|f| kept.contains(f.path.as_ref()))
+            .collect();
+        let indexed = index_into(indexes, catalog, def, scan, &kept, progress.clone(), pool);
+        let indexed = indexed.await?;
+        let old: Vec<Path> = group.iter().map(|&p| files[p].0.clone()).collect();
+        indexes.store().remove(&old).await.map_err(to_df)?;
+        updated.merged += old.len() as u64;
+        updated.reindexed += indexed.files;
+        parts = parts + indexed.parts - old.len() as u64;
+    }
+    if !removed.is_empty() {
+        let old: Vec<Path> = removed.iter().map(|&p| files[p].0.clone()).collect();
+        indexes.store().remove(&old).await.map_err(to_df)?;
+        updated.removed = old.len() as u64;
+        parts -= updated.removed;
+    }
+    updated.parts = parts;
+    let name = || {
+        let (name, catalog, namespace) = (&def.name, &def.catalog, &def.namespace);
+        format!("index {name} on {catalog}.{namespace}.{}", def.table)
+    };
+    let indexed = updated.indexed;
+    if indexed.files > 0 {
+        let (files, rows) = (indexed.files, indexed.rows);
+        log::info!("{}: {files} new data files indexed ({rows} rows)", name());
+    }
+    if updated.merged + updated.removed > 0 {
+        indexes.changed(&def.table_uuid).await;
+        log::info!(
+            "{}: {} small parts merged ({} data files indexed again), {} parts of removed \
+             files removed; {parts} parts",
+            name(),
+            updated.merged,
+            updated.reindexed,
+            updated.removed
+        );
+    }
+    Ok(updated)
 }
 
 /// One pass over the indexes of `catalog`'s tables, its memory reserved in `pool`.
@@ -104,8 +222,7 @@ pub async fn pass(
     indexes: &FileIndexes,
     catalog: &IcebergCatalog,
     pool: &Arc<dyn MemoryPool>,
-) -> Result<Indexed> {
-    let mut done = Indexed::default();
+) -> Result<()> {
     let defs = indexes.store().all_definitions().await.map_err(to_df)?;
     for def in defs.iter().filter(|d| d.catalog == catalog.name()) {
         let Some(scan) = (catalog.scan(&def.namespace, &def.table).await).map_err(external)? else {
@@ -114,30 +231,10 @@ pub async fn pass(
         if scan.table_uuid.as_deref() != Some(def.table_uuid.as_str()) {
             continue; // replaced by another table of the same name
         }
-        let loaded = indexes.loaded(&def.table_uuid, None).await;
-        let missing: Vec<&DataFile> = (scan.files.iter())
-            .filter(|f| !loaded.covers_columns(f, &def.columns))
-            .collect();
-        if missing.is_empty() {
-            continue;
-        }
         let progress = Arc::new(WriteProgress::default());
-        let indexed = index_into(indexes, catalog, def, &scan, &missing, progress, pool).await?;
-        indexes.changed(&def.table_uuid).await;
-        log::info!(
-            "index {} on {}.{}.{}: {} new data files indexed ({} rows)",
-            def.name,
-            def.catalog,
-            def.namespace,
-            def.table,
-            indexed.files,
-            indexed.rows
-        );
-        done.files += indexed.files;
-        done.rows += indexed.rows;
-        done.bytes += indexed.bytes;
+        update(indexes, catalog, def, &scan, progress, pool).await?;
     }
-    Ok(done)
+    Ok(())
 }
 
 /// Runs a pass over each catalog's indexes every `index_interval`, on `runtime`, until the
@@ -180,39 +277,5 @@ impl Drop for Following {
         for task in &self.0 {
             task.abort();
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use object_store::path::Path;
-
-    use super::*;
-
-    /// The parts' sizes in files, for `n` files of `rows` rows each.
-    fn parts(n: usize, rows: u64) -> Vec<usize> {
-        let files: Vec<DataFile> = (0..n)
-            .map(|i| DataFile {
-                path: Path::from(format!("f{i}")),
-                record_count: rows,
-                file_size: 1,
-                deleted: None,
-                bounds: Default::default(),
-                equality_deletes: None,
-            })
-            .collect();
-        let files: Vec<&DataFile> = files.iter().collect();
-        parts_of(&files).iter().map(|part| part.len()).collect()
-    }
-
-    /// Files of a million rows are cut every 256 files; smaller ones gather until a part holds
-    /// 16M rows, or 8192 files.
-    #[test]
-    fn a_part_of_small_files_holds_more_of_them() {
-        assert_eq!(parts(600, 1 << 20), [256, 256, 88]);
-        assert_eq!(parts(1_200, 30_000), [560, 560, 80]);
-        assert_eq!(parts(10_095, 1_000), [8192, 1903]);
-        assert_eq!(parts(3, 1), [3]);
-        assert!(parts(0, 1).is_empty());
     }
 }

@@ -13,6 +13,7 @@ pub(crate) mod indexed_pages;
 pub(crate) mod indexer;
 pub(crate) mod located_read;
 pub(crate) mod page_walk;
+pub(crate) mod part_sizes;
 pub(crate) mod scan_exec;
 pub(crate) mod snapshot_files;
 pub(crate) mod table;

@@ -3,6 +3,7 @@
 
 use datafusion::sql::sqlparser::tokenizer::Token;
 
+use crate::dialect::nested_names::table_levels;
 use crate::dialect::tokens::Tokens;
 
 /// The words after `keyword` when the statement starts with it (without whitespace and
@@ -13,8 +14,8 @@ pub fn after_keyword(statement: &Tokens, keyword: &str) -> Option<Vec<Token>> {
         .then(|| statement.words().skip(1).cloned().collect())
 }
 
-/// `table` or `database.table` at the start of `rest`, which it then skips; None if there is
-/// no such name.
+/// `table`, `database.table` or `catalog.namespace.table` (an attached table, its namespace's
+/// levels joined) at the start of `rest`, which it then skips; None if there is no such name.
 pub fn table_name(rest: &mut &[Token]) -> Option<Vec<String>> {
     let mut table = Vec::new();
     loop {
@@ -28,5 +29,5 @@ pub fn table_name(rest: &mut &[Token]) -> Option<Vec<String>> {
             _ => break,
         }
     }
-    (table.len() <= 2).then_some(table)
+    Some(table_levels(table))
 }

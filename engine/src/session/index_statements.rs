@@ -1,6 +1,7 @@
-//! CREATE INDEX and DROP INDEX over an attached Iceberg table, as session statements: the table
-//! resolved and the account's ALL on it checked (as OPTIMIZE needs), then the index built by the
-//! indexer's pass over every data file, its definition written last.
+//! CREATE INDEX, DROP INDEX and OPTIMIZE TABLE over an attached Iceberg table, as session
+//! statements: the table resolved and the account's ALL on it checked, then the index built by
+//! the indexer over every data file, its definition written last; or, for OPTIMIZE, the
+//! indexer's pass over the table's indexes run at once.
 
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -16,7 +17,7 @@ use crate::error::{Classified, ErrorClass, external, to_df};
 use crate::iceberg::catalog::{named, object};
 
 use crate::iceberg::index_statement::IndexStatement;
-use crate::iceberg::indexer::index_into;
+use crate::iceberg::indexer::{Updated, index_into, update};
 use crate::session::query_stream::QueryStream;
 
 /// What MySQL numbers among CREATE and DROP INDEX's refusals, in its words.
@@ -188,6 +189,42 @@ async fn create(
         .run_sql(&format!(
             "select {} as files_indexed, {} as rows_indexed, {} as index_bytes",
             indexed.files, indexed.rows, indexed.bytes
+        ))
+        .await
+}
+
+/// OPTIMIZE TABLE: the indexer's pass over the table's indexes, now rather than at its next
+/// interval (the files new snapshots added indexed, small parts merged, parts whose files the
+/// table no longer has removed), answered with what it did.
+pub(super) async fn optimize(session: &Session, table: &[String]) -> Result<QueryStream> {
+    let attached = resolve(session, table, "OPTIMIZE").await?;
+    let indexes = &session.file_indexes;
+    let defs = (indexes.store().definitions(&attached.table_uuid).await).map_err(to_df)?;
+    session.progress.reset();
+    let pool = session.ctx.task_ctx().memory_pool().clone();
+    let mut done = Updated::default();
+    for def in &defs {
+        let progress = session.progress.clone();
+        done += update(
+            indexes,
+            &attached.catalog,
+            def,
+            &attached.scan,
+            progress,
+            &pool,
+        )
+        .await?;
+    }
+    session
+        .run_sql(&format!(
+            "select {} as files_indexed, {} as rows_indexed, {} as parts_merged, \
+             {} as files_indexed_again, {} as parts_removed, {} as parts",
+            done.indexed.files,
+            done.indexed.rows,
+            done.merged,
+            done.reindexed,
+            done.removed,
+            done.parts
         ))
         .await
 }

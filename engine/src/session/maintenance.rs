@@ -5,10 +5,11 @@ use datafusion::common::plan_err;
 use datafusion::error::Result;
 use sieve_storage::Table;
 
-use super::Session;
+use super::{Session, index_statements};
 use crate::access::privileges::Object;
 use crate::catalog::table_name::TableName;
 use crate::error::to_df;
+use crate::iceberg::catalog::named;
 use crate::maintenance::optimize::{self, Optimize};
 use crate::maintenance::vacuum::{self, Vacuum};
 use crate::options::SieveOptions;
@@ -41,8 +42,13 @@ pub(super) async fn vacuum(session: &Session, vacuum: Vacuum) -> Result<QueryStr
         .await
 }
 
-/// OPTIMIZE: answers with what it rewrote.
+/// OPTIMIZE: answers with what it rewrote (for an attached table, what it did to the indexes).
 pub(super) async fn optimize(session: &Session, optimize: Optimize) -> Result<QueryStream> {
+    if let [catalog, _, _] = optimize.table.as_slice()
+        && named(&session.iceberg, catalog).is_some()
+    {
+        return index_statements::optimize(session, &optimize.table).await;
+    }
     let table = open_named(session, &optimize.table, "OPTIMIZE").await?;
     session.progress.reset();
     let done = optimize::optimize(&table, &session.ctx.task_ctx(), &session.progress).await?;

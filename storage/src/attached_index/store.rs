@@ -165,6 +165,21 @@ impl AttachedIndexes {
         Ok(())
     }
 
+    /// Deletes `parts` (merged into others, or holding only files their table no longer has).
+    /// A part already gone (another process removed it) is not an error.
+    pub async fn remove(&self, parts: &[Path]) -> Result<()> {
+        let paths: Vec<Result<Path, object_store::Error>> = parts.iter().cloned().map(Ok).collect();
+        let paths = futures::stream::iter(paths).boxed();
+        let mut deleted = self.storage.store().delete_stream(paths);
+        while let Some(done) = deleted.next().await {
+            match done {
+                Ok(_) | Err(object_store::Error::NotFound { .. }) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(())
+    }
+
     /// Writes one part of `def` holding `files` and the `locator` built over them; its path.
     pub async fn write_part(
         &self,
