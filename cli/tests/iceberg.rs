@@ -301,6 +301,28 @@ fn a_new_snapshot_is_planned_from_what_its_commit_added() {
     assert_eq!(gets(&planned) - gets(&before), 3.0);
 }
 
+/// CREATE INDEX reads each small data file in one request (its footer, pages and key column
+/// from those bytes), where by range it took four or more.
+#[test]
+fn an_index_build_reads_each_small_file_in_one_request() {
+    let warehouse = tempfile::tempdir().unwrap();
+    pyiceberg(warehouse.path(), "keys");
+    let metrics = common::free_port();
+    let settings = format!("metrics_port = {metrics}\n{}", config(warehouse.path()));
+    let server = Server::start_with(&settings, None);
+    let gets = || {
+        let scraped = common::prometheus::scrape(metrics);
+        let get = "sieve_object_store_requests_total{operation=\"get\"}";
+        scraped.get(get).copied().unwrap_or(0.0)
+    };
+    // Planned once (the table's metadata, manifest list and manifests), then kept.
+    assert_eq!(ok(&server, "select count(*) from lake.ns.keys"), "8000\n");
+    let before = gets();
+    let made = ok(&server, "create index ix_id on lake.ns.keys (id)");
+    assert!(made.starts_with("8\t8000\t"), "{made}");
+    assert_eq!(gets() - before, 8.0);
+}
+
 /// A file's columns are its table's by field id, as PyIceberg reads them: ns.renamed's first
 /// file holds `label` as `name`; ns.replaced's first file holds a `name` that is not the
 /// table's (dropped, then another added under its name), which reads as null. An index made
