@@ -31,7 +31,7 @@ need_sysbench
 source scripts/minio.sh
 work=$(mktemp -d)
 servers=()
-cleanup() { for pid in "${servers[@]}"; do kill "$pid" 2>/dev/null || true; done; minio_stop; rm -rf "$work"; }
+cleanup() { for pid in ${servers[@]+"${servers[@]}"}; do kill "$pid" 2>/dev/null || true; done; minio_stop; rm -rf "$work"; }
 trap cleanup EXIT
 minio_start
 warehouse="s3://sieve-test/lake"
@@ -50,7 +50,7 @@ for build in base new; do
   ports+=("$port")
 done
 python3 scripts/serving/pyiceberg_appends.py "$work" "$warehouse" "$first" "$appends" "$append_rows" "${ports[@]}"
-for pid in "${servers[@]}"; do kill "$pid"; wait "$pid" 2>/dev/null || true; done
+for pid in "${servers[@]}"; do kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
 servers=()
 python3 -c 'import random, sys; print("\n".join(f"{random.random()}x" for _ in range(int(sys.argv[1]))))' \
   "$(wc -l < "$work/attached-present.keys")" > "$work/attached-absent.keys"

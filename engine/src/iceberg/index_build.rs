@@ -266,9 +266,11 @@ async fn index_file(
     file_size: u64,
     held: &MemoryReservation,
 ) -> Result<Vec<Group>> {
-    let store = match file_size <= WHOLE_FILE_BYTES {
+    let whole = file_size <= WHOLE_FILE_BYTES;
+    let store = match whole {
         true => {
-            let bytes = store.get(path).await?.bytes().await?;
+            held.try_grow(file_size as usize)?;
+            let bytes = store.get_range(path, 0..file_size).await?;
             let memory = InMemory::new();
             memory.put(path, PutPayload::from(bytes)).await?;
             Arc::new(memory) as Arc<dyn ObjectStore>
@@ -377,6 +379,9 @@ async fn index_file(
             keys,
             slices: 1,
         });
+    }
+    if whole {
+        held.shrink(file_size as usize);
     }
     Ok(groups)
 }

@@ -5,7 +5,7 @@
 //! `index_interval_s`, and `OPTIMIZE TABLE` runs one over its table's indexes at once. A file's
 //! entry is used only while the manifest describes the file as it was indexed.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::ops::AddAssign;
 use std::sync::Arc;
 
@@ -18,7 +18,7 @@ use tokio::task::JoinHandle;
 
 use super::file_indexes::FileIndexes;
 use super::index_build::{IndexSpec, index_files};
-use super::part_sizes::{merges, parts_of};
+use super::part_sizes::{PartSize, merges, parts_of};
 use crate::error::{external, to_df};
 use crate::progress::WriteProgress;
 
@@ -115,10 +115,7 @@ pub async fn index_into(
 }
 
 /// Brings the index `def` up to `scan`: indexes the files no part of it covers, then merges
-/// its small parts and removes those without a live file. A merge writes its new parts before
-/// it removes the old: meanwhile a file is in two parts, and lookups use the larger
-/// (`Loaded`); a lookup that still holds a removed part fails to read it and reads its row
-/// groups whole.
+/// its small parts and removes those without a live file ([`tidy`]).
 pub async fn update(
     indexes: &FileIndexes,
     catalog: &IcebergCatalog,
@@ -132,6 +129,10 @@ pub async fn update(
     let missing: Vec<&DataFile> = (scan.files.iter())
         .filter(|f| !loaded.covers_columns(f, &def.columns))
         .collect();
+    let name = || {
+        let (name, catalog, namespace) = (&def.name, &def.catalog, &def.namespace);
+        format!("index {name} on {catalog}.{namespace}.{}", def.table)
+    };
     if !missing.is_empty() {
         let indexed = index_into(
             indexes,
@@ -144,77 +145,94 @@ pub async fn update(
         );
         updated.indexed = indexed.await?;
         indexes.changed(&def.table_uuid).await;
+        let (files, rows) = (updated.indexed.files, updated.indexed.rows);
+        log::info!("{}: {files} new data files indexed ({rows} rows)", name());
     }
-    // The parts as listed now, each with its files the snapshot has and their rows; a part
-    // that could not be read (its files indexed again above) or was written since is left.
+    tidy(indexes, catalog, def, progress, pool, &mut updated).await?;
+    if updated.merged + updated.removed > 0 {
+        log::info!(
+            "{}: {} small parts merged ({} data files indexed again), {} parts of removed \
+             files removed; {} parts",
+            name(),
+            updated.merged,
+            updated.reindexed,
+            updated.removed,
+            updated.parts
+        );
+    }
+    Ok(updated)
+}
+
+/// Merges the small parts of `def` and removes those without a live file ([`merges`]),
+/// counted in `updated`. A merge writes its new parts before it removes the old: meanwhile a
+/// file is in two parts, and lookups use the larger (`Loaded`); a lookup that still holds a
+/// removed part fails to read it and reads its row groups whole. Which files are live is
+/// asked of a scan taken after the parts are listed: each listed part was built from a scan
+/// taken before it was written, so from no newer snapshot than this one, and a file this scan
+/// lacks was removed from the table (not added by a commit another process's part saw first).
+async fn tidy(
+    indexes: &FileIndexes,
+    catalog: &IcebergCatalog,
+    def: &AttachedIndexDef,
+    progress: Arc<WriteProgress>,
+    pool: &Arc<dyn MemoryPool>,
+    updated: &mut Updated,
+) -> Result<()> {
     let loaded = indexes.loaded(&def.table_uuid, None).await;
-    let live: HashMap<&str, &DataFile> =
-        (scan.files.iter()).map(|f| (f.path.as_ref(), f)).collect();
     let paths = indexes.store().parts(def).await.map_err(to_df)?;
-    let files: Vec<(&Path, HashSet<&str>)> = (paths.iter())
-        .filter_map(|path| {
-            let entries = &loaded.part(path)?.entries;
-            let files = (entries.iter().map(|e| e.path.as_str()))
-                .filter(|f| live.contains_key(f))
-                .collect();
-            Some((path, files))
-        })
-        .collect();
-    let sizes: Vec<(usize, usize, u64)> = (files.iter().enumerate())
-        .map(|(p, (_, files))| {
-            (
-                p,
-                files.len(),
-                files.iter().map(|f| live[f].record_count).sum(),
-            )
-        })
-        .collect();
+    updated.parts = paths.len() as u64;
+    let scan = (catalog.scan(&def.namespace, &def.table).await).map_err(external)?;
+    let Some(scan) = scan.filter(|s| s.table_uuid.as_deref() == Some(def.table_uuid.as_str()))
+    else {
+        return Ok(()); // dropped, or replaced by another table of the same name
+    };
+    let live: HashSet<&str> = scan.files.iter().map(|f| f.path.as_ref()).collect();
+    // Each listed part that was read (one written since the listing is left): its files and
+    // size as written, and its live files.
+    let mut held: Vec<(&Path, Vec<&str>)> = Vec::new();
+    let mut sizes = Vec::new();
+    for path in &paths {
+        let Some(part) = loaded.part(path) else {
+            continue;
+        };
+        let mut files: Vec<&str> = part.entries.iter().map(|e| e.path.as_str()).collect();
+        files.sort_unstable();
+        files.dedup();
+        let size = PartSize {
+            files: files.len(),
+            rows: part.entries.iter().map(|e| e.rows).sum(),
+            live: files.iter().filter(|f| live.contains(*f)).count(),
+        };
+        files.retain(|f| live.contains(f));
+        sizes.push((held.len(), size));
+        held.push((path, files));
+    }
     let (removed, merged) = merges(&sizes);
-    let mut parts = paths.len() as u64;
     for group in &merged {
         let kept: HashSet<&str> = group
             .iter()
-            .flat_map(|&p| files[p].1.iter().copied())
+            .flat_map(|&p| held[p].1.iter().copied())
             .collect();
         let kept: Vec<&DataFile> = (scan.files.iter())
             .filter(|f| kept.contains(f.path.as_ref()))
             .collect();
-        let indexed = index_into(indexes, catalog, def, scan, &kept, progress.clone(), pool);
+        let indexed = index_into(indexes, catalog, def, &scan, &kept, progress.clone(), pool);
         let indexed = indexed.await?;
-        let old: Vec<Path> = group.iter().map(|&p| files[p].0.clone()).collect();
+        let old: Vec<Path> = group.iter().map(|&p| held[p].0.clone()).collect();
         indexes.store().remove(&old).await.map_err(to_df)?;
+        indexes.changed(&def.table_uuid).await;
         updated.merged += old.len() as u64;
         updated.reindexed += indexed.files;
-        parts = parts + indexed.parts - old.len() as u64;
+        updated.parts = updated.parts + indexed.parts - old.len() as u64;
     }
     if !removed.is_empty() {
-        let old: Vec<Path> = removed.iter().map(|&p| files[p].0.clone()).collect();
+        let old: Vec<Path> = removed.iter().map(|&p| held[p].0.clone()).collect();
         indexes.store().remove(&old).await.map_err(to_df)?;
-        updated.removed = old.len() as u64;
-        parts -= updated.removed;
-    }
-    updated.parts = parts;
-    let name = || {
-        let (name, catalog, namespace) = (&def.name, &def.catalog, &def.namespace);
-        format!("index {name} on {catalog}.{namespace}.{}", def.table)
-    };
-    let indexed = updated.indexed;
-    if indexed.files > 0 {
-        let (files, rows) = (indexed.files, indexed.rows);
-        log::info!("{}: {files} new data files indexed ({rows} rows)", name());
-    }
-    if updated.merged + updated.removed > 0 {
         indexes.changed(&def.table_uuid).await;
-        log::info!(
-            "{}: {} small parts merged ({} data files indexed again), {} parts of removed \
-             files removed; {parts} parts",
-            name(),
-            updated.merged,
-            updated.reindexed,
-            updated.removed
-        );
+        updated.removed = old.len() as u64;
+        updated.parts -= updated.removed;
     }
-    Ok(updated)
+    Ok(())
 }
 
 /// One pass over the indexes of `catalog`'s tables, its memory reserved in `pool`.
@@ -232,7 +250,11 @@ pub async fn pass(
             continue; // replaced by another table of the same name
         }
         let progress = Arc::new(WriteProgress::default());
-        update(indexes, catalog, def, &scan, progress, pool).await?;
+        // One index failing (a data file it cannot read) holds up none of the others.
+        if let Err(e) = update(indexes, catalog, def, &scan, progress, pool).await {
+            let (name, namespace, table) = (&def.name, &def.namespace, &def.table);
+            log::warn!("index {name} on {}.{namespace}.{table}: {e}", def.catalog);
+        }
     }
     Ok(())
 }

@@ -46,18 +46,28 @@ pub fn parts_of<'a, 'f>(files: &'a [&'f DataFile]) -> Vec<&'a [&'f DataFile]> {
     parts
 }
 
-/// What to do with an index's parts, given each part's live data files and their rows (those
-/// the table's current snapshot still has): which to remove (no live file: compaction or an
-/// overwrite removed them all, so no lookup of a newer snapshot asks them), and which small
-/// parts to merge, each group into new parts. Full parts are left as they are.
-pub fn merges<P: Copy + Ord>(parts: &[(P, usize, u64)]) -> (Vec<P>, Vec<Vec<P>>) {
+/// A part's size as written, and how many of its files are live (the table's current
+/// snapshot still has them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PartSize {
+    pub files: usize,
+    pub rows: u64,
+    pub live: usize,
+}
+
+/// What to do with an index's parts: which to remove (no live file: compaction or an overwrite
+/// removed them all, so no lookup of a newer snapshot asks them), and which small parts to
+/// merge, each group into new parts (all of a tier's once it has [`MERGE_PARTS`]). Parts are
+/// sized as written, dead files included: a full part that lost a file to a compaction stays
+/// full rather than join a tier of parts whose merge would index its rows again.
+pub fn merges<P: Copy + Ord>(parts: &[(P, PartSize)]) -> (Vec<P>, Vec<Vec<P>>) {
     let mut removed = Vec::new();
     let mut tiers: BTreeMap<u32, Vec<P>> = BTreeMap::new();
-    for &(part, files, rows) in parts {
-        if files == 0 {
+    for &(part, size) in parts {
+        if size.live == 0 {
             removed.push(part);
-        } else if !full(files, rows) {
-            let tier = rows.max(1).ilog(MERGE_PARTS as u64);
+        } else if !full(size.files, size.rows) {
+            let tier = size.rows.max(1).ilog(MERGE_PARTS as u64);
             tiers.entry(tier).or_default().push(part);
         }
     }
@@ -105,28 +115,46 @@ mod tests {
         assert!(parts(0, 1).is_empty());
     }
 
+    /// Parts of `files` files of `rows` rows in all, every file live.
+    fn sized(parts: impl IntoIterator<Item = (u32, usize, u64)>) -> Vec<(u32, PartSize)> {
+        (parts.into_iter())
+            .map(|(p, files, rows)| {
+                (
+                    p,
+                    PartSize {
+                        files,
+                        rows,
+                        live: files,
+                    },
+                )
+            })
+            .collect()
+    }
+
     /// Eight small parts of about the same rows are merged; fewer, or parts of other sizes, or
     /// full ones, are left; parts without a live file are removed.
     #[test]
     fn small_parts_of_a_tier_are_merged_eight_at_a_time() {
         // Tiers of 8: 64-511 rows is tier 2, 512-4095 tier 3.
-        let mut parts: Vec<(u32, usize, u64)> = (0..7).map(|p| (p, 1, 100)).collect();
-        parts.extend([
-            (10, 1, 600),
-            (11, 2, 4_000),
-            (12, 0, 0),
-            (13, 300, 20 << 20),
-        ]);
-        parts.push((14, 8_192, 8_192_000));
+        let mut parts = sized((0..7).map(|p| (p, 1, 100)));
+        parts.extend(sized([(10, 1, 600), (11, 2, 4_000), (13, 300, 20 << 20)]));
+        parts.extend(sized([(14, 8_192, 8_192_000)]));
+        let dead = PartSize {
+            files: 2,
+            rows: 200,
+            live: 0,
+        };
+        parts.push((12, dead));
         assert_eq!(merges(&parts), (vec![12], vec![]));
-        parts.push((7, 1, 511));
+        parts.extend(sized([(7, 1, 511)]));
         assert_eq!(merges(&parts), (vec![12], vec![(0..8).collect()]));
         // A part without rows (its files empty) is in the first tier.
-        parts.extend((20..28).map(|p| (p, 1, 0)));
+        parts.extend(sized((20..28).map(|p| (p, 1, 0))));
         let (_, merged) = merges(&parts);
         assert_eq!(merged, [(20..28).collect(), (0..8).collect::<Vec<_>>()]);
-        // A full part is never merged, however many there are.
-        let full: Vec<_> = (0..20).map(|p| (p, 256, 16 << 20)).collect();
+        // A full part is never merged, however many there are, nor when it lost files.
+        let mut full = sized((0..20).map(|p| (p, 256, 16 << 20)));
+        full.iter_mut().for_each(|(_, size)| size.live = 1);
         assert_eq!(merges(&full), (vec![], vec![]));
     }
 
@@ -141,8 +169,12 @@ mod tests {
         for file in 0..1_000 {
             parts.push(vec![file]);
             indexed[file] += 1;
-            let sizes: Vec<(usize, usize, u64)> = (parts.iter().enumerate())
-                .map(|(p, files)| (p, files.len(), 1_000 * files.len() as u64))
+            let sizes: Vec<(usize, PartSize)> = (parts.iter().enumerate())
+                .map(|(p, files)| {
+                    let (files, rows) = (files.len(), 1_000 * files.len() as u64);
+                    let live = files;
+                    (p, PartSize { files, rows, live })
+                })
                 .collect();
             let (removed, merged) = merges(&sizes);
             assert!(removed.is_empty());

@@ -134,12 +134,10 @@ mod tests {
         assert_eq!(table("optimize local table t"), ["t"]);
         assert_eq!(table("optimize no_write_to_binlog tables `t`"), ["t"]);
         assert_eq!(table("optimize t"), ["t"]);
-        for bad in [
-            "optimize",
-            "optimize table",
-            "optimize t full",
-            "optimize a.b.c",
-        ] {
+        // An attached table, its namespace's levels joined.
+        assert_eq!(table("optimize table lake.ns.t"), ["lake", "ns", "t"]);
+        assert_eq!(table("optimize table lake.a.b.t"), ["lake", "a.b", "t"]);
+        for bad in ["optimize", "optimize table", "optimize t full"] {
             assert!(parse(bad).unwrap().is_err(), "{bad}");
         }
         let many = parse("optimize table a, b").unwrap().unwrap_err();

@@ -38,7 +38,8 @@ fn parse_rest(tokens: Vec<Token>) -> Result<Vacuum> {
     if is_keyword(rest.first(), "table") {
         rest = &rest[1..];
     }
-    let table = table_name(&mut rest).ok_or_else(bad)?;
+    // Sieve's own tables only: an attached table's files are its writers' to remove.
+    let table = (table_name(&mut rest).filter(|t| t.len() <= 2)).ok_or_else(bad)?;
     let retain = match rest {
         [] => DEFAULT_RETAIN,
         [retain, Token::Number(hours, _), unit]
