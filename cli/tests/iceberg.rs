@@ -281,24 +281,26 @@ fn a_new_snapshot_is_planned_from_what_its_commit_added() {
     let settings = format!("metrics_port = {metrics}\n{}", config(warehouse.path()));
     let server = Server::start_with(&settings, None);
     let planning = "select name from lake.ns.people where id = -1";
-    let gets = |m: &std::collections::HashMap<String, f64>| {
-        // Absent until the first GET.
-        let get = "sieve_object_store_requests_total{operation=\"get\"}";
-        m.get(get).copied().unwrap_or(0.0)
-    };
-    let before = common::prometheus::scrape(metrics);
+    let before = gets(metrics);
     assert_eq!(ok(&server, planning), "");
-    let first = common::prometheus::scrape(metrics);
+    let first = gets(metrics);
     let read = pyiceberg(warehouse.path(), "append");
     let manifests = read["ns.people"]["manifests"].as_u64().unwrap();
     assert!(manifests >= 4, "{manifests} manifests");
     // The first plan read the metadata file, the manifest list, every manifest of the last
     // snapshot and its delete file.
-    assert!(gets(&first) - gets(&before) >= (2 + manifests) as f64);
-    let before = common::prometheus::scrape(metrics);
+    assert!(first - before >= (2 + manifests) as f64);
+    let before = gets(metrics);
     assert_eq!(ok(&server, planning), "");
-    let planned = common::prometheus::scrape(metrics);
-    assert_eq!(gets(&planned) - gets(&before), 3.0);
+    assert_eq!(gets(metrics) - before, 3.0);
+}
+
+/// The GET requests (ranged or whole) the server whose metrics are on port `metrics` has sent.
+fn gets(metrics: u16) -> f64 {
+    let scraped = common::prometheus::scrape(metrics);
+    // Absent until the first GET.
+    let get = "sieve_object_store_requests_total{operation=\"get\"}";
+    scraped.get(get).copied().unwrap_or(0.0)
 }
 
 /// CREATE INDEX reads each small data file in one request (its footer, pages and key column
@@ -310,17 +312,12 @@ fn an_index_build_reads_each_small_file_in_one_request() {
     let metrics = common::free_port();
     let settings = format!("metrics_port = {metrics}\n{}", config(warehouse.path()));
     let server = Server::start_with(&settings, None);
-    let gets = || {
-        let scraped = common::prometheus::scrape(metrics);
-        let get = "sieve_object_store_requests_total{operation=\"get\"}";
-        scraped.get(get).copied().unwrap_or(0.0)
-    };
     // Planned once (the table's metadata, manifest list and manifests), then kept.
     assert_eq!(ok(&server, "select count(*) from lake.ns.keys"), "8000\n");
-    let before = gets();
+    let before = gets(metrics);
     let made = ok(&server, "create index ix_id on lake.ns.keys (id)");
     assert!(made.starts_with("8\t8000\t"), "{made}");
-    assert_eq!(gets() - before, 8.0);
+    assert_eq!(gets(metrics) - before, 8.0);
 }
 
 /// A file's columns are its table's by field id, as PyIceberg reads them: ns.renamed's first
