@@ -10,8 +10,10 @@
 //! field id ([`super::field_ids`]), so a column renamed since a file was written is still
 //! indexed from it.
 
-use std::sync::Arc;
+use std::ops::Range;
+use std::sync::{Arc, Mutex};
 
+use bytes::{Buf, Bytes};
 use datafusion::arrow::array::{RecordBatch, new_null_array};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{FieldRef, Schema};
@@ -22,14 +24,17 @@ use datafusion::datasource::physical_plan::parquet::DefaultParquetFileReaderFact
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::memory_pool::{MemoryConsumer, MemoryPool, MemoryReservation};
 use datafusion::parquet::arrow::ProjectionMask;
-use datafusion::parquet::arrow::arrow_reader::ArrowReaderOptions;
-use datafusion::parquet::arrow::async_reader::{AsyncFileReader, ParquetRecordBatchStreamBuilder};
+use datafusion::parquet::arrow::arrow_reader::{
+    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder,
+};
+use datafusion::parquet::arrow::async_reader::AsyncFileReader;
+use datafusion::parquet::errors::ParquetError;
 use datafusion::parquet::file::metadata::{PageIndexPolicy, ParquetMetaData};
+use datafusion::parquet::file::reader::{ChunkReader, Length};
 use datafusion::physical_plan::metrics::ExecutionPlanMetricsSet;
 use futures::{StreamExt, TryStreamExt};
-use object_store::memory::InMemory;
 use object_store::path::Path;
-use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
+use object_store::{ObjectStore, ObjectStoreExt};
 use sieve_iceberg::{DataFile, FileNames};
 use sieve_index::locator::{BlockKeys, block_keys};
 use sieve_index::retrieval::Scratch;
@@ -38,7 +43,7 @@ use sieve_storage::{IndexedFile, PageLocation, PartKeys, RowGroupMap};
 use tokio::task::JoinSet;
 
 use super::field_ids::{column_in_file, initial_value};
-use super::page_walk::column_pages;
+use super::page_walk::{column_pages, column_pages_in};
 use crate::error::to_df;
 use crate::progress::WriteProgress;
 
@@ -140,79 +145,104 @@ pub async fn index_files(
     progress: Arc<WriteProgress>,
     pool: Arc<dyn MemoryPool>,
 ) -> Result<IndexedPart> {
-    let mut pending = files
-        .iter()
-        .map(|f| (f.path.clone(), f.record_count, f.file_size));
-    let mut running = JoinSet::new();
-    let mut built = Vec::with_capacity(files.len());
     let columns: Vec<String> = spec.columns.iter().map(|c| c.indexed_as.clone()).collect();
     let most_keys = files.iter().map(|f| f.record_count as usize).sum();
-    let mut keys = Some(PartKeys::new(&columns, most_keys));
+    let part = Arc::new(Mutex::new(Built {
+        keys: PartKeys::new(&columns, most_keys),
+        files: Vec::with_capacity(files.len()),
+    }));
+    let mut pending = files.iter();
+    let mut running = JoinSet::new();
     loop {
         while running.len() < parallelism.max(1) {
-            let Some((path, record_count, file_size)) = pending.next() else {
+            let Some(file) = pending.next() else {
                 break;
             };
-            let (store, spec, progress) = (store.clone(), spec.clone(), progress.clone());
-            let held = MemoryConsumer::new(format!("index of {path}")).register(&pool);
-            running.spawn(async move {
-                let groups = index_file(store, &spec, &path, &progress, file_size, &held).await?;
-                let entries = groups.into_iter().map(|group| {
-                    let file = IndexedFile {
-                        path: path.to_string(),
-                        record_count,
-                        file_size,
-                        first_row: group.first_row,
-                        rows: group.rows,
-                        sidecar: group.sidecar,
-                        map: group.map,
-                    };
-                    (file, group.keys, group.slices)
-                });
-                Ok::<_, DataFusionError>((entries.collect::<Vec<_>>(), held))
-            });
+            let job = FileJob {
+                spec: spec.clone(),
+                path: file.path.clone(),
+                record_count: file.record_count,
+                file_size: file.file_size,
+                progress: progress.clone(),
+                held: MemoryConsumer::new(format!("index of {}", file.path)).register(&pool),
+                part: part.clone(),
+            };
+            running.spawn(index_file(store.clone(), Arc::new(job)));
         }
         let Some(done) = running.join_next().await else {
             break;
         };
-        let (entries, held) = done.map_err(|e| exec_datafusion_err!("{e}"))??;
-        // Into the locator's keys in the entries' order, off the runtime (they may spill).
-        let mut adding = keys.take().expect("handed back");
-        let (adding, files) = tokio::task::spawn_blocking(move || {
-            let mut files = Vec::with_capacity(entries.len());
-            for (file, group_keys, slices) in entries {
-                adding.add_entry(group_keys, slices)?;
-                files.push(file);
-            }
-            Ok::<_, sieve_storage::StorageError>((adding, files))
-        })
-        .await
-        .map_err(|e| exec_datafusion_err!("{e}"))?
-        .map_err(to_df)?;
-        drop(held);
-        keys = Some(adding);
-        built.extend(files);
+        done.map_err(|e| exec_datafusion_err!("{e}"))??;
     }
-    let keys = keys.expect("handed back");
-    let locator = match built.is_empty() {
+    let Built { keys, files } = Arc::into_inner(part)
+        .expect("every file's task has ended")
+        .into_inner()
+        .unwrap_or_else(|e| e.into_inner());
+    let locator = match files.is_empty() {
         true => None,
-        false => Some(
-            tokio::task::spawn_blocking(move || keys.build(ordinal))
-                .await
-                .map_err(|e| exec_datafusion_err!("{e}"))?
-                .map_err(to_df)?,
-        ),
+        false => Some(blocking(move || keys.build(ordinal).map_err(to_df)).await?),
     };
-    Ok(IndexedPart {
-        files: built,
-        locator,
-    })
+    Ok(IndexedPart { files, locator })
 }
 
 /// A part's entries as built, and its locator (none for a part of no entry).
 pub struct IndexedPart {
     pub files: Vec<IndexedFile>,
     pub locator: Option<Vec<u8>>,
+}
+
+/// A part's entries so far, and its locator's keys, in the same order.
+struct Built {
+    keys: PartKeys,
+    files: Vec<IndexedFile>,
+}
+
+/// One data file to index, and where its entries go.
+struct FileJob {
+    spec: Arc<IndexSpec>,
+    path: Path,
+    record_count: u64,
+    file_size: u64,
+    progress: Arc<WriteProgress>,
+    /// What its build holds, until its keys are in the part's locator.
+    held: MemoryReservation,
+    part: Arc<Mutex<Built>>,
+}
+
+impl FileJob {
+    /// The file's row groups into the part: its entries, and their keys into the locator's
+    /// (blocking: they may spill).
+    fn keep(&self, mut groups: Vec<Group>) -> Result<()> {
+        if groups.is_empty() {
+            // A file of no rows still gets its (empty) sidecar: it is then covered, never read.
+            let (sidecar, _, keys) =
+                build(&self.spec, GroupHashes::new(self.spec.columns.len()), 1)?;
+            groups.push(Group {
+                first_row: 0,
+                rows: 0,
+                sidecar,
+                map: None,
+                keys,
+                slices: 1,
+            });
+        }
+        let mut part = self.part.lock().unwrap_or_else(|e| e.into_inner());
+        for group in groups {
+            part.keys
+                .add_entry(group.keys, group.slices)
+                .map_err(to_df)?;
+            part.files.push(IndexedFile {
+                path: self.path.to_string(),
+                record_count: self.record_count,
+                file_size: self.file_size,
+                first_row: group.first_row,
+                rows: group.rows,
+                sidecar: group.sidecar,
+                map: group.map,
+            });
+        }
+        Ok(())
+    }
 }
 
 /// A row group's entry, as built, and its keys for the part's locator.
@@ -256,134 +286,280 @@ impl GroupHashes {
     }
 }
 
-/// One file's row groups: each one's rows, sidecar, map and keys (held in `held` until the
-/// caller has them in the part's locator).
-async fn index_file(
-    store: Arc<dyn ObjectStore>,
-    spec: &IndexSpec,
-    path: &Path,
-    progress: &WriteProgress,
-    file_size: u64,
-    held: &MemoryReservation,
-) -> Result<Vec<Group>> {
-    let whole = file_size <= WHOLE_FILE_BYTES;
-    let store = match whole {
-        true => {
-            held.try_grow(file_size as usize)?;
-            let bytes = store.get_range(path, 0..file_size).await?;
-            let memory = InMemory::new();
-            memory.put(path, PutPayload::from(bytes)).await?;
-            Arc::new(memory) as Arc<dyn ObjectStore>
-        }
-        false => store,
-    };
-    let file = PartitionedFile::new(path.to_string(), file_size);
-    let reader: Box<dyn AsyncFileReader> = DefaultParquetFileReaderFactory::new(store.clone())
-        .create_reader(0, file, None, &ExecutionPlanMetricsSet::new())?;
-    // The file's own page index, where it has one, says where its pages are.
-    let options = ArrowReaderOptions::new().with_page_index_policy(PageIndexPolicy::Optional);
-    let builder = ParquetRecordBatchStreamBuilder::new_with_options(reader, options).await?;
-    let file_schema = builder.schema().clone();
-    let metadata = builder.metadata().clone();
-    // Where the file holds each indexed column; None: written before the column was added.
-    let mut in_file = Vec::with_capacity(spec.columns.len());
-    for column in &spec.columns {
-        let at = column_in_file(&file_schema, column.field_id, &spec.file_names)
-            .map_err(|e| exec_datafusion_err!("data file {path}: {e}"))?;
-        in_file.push(at.map(|i| file_schema.field(i).name().clone()));
+/// One file indexed into its job's part: each row group's rows, sidecar, map and keys.
+///
+/// A file of [`WHOLE_FILE_BYTES`] or less is fetched in one request and indexed on one
+/// blocking thread, its pages walked there too: per file, the tasks and thread switches of a
+/// request per column chunk cost more than its rows at 1,000 rows a file. A larger file's
+/// footer and page headers are read by range, then each row group's indexed column chunks,
+/// decoded and hashed off the async threads.
+async fn index_file(store: Arc<dyn ObjectStore>, job: Arc<FileJob>) -> Result<()> {
+    let (path, file_size) = (&job.path, job.file_size);
+    if file_size <= WHOLE_FILE_BYTES {
+        job.held.try_grow(file_size as usize)?;
+        let file = store.get_range(path, 0..file_size).await?;
+        return blocking(move || {
+            let metadata = ArrowReaderMetadata::load(&file, reader_options())?;
+            let columns = InFile::of(&job, &metadata)?;
+            let mut groups = Vec::with_capacity(metadata.metadata().num_row_groups());
+            for group in 0..metadata.metadata().num_row_groups() {
+                let pages = match own_pages(metadata.metadata(), group) {
+                    Some(pages) => Some((pages, false)),
+                    None => {
+                        let row_group = metadata.metadata().row_group(group);
+                        let rows = u64::try_from(row_group.num_rows()).unwrap_or(0);
+                        (row_group.columns().iter())
+                            .map(|column| column_pages_in(&file, column, rows))
+                            .collect::<Result<Option<Vec<_>>, _>>()
+                            .map_err(|e| exec_datafusion_err!("pages of {}: {e}", job.path))?
+                            .map(|pages| (pages, true))
+                    }
+                };
+                let first_row = groups.last().map_or(0, |g: &Group| g.first_row + g.rows);
+                let read = RowGroupRead {
+                    metadata: &metadata,
+                    group,
+                    first_row,
+                    pages,
+                };
+                groups.push(index_row_group(&job, &columns, file.clone(), read)?);
+            }
+            job.held.shrink(file_size as usize);
+            job.keep(groups)
+        })
+        .await;
     }
-    let roots = (spec.columns.iter().zip(&in_file))
-        .filter_map(|(_, name)| file_schema.index_of(name.as_deref()?).ok());
-    let mask = ProjectionMask::roots(builder.parquet_schema(), roots);
-    let group_rows: Vec<u64> = (metadata.row_groups().iter())
-        .map(|g| u64::try_from(g.num_rows()).unwrap_or(0))
-        .collect();
-    let mut rows = builder
-        .with_projection(mask)
+    let file = PartitionedFile::new(path.to_string(), file_size);
+    let mut reader: Box<dyn AsyncFileReader> = DefaultParquetFileReaderFactory::new(store.clone())
+        .create_reader(0, file, None, &ExecutionPlanMetricsSet::new())?;
+    let metadata = ArrowReaderMetadata::load_async(&mut reader, reader_options()).await?;
+    let columns = Arc::new(InFile::of(&job, &metadata)?);
+    let mut groups: Vec<Group> = Vec::with_capacity(metadata.metadata().num_row_groups());
+    for group in 0..metadata.metadata().num_row_groups() {
+        let pages = row_group_pages(&store, path, metadata.metadata(), group).await?;
+        // The row group's indexed column chunks, fetched whole, as Parquet's async reader
+        // fetches them.
+        let row_group = metadata.metadata().row_group(group);
+        let ranges: Vec<Range<u64>> = (row_group.columns().iter().enumerate())
+            .filter(|(leaf, _)| columns.mask.leaf_included(*leaf))
+            .map(|(_, column)| {
+                let (start, len) = column.byte_range();
+                start..start + len
+            })
+            .collect();
+        let fetched_bytes = ranges.iter().map(|r| r.end - r.start).sum::<u64>() as usize;
+        job.held.try_grow(fetched_bytes)?;
+        let fetched = store.get_ranges(path, &ranges).await?;
+        let chunks = Chunks {
+            len: file_size,
+            chunks: ranges.iter().map(|r| r.start).zip(fetched).collect(),
+        };
+        let first_row = groups.last().map_or(0, |g| g.first_row + g.rows);
+        let (job, columns, metadata) = (job.clone(), columns.clone(), metadata.clone());
+        groups.push(
+            blocking(move || {
+                let read = RowGroupRead {
+                    metadata: &metadata,
+                    group,
+                    first_row,
+                    pages,
+                };
+                let built = index_row_group(&job, &columns, chunks, read);
+                job.held.shrink(fetched_bytes);
+                built
+            })
+            .await?,
+        );
+    }
+    blocking(move || job.keep(groups)).await
+}
+
+/// How a data file's footer is read: with its own page index, where it has one, which says
+/// where its pages are.
+fn reader_options() -> ArrowReaderOptions {
+    ArrowReaderOptions::new().with_page_index_policy(PageIndexPolicy::Optional)
+}
+
+/// `f` on Tokio's blocking threads: decoding, hashing and building take a file's CPU.
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| exec_datafusion_err!("{e}"))?
+}
+
+/// Where a data file holds the indexed columns.
+struct InFile {
+    /// Per indexed column, its name in the file; None: written before the column was added.
+    names: Vec<Option<String>>,
+    /// The file's columns to decode.
+    mask: ProjectionMask,
+}
+
+impl InFile {
+    fn of(job: &FileJob, metadata: &ArrowReaderMetadata) -> Result<Self> {
+        let file_schema = metadata.schema();
+        let mut names = Vec::with_capacity(job.spec.columns.len());
+        for column in &job.spec.columns {
+            let at = column_in_file(file_schema, column.field_id, &job.spec.file_names)
+                .map_err(|e| exec_datafusion_err!("data file {}: {e}", job.path))?;
+            names.push(at.map(|i| file_schema.field(i).name().clone()));
+        }
+        let roots = (names.iter().flatten()).filter_map(|name| file_schema.index_of(name).ok());
+        let mask = ProjectionMask::roots(metadata.metadata().file_metadata().schema_descr(), roots);
+        Ok(Self { names, mask })
+    }
+}
+
+/// A row group to index: which, its first row in the file, and where its pages are (as
+/// [`row_group_pages`] tells).
+struct RowGroupRead<'a> {
+    metadata: &'a ArrowReaderMetadata,
+    group: usize,
+    first_row: u64,
+    pages: Option<(Vec<Vec<PageLocation>>, bool)>,
+}
+
+/// One row group's entry, its indexed columns decoded from `file` (holding at least their
+/// column chunks) a batch at a time and hashed, cut into slices at its pages. Blocking.
+fn index_row_group(
+    job: &FileJob,
+    columns: &InFile,
+    file: impl ChunkReader + 'static,
+    read: RowGroupRead,
+) -> Result<Group> {
+    let spec = &job.spec;
+    let rows =
+        u64::try_from(read.metadata.metadata().row_group(read.group).num_rows()).unwrap_or(0);
+    let slice_starts = match &read.pages {
+        Some((pages, _)) => slice_starts(pages, rows),
+        None => vec![0],
+    };
+    let batches = ParquetRecordBatchReaderBuilder::new_with_metadata(file, read.metadata.clone())
+        .with_projection(columns.mask.clone())
+        .with_row_groups(vec![read.group])
         .with_batch_size(BATCH_ROWS)
         .build()?;
-    // A row group's hashes per indexed column, made into its sidecar once the row group ends
-    // (batches are cut there), so a build holds one row group's hashes at a time.
-    let mut groups = Vec::with_capacity(group_rows.len().max(1));
-    let mut first_row = 0;
-    // The rest of a batch that ran past its row group.
-    let mut carried: Option<RecordBatch> = None;
-    for (group, &rows_in_group) in group_rows.iter().enumerate() {
-        let pages = row_group_pages(&store, path, &metadata, group).await?;
-        let slice_starts = match &pages {
-            Some((pages, _)) => slice_starts(pages, rows_in_group),
-            None => vec![0],
-        };
-        let mut hashes = GroupHashes::new(spec.columns.len());
-        let mut at = 0;
-        while at < rows_in_group {
-            let batch = match carried.take() {
-                Some(batch) => batch,
-                None => match rows.try_next().await? {
-                    Some(batch) => {
-                        held.try_grow(batch.num_rows() * spec.columns.len() * BYTES_PER_VALUE)?;
-                        batch
-                    }
-                    None => return exec_err!("data file {path}: fewer rows than its row groups"),
-                },
-            };
+    let mut hashes = GroupHashes::new(spec.columns.len());
+    let mut at = 0;
+    for batch in batches {
+        let batch = batch?;
+        job.held
+            .try_grow(batch.num_rows() * spec.columns.len() * BYTES_PER_VALUE)?;
+        let mut offset = 0;
+        while offset < batch.num_rows() {
+            if at >= rows {
+                return exec_err!("data file {}: more rows than its row groups", job.path);
+            }
             let slice = slice_starts.partition_point(|&s| s <= at) - 1;
-            let slice_end = slice_starts
-                .get(slice + 1)
-                .copied()
-                .unwrap_or(rows_in_group);
-            let take = (batch.num_rows() as u64).min(slice_end - at) as usize;
-            hash_values(spec, &in_file, &batch.slice(0, take), &mut hashes.hashes)?;
+            let slice_end = slice_starts.get(slice + 1).copied().unwrap_or(rows);
+            let take = ((batch.num_rows() - offset) as u64).min(slice_end - at) as usize;
+            hash_values(
+                spec,
+                &columns.names,
+                &batch.slice(offset, take),
+                &mut hashes.hashes,
+            )?;
             for (runs, column) in hashes.runs.iter_mut().zip(&hashes.hashes) {
                 runs.push((column.hashes.len(), slice as u32));
             }
-            progress.add(take as u64);
-            at += take as u64;
-            if take < batch.num_rows() {
-                carried = Some(batch.slice(take, batch.num_rows() - take));
-            }
+            job.progress.add(take as u64);
+            (at, offset) = (at + take as u64, offset + take);
         }
-        let slices = slice_starts.len() as u32;
-        let (sidecar, maps, keys) = build(spec, hashes, slices).await?;
-        let pages = match pages {
-            Some((pages, true)) => pages,
-            _ => Vec::new(),
+    }
+    if at < rows {
+        return exec_err!("data file {}: fewer rows than its row groups", job.path);
+    }
+    let slices = slice_starts.len() as u32;
+    let (sidecar, maps, keys) = build(spec, hashes, slices)?;
+    let pages = match read.pages {
+        Some((pages, true)) => pages,
+        _ => Vec::new(),
+    };
+    let map = (maps.is_some() || !pages.is_empty()).then(|| RowGroupMap {
+        slice_starts,
+        keys: maps.unwrap_or_default(),
+        pages,
+    });
+    job.held
+        .shrink(usize::try_from(rows).unwrap_or(0) * spec.columns.len() * BYTES_PER_VALUE);
+    job.held
+        .try_grow(keys.iter().map(Vec::len).sum::<usize>() * BYTES_PER_KEY)?;
+    Ok(Group {
+        first_row: read.first_row,
+        rows,
+        sidecar,
+        map,
+        keys,
+        slices,
+    })
+}
+
+/// A file's column chunks of one row group, fetched by range, read as Parquet's reader reads
+/// a file: a read outside them is an error.
+struct Chunks {
+    len: u64,
+    /// Each chunk's first byte in the file, and its bytes.
+    chunks: Vec<(u64, Bytes)>,
+}
+
+impl Chunks {
+    fn at(&self, start: u64, length: Option<usize>) -> Result<Bytes, ParquetError> {
+        let held = (self.chunks.iter())
+            .find(|(from, bytes)| (*from..*from + bytes.len() as u64).contains(&start));
+        let Some((from, bytes)) = held else {
+            return Err(ParquetError::General(format!(
+                "byte {start} was not fetched"
+            )));
         };
-        let map = (maps.is_some() || !pages.is_empty()).then(|| RowGroupMap {
-            slice_starts,
-            keys: maps.unwrap_or_default(),
-            pages,
-        });
-        held.shrink(
-            usize::try_from(rows_in_group).unwrap_or(0) * spec.columns.len() * BYTES_PER_VALUE,
-        );
-        held.try_grow(keys.iter().map(Vec::len).sum::<usize>() * BYTES_PER_KEY)?;
-        groups.push(Group {
-            first_row,
-            rows: rows_in_group,
-            sidecar,
-            map,
-            keys,
-            slices,
-        });
-        first_row += rows_in_group;
+        let from = (start - from) as usize;
+        let to = length.map_or(bytes.len(), |length| from + length);
+        match to <= bytes.len() {
+            true => Ok(bytes.slice(from..to)),
+            false => Err(ParquetError::General(format!(
+                "bytes {start}..+{} run past a fetched column chunk",
+                to - from
+            ))),
+        }
     }
-    if groups.is_empty() {
-        // A file of no rows still gets its (empty) sidecar: it is then covered, never read.
-        let (sidecar, _, keys) = build(spec, GroupHashes::new(spec.columns.len()), 1).await?;
-        groups.push(Group {
-            first_row: 0,
-            rows: 0,
-            sidecar,
-            map: None,
-            keys,
-            slices: 1,
-        });
+}
+
+impl Length for Chunks {
+    fn len(&self) -> u64 {
+        self.len
     }
-    if whole {
-        held.shrink(file_size as usize);
+}
+
+impl ChunkReader for Chunks {
+    type T = bytes::buf::Reader<Bytes>;
+
+    fn get_read(&self, start: u64) -> Result<Self::T, ParquetError> {
+        Ok(self.at(start, None)?.reader())
     }
-    Ok(groups)
+
+    fn get_bytes(&self, start: u64, length: usize) -> Result<Bytes, ParquetError> {
+        self.at(start, Some(length))
+    }
+}
+
+/// Where row group `group`'s pages are, per leaf column, as the file's own page index says;
+/// None when it has none.
+fn own_pages(metadata: &ParquetMetaData, group: usize) -> Option<Vec<Vec<PageLocation>>> {
+    let columns = (metadata.offset_index())
+        .and_then(|index| index.get(group))
+        .filter(|columns| columns.len() == metadata.row_group(group).num_columns())?;
+    let pages = (columns.iter())
+        .map(|c| {
+            (c.page_locations.iter())
+                .map(|p| PageLocation {
+                    offset: p.offset as u64,
+                    size: p.compressed_page_size as u32,
+                    first_row: p.first_row_index as u64,
+                    plain: false,
+                })
+                .collect()
+        })
+        .collect();
+    Some(pages)
 }
 
 /// Where row group `group`'s pages are, per leaf column, and whether they were walked from the
@@ -395,25 +571,10 @@ async fn row_group_pages(
     metadata: &ParquetMetaData,
     group: usize,
 ) -> Result<Option<(Vec<Vec<PageLocation>>, bool)>> {
-    let row_group = metadata.row_group(group);
-    let own = (metadata.offset_index())
-        .and_then(|index| index.get(group))
-        .filter(|columns| columns.len() == row_group.num_columns());
-    if let Some(columns) = own {
-        let pages = (columns.iter())
-            .map(|c| {
-                (c.page_locations.iter())
-                    .map(|p| PageLocation {
-                        offset: p.offset as u64,
-                        size: p.compressed_page_size as u32,
-                        first_row: p.first_row_index as u64,
-                        plain: false,
-                    })
-                    .collect()
-            })
-            .collect();
+    if let Some(pages) = own_pages(metadata, group) {
         return Ok(Some((pages, false)));
     }
+    let row_group = metadata.row_group(group);
     let rows = u64::try_from(row_group.num_rows()).unwrap_or(0);
     let walks: Vec<_> = (row_group.columns().iter())
         .map(|column| column_pages(store.clone(), path.clone(), column.clone(), rows))
@@ -454,21 +615,18 @@ fn slice_starts(pages: &[Vec<PageLocation>], rows: u64) -> Vec<u64> {
 }
 
 /// One row group's sidecar from its hashes, and for a row group of more than one slice, each
-/// column's map from key to slice: sorting and building over a million hashes or more runs
-/// off the async threads.
-async fn build(
+/// column's map from key to slice. Blocking: it sorts and builds over each of its hashes.
+fn build(
     spec: &IndexSpec,
     hashes: GroupHashes,
     slices: u32,
 ) -> Result<(Vec<u8>, Option<Vec<SliceMap>>, Vec<BlockKeys>)> {
-    let columns: Vec<String> = spec.columns.iter().map(|c| c.indexed_as.clone()).collect();
-    let filter = spec.filter;
-    tokio::task::spawn_blocking(move || {
-        let of_rows = hashes.slices();
-        // Each slice is its own unit here, as a slice of rows is the locator's.
-        let keys: Vec<BlockKeys> = (hashes.hashes.iter().zip(&of_rows))
-            .map(|(hashes, slices)| block_keys(&hashes.hashes, slices, 1))
-            .collect();
+    let of_rows = hashes.slices();
+    // Each slice is its own unit here, as a slice of rows is the locator's.
+    let keys: Vec<BlockKeys> = (hashes.hashes.iter().zip(&of_rows))
+        .map(|(hashes, slices)| block_keys(&hashes.hashes, slices, 1))
+        .collect();
+    let indexed = || -> Result<_, sieve_index::IndexError> {
         let maps = (slices > 1)
             .then(|| {
                 let mut scratch = Scratch::default();
@@ -477,14 +635,15 @@ async fn build(
                     .collect::<Result<Vec<_>, _>>()
             })
             .transpose()?;
-        let built: Vec<ColumnIndex> = (columns.into_iter().zip(hashes.hashes))
-            .map(|(column, hashes)| ColumnIndex::build(column, filter, hashes))
+        let built: Vec<ColumnIndex> = (spec.columns.iter().zip(hashes.hashes))
+            .map(|(column, hashes)| {
+                ColumnIndex::build(column.indexed_as.clone(), spec.filter, hashes)
+            })
             .collect();
-        Ok((sidecar::encode(&built)?, maps, keys))
-    })
-    .await
-    .map_err(|e| exec_datafusion_err!("{e}"))?
-    .map_err(|e: sieve_index::IndexError| DataFusionError::External(Box::new(e)))
+        Ok((sidecar::encode(&built)?, maps))
+    };
+    let (sidecar, maps) = indexed().map_err(|e| DataFusionError::External(Box::new(e)))?;
+    Ok((sidecar, maps, keys))
 }
 
 /// Hashes `batch`'s indexed columns into `hashes`, one per column of `spec`.

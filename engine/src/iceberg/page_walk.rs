@@ -19,6 +19,7 @@ use std::sync::{Arc, Mutex};
 use bytes::Bytes;
 use datafusion::common::exec_datafusion_err;
 use datafusion::error::Result;
+use datafusion::parquet::basic::Compression;
 use datafusion::parquet::column::page::PageReader;
 use datafusion::parquet::errors::ParquetError;
 use datafusion::parquet::file::metadata::ColumnChunkMetaData;
@@ -43,33 +44,51 @@ pub async fn column_pages(
     column: ColumnChunkMetaData,
     rows: u64,
 ) -> Result<Option<Vec<PageLocation>>> {
-    if column.column_descr().max_rep_level() > 0 {
-        return Ok(None);
-    }
-    let (start, len) = column.byte_range();
-    let fetcher = Fetcher {
+    let source = Source::Store {
         store,
         path: path.clone(),
         handle: Handle::current(),
-        end: start + len,
     };
-    let reader = Arc::new(Headers {
-        fetcher: Arc::new(fetcher),
-        reads: Mutex::default(),
-    });
-    tokio::task::spawn_blocking(move || walk(reader, &column, rows))
+    tokio::task::spawn_blocking(move || walk(source, &column, rows))
         .await
         .map_err(|e| exec_datafusion_err!("{e}"))?
         .map_err(|e| exec_datafusion_err!("pages of {path}: {e}"))
 }
 
-fn walk(
-    reader: Arc<Headers>,
+/// [`column_pages`] of a file held in memory, `file` its bytes: blocking, but with no request
+/// to wait for, so a file read whole is walked on the thread that indexes it.
+pub fn column_pages_in(
+    file: &Bytes,
     column: &ColumnChunkMetaData,
     rows: u64,
 ) -> Result<Option<Vec<PageLocation>>, ParquetError> {
+    walk(Source::Memory(file.clone()), column, rows)
+}
+
+fn walk(
+    source: Source,
+    column: &ColumnChunkMetaData,
+    rows: u64,
+) -> Result<Option<Vec<PageLocation>>, ParquetError> {
+    if column.column_descr().max_rep_level() > 0 {
+        return Ok(None);
+    }
+    let (start, len) = column.byte_range();
+    let reader = Arc::new(Headers {
+        fetcher: Arc::new(Fetcher {
+            source,
+            end: start + len,
+        }),
+        reads: Mutex::default(),
+    });
+    // Marked uncompressed: the walk reads headers alone, and the page reader would otherwise
+    // make the chunk's codec first (for zstd, a compressor and a decompressor: 4.6% of CREATE
+    // INDEX's CPU over 10,000 small files).
+    let headers_only = (column.clone().into_builder())
+        .set_compression(Compression::UNCOMPRESSED)
+        .build()?;
     let total = usize::try_from(rows).unwrap_or(usize::MAX);
-    let mut pages_reader = SerializedPageReader::new(reader.clone(), column, total, None)?;
+    let mut pages_reader = SerializedPageReader::new(reader.clone(), &headers_only, total, None)?;
     let mut pages: Vec<PageLocation> = Vec::new();
     let mut first_row = 0;
     while let Some(page) = pages_reader.peek_next_page()? {
@@ -148,20 +167,43 @@ struct Headers {
 }
 
 struct Fetcher {
-    store: Arc<dyn ObjectStore>,
-    path: Path,
-    handle: Handle,
+    source: Source,
     /// The chunk's end: no read goes past it.
     end: u64,
+}
+
+/// Where a walked file's bytes are.
+enum Source {
+    /// In storage, fetched by range, the walk blocking its thread on `handle` for each.
+    Store {
+        store: Arc<dyn ObjectStore>,
+        path: Path,
+        handle: Handle,
+    },
+    /// In memory: the whole file.
+    Memory(Bytes),
 }
 
 impl Fetcher {
     fn fetch(&self, start: u64, len: u64) -> Result<Bytes, ParquetError> {
         let range = start..(start + len).min(self.end);
-        let got = self
-            .handle
-            .block_on(self.store.get_range(&self.path, range));
-        got.map_err(|e| ParquetError::External(Box::new(e)))
+        match &self.source {
+            Source::Store {
+                store,
+                path,
+                handle,
+            } => (handle.block_on(store.get_range(path, range)))
+                .map_err(|e| ParquetError::External(Box::new(e))),
+            Source::Memory(file) => {
+                match range.start <= range.end && range.end <= file.len() as u64 {
+                    true => Ok(file.slice(range.start as usize..range.end as usize)),
+                    false => Err(ParquetError::EOF(format!(
+                        "a page at {start} runs past the file's {} bytes",
+                        file.len()
+                    ))),
+                }
+            }
+        }
     }
 }
 
