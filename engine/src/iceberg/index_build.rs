@@ -635,9 +635,15 @@ fn build(
                     .collect::<Result<Vec<_>, _>>()
             })
             .transpose()?;
-        let built: Vec<ColumnIndex> = (spec.columns.iter().zip(hashes.hashes))
-            .map(|(column, hashes)| {
-                ColumnIndex::build(column.indexed_as.clone(), spec.filter, hashes)
+        // The filter is built from the locator's keys, distinct and sorted already, as a
+        // native block's is: no second sort, and a count that is exact where a sketch's was
+        // an estimate (sorting and estimating again were 5% of CREATE INDEX's CPU).
+        let built: Vec<ColumnIndex> = (spec.columns.iter().zip(&keys).zip(&hashes.hashes))
+            .map(|((column, keys), hashes)| {
+                let distinct: Vec<u64> = keys.iter().map(|&(hash, _)| hash).collect();
+                let ndv = distinct.len() as u64;
+                let name = column.indexed_as.clone();
+                ColumnIndex::from_distinct(name, spec.filter, distinct, hashes.has_null, ndv)
             })
             .collect();
         Ok((sidecar::encode(&built)?, maps))
