@@ -30,6 +30,7 @@ use datafusion::arrow::datatypes::Schema;
 use datafusion::parquet::file::metadata::ParquetMetaData;
 use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_expr::utils::{Guarantee, LiteralGuarantee};
+use futures::StreamExt;
 use object_store::path::Path;
 use sieve_iceberg::{DataFile, TableScan};
 use sieve_index::SliceOf;
@@ -40,7 +41,7 @@ use sieve_storage::{
 };
 
 use crate::cluster::placement::Placement;
-use crate::scan::pruning::literal_hashes;
+use crate::scan::pruning::{LOCATOR_CONCURRENCY, literal_hashes};
 
 use super::snapshot_files::{Considered, SnapshotFiles};
 
@@ -59,6 +60,11 @@ const SNAPSHOTS: usize = 2;
 /// The most memory the footers kept of one table's files take ([`Loaded::footer_with_pages`]);
 /// past that, a lookup's footer is built and dropped, as it was before any was kept.
 const FOOTER_BYTES: usize = 32 << 20;
+
+/// Row groups' filters one lookup reads at once, as many as a native table's sidecar segments:
+/// a key no locator places may ask the filters of thousands of row groups, and all at once
+/// they would be as many requests in flight and tasks woken.
+const FILTER_READS: usize = 32;
 
 /// The footers [`Loaded::footer_with_pages`] kept, within [`FOOTER_BYTES`].
 #[derive(Debug, Default)]
@@ -827,8 +833,9 @@ impl FileIndexes {
 
     /// What the locators say of each probe's keys (`asked`: a part, a column's place in its
     /// locator, a probe's place in `probes`), each part, column and probe asked once (one
-    /// ranged read per part and key, at most two pages, unless cached), the parts read at
-    /// once. A part whose read fails is left out (its files' filters are asked).
+    /// ranged read per part and key, at most two pages, unless cached), as many parts at once
+    /// as a native table's locator groups. A part whose read fails is left out (its files'
+    /// filters are asked).
     async fn ask_locators(
         &self,
         asked: Vec<(&Arc<Part>, usize, usize)>,
@@ -839,8 +846,9 @@ impl FileIndexes {
             let key = (Arc::as_ptr(part) as usize, column, p);
             unique.entry(key).or_insert(part);
         }
-        let reads = unique
-            .into_iter()
+        // Collected first: a stream over the lazy map would hold its closure across the
+        // awaits, which the compiler cannot prove general over the borrows' lifetimes.
+        let reads: Vec<_> = (unique.into_iter())
             .map(|((at, column, p), part)| async move {
                 let probe = &probes[p];
                 let in_part = part.locator.as_ref()?;
@@ -851,11 +859,14 @@ impl FileIndexes {
                         None
                     }
                 }
-            });
+            })
+            .collect();
+        let found: Vec<_> = futures::stream::iter(reads)
+            .buffer_unordered(LOCATOR_CONCURRENCY)
+            .collect()
+            .await;
         let mut located = Located::default();
-        for (part, column, hashes, found) in
-            futures::future::join_all(reads).await.into_iter().flatten()
-        {
+        for (part, column, hashes, found) in found.into_iter().flatten() {
             for (&hash, location) in hashes.iter().zip(found) {
                 located.answers.insert((part, column, hash), location);
             }
@@ -864,7 +875,8 @@ impl FileIndexes {
     }
 
     /// Adds to `located` the filters of every row group of each file's `covered` column where
-    /// the locators did not place its probe's key in one row group.
+    /// the locators did not place its probe's key in one row group, [`FILTER_READS`] at once:
+    /// a key no locator places (a part written before locators) asks every row group's.
     async fn read_filters(&self, covered: &[Covered<'_>], probes: &[Probe], located: &mut Located) {
         let mut unplaced: HashMap<(usize, usize), &EntryAt> = HashMap::new();
         for &(p, coverage, entries) in covered {
@@ -876,18 +888,22 @@ impl FileIndexes {
                 unplaced.insert((Arc::as_ptr(part) as usize, *i), at);
             }
         }
-        let reads = unplaced.into_iter().map(|(key, (part, i))| async move {
-            match self.store.filters(&part.path, &part.entries[*i]).await {
-                Ok(filters) => Some((key, filters)),
-                Err(e) => {
-                    log::warn!("a row group's index filters unusable, it is read whole: {e}");
-                    None
+        let reads: Vec<_> = (unplaced.into_iter())
+            .map(|(key, (part, i))| async move {
+                match self.store.filters(&part.path, &part.entries[*i]).await {
+                    Ok(filters) => Some((key, filters)),
+                    Err(e) => {
+                        log::warn!("a row group's index filters unusable, it is read whole: {e}");
+                        None
+                    }
                 }
-            }
-        });
-        located.filters = (futures::future::join_all(reads).await.into_iter())
-            .flatten()
+            })
             .collect();
+        located.filters = futures::stream::iter(reads)
+            .buffer_unordered(FILTER_READS)
+            .filter_map(std::future::ready)
+            .collect()
+            .await;
     }
 
     /// Makes the next [`Self::loaded`] list the table's indexes again, in every view: this

@@ -259,8 +259,8 @@ async fn ask_locators(
     answer
 }
 
-/// Locator groups asked at once for one query.
-const LOCATOR_CONCURRENCY: usize = 64;
+/// Locator groups (an attached index's parts) asked at once for one query.
+pub(crate) const LOCATOR_CONCURRENCY: usize = 64;
 
 /// The predicate as DataFusion's pruning predicate over the table's columns; None if it cannot
 /// prune.
