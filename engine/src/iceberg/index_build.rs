@@ -11,6 +11,7 @@
 //! indexed from it.
 
 use std::ops::Range;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bytes::{Buf, Bytes};
@@ -134,8 +135,8 @@ impl IndexSpec {
 /// The entries of `files`, `parallelism` files at a time, each on a task of its own; the rows
 /// read are added to `progress` as they are. What a file's build holds (its values' hashes, all
 /// of them at once, as a filter is built from all its keys) is reserved in `pool` as it grows,
-/// so a file too large for the budget fails with the pool's error. Dropping the future stops
-/// every task. The entries come with the locator built over them, in their order, as the
+/// so a file too large for the budget fails with the pool's error. Dropping the future (or an
+/// error) stops every task, a file's blocking work at its next batch. The entries come with the locator built over them, in their order, as the
 /// `ordinal`-th part of its index (from 1; [`PartKeys::build`]).
 pub async fn index_files(
     store: Arc<dyn ObjectStore>,
@@ -151,6 +152,7 @@ pub async fn index_files(
         keys: PartKeys::new(&columns, most_keys),
         files: Vec::with_capacity(files.len()),
     }));
+    let stop = Stop(Arc::default());
     let mut pending = files.iter();
     let mut running = JoinSet::new();
     loop {
@@ -166,6 +168,7 @@ pub async fn index_files(
                 progress: progress.clone(),
                 held: MemoryConsumer::new(format!("index of {}", file.path)).register(&pool),
                 part: part.clone(),
+                stopped: stop.0.clone(),
             };
             running.spawn(index_file(store.clone(), Arc::new(job)));
         }
@@ -207,6 +210,19 @@ struct FileJob {
     /// What its build holds, until its keys are in the part's locator.
     held: MemoryReservation,
     part: Arc<Mutex<Built>>,
+    /// Set once the build has ended ([`Stop`]).
+    stopped: Arc<AtomicBool>,
+}
+
+/// Sets its flag when dropped, as [`index_files`] ends: the blocking work of its files, which
+/// dropping their tasks cannot abort, then stops at its next batch instead of decoding on
+/// and holding its memory.
+struct Stop(Arc<AtomicBool>);
+
+impl Drop for Stop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
 }
 
 impl FileJob {
@@ -299,31 +315,7 @@ async fn index_file(store: Arc<dyn ObjectStore>, job: Arc<FileJob>) -> Result<()
         job.held.try_grow(file_size as usize)?;
         let file = store.get_range(path, 0..file_size).await?;
         return blocking(move || {
-            let metadata = ArrowReaderMetadata::load(&file, reader_options())?;
-            let columns = InFile::of(&job, &metadata)?;
-            let mut groups = Vec::with_capacity(metadata.metadata().num_row_groups());
-            for group in 0..metadata.metadata().num_row_groups() {
-                let pages = match own_pages(metadata.metadata(), group) {
-                    Some(pages) => Some((pages, false)),
-                    None => {
-                        let row_group = metadata.metadata().row_group(group);
-                        let rows = u64::try_from(row_group.num_rows()).unwrap_or(0);
-                        (row_group.columns().iter())
-                            .map(|column| column_pages_in(&file, column, rows))
-                            .collect::<Result<Option<Vec<_>>, _>>()
-                            .map_err(|e| exec_datafusion_err!("pages of {}: {e}", job.path))?
-                            .map(|pages| (pages, true))
-                    }
-                };
-                let first_row = groups.last().map_or(0, |g: &Group| g.first_row + g.rows);
-                let read = RowGroupRead {
-                    metadata: &metadata,
-                    group,
-                    first_row,
-                    pages,
-                };
-                groups.push(index_row_group(&job, &columns, file.clone(), read)?);
-            }
+            let groups = index_whole(&job, file)?;
             job.held.shrink(file_size as usize);
             job.keep(groups)
         })
@@ -372,6 +364,37 @@ async fn index_file(store: Arc<dyn ObjectStore>, job: Arc<FileJob>) -> Result<()
         );
     }
     blocking(move || job.keep(groups)).await
+}
+
+/// The row groups of a file held whole in memory (its `file` bytes), its pages walked there.
+/// Blocking.
+fn index_whole(job: &FileJob, file: Bytes) -> Result<Vec<Group>> {
+    let metadata = ArrowReaderMetadata::load(&file, reader_options())?;
+    let columns = InFile::of(job, &metadata)?;
+    let mut groups = Vec::with_capacity(metadata.metadata().num_row_groups());
+    for group in 0..metadata.metadata().num_row_groups() {
+        let pages = match own_pages(metadata.metadata(), group) {
+            Some(pages) => Some((pages, false)),
+            None => {
+                let row_group = metadata.metadata().row_group(group);
+                let rows = u64::try_from(row_group.num_rows()).unwrap_or(0);
+                (row_group.columns().iter())
+                    .map(|column| column_pages_in(&file, column, rows))
+                    .collect::<Result<Option<Vec<_>>, _>>()
+                    .map_err(|e| exec_datafusion_err!("pages of {}: {e}", job.path))?
+                    .map(|pages| (pages, true))
+            }
+        };
+        let first_row = groups.last().map_or(0, |g: &Group| g.first_row + g.rows);
+        let read = RowGroupRead {
+            metadata: &metadata,
+            group,
+            first_row,
+            pages,
+        };
+        groups.push(index_row_group(job, &columns, file.clone(), read)?);
+    }
+    Ok(groups)
 }
 
 /// How a data file's footer is read: with its own page index, where it has one, which says
@@ -442,6 +465,9 @@ fn index_row_group(
     let mut hashes = GroupHashes::new(spec.columns.len());
     let mut at = 0;
     for batch in batches {
+        if job.stopped.load(Ordering::Relaxed) {
+            return exec_err!("indexing {} stopped: its build has ended", job.path);
+        }
         let batch = batch?;
         job.held
             .try_grow(batch.num_rows() * spec.columns.len() * BYTES_PER_VALUE)?;
@@ -503,23 +529,26 @@ struct Chunks {
 }
 
 impl Chunks {
+    /// The bytes from `start`, `length` of them (from a chunk that holds them all) or to the
+    /// end of the chunk it is in.
     fn at(&self, start: u64, length: Option<usize>) -> Result<Bytes, ParquetError> {
-        let held = (self.chunks.iter())
-            .find(|(from, bytes)| (*from..*from + bytes.len() as u64).contains(&start));
+        let held = (self.chunks.iter()).find(|(from, bytes)| {
+            let end = from + bytes.len() as u64;
+            *from <= start
+                && match length {
+                    Some(length) => start + length as u64 <= end,
+                    None => start < end,
+                }
+        });
         let Some((from, bytes)) = held else {
             return Err(ParquetError::General(format!(
-                "byte {start} was not fetched"
+                "bytes {start}..+{} were not fetched",
+                length.unwrap_or(0)
             )));
         };
         let from = (start - from) as usize;
         let to = length.map_or(bytes.len(), |length| from + length);
-        match to <= bytes.len() {
-            true => Ok(bytes.slice(from..to)),
-            false => Err(ParquetError::General(format!(
-                "bytes {start}..+{} run past a fetched column chunk",
-                to - from
-            ))),
-        }
+        Ok(bytes.slice(from..to))
     }
 }
 
@@ -683,6 +712,129 @@ fn hash_values(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use datafusion::arrow::array::{Int64Array, StringArray};
+    use datafusion::arrow::datatypes::{DataType, Field};
+    use datafusion::execution::memory_pool::UnboundedMemoryPool;
+    use datafusion::parquet::file::properties::WriterProperties;
+    use object_store::PutPayload;
+    use object_store::memory::InMemory;
+
+    use crate::test_files::written;
+
+    /// A job indexing `id` and `name` of the file at `path` into a part of its own.
+    fn job(path: &str, file_size: u64, rows: u64) -> Arc<FileJob> {
+        let column = |name: &str, field_id, data_type| IndexedColumn {
+            indexed_as: name.to_string(),
+            field_id,
+            field: Arc::new(Field::new(name, data_type, false)),
+        };
+        let names = [("id", 1), ("name", 2), ("other", 3)].map(|(n, id)| (n.to_string(), id));
+        let spec = IndexSpec {
+            columns: vec![
+                column("id", 1, DataType::Int64),
+                column("name", 2, DataType::Utf8),
+            ],
+            file_names: Arc::new(FileNames::Mapped(names.into_iter().collect())),
+            filter: FilterKind::BinaryFuse16,
+        };
+        let pool: Arc<dyn MemoryPool> = Arc::new(UnboundedMemoryPool::default());
+        let columns = ["id".to_string(), "name".to_string()];
+        Arc::new(FileJob {
+            spec: Arc::new(spec),
+            path: Path::from(path),
+            record_count: rows,
+            file_size,
+            progress: Arc::default(),
+            held: MemoryConsumer::new(path).register(&pool),
+            part: Arc::new(Mutex::new(Built {
+                keys: PartKeys::new(&columns, rows as usize),
+                files: Vec::new(),
+            })),
+            stopped: Arc::default(),
+        })
+    }
+
+    /// What a job put into its part, and the memory it still holds.
+    fn built(job: Arc<FileJob>) -> (Vec<IndexedFile>, Vec<u8>, usize) {
+        let job = Arc::into_inner(job).expect("the job has ended");
+        let held = job.held.size();
+        let part = Arc::into_inner(job.part).expect("the job has ended");
+        let Built { keys, files } = part.into_inner().unwrap();
+        (files, keys.build(1).unwrap(), held)
+    }
+
+    /// A file over [`WHOLE_FILE_BYTES`] is indexed from its footer, its walked page headers
+    /// and its indexed column chunks, each fetched by range (a column not indexed is not
+    /// fetched, but its pages cut the slices): its entries and locator are those of the same
+    /// file indexed whole from memory.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_file_read_by_range_is_indexed_as_it_is_read_whole() {
+        let rows = 150_000;
+        let batch = RecordBatch::try_from_iter([
+            (
+                "id",
+                Arc::new(Int64Array::from_iter_values(0..rows as i64)) as _,
+            ),
+            (
+                "name",
+                Arc::new(StringArray::from_iter_values(
+                    (0..rows).map(|i| format!("name-{:012}", i * 7919 % rows)),
+                )) as _,
+            ),
+            (
+                "other",
+                Arc::new(StringArray::from_iter_values(
+                    (0..rows).map(|i| format!("o{i}")),
+                )) as _,
+            ),
+        ])
+        .unwrap();
+        let properties = WriterProperties::builder()
+            .set_max_row_group_row_count(Some(40_000))
+            .set_data_page_row_count_limit(3_000)
+            .set_write_batch_size(500)
+            .set_dictionary_enabled(false)
+            .set_offset_index_disabled(true)
+            .build();
+        let (bytes, metadata) = written(&batch, properties);
+        let size = bytes.len() as u64;
+        assert!(size > WHOLE_FILE_BYTES, "{size} bytes");
+        assert!(metadata.offset_index().is_none());
+        assert_eq!(metadata.num_row_groups(), 4);
+        let store = InMemory::new();
+        store
+            .put(&Path::from("f.parquet"), PutPayload::from(bytes.clone()))
+            .await
+            .unwrap();
+
+        let by_range = job("f.parquet", size, rows);
+        index_file(Arc::new(store), by_range.clone()).await.unwrap();
+        assert_eq!(by_range.progress.rows(), rows);
+        let whole = job("f.parquet", size, rows);
+        let groups = index_whole(&whole, bytes).unwrap();
+        whole.keep(groups).unwrap();
+
+        let (files, locator, held) = built(by_range);
+        assert_eq!((files.clone(), locator.clone(), held), built(whole));
+        let first_rows: Vec<_> = files.iter().map(|f| (f.first_row, f.rows)).collect();
+        assert_eq!(
+            first_rows,
+            [
+                (0, 40_000),
+                (40_000, 40_000),
+                (80_000, 40_000),
+                (120_000, 30_000)
+            ]
+        );
+        for file in &files {
+            let map = file.map.as_ref().expect("slices of walked pages");
+            assert_eq!(map.pages.len(), 3, "each column's pages, walked");
+            assert!(map.slice_starts.len() > 10, "{:?}", map.slice_starts);
+            assert_eq!(map.keys.len(), 2, "a slice map per indexed column");
+        }
+        // Its keys are held until the part's locator is built; nothing else.
+        assert_eq!(held, 2 * rows as usize * BYTES_PER_KEY);
+    }
 
     /// Pages of `rows` rows each over a row group of `total`.
     fn pages(rows: u64, total: u64) -> Vec<PageLocation> {
