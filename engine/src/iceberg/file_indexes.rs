@@ -972,6 +972,7 @@ mod tests {
     use sieve_index::locator::block_keys;
     use sieve_index::retrieval::Scratch;
     use sieve_index::{ColumnHashes, ColumnIndex, FilterKind, Sidecar, sidecar};
+    use sieve_storage::versions::ATTACHED_INDEX_PART_FORMAT;
     use sieve_storage::{FiltersAt, IndexedFile, PartKeys, Storage};
 
     use super::super::indexed_pages::IndexedPagesFactory;
@@ -1495,6 +1496,7 @@ mod tests {
         ];
         let part = Part {
             path: "p".into(),
+            format: ATTACHED_INDEX_PART_FORMAT,
             entries: part,
             locator: None,
         };
@@ -1567,6 +1569,7 @@ mod tests {
                 path.clone(),
                 Arc::new(Part {
                     path: path.clone(),
+                    format: ATTACHED_INDEX_PART_FORMAT,
                     entries: vec![entry],
                     locator: None,
                 }),
@@ -1695,6 +1698,7 @@ mod tests {
         entries.reverse();
         let part = Part {
             path: path.clone(),
+            format: ATTACHED_INDEX_PART_FORMAT,
             entries,
             locator: None,
         };

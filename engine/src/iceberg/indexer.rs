@@ -13,6 +13,7 @@ use datafusion::error::Result;
 use datafusion::execution::memory_pool::MemoryPool;
 use object_store::path::Path;
 use sieve_iceberg::{DataFile, IcebergCatalog, TableScan};
+use sieve_storage::versions::ATTACHED_INDEX_PART_FORMAT;
 use sieve_storage::{AttachedIndexDef, parallelism};
 use tokio::task::JoinHandle;
 
@@ -202,6 +203,7 @@ async fn tidy(
             files: files.len(),
             rows: part.entries.iter().map(|e| e.rows).sum(),
             live: files.iter().filter(|f| live.contains(*f)).count(),
+            old: part.format < ATTACHED_INDEX_PART_FORMAT,
         };
         files.retain(|f| live.contains(f));
         sizes.push((held.len(), size));

@@ -6,7 +6,8 @@
 //! part per pass: those are merged [`MERGE_PARTS`] at a time among parts of about the same rows
 //! ([`merges`]), as a size-tiered LSM tree merges its runs, so a table appended to every pass
 //! keeps fewer than [`MERGE_PARTS`] small parts per tier (a tier spans rows by a factor of
-//! [`MERGE_PARTS`]) and each row is indexed again once per tier it climbs.
+//! [`MERGE_PARTS`]) and each row is indexed again once per tier it climbs. Parts of an older
+//! format are built again, whatever their size.
 
 use std::collections::BTreeMap;
 
@@ -46,26 +47,32 @@ pub fn parts_of<'a, 'f>(files: &'a [&'f DataFile]) -> Vec<&'a [&'f DataFile]> {
     parts
 }
 
-/// A part's size as written, and how many of its files are live (the table's current
-/// snapshot still has them).
+/// A part's size as written, how many of its files are live (the table's current snapshot
+/// still has them), and whether it was written in an older format than this build writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PartSize {
     pub files: usize,
     pub rows: u64,
     pub live: usize,
+    pub old: bool,
 }
 
 /// What to do with an index's parts: which to remove (no live file: compaction or an overwrite
-/// removed them all, so no lookup of a newer snapshot asks them), and which small parts to
-/// merge, each group into new parts (all of a tier's once it has [`MERGE_PARTS`]). Parts are
-/// sized as written, dead files included: a full part that lost a file to a compaction stays
-/// full rather than join a tier of parts whose merge would index its rows again.
+/// removed them all, so no lookup of a newer snapshot asks them), and which to merge, each
+/// group into new parts: all of a tier's small parts once it has [`MERGE_PARTS`], and first
+/// all the parts of an older format (before format 4 a part has no locator, so a lookup asks
+/// every row group's filter; before 5 a process loads it whole). Parts are sized as written,
+/// dead files included: a full part that lost a file to a compaction stays full rather than
+/// join a tier of parts whose merge would index its rows again.
 pub fn merges<P: Copy + Ord>(parts: &[(P, PartSize)]) -> (Vec<P>, Vec<Vec<P>>) {
     let mut removed = Vec::new();
+    let mut old = Vec::new();
     let mut tiers: BTreeMap<u32, Vec<P>> = BTreeMap::new();
     for &(part, size) in parts {
         if size.live == 0 {
             removed.push(part);
+        } else if size.old {
+            old.push(part);
         } else if !full(size.files, size.rows) {
             let tier = size.rows.max(1).ilog(MERGE_PARTS as u64);
             tiers.entry(tier).or_default().push(part);
@@ -73,6 +80,7 @@ pub fn merges<P: Copy + Ord>(parts: &[(P, PartSize)]) -> (Vec<P>, Vec<Vec<P>>) {
     }
     let merged = (tiers.into_values())
         .filter(|parts| parts.len() >= MERGE_PARTS)
+        .chain((!old.is_empty()).then_some(old))
         .map(|mut parts| {
             parts.sort_unstable();
             parts
@@ -125,6 +133,7 @@ mod tests {
                         files,
                         rows,
                         live: files,
+                        old: false,
                     },
                 )
             })
@@ -143,6 +152,7 @@ mod tests {
             files: 2,
             rows: 200,
             live: 0,
+            old: false,
         };
         parts.push((12, dead));
         assert_eq!(merges(&parts), (vec![12], vec![]));
@@ -156,6 +166,31 @@ mod tests {
         let mut full = sized((0..20).map(|p| (p, 256, 16 << 20)));
         full.iter_mut().for_each(|(_, size)| size.live = 1);
         assert_eq!(merges(&full), (vec![], vec![]));
+    }
+
+    /// Parts of an older format are built again, all in one group whatever their sizes (the
+    /// pass cuts their files into parts as any); one without a live file is removed.
+    #[test]
+    fn parts_of_an_older_format_are_built_again() {
+        let mut parts = sized([(0, 1, 100), (1, 256, 16 << 20), (2, 8_192, 8_192_000)]);
+        parts.extend(sized((3..10).map(|p| (p, 1, 100))));
+        for p in [1, 2, 4] {
+            parts[p].1.old = true;
+        }
+        parts[5].1 = PartSize {
+            live: 0,
+            ..parts[5].1
+        };
+        parts[6].1 = PartSize {
+            live: 0,
+            old: true,
+            ..parts[6].1
+        };
+        assert_eq!(merges(&parts), (vec![5, 6], vec![vec![1, 2, 4]]));
+        // With the tier of small parts full again (0, 3, 7, 8, 9 and three more).
+        parts.extend(sized((10..13).map(|p| (p, 1, 100))));
+        let tier = vec![0, 3, 7, 8, 9, 10, 11, 12];
+        assert_eq!(merges(&parts), (vec![5, 6], vec![tier, vec![1, 2, 4]]));
     }
 
     /// A table appended to every pass keeps fewer than eight small parts per tier: after 1,000
@@ -173,7 +208,16 @@ mod tests {
                 .map(|(p, files)| {
                     let (files, rows) = (files.len(), 1_000 * files.len() as u64);
                     let live = files;
-                    (p, PartSize { files, rows, live })
+                    let old = false;
+                    (
+                        p,
+                        PartSize {
+                            files,
+                            rows,
+                            live,
+                            old,
+                        },
+                    )
                 })
                 .collect();
             let (removed, merged) = merges(&sizes);

@@ -179,6 +179,9 @@ pub struct RowGroupFilters {
 #[derive(Debug)]
 pub struct Part {
     pub path: Path,
+    /// The format it was written in: [`ATTACHED_INDEX_PART_FORMAT`] or an older one the
+    /// indexer builds again.
+    pub format: u32,
     pub entries: Vec<IndexedFileEntry>,
     pub locator: Option<PartLocator>,
 }
@@ -664,6 +667,7 @@ pub(crate) fn decode_head(
     };
     Ok(Part {
         path: path.clone(),
+        format: version,
         entries,
         locator,
     })
@@ -956,6 +960,7 @@ mod tests {
             .await
             .unwrap();
         let part = store.read_part(&path, KeptEntries::ALL).await.unwrap();
+        assert_eq!(part.format, 4, "the indexer builds it again");
         let located = part.locator.as_ref().unwrap();
         let at = store.locate(located, column, &hashes).await.unwrap();
         assert_eq!(at, [slice(0, 0), slice(0, 1), slice(1, 1), slice(2, 0)]);
@@ -981,6 +986,7 @@ mod tests {
         v3[checksum_at..checksum_at + 8].copy_from_slice(&sum.to_le_bytes());
         let part = decode(&"p".into(), Bytes::from(v3.clone()), KeptEntries::ALL).unwrap();
         assert!(part.locator.is_none());
+        assert_eq!(part.format, 3);
         let second = filters(&v3, &part.entries[1]);
         assert!((1000..1500).all(|k| probe(&second, k)));
     }
