@@ -30,7 +30,7 @@ use datafusion::parquet::arrow::arrow_reader::{
 };
 use datafusion::parquet::arrow::async_reader::AsyncFileReader;
 use datafusion::parquet::errors::ParquetError;
-use datafusion::parquet::file::metadata::{PageIndexPolicy, ParquetMetaData};
+use datafusion::parquet::file::metadata::{PageIndexPolicy, ParquetMetaData, RowGroupMetaData};
 use datafusion::parquet::file::reader::{ChunkReader, Length};
 use datafusion::physical_plan::metrics::ExecutionPlanMetricsSet;
 use futures::{StreamExt, TryStreamExt};
@@ -346,14 +346,12 @@ async fn index_file(store: Arc<dyn ObjectStore>, job: Arc<FileJob>) -> Result<()
             len: file_size,
             chunks: ranges.iter().map(|r| r.start).zip(fetched).collect(),
         };
-        let first_row = groups.last().map_or(0, |g| g.first_row + g.rows);
         let (job, columns, metadata) = (job.clone(), columns.clone(), metadata.clone());
         groups.push(
             blocking(move || {
                 let read = RowGroupRead {
                     metadata: &metadata,
                     group,
-                    first_row,
                     pages,
                 };
                 let built = index_row_group(&job, &columns, chunks, read);
@@ -385,11 +383,9 @@ fn index_whole(job: &FileJob, file: Bytes) -> Result<Vec<Group>> {
                     .map(|pages| (pages, true))
             }
         };
-        let first_row = groups.last().map_or(0, |g: &Group| g.first_row + g.rows);
         let read = RowGroupRead {
             metadata: &metadata,
             group,
-            first_row,
             pages,
         };
         groups.push(index_row_group(job, &columns, file.clone(), read)?);
@@ -433,12 +429,10 @@ impl InFile {
     }
 }
 
-/// A row group to index: which, its first row in the file, and where its pages are (as
-/// [`row_group_pages`] tells).
+/// A row group to index: which, and where its pages are (as [`row_group_pages`] tells).
 struct RowGroupRead<'a> {
     metadata: &'a ArrowReaderMetadata,
     group: usize,
-    first_row: u64,
     pages: Option<(Vec<Vec<PageLocation>>, bool)>,
 }
 
@@ -451,8 +445,9 @@ fn index_row_group(
     read: RowGroupRead,
 ) -> Result<Group> {
     let spec = &job.spec;
-    let rows =
-        u64::try_from(read.metadata.metadata().row_group(read.group).num_rows()).unwrap_or(0);
+    let metadata = read.metadata.metadata();
+    let rows_of = |g: &RowGroupMetaData| u64::try_from(g.num_rows()).unwrap_or(0);
+    let rows = rows_of(metadata.row_group(read.group));
     let slice_starts = match &read.pages {
         Some((pages, _)) => slice_starts(pages, rows),
         None => vec![0],
@@ -511,7 +506,10 @@ fn index_row_group(
     job.held
         .try_grow(keys.iter().map(Vec::len).sum::<usize>() * BYTES_PER_KEY)?;
     Ok(Group {
-        first_row: read.first_row,
+        first_row: metadata.row_groups()[..read.group]
+            .iter()
+            .map(rows_of)
+            .sum(),
         rows,
         sidecar,
         map,
