@@ -1068,10 +1068,12 @@ fn an_index_leaves_out_the_files_that_cannot_hold_a_key() {
     ]);
     assert!(stderr(&out).contains("1142"), "{}", stderr(&out));
 
-    // A damaged index costs speed, never a row. The server holds the parts' directories and
-    // reads their locators' pages and row groups' filters when a lookup asks: with those bytes
-    // zeroed under it, a key not asked before is read from every file the manifests' bounds
-    // keep; with the parts gone, the same; at a restart, its files are not indexed.
+    // A damaged index costs speed, never a row, and heals. The server holds the parts'
+    // directories and reads their locators' pages and row groups' filters when a lookup asks:
+    // with those bytes zeroed under it, a key not asked before is read from every file the
+    // manifests' bounds keep, and the part is left out from then on (its files not indexed,
+    // its bytes not read again) until a pass of the indexer indexes them again and removes
+    // it. With the parts gone, the same; at a restart, its files are not indexed.
     // One part each for keys' index and people's.
     let parts = files_under(&server.storage_dir(), ".part");
     assert_eq!(parts.len(), 2, "{parts:?}");
@@ -1085,13 +1087,27 @@ fn an_index_leaves_out_the_files_that_cannot_hold_a_key() {
     let lookup = |key: i64| format!("select name from lake.ns.keys where id = {key}");
     assert_eq!(ok(&server, &lookup(5151)), "k5151\n");
     assert_eq!(metric(&server, &lookup(5152), "blocks_pruned_by_filter"), 0);
+    assert_eq!(metric(&server, &lookup(5153), "files_not_indexed"), 9);
     assert_eq!(metric(&server, &lookup(5153), "blocks_pruned_by_minmax"), 8);
     assert_eq!(metric(&server, &lookup(5154), "blocks_read"), 1);
     lookups_match_unpruned(&server, [1, 2998, 6001, 9001, 123457]);
+    let damaged = server.log().matches("left out until the indexer").count();
+    assert!(damaged >= 1, "{}", server.log());
+    // Keys' part only: no lookup read people's.
+    let healed = ok(&server, "optimize table lake.ns.keys");
+    assert!(healed.starts_with("9\t8100\t0\t0\t1\t1\n"), "{healed}");
+    let now = files_under(&server.storage_dir(), ".part");
+    let removed: Vec<_> = parts.iter().filter(|p| !now.contains(p)).collect();
+    assert_eq!((now.len(), removed.len()), (2, 1), "{parts:?} {now:?}");
+    assert_eq!(metric(&server, &lookup(5155), "files_not_indexed"), 0);
+    assert_eq!(metric(&server, &lookup(5155), "blocks_pruned_by_filter"), 8);
+    assert_eq!(ok(&server, &lookup(5155)), "k5155\n");
+    lookups_match_unpruned(&server, [2, 2999, 6002, 9004]);
+    let parts = now;
     for part in &parts {
         std::fs::remove_file(part).unwrap();
     }
-    assert_eq!(ok(&server, &lookup(5155)), "k5155\n");
+    assert_eq!(ok(&server, &lookup(5156)), "k5156\n");
     assert_eq!(metric(&server, &lookup(5156), "blocks_read"), 1);
     lookups_match_unpruned(&server, [3, 3998, 7001, 9002, 123458]);
     server.restart();

@@ -40,6 +40,10 @@ pub enum StorageError {
     /// A stored object that fails its checks (checksum, format version, missing from a sequence).
     #[error("cannot use {0}: {1}")]
     Damaged(String, String),
+    /// A stored object of a format newer than this build reads: written by a newer Sieve
+    /// sharing the storage, so left as it is (not treated as damaged and replaced).
+    #[error("cannot use {0}: {1}")]
+    Newer(String, String),
     #[error("local file: {0}")]
     Io(#[from] std::io::Error),
     #[error("background task failed: {0}")]

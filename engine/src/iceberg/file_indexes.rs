@@ -11,7 +11,11 @@
 //! exist (a pass of the indexer, an index created or dropped), and that is listed again at
 //! most every [`RELIST_AFTER`], or at once after this process changed it. A listing that fails
 //! keeps what was loaded; a part that cannot be read is left out, so its files are read
-//! unpruned.
+//! unpruned. A part found damaged (its bytes fail their checks when it is loaded or when a
+//! lookup reads its locator's pages or a row group's filters) is left out of every view from
+//! then on ([`FileIndexes::damaged`]) until the indexer's next pass has indexed its files again
+//! and removed it: a damaged part costs speed until that pass, never a row, and is not fetched
+//! and checked again on every lookup meanwhile.
 //!
 //! A worker keeps only the entries of the data files it owns ([`Share`]): a coordinator sends each
 //! file's lookups to its owner by rendezvous, so the rest would be memory no lookup of this worker
@@ -21,8 +25,9 @@
 //! ([`FileIndexes::for_routing`]): it only chooses the files a lookup or a scan reads and sends
 //! them to their owners; a read it makes itself reads a key's whole row group, not its slice.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
@@ -37,7 +42,7 @@ use sieve_index::SliceOf;
 use sieve_index::locator::Location;
 use sieve_storage::{
     AttachedIndexDef, AttachedIndexes, IndexedFileEntry, KeptEntries, PageLocation, Part, Result,
-    RowGroupFilters, RowGroupMap,
+    RowGroupFilters, RowGroupMap, StorageError,
 };
 
 use crate::cluster::placement::Placement;
@@ -684,6 +689,8 @@ pub struct Probe {
 struct TableState {
     loaded: Arc<Loaded>,
     listed: Option<Instant>,
+    /// [`FileIndexes::damage`] when it was listed: a part found damaged since is still in it.
+    damage: u64,
 }
 
 /// A worker's place under the placement a coordinator asked it under: the data files it owns
@@ -712,7 +719,15 @@ pub struct FileIndexes {
     maps: bool,
     /// Each view with the order it was made in, for [`SHARE_VIEWS`].
     tables: Mutex<HashMap<ViewKey, (u64, Arc<tokio::sync::Mutex<TableState>>)>>,
-    made: std::sync::atomic::AtomicU64,
+    made: AtomicU64,
+    /// The parts this process found damaged, left out of its views: they are not read again
+    /// (a part never changes, so its checks would fail again; bytes damaged only on the way
+    /// cost the part's files an indexing, never a row). The indexer removes them
+    /// ([`Self::damaged`]); a read that failed otherwise (a part gone, storage unreachable) is
+    /// not remembered.
+    damaged: Mutex<HashSet<Path>>,
+    /// How many times `damaged` grew: a view listed before the last time is listed again.
+    damage: AtomicU64,
 }
 
 impl FileIndexes {
@@ -722,6 +737,8 @@ impl FileIndexes {
             maps: true,
             tables: Mutex::default(),
             made: Default::default(),
+            damaged: Mutex::default(),
+            damage: Default::default(),
         }
     }
 
@@ -753,7 +770,7 @@ impl FileIndexes {
                 tables.remove(&old);
             }
         }
-        let made = self.made.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let made = self.made.fetch_add(1, Ordering::Relaxed);
         tables
             .entry(key)
             .or_insert((made, Arc::default()))
@@ -762,12 +779,13 @@ impl FileIndexes {
     }
 
     /// The table's indexes (of the files `share` owns, on a worker), listed again if the last
-    /// listing is older than [`RELIST_AFTER`] or [`Self::changed`] was called since. Lookups
-    /// of one view wait for one listing.
+    /// listing is older than [`RELIST_AFTER`], or [`Self::changed`] was called or a part was
+    /// found damaged since. Lookups of one view wait for one listing.
     pub async fn loaded(&self, table_uuid: &str, share: Option<&Share>) -> Arc<Loaded> {
         let table = self.view((table_uuid.to_string(), share.cloned()));
         let mut state = table.lock().await;
-        if state.listed.is_some_and(|at| at.elapsed() < RELIST_AFTER) {
+        let damage = self.damage.load(Ordering::Acquire);
+        if state.listed.is_some_and(|at| at.elapsed() < RELIST_AFTER) && state.damage == damage {
             return state.loaded.clone();
         }
         match self.list(table_uuid, share, &state.loaded).await {
@@ -795,7 +813,36 @@ impl FileIndexes {
             Err(e) => log::warn!("indexes of attached table {table_uuid} not listed: {e}"),
         }
         state.listed = Some(Instant::now());
+        state.damage = damage;
         state.loaded.clone()
+    }
+
+    /// Remembers the part at `path` as damaged if `error` (of reading it) says so; whether it
+    /// did.
+    fn note_damage(&self, path: &Path, error: &StorageError) -> bool {
+        if !matches!(error.root(), StorageError::Damaged(..)) {
+            return false;
+        }
+        let mut damaged = self.damaged.lock().unwrap_or_else(|e| e.into_inner());
+        if damaged.insert(path.clone()) {
+            self.damage.fetch_add(1, Ordering::Release);
+        }
+        true
+    }
+
+    /// Which of `parts` this process found damaged: the indexer removes them once it has
+    /// indexed their files again (their files are not covered in any view meanwhile).
+    pub fn damaged<'p>(&self, parts: &'p [Path]) -> Vec<&'p Path> {
+        let damaged = self.damaged.lock().unwrap_or_else(|e| e.into_inner());
+        parts.iter().filter(|p| damaged.contains(*p)).collect()
+    }
+
+    /// Forgets `parts`, removed from storage.
+    pub fn removed(&self, parts: &[Path]) {
+        let mut damaged = self.damaged.lock().unwrap_or_else(|e| e.into_inner());
+        for part in parts {
+            damaged.remove(part);
+        }
     }
 
     /// The live files of a snapshot's `files` a lookup of `probes` considers, by what
@@ -855,7 +902,11 @@ impl FileIndexes {
                 match self.store.locate(in_part, column, &probe.hashes).await {
                     Ok(found) => Some((at, column, &probe.hashes, found)),
                     Err(e) => {
-                        log::warn!("an index part's locator unusable, its filters are asked: {e}");
+                        let left = match self.note_damage(&part.path, &e) {
+                            true => "left out until the indexer builds its files' index again",
+                            false => "its filters are asked",
+                        };
+                        log::warn!("an index part's locator unusable, {left}: {e}");
                         None
                     }
                 }
@@ -893,7 +944,13 @@ impl FileIndexes {
                 match self.store.filters(&part.path, &part.entries[*i]).await {
                     Ok(filters) => Some((key, filters)),
                     Err(e) => {
-                        log::warn!("a row group's index filters unusable, it is read whole: {e}");
+                        let left = match self.note_damage(&part.path, &e) {
+                            true => ", its part left out until the indexer builds it again",
+                            false => "",
+                        };
+                        log::warn!(
+                            "a row group's index filters unusable, it is read whole{left}: {e}"
+                        );
                         None
                     }
                 }
@@ -929,7 +986,13 @@ impl FileIndexes {
         let defs = self.store.definitions(table_uuid).await?;
         let mut parts = HashMap::new();
         for def in &defs {
-            for path in self.store.parts(def).await? {
+            let parts_of_def = self.store.parts(def).await?;
+            let damaged = self.damaged(&parts_of_def);
+            for path in parts_of_def
+                .iter()
+                .filter(|p| !damaged.contains(p))
+                .cloned()
+            {
                 if let Some(kept) = old.parts.get(&path) {
                     parts.insert(path, kept.clone());
                     continue;
@@ -943,7 +1006,13 @@ impl FileIndexes {
                     Ok(part) => {
                         parts.insert(path, Arc::new(part));
                     }
-                    Err(e) => log::warn!("index part {path} unusable, its files are read: {e}"),
+                    Err(e) => {
+                        let until = match self.note_damage(&path, &e) {
+                            true => " until the indexer builds their index again",
+                            false => "",
+                        };
+                        log::warn!("index part {path} unusable, its files are read{until}: {e}");
+                    }
                 }
             }
         }

@@ -49,7 +49,8 @@ pub struct Updated {
     /// The small parts it merged into new ones, and the files it indexed again to do that.
     pub merged: u64,
     pub reindexed: u64,
-    /// The parts it removed as the snapshot has none of their files.
+    /// The parts it removed as the snapshot has none of their files, or as this process found
+    /// them damaged ([`FileIndexes::damaged`]; their files were indexed again first).
     pub removed: u64,
     /// The index's parts after it.
     pub parts: u64,
@@ -164,8 +165,9 @@ pub async fn update(
     Ok(updated)
 }
 
-/// Merges the small parts of `def` and removes those without a live file ([`merges`]),
-/// counted in `updated`. A merge writes its new parts before it removes the old: meanwhile a
+/// Merges the small parts of `def` and removes those without a live file ([`merges`]) and
+/// those found damaged, counted in `updated`. A damaged part is in no view, so [`update`] has
+/// just indexed its files again (or, found since, they are read unpruned until the next pass). A merge writes its new parts before it removes the old: meanwhile a
 /// file is in two parts, and lookups use the larger (`Loaded`); a lookup that still holds a
 /// removed part fails to read it and reads its row groups whole. Which files are live is
 /// asked of a scan taken after the parts are listed: each listed part was built from a scan
@@ -192,7 +194,8 @@ async fn tidy(
     // size as written, and its live files.
     let mut held: Vec<(&Path, Vec<&str>)> = Vec::new();
     let mut sizes = Vec::new();
-    for path in &paths {
+    let damaged = indexes.damaged(&paths);
+    for path in paths.iter().filter(|p| !damaged.contains(p)) {
         let Some(part) = loaded.part(path) else {
             continue;
         };
@@ -222,14 +225,18 @@ async fn tidy(
         let indexed = indexed.await?;
         let old: Vec<Path> = group.iter().map(|&p| held[p].0.clone()).collect();
         indexes.store().remove(&old).await.map_err(to_df)?;
+        indexes.removed(&old);
         indexes.changed(&def.table_uuid).await;
         updated.merged += old.len() as u64;
         updated.reindexed += indexed.files;
         updated.parts = updated.parts + indexed.parts - old.len() as u64;
     }
-    if !removed.is_empty() {
-        let old: Vec<Path> = removed.iter().map(|&p| held[p].0.clone()).collect();
+    let old: Vec<Path> = (removed.iter().map(|&p| held[p].0.clone()))
+        .chain(damaged.into_iter().cloned())
+        .collect();
+    if !old.is_empty() {
         indexes.store().remove(&old).await.map_err(to_df)?;
+        indexes.removed(&old);
         indexes.changed(&def.table_uuid).await;
         updated.removed = old.len() as u64;
         updated.parts -= updated.removed;

@@ -369,7 +369,7 @@ impl Preamble {
             4 => (PREAMBLE_V4, RECORD),
             5 => (PREAMBLE, RECORD),
             _ => {
-                return Err(StorageError::Damaged(
+                return Err(StorageError::Newer(
                     path.to_string(),
                     format!(
                         "index part format {version} (this build reads 1 to \
@@ -803,6 +803,25 @@ mod tests {
         assert_eq!(mine[0].path, "w/bé.parquet");
         let b = filters(&bytes, &mine[0]);
         assert!((5000..5100).all(|k| probe(&b, k)));
+    }
+
+    /// A part of a format this build does not read is a newer Sieve's, not a damaged one: the
+    /// indexer removes damaged parts, and must leave a newer server's alone.
+    #[test]
+    fn a_part_of_a_newer_format_is_refused_as_newer_not_damaged() {
+        let mut bytes = encode(&[file("w/a.parquet", 0..10)], &ids(), None).unwrap();
+        bytes[8..12].copy_from_slice(&(ATTACHED_INDEX_PART_FORMAT + 1).to_le_bytes());
+        match decode(&"p".into(), Bytes::from(bytes.clone()), KeptEntries::ALL) {
+            Err(StorageError::Newer(path, why)) => {
+                assert_eq!(path, "p");
+                assert!(why.contains("this build reads 1 to"), "{why}");
+            }
+            other => panic!("{:?}", other.map(|p| p.entries.len())),
+        }
+        bytes[8..12].copy_from_slice(&ATTACHED_INDEX_PART_FORMAT.to_le_bytes());
+        bytes[0] ^= 1;
+        let damaged = decode(&"p".into(), Bytes::from(bytes), KeptEntries::ALL);
+        assert!(matches!(damaged, Err(StorageError::Damaged(..))));
     }
 
     fn hash(key: i64) -> u64 {
