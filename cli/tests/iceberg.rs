@@ -267,6 +267,25 @@ fn attached_tables_read_as_pyiceberg_reads_them_and_follow_commits() {
     );
     assert_eq!(ok(&server, new_key), "new\n");
     assert_eq!(ok(&server, new_key), "new\n");
+
+    // A table Sieve cannot read (its files outside the warehouse) is left out of
+    // information_schema's columns, with a warning, not an error for every table's; a
+    // statement naming it says why.
+    pyiceberg(warehouse.path(), "stray");
+    let columns = "select table_name, column_name from information_schema.columns \
+                   where table_schema = 'lake.ns' and column_name = 'name' order by 1";
+    assert_eq!(
+        ok(&server, columns),
+        "empty\tname\npeople\tname\nreplaced\tname\n"
+    );
+    assert!(
+        (server.log()).contains("left attached table lake.ns.stray out of a listing"),
+        "{}",
+        server.log()
+    );
+    refused(&server, "select * from lake.ns.stray", "warehouse");
+    let stray = format!("{}-stray", warehouse.path().display());
+    std::fs::remove_dir_all(stray).unwrap();
 }
 
 /// A new snapshot's plan reads its metadata file, manifest list and the manifest its commit
@@ -1298,6 +1317,7 @@ fn equality_deletes_remove_rows_of_older_files_only() {
 
     // An index says the first file holds 999; its delete still removes it.
     ok(&server, "create index ix on lake.ns.upserts (id)");
+    ok(&server, "create index ix_name on lake.ns.upserts (name)");
     check(&server);
 
     // A delete in partition region=a leaves region b's row of the same id.
@@ -1336,6 +1356,31 @@ fn equality_deletes_remove_rows_of_older_files_only() {
         let full = format!("set sieve.short_path = false; {sql}");
         assert_eq!(ok(&server, &full), "", "{full}");
     }
+    // The index over name can follow the table no more: SHOW INDEX says so, and OPTIMIZE
+    // brings the other up to date with the file appended since and fails naming it.
+    pyiceberg(warehouse.path(), "upsert_more");
+    let dropped = "column name (field id 2) is no longer in the table: drop the index";
+    assert_eq!(
+        ok(&server, "show index from lake.ns.upserts"),
+        format!(
+            "upserts\t1\tix\t1\tid\tA\tNULL\tNULL\tNULL\tYES\tbinary_fuse16\t\t\tYES\tNULL\n\
+             upserts\t1\tix_name\t1\tname\tA\tNULL\tNULL\tNULL\tNULL\tbinary_fuse16\tdisabled\t\
+             {dropped}\tYES\tNULL\n"
+        )
+    );
+    let optimize = "optimize table lake.ns.upserts";
+    refused(&server, optimize, dropped);
+    refused(
+        &server,
+        optimize,
+        "index ix_name was not brought up to date (the table's other indexes were brought up \
+         to date)",
+    );
+    let new_key = "select id from lake.ns.upserts where id = 2000";
+    assert_eq!(metric(&server, new_key, "files_not_indexed"), 0);
+    assert_eq!(ok(&server, new_key), "2000\n");
+    ok(&server, "drop index ix_name on lake.ns.upserts");
+    assert!(ok(&server, "optimize table lake.ns.upserts").starts_with("0\t0\t"));
 }
 
 /// Columns added with an initial default (c = 7, s = 'x') read as it in the file written

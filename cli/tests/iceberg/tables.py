@@ -10,11 +10,13 @@
     python3 tables.py DIR rename_again                # ns.renamed's label renamed tag, one more row
     python3 tables.py DIR upserts                     # ns.upserts, ns.regions: equality deletes
     python3 tables.py DIR drop_name                   # ns.upserts' name dropped
+    python3 tables.py DIR upsert_more                 # one more file of ns.upserts (id 2000)
     python3 tables.py DIR promoted                    # ns.promoted: an int id, two files
     python3 tables.py DIR promote                     # its id widened to long, one more file
     python3 tables.py DIR migrated                    # ns.migrated: a file without field ids, renamed
     python3 tables.py DIR shapes                      # ns.shapes: v3 geometry and geography columns
     python3 tables.py DIR variants                    # ns.variants: a v3 variant column (DuckDB)
+    python3 tables.py DIR stray                       # ns.stray: its files outside the warehouse
 
 The tables' files go to DIR, or to the S3 prefix (with AWS_ENDPOINT, AWS_ACCESS_KEY_ID, … from
 the environment, as scripts/minio.sh exports them). Prints, as one JSON object, what PyIceberg's
@@ -264,6 +266,10 @@ def drop_name():
         update.delete_column("name")
 
 
+def upsert_more():
+    catalog.load_table("ns.upserts").append(pa.table({"id": pa.array([2000], pa.int64())}))
+
+
 def promoted():
     """ns.promoted: an int id in two files; `promote` widens it to long and adds a third."""
     catalog.create_namespace_if_not_exists("ns")
@@ -447,6 +453,13 @@ def variants():
     rows["variants"] = read
 
 
+def stray():
+    """ns.stray: a table whose location (metadata and data) is outside the catalog's warehouse,
+    which Sieve refuses to read."""
+    table = catalog.create_table("ns.stray", schema=people([], []).schema, location=f"file://{directory}-stray/t")
+    table.append(people([1], ["s"]))
+
+
 def big():
     catalog.create_namespace_if_not_exists("ns")
     ids = pa.array(range(200_000), pa.int64())
@@ -458,7 +471,7 @@ rows = {}
  "compact_keys": compact_keys, "big": big,
  "rename_again": rename_again, "paged": paged, "upserts": upserts, "promoted": promoted, "promote": promote,
  "defaults": defaults, "nested": nested, "migrated": migrated, "shapes": shapes,
- "drop_name": drop_name, "variants": variants}[sys.argv[2]]()
+ "drop_name": drop_name, "upsert_more": upsert_more, "variants": variants, "stray": stray}[sys.argv[2]]()
 for name in ["ns.people", "ns.empty", "ns.keys", "ns.promoted", "ns.defaults", "ns.deep.t", "ns.migrated"]:
     if not catalog.table_exists(name):
         continue

@@ -25,10 +25,11 @@ use sieve_storage::{Catalog, StorageError, TableDef};
 use crate::access::principal::Principal;
 use crate::access::privileges::Object;
 use crate::dialect::types::mysql_type;
-use crate::error::{external, to_df};
+use crate::error::to_df;
 use crate::iceberg::catalog as iceberg_catalog;
 
 use crate::iceberg::file_indexes::FileIndexes;
+use crate::iceberg::index_build::column_dropped;
 use crate::processes::{Process, ProcessList};
 
 pub const NAME: &str = "information_schema";
@@ -125,16 +126,23 @@ impl InformationSchema {
 }
 
 /// The current snapshot's scan of an attached table; None for one Sieve does not read yet
-/// (nested columns, equality deletes…) or one dropped meanwhile.
+/// (nested columns, equality deletes…), one dropped meanwhile, or one it cannot read now (its
+/// metadata outside the warehouse, a file gone, storage unreachable): left out with a warning
+/// in the log, as a catalog that cannot answer is ([`iceberg_catalog::listed`]), so that one
+/// table does not fail a listing of every table. A statement naming it still says why.
 async fn readable(
     catalog: &IcebergCatalog,
     namespace: &str,
     table: &str,
-) -> Result<Option<Arc<TableScan>>> {
+) -> Option<Arc<TableScan>> {
     match catalog.scan(namespace, table).await {
-        Ok(scan) => Ok(scan),
-        Err(IcebergError::Unsupported(..)) => Ok(None),
-        Err(e) => Err(external(e)),
+        Ok(scan) => scan,
+        Err(IcebergError::Unsupported(..)) => None,
+        Err(e) => {
+            let name = catalog.name();
+            log::warn!("left attached table {name}.{namespace}.{table} out of a listing: {e}");
+            None
+        }
     }
 }
 
@@ -296,7 +304,7 @@ impl InformationSchema {
         let defs = self.definitions().await?;
         let mut scans = Vec::new();
         for (name, catalog, namespace) in self.attached_tables().await? {
-            if let Some(scan) = readable(catalog, &namespace, &name.name).await? {
+            if let Some(scan) = readable(catalog, &namespace, &name.name).await {
                 scans.push((name, scan));
             }
         }
@@ -398,6 +406,7 @@ impl InformationSchema {
                         column: column.clone(),
                         nullable: Some(field.is_nullable()),
                         kind: def.options.filter.to_string(),
+                        disabled: String::new(),
                     });
                 }
             }
@@ -425,8 +434,14 @@ impl InformationSchema {
                     .collect(),
             )
             .text("index_type", text(|r| &r.kind))
-            .text("comment", same("", n))
-            .text("index_comment", same("", n))
+            .text(
+                "comment",
+                texts(rows.iter().map(|r| match r.disabled.is_empty() {
+                    true => "",
+                    false => "disabled",
+                })),
+            )
+            .text("index_comment", text(|r| &r.disabled))
             .table()
     }
 
@@ -452,7 +467,15 @@ impl InformationSchema {
             if !self.viewer.sees(&object) {
                 continue;
             }
-            let scan = readable(catalog, &def.namespace, &def.table).await?;
+            let scan = readable(catalog, &def.namespace, &def.table).await;
+            // A column dropped since (its name perhaps given to a new column, of another
+            // field id): the indexer cannot index the table's new files, and says so.
+            let dropped = (def.columns.iter().zip(&def.field_ids)).find(|(_, id)| {
+                (scan.as_ref())
+                    .is_some_and(|s| sieve_iceberg::field_with_id(&s.schema, **id).is_none())
+            });
+            let disabled =
+                dropped.map_or_else(String::new, |(column, id)| column_dropped(column, *id));
             for (i, (column, id)) in def.columns.iter().zip(&def.field_ids).enumerate() {
                 let now =
                     (scan.as_ref()).and_then(|s| sieve_iceberg::field_with_id(&s.schema, *id));
@@ -464,6 +487,7 @@ impl InformationSchema {
                     column: now.map_or_else(|| column.clone(), |f| f.name().clone()),
                     nullable: now.map(|f| f.is_nullable()),
                     kind: def.filter.to_string(),
+                    disabled: disabled.clone(),
                 });
             }
         }
@@ -480,6 +504,9 @@ struct IndexRow {
     column: String,
     nullable: Option<bool>,
     kind: String,
+    /// Why the index is not used, for SHOW INDEX's Index_comment (its Comment then says
+    /// "disabled", as MySQL's does for a disabled index); empty when it is.
+    disabled: String,
 }
 
 impl InformationSchema {

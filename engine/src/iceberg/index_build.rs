@@ -99,6 +99,12 @@ pub struct IndexedColumn {
     pub field: FieldRef,
 }
 
+/// Why an index over a column dropped from its table cannot index the table's new files: the
+/// index follows the field id, which a column added under the same name does not have.
+pub(crate) fn column_dropped(column: &str, field_id: i32) -> String {
+    format!("column {column} (field id {field_id}) is no longer in the table: drop the index")
+}
+
 impl IndexSpec {
     /// The spec of an index made over `columns` (names as made, with their field ids) of a
     /// table whose schema is now `schema`; an error when the table no longer has one of them.
@@ -117,10 +123,7 @@ impl IndexSpec {
                         field_id,
                         field,
                     }),
-                    None => exec_err!(
-                        "column {indexed_as} (field id {field_id}) is no longer in the table: \
-                         drop the index"
-                    ),
+                    None => exec_err!("{}", column_dropped(&indexed_as, field_id)),
                 }
             })
             .collect::<Result<_>>()?;

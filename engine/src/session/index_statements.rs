@@ -203,17 +203,30 @@ pub(super) async fn optimize(session: &Session, table: &[String]) -> Result<Quer
     session.progress.reset();
     let pool = session.ctx.task_ctx().memory_pool().clone();
     let mut done = Updated::default();
+    // One index failing (a column it covers dropped from the table) holds up none of the
+    // others, as in the indexer's pass; the statement then fails naming it.
+    let mut failed = None;
     for def in &defs {
         let progress = session.progress.clone();
-        done += update(
+        let updated = update(
             indexes,
             &attached.catalog,
             def,
             &attached.scan,
             progress,
             &pool,
-        )
-        .await?;
+        );
+        match updated.await {
+            Ok(updated) => done += updated,
+            Err(e) => failed = failed.or(Some((&def.name, e))),
+        }
+    }
+    if let Some((name, e)) = failed {
+        let others = match defs.len() {
+            1 => String::new(),
+            _ => " (the table's other indexes were brought up to date)".into(),
+        };
+        return Err(e.context(format!("index {name} was not brought up to date{others}")));
     }
     session
         .run_sql(&format!(
