@@ -17,6 +17,7 @@
     python3 tables.py DIR shapes                      # ns.shapes: v3 geometry and geography columns
     python3 tables.py DIR variants                    # ns.variants: a v3 variant column (DuckDB)
     python3 tables.py DIR stray                       # ns.stray: its files outside the warehouse
+    python3 tables.py DIR mixed                       # Mixed.Orders: names not in lower case
 
 The tables' files go to DIR, or to the S3 prefix (with AWS_ENDPOINT, AWS_ACCESS_KEY_ID, … from
 the environment, as scripts/minio.sh exports them). Prints, as one JSON object, what PyIceberg's
@@ -460,6 +461,12 @@ def stray():
     table.append(people([1], ["s"]))
 
 
+def mixed():
+    catalog.create_namespace_if_not_exists("Mixed")
+    table = catalog.create_table("Mixed.Orders", schema=pa.schema([pa.field("k", pa.int64())]))
+    table.append(pa.table({"k": pa.array([1, 2, 3], pa.int64())}))
+
+
 def big():
     catalog.create_namespace_if_not_exists("ns")
     ids = pa.array(range(200_000), pa.int64())
@@ -471,7 +478,7 @@ rows = {}
  "compact_keys": compact_keys, "big": big,
  "rename_again": rename_again, "paged": paged, "upserts": upserts, "promoted": promoted, "promote": promote,
  "defaults": defaults, "nested": nested, "migrated": migrated, "shapes": shapes,
- "drop_name": drop_name, "upsert_more": upsert_more, "variants": variants, "stray": stray}[sys.argv[2]]()
+ "drop_name": drop_name, "upsert_more": upsert_more, "variants": variants, "stray": stray, "mixed": mixed}[sys.argv[2]]()
 for name in ["ns.people", "ns.empty", "ns.keys", "ns.promoted", "ns.defaults", "ns.deep.t", "ns.migrated"]:
     if not catalog.table_exists(name):
         continue

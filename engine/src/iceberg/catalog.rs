@@ -183,6 +183,35 @@ struct IcebergNamespace {
     indexes: Arc<FileIndexes>,
 }
 
+impl IcebergNamespace {
+    /// The one table whose namespace and name are these but for the case of their letters:
+    /// DataFusion lowercases the names a statement does not quote, while the writers of a
+    /// catalog (Spark, PyIceberg) keep a table's case, as MySQL does on Linux. So
+    /// `lake.Sales.Orders` finds the table PyIceberg made as `Sales.Orders` unquoted, as it
+    /// does in the statements Sieve parses itself (DESCRIBE, CREATE INDEX); None when no
+    /// table or several (`Orders` and `ORDERS`) are spelled so: quoting names one exactly.
+    async fn spelled_otherwise(&self, name: &str) -> Result<Option<(String, String)>> {
+        let catalog = &self.catalog;
+        let namespaces = catalog.namespaces().await.map_err(external)?;
+        let mut found = Vec::new();
+        for namespace in namespaces
+            .iter()
+            .filter(|n| n.eq_ignore_ascii_case(&self.namespace))
+        {
+            let tables = catalog.tables(namespace).await.map_err(external)?;
+            found.extend(
+                (tables.into_iter())
+                    .filter(|t| t.eq_ignore_ascii_case(name))
+                    .map(|t| (namespace.clone(), t)),
+            );
+        }
+        Ok(match found.len() {
+            1 => found.pop(),
+            _ => None,
+        })
+    }
+}
+
 #[async_trait]
 impl SchemaProvider for IcebergNamespace {
     fn table_names(&self) -> Vec<String> {
@@ -190,23 +219,26 @@ impl SchemaProvider for IcebergNamespace {
     }
 
     async fn table(&self, name: &str) -> Result<Option<Arc<dyn TableProvider>>> {
-        let object = object(self.catalog.name(), &self.namespace, name);
-        self.viewer.get().require_visible(&object)?;
-        let Some(scan) = self
-            .catalog
-            .scan(&self.namespace, name)
-            .await
-            .map_err(external)?
-        else {
+        let asked = object(self.catalog.name(), &self.namespace, name);
+        self.viewer.get().require_visible(&asked)?;
+        let mut found = (self.catalog.scan(&self.namespace, name).await).map_err(external)?;
+        let mut spelled = (self.namespace.clone(), name.to_string());
+        if found.is_none()
+            && let Some(other) = self.spelled_otherwise(name).await?
+        {
+            let (namespace, name) = &other;
+            self.viewer
+                .get()
+                .require_visible(&object(self.catalog.name(), namespace, name))?;
+            found = (self.catalog.scan(namespace, name).await).map_err(external)?;
+            spelled = other;
+        }
+        let Some(scan) = found else {
             return Ok(None);
         };
         let at = (self.catalog.as_ref(), &self.store_url, &self.indexes);
-        Ok(Some(Arc::new(attached_table(
-            at,
-            &self.namespace,
-            name,
-            scan,
-        ))))
+        let (namespace, name) = &spelled;
+        Ok(Some(Arc::new(attached_table(at, namespace, name, scan))))
     }
 
     fn table_exist(&self, _name: &str) -> bool {
