@@ -290,7 +290,11 @@ fn attached_tables_read_as_pyiceberg_reads_them_and_follow_commits() {
     // Names PyIceberg kept in mixed case: unquoted, DataFusion lowercases them, and the one
     // table spelled so but for case is found, in every statement as in those Sieve parses.
     pyiceberg(warehouse.path(), "mixed");
-    for table in ["lake.Mixed.Orders", "lake.mixed.orders", "`lake.Mixed`.`Orders`"] {
+    for table in [
+        "lake.Mixed.Orders",
+        "lake.mixed.orders",
+        "`lake.Mixed`.`Orders`",
+    ] {
         let lookup = format!("select k from {table} where k = 2");
         assert_eq!(ok(&server, &lookup), "2\n", "{lookup}");
         let off = format!("set sieve.short_path = false; {lookup}");
@@ -592,6 +596,15 @@ fn a_rest_catalog_is_read_as_pyiceberg_reads_it() {
         ok(&server, "describe lake.ns.deep.t").starts_with("id\t"),
         "DESCRIBE by four parts"
     );
+    // Index statements and SHOW INDEX take the same names: four parts, the database quoted as
+    // one, a bare name after USE.
+    ok(&server, "create index ix_deep on `lake.ns.deep`.t (id)");
+    for shown in ["lake.ns.deep.t", "`lake.ns.deep`.t", "lake.`ns.deep`.t"] {
+        let shown = ok(&server, &format!("show index from {shown}"));
+        assert!(shown.starts_with("t\t1\tix_deep\t1\tid\t"), "{shown}");
+    }
+    ok(&server, "use `lake.ns.deep`; drop index ix_deep on t");
+    assert_eq!(ok(&server, "show index from lake.ns.deep.t"), "");
     refused(&server, "select * from lake.ns.nope", "lake.ns.nope");
     refused(
         &server,

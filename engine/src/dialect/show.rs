@@ -244,26 +244,18 @@ fn name(token: &Token) -> Option<String> {
     }
 }
 
-/// `name`, `db.name` or `catalog.namespace.name` at the front of `tokens`, and what follows it.
+/// `name`, `db.name` or an attached catalog's `catalog.namespace.name` (`catalog.a.b.name` in
+/// a nested namespace) at the front of `tokens`, and what follows it: the database is every
+/// level before the name, joined by dots, as SHOW DATABASES lists it.
 fn object(tokens: &[Token]) -> Option<(Option<String>, String, &[Token])> {
-    match tokens {
-        // An attached catalog's table: its database is `catalog.namespace`.
-        [
-            catalog,
-            Token::Period,
-            namespace,
-            Token::Period,
-            table,
-            rest @ ..,
-        ] => Some((
-            Some(format!("{}.{}", name(catalog)?, name(namespace)?)),
-            name(table)?,
-            rest,
-        )),
-        [db, Token::Period, table, rest @ ..] => Some((Some(name(db)?), name(table)?, rest)),
-        [table, rest @ ..] => Some((None, name(table)?, rest)),
-        [] => None,
+    let (first, mut rest) = tokens.split_first()?;
+    let mut levels = vec![name(first)?];
+    while let [Token::Period, next, after @ ..] = rest {
+        levels.push(name(next)?);
+        rest = after;
     }
+    let table = levels.pop()?;
+    Some(((!levels.is_empty()).then(|| levels.join(".")), table, rest))
 }
 
 /// `FROM db` or `IN db` at the front of `tokens`, and what follows it.

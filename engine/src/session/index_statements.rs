@@ -14,7 +14,7 @@ use sieve_storage::{AttachedIndexDef, StorageError};
 
 use super::Session;
 use crate::error::{Classified, ErrorClass, external, to_df};
-use crate::iceberg::catalog::{named, object};
+use crate::iceberg::catalog::{named, namespace_named, object};
 
 use crate::iceberg::index_statement::IndexStatement;
 use crate::iceberg::indexer::{Updated, index_into, update};
@@ -63,10 +63,17 @@ pub(super) async fn run(session: &Session, statement: IndexStatement) -> Result<
 }
 
 async fn resolve(session: &Session, parts: &[String], command: &str) -> Result<Attached> {
+    let database = session.database();
+    // `lake.ns.t`; `` `lake.ns`.t `` as tools quote back the database SHOW DATABASES lists;
+    // `t` after `USE lake.ns`.
     let attached = match parts {
         [catalog, namespace, table] => {
-            named(&session.iceberg, catalog).map(|c| (c.clone(), namespace, table))
+            named(&session.iceberg, catalog).map(|c| (c.clone(), namespace.as_str(), table))
         }
+        [database, table] => namespace_named(&session.iceberg, database)
+            .map(|(c, namespace)| (c.clone(), namespace, table)),
+        [table] => namespace_named(&session.iceberg, &database)
+            .map(|(c, namespace)| (c.clone(), namespace, table)),
         _ => None,
     };
     let Some((catalog, namespace, table)) = attached else {
@@ -94,7 +101,7 @@ async fn resolve(session: &Session, parts: &[String], command: &str) -> Result<A
     };
     Ok(Attached {
         catalog,
-        namespace: namespace.clone(),
+        namespace: namespace.to_string(),
         table: table.clone(),
         scan,
         table_uuid,
