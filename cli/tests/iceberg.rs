@@ -1105,6 +1105,12 @@ fn an_index_leaves_out_the_files_that_cannot_hold_a_key() {
         "create index ix_x on lake.ns.nope (id)",
         "unknown table",
     );
+    refused(
+        &server,
+        "create index ix_x on nocat.ns.keys (id)",
+        "1049 (42000) at line 1: Unknown database 'nocat': no catalog of that name is attached \
+         (attached: lake)",
+    );
     ok(&server, "create table t (a int)");
     refused(&server, "create index ix_x on t (a)", "index_columns");
     ok(&server, "create user reader identified by 'pw'");

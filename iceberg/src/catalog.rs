@@ -95,9 +95,13 @@ impl IcebergCatalog {
                     .max(1),
             ),
             tables,
+            // Its error named the warehouse as the catalog: it names the catalog here.
             warehouse: Warehouse::open(&warehouse).map_err(|e| IcebergError::Catalog {
                 catalog: config.name.clone(),
-                why: e.to_string(),
+                why: match e {
+                    IcebergError::Catalog { why, .. } => why,
+                    e => e.to_string(),
+                },
             })?,
             scans: quick_cache::sync::Cache::new(KEPT_SCANS),
             files: FileCache::new(FILE_CACHE_BYTES),
@@ -249,7 +253,11 @@ impl TableList {
                 )));
             }
             let writers_name = config.catalog_name.as_deref().unwrap_or(&config.name);
-            return Ok(Self::Sql(SqlCatalog::new(writers_name, &config.uri)?));
+            return Ok(Self::Sql(SqlCatalog::new(
+                &config.name,
+                writers_name,
+                &config.uri,
+            )?));
         }
         if config.catalog_name.is_some() {
             return Err(refused(
@@ -322,6 +330,31 @@ mod tests {
         };
         assert!(refusal(named).contains("catalog_name names a SQL catalog's rows"));
         assert!(refusal(rest("postgres://x")).contains("a REST catalog http(s)://"));
+    }
+
+    /// Errors name the catalog as Sieve's configuration does, not as its writers do, nor the
+    /// warehouse as a catalog.
+    #[tokio::test]
+    async fn errors_name_the_catalog_by_its_name_in_sieve() {
+        let gs = CatalogConfig {
+            warehouse: "gs://bucket/x".into(),
+            ..rest("sqlite:///nowhere/catalog.db")
+        };
+        let refused = refusal(gs);
+        assert!(
+            refused.starts_with("iceberg catalog lake: warehouse \"gs://bucket/x\": "),
+            "{refused}"
+        );
+        let written_as = CatalogConfig {
+            catalog_name: Some("writers".into()),
+            ..rest("sqlite:///nowhere/catalog.db")
+        };
+        let catalog = IcebergCatalog::open(&written_as).unwrap();
+        let missing = catalog.namespaces().await.unwrap_err().to_string();
+        assert_eq!(
+            missing,
+            "iceberg catalog lake: no SQLite file at /nowhere/catalog.db"
+        );
     }
 
     #[test]

@@ -26,8 +26,10 @@ use crate::error::{IcebergError, Result};
 
 #[derive(Debug, Clone)]
 pub struct SqlCatalog {
-    /// The name writers gave the catalog: rows of other catalogs in the same file are not its.
+    /// Sieve's name for the catalog, which its errors give.
     name: String,
+    /// The name writers gave the catalog: rows of other catalogs in the same file are not its.
+    writers_name: String,
     file: PathBuf,
     connections: Arc<Connections>,
 }
@@ -68,8 +70,9 @@ struct Kept {
 }
 
 impl SqlCatalog {
-    /// `uri` as PyIceberg takes it, `sqlite:///abs/path.db` (or `sqlite:////abs/path.db`).
-    pub fn new(name: &str, uri: &str) -> Result<Self> {
+    /// `uri` as PyIceberg takes it, `sqlite:///abs/path.db` (or `sqlite:////abs/path.db`); the
+    /// rows of the catalog its writers named `writers_name`, which Sieve names `name`.
+    pub fn new(name: &str, writers_name: &str, uri: &str) -> Result<Self> {
         let file = uri.strip_prefix("sqlite://").filter(|p| p.starts_with('/'));
         let Some(file) = file else {
             return Err(IcebergError::Catalog {
@@ -82,6 +85,7 @@ impl SqlCatalog {
         };
         Ok(Self {
             name: name.to_string(),
+            writers_name: writers_name.to_string(),
             file: PathBuf::from(file),
             connections: Arc::default(),
         })
@@ -195,7 +199,8 @@ impl SqlCatalog {
             Err(e) => return Some(Err(failed(e))),
         };
         let waited = if wait { LOCK_WAIT } else { Duration::ZERO };
-        let asked = (kept.conn.busy_timeout(waited)).and_then(|()| ask(&mut kept, &self.name));
+        let asked =
+            (kept.conn.busy_timeout(waited)).and_then(|()| ask(&mut kept, &self.writers_name));
         match asked {
             Err(e) if !wait && busy(&e) => {
                 self.keep(kept);
@@ -304,7 +309,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("catalog.db");
         write_catalog(&file, "s3://b/m1.json");
-        let catalog = SqlCatalog::new("lake", &format!("sqlite://{}", file.display())).unwrap();
+        let catalog =
+            SqlCatalog::new("lake", "lake", &format!("sqlite://{}", file.display())).unwrap();
         let at = || catalog.metadata_location("ns", "t");
         assert_eq!(at().await.unwrap().as_deref(), Some("s3://b/m1.json"));
         assert_eq!(catalog.connections.idle.lock().unwrap().len(), 1);
@@ -357,7 +363,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("catalog.db");
         write_catalog(&file, "s3://b/m1.json");
-        let catalog = SqlCatalog::new("lake", &format!("sqlite://{}", file.display())).unwrap();
+        let catalog =
+            SqlCatalog::new("lake", "lake", &format!("sqlite://{}", file.display())).unwrap();
         // An idle connection, so the question is first asked on the task.
         assert!(
             catalog

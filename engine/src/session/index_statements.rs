@@ -13,6 +13,7 @@ use sieve_index::{FilterKind, is_hashable};
 use sieve_storage::{AttachedIndexDef, StorageError};
 
 use super::Session;
+use crate::catalog::schemas::CATALOG_NAME;
 use crate::error::{Classified, ErrorClass, external, to_df};
 use crate::iceberg::catalog::{named, namespace_named, object};
 
@@ -29,6 +30,8 @@ enum IndexRefusal {
     NoColumn(String),
     #[error("Can't DROP '{0}'; check that column/key exists")]
     NotThere(String),
+    #[error("Unknown database '{0}': no catalog of that name is attached (attached: {1})")]
+    NoCatalog(String, String),
 }
 
 impl Classified for IndexRefusal {
@@ -37,6 +40,7 @@ impl Classified for IndexRefusal {
             Self::Duplicate(_) => ErrorClass::DuplicateKeyName,
             Self::NoColumn(_) => ErrorClass::KeyColumnMissing,
             Self::NotThere(_) => ErrorClass::CannotDropKey,
+            Self::NoCatalog(..) => ErrorClass::UnknownDatabase,
         }
     }
 }
@@ -77,6 +81,13 @@ async fn resolve(session: &Session, parts: &[String], command: &str) -> Result<A
         _ => None,
     };
     let Some((catalog, namespace, table)) = attached else {
+        if let [catalog, _, _] = parts
+            && !catalog.eq_ignore_ascii_case(CATALOG_NAME)
+        {
+            let names: Vec<&str> = session.iceberg.iter().map(|c| c.name()).collect();
+            let refusal = IndexRefusal::NoCatalog(catalog.clone(), names.join(", "));
+            return Err(external(refusal));
+        }
         return not_impl_err!(
             "{command} works on attached Iceberg tables (catalog.namespace.table); a Sieve \
              table indexes the columns its index_columns option names (CREATE TABLE … WITH \

@@ -104,6 +104,7 @@ pub(super) fn mysql_error(e: &DataFusionError) -> (u16, String) {
         | error::CANNOT_USER
         | error::NONEXISTING_GRANT
         | error::CANT_CREATE_USER_WITH_GRANT
+        | error::BAD_DB
         | error::DUP_KEYNAME
         | error::KEY_COLUMN_DOES_NOT_EXIST
         | error::CANT_DROP_FIELD_OR_KEY => match e.find_root() {
