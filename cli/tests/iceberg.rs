@@ -1149,7 +1149,7 @@ fn an_index_leaves_out_the_files_that_cannot_hold_a_key() {
     let damaged = server.log().matches("left out until the indexer").count();
     assert!(damaged >= 1, "{}", server.log());
     // Keys' part only: no lookup read people's.
-    let healed = ok(&server, "optimize table lake.ns.keys");
+    let healed = ok(&server, "use `lake.ns`; optimize table keys");
     assert!(healed.starts_with("9\t8100\t0\t0\t1\t1\n"), "{healed}");
     let now = files_under(&server.storage_dir(), ".part");
     let removed: Vec<_> = parts.iter().filter(|p| !now.contains(p)).collect();

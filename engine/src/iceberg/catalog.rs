@@ -227,9 +227,15 @@ impl SchemaProvider for IcebergNamespace {
             && let Some(other) = self.spelled_otherwise(name).await?
         {
             let (namespace, name) = &other;
-            self.viewer
+            // Not found, rather than refused, for a table the account may not see: a refusal
+            // would name it as its catalog spells it.
+            if !self
+                .viewer
                 .get()
-                .require_visible(&object(self.catalog.name(), namespace, name))?;
+                .sees(&object(self.catalog.name(), namespace, name))
+            {
+                return Ok(None);
+            }
             found = (self.catalog.scan(namespace, name).await).map_err(external)?;
             spelled = other;
         }

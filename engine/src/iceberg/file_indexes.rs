@@ -810,7 +810,12 @@ impl FileIndexes {
                 state.loaded = Arc::new(loaded);
             }
             Ok(None) => {}
-            Err(e) => log::warn!("indexes of attached table {table_uuid} not listed: {e}"),
+            Err(e) => {
+                // Listed again at the next lookup while a part it holds is known damaged.
+                log::warn!("indexes of attached table {table_uuid} not listed: {e}");
+                state.listed = Some(Instant::now());
+                return state.loaded.clone();
+            }
         }
         state.listed = Some(Instant::now());
         state.damage = damage;
@@ -830,11 +835,15 @@ impl FileIndexes {
         true
     }
 
-    /// Which of `parts` this process found damaged: the indexer removes them once it has
-    /// indexed their files again (their files are not covered in any view meanwhile).
-    pub fn damaged<'p>(&self, parts: &'p [Path]) -> Vec<&'p Path> {
+    /// Which of `parts` this process found damaged (before the view `loaded` last listed, if
+    /// given): the indexer removes them once it has indexed their files again (their files
+    /// are in no view listed since).
+    pub fn damaged<'p>(&self, parts: &'p [Path], seen_by: Option<&Loaded>) -> Vec<&'p Path> {
         let damaged = self.damaged.lock().unwrap_or_else(|e| e.into_inner());
-        parts.iter().filter(|p| damaged.contains(*p)).collect()
+        let before = |p: &Path| seen_by.is_none_or(|loaded| !loaded.parts.contains_key(p));
+        (parts.iter())
+            .filter(|p| damaged.contains(*p) && before(p))
+            .collect()
     }
 
     /// Forgets `parts`, removed from storage.
@@ -987,7 +996,7 @@ impl FileIndexes {
         let mut parts = HashMap::new();
         for def in &defs {
             let parts_of_def = self.store.parts(def).await?;
-            let damaged = self.damaged(&parts_of_def);
+            let damaged = self.damaged(&parts_of_def, None);
             for path in parts_of_def
                 .iter()
                 .filter(|p| !damaged.contains(p))

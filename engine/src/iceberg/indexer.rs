@@ -17,7 +17,7 @@ use sieve_storage::versions::ATTACHED_INDEX_PART_FORMAT;
 use sieve_storage::{AttachedIndexDef, parallelism};
 use tokio::task::JoinHandle;
 
-use super::file_indexes::FileIndexes;
+use super::file_indexes::{FileIndexes, Loaded};
 use super::index_build::{IndexSpec, index_files};
 use super::part_sizes::{PartSize, merges, parts_of};
 use crate::error::{external, to_df};
@@ -150,7 +150,14 @@ pub async fn update(
         let (files, rows) = (updated.indexed.files, updated.indexed.rows);
         log::info!("{}: {files} new data files indexed ({rows} rows)", name());
     }
-    tidy(indexes, catalog, def, progress, pool, &mut updated).await?;
+    tidy(
+        indexes,
+        (catalog, def, &loaded),
+        progress,
+        pool,
+        &mut updated,
+    )
+    .await?;
     if updated.merged + updated.removed > 0 {
         log::info!(
             "{}: {} small parts merged ({} data files indexed again), {} parts of removed \
@@ -166,8 +173,9 @@ pub async fn update(
 }
 
 /// Merges the small parts of `def` and removes those without a live file ([`merges`]) and
-/// those found damaged, counted in `updated`. A damaged part is in no view, so [`update`] has
-/// just indexed its files again (or, found since, they are read unpruned until the next pass). A merge writes its new parts before it removes the old: meanwhile a
+/// those found damaged before `indexed_from` (the view [`update`] indexed the files no part
+/// covers from) was listed, counted in `updated`: such a part was in no view, so its files
+/// have just been indexed again. One found damaged since is removed by the next pass. A merge writes its new parts before it removes the old: meanwhile a
 /// file is in two parts, and lookups use the larger (`Loaded`); a lookup that still holds a
 /// removed part fails to read it and reads its row groups whole. Which files are live is
 /// asked of a scan taken after the parts are listed: each listed part was built from a scan
@@ -175,8 +183,7 @@ pub async fn update(
 /// lacks was removed from the table (not added by a commit another process's part saw first).
 async fn tidy(
     indexes: &FileIndexes,
-    catalog: &IcebergCatalog,
-    def: &AttachedIndexDef,
+    (catalog, def, indexed_from): (&IcebergCatalog, &AttachedIndexDef, &Loaded),
     progress: Arc<WriteProgress>,
     pool: &Arc<dyn MemoryPool>,
     updated: &mut Updated,
@@ -194,7 +201,7 @@ async fn tidy(
     // size as written, and its live files.
     let mut held: Vec<(&Path, Vec<&str>)> = Vec::new();
     let mut sizes = Vec::new();
-    let damaged = indexes.damaged(&paths);
+    let damaged = indexes.damaged(&paths, Some(indexed_from));
     for path in paths.iter().filter(|p| !damaged.contains(p)) {
         let Some(part) = loaded.part(path) else {
             continue;

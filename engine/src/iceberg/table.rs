@@ -107,6 +107,12 @@ fn partitioned(file: &DataFile, wanted: Option<&[Range<u64>]>) -> Option<Partiti
 impl IcebergTable {
     /// The table's UUID and the id of the snapshot it reads, where its metadata has them: what
     /// a kept lookup result is keyed by.
+    /// The table's privilege object and its names (`catalog.namespace`, table) as its catalog
+    /// spells them, which a statement's lowercased names may not.
+    pub fn named(&self) -> (&Object, &str, &str) {
+        (&self.object, &self.database, &self.table)
+    }
+
     pub fn snapshot(&self) -> (Option<&str>, Option<i64>) {
         (self.scan.table_uuid.as_deref(), self.scan.snapshot_id)
     }

@@ -26,7 +26,7 @@ use crate::access::privileges::Privilege;
 use crate::cluster::lookup_wire::{WireLookup, malformed};
 use crate::cluster::placement::Placement;
 use crate::cluster::remote_lookup::Owned;
-use crate::iceberg::catalog::{IcebergCatalogProvider, namespace_named, object};
+use crate::iceberg::catalog::{IcebergCatalogProvider, namespace_named};
 use crate::iceberg::file_indexes::Share;
 use crate::iceberg::table::{IcebergTable, Reading};
 use crate::scan::page_read::LocatedRead;
@@ -58,8 +58,10 @@ impl Session {
         let Some(table) = provider.downcast_ref::<IcebergTable>() else {
             return Ok(None);
         };
-        // Where the full path's scan would check it; a kept result is no exception.
-        self.require(Privilege::Select, &object(catalog, namespace, name))?;
+        // Where the full path's scan would check it; a kept result is no exception. On the table
+        // found, spelled as its catalog spells it.
+        let (object, database_found, name_found) = table.named();
+        self.require(Privilege::Select, object)?;
         // Kept results are keyed by the table's UUID and snapshot: none for a table without.
         let (id, version) = match table.snapshot() {
             (Some(id), Some(snapshot)) => (Some(id), snapshot as u64),
@@ -90,8 +92,8 @@ impl Session {
                     return Ok(None);
                 };
                 let wire = WireLookup {
-                    database: format!("{catalog}.{namespace}"),
-                    table: name.to_string(),
+                    database: database_found.to_string(),
+                    table: name_found.to_string(),
                     metadata_location: table.metadata_location().to_string(),
                     ..wire
                 };

@@ -66,6 +66,17 @@ pub(super) async fn run(session: &Session, statement: IndexStatement) -> Result<
     }
 }
 
+/// Whether `parts` name a table of an attached catalog (or one of a catalog not attached,
+/// `nocat.ns.t`, which [`resolve`] refuses as such), not one of Sieve's own.
+pub(super) fn names_attached(session: &Session, parts: &[String]) -> bool {
+    match parts {
+        [catalog, _, _] => !catalog.eq_ignore_ascii_case(CATALOG_NAME),
+        [database, _] => namespace_named(&session.iceberg, database).is_some(),
+        [_] => namespace_named(&session.iceberg, &session.database()).is_some(),
+        _ => false,
+    }
+}
+
 async fn resolve(session: &Session, parts: &[String], command: &str) -> Result<Attached> {
     let database = session.database();
     // `lake.ns.t`; `` `lake.ns`.t `` as tools quote back the database SHOW DATABASES lists;
@@ -223,7 +234,7 @@ pub(super) async fn optimize(session: &Session, table: &[String]) -> Result<Quer
     let mut done = Updated::default();
     // One index failing (a column it covers dropped from the table) holds up none of the
     // others, as in the indexer's pass; the statement then fails naming it.
-    let mut failed = None;
+    let (mut failed, mut failures) = (None, 0);
     for def in &defs {
         let progress = session.progress.clone();
         let updated = update(
@@ -236,13 +247,22 @@ pub(super) async fn optimize(session: &Session, table: &[String]) -> Result<Quer
         );
         match updated.await {
             Ok(updated) => done += updated,
-            Err(e) => failed = failed.or(Some((&def.name, e))),
+            Err(e) => {
+                log::warn!("OPTIMIZE: index {} not brought up to date: {e}", def.name);
+                failures += 1;
+                failed = failed.or(Some((&def.name, e)));
+            }
         }
     }
     if let Some((name, e)) = failed {
-        let others = match defs.len() {
-            1 => String::new(),
-            _ => " (the table's other indexes were brought up to date)".into(),
+        let others = match (defs.len() - failures, failures) {
+            (0, 1) => String::new(),
+            (0, _) => format!(", nor were the table's {} others", failures - 1),
+            (_, 1) => " (the table's other indexes were brought up to date)".into(),
+            (done, _) => format!(
+                " (nor were {} others, logged; {done} were brought up to date)",
+                failures - 1
+            ),
         };
         return Err(e.context(format!("index {name} was not brought up to date{others}")));
     }

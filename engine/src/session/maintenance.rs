@@ -9,7 +9,6 @@ use super::{Session, index_statements};
 use crate::access::privileges::Object;
 use crate::catalog::table_name::TableName;
 use crate::error::to_df;
-use crate::iceberg::catalog::named;
 use crate::maintenance::optimize::{self, Optimize};
 use crate::maintenance::vacuum::{self, Vacuum};
 use crate::options::SieveOptions;
@@ -44,9 +43,7 @@ pub(super) async fn vacuum(session: &Session, vacuum: Vacuum) -> Result<QueryStr
 
 /// OPTIMIZE: answers with what it rewrote (for an attached table, what it did to the indexes).
 pub(super) async fn optimize(session: &Session, optimize: Optimize) -> Result<QueryStream> {
-    if let [catalog, _, _] = optimize.table.as_slice()
-        && named(&session.iceberg, catalog).is_some()
-    {
+    if index_statements::names_attached(session, &optimize.table) {
         return index_statements::optimize(session, &optimize.table).await;
     }
     let table = open_named(session, &optimize.table, "OPTIMIZE").await?;

@@ -231,7 +231,14 @@ impl AttachedIndexes {
             hashes,
             None,
         );
-        Ok(reads.await?.0)
+        // A page that fails its checks damages the part, as its filters' would.
+        match reads.await {
+            Ok((found, _)) => Ok(found),
+            Err(StorageError::Index(e)) => {
+                Err(StorageError::Damaged(path.to_string(), e.to_string()))
+            }
+            Err(e) => Err(e),
+        }
     }
 
     /// The filters and slice maps of `entry` of the part at `part`: one ranged read unless

@@ -36,7 +36,11 @@ pub const USERS_FORMAT: u32 = 1;
 /// [`crate::attached_index`]): the version this build writes. It reads 1 to 4 too (1: a
 /// sidecar per file; 2: per row group; 3: and a map of each row group's slices and pages; 4:
 /// and a locator over the part's row groups; 5: and the header's length, the columns and the
-/// maps' slices and pages in the header, so a reader loads the header alone).
+/// maps' slices and pages in the header, so a reader loads the header alone). A part holds
+/// sidecars, row group maps and a locator of their own formats: a change to any of them that
+/// an older reader would refuse must come with a new part format too, since a server takes a
+/// part whose pieces it cannot read for damaged and, with its files indexed again, removes it
+/// (a part of a newer format it leaves alone).
 pub const ATTACHED_INDEX_PART_FORMAT: u32 = 5;
 
 /// The schema metadata key holding a segment's format version.
