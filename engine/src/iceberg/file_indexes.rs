@@ -808,31 +808,28 @@ impl FileIndexes {
                     bytes as f64 / (1 << 20) as f64
                 );
                 state.loaded = Arc::new(loaded);
+                state.damage = damage;
             }
-            Ok(None) => {}
-            Err(e) => {
-                // Listed again at the next lookup while a part it holds is known damaged.
-                log::warn!("indexes of attached table {table_uuid} not listed: {e}");
-                state.listed = Some(Instant::now());
-                return state.loaded.clone();
-            }
+            Ok(None) => state.damage = damage,
+            // Its damage count kept: listed again at the next lookup while a part it holds
+            // is known damaged.
+            Err(e) => log::warn!("indexes of attached table {table_uuid} not listed: {e}"),
         }
         state.listed = Some(Instant::now());
-        state.damage = damage;
         state.loaded.clone()
     }
 
-    /// Remembers the part at `path` as damaged if `error` (of reading it) says so; whether it
-    /// did.
-    fn note_damage(&self, path: &Path, error: &StorageError) -> bool {
+    /// Remembers the part at `path` as damaged if `error` (of reading it) says so; what the
+    /// warning of the failed read adds then.
+    fn note_damage(&self, path: &Path, error: &StorageError) -> &'static str {
         if !matches!(error.root(), StorageError::Damaged(..)) {
-            return false;
+            return "";
         }
         let mut damaged = self.damaged.lock().unwrap_or_else(|e| e.into_inner());
         if damaged.insert(path.clone()) {
             self.damage.fetch_add(1, Ordering::Release);
         }
-        true
+        "; its part is left out until the indexer builds its files' index again"
     }
 
     /// Which of `parts` this process found damaged (before the view `loaded` last listed, if
@@ -911,11 +908,10 @@ impl FileIndexes {
                 match self.store.locate(in_part, column, &probe.hashes).await {
                     Ok(found) => Some((at, column, &probe.hashes, found)),
                     Err(e) => {
-                        let left = match self.note_damage(&part.path, &e) {
-                            true => "left out until the indexer builds its files' index again",
-                            false => "its filters are asked",
-                        };
-                        log::warn!("an index part's locator unusable, {left}: {e}");
+                        let left = self.note_damage(&part.path, &e);
+                        log::warn!(
+                            "an index part's locator unusable ({e}), its filters asked{left}"
+                        );
                         None
                     }
                 }
@@ -953,12 +949,9 @@ impl FileIndexes {
                 match self.store.filters(&part.path, &part.entries[*i]).await {
                     Ok(filters) => Some((key, filters)),
                     Err(e) => {
-                        let left = match self.note_damage(&part.path, &e) {
-                            true => ", its part left out until the indexer builds it again",
-                            false => "",
-                        };
+                        let left = self.note_damage(&part.path, &e);
                         log::warn!(
-                            "a row group's index filters unusable, it is read whole{left}: {e}"
+                            "a row group's index filters unusable ({e}), it is read whole{left}"
                         );
                         None
                     }
@@ -1016,11 +1009,8 @@ impl FileIndexes {
                         parts.insert(path, Arc::new(part));
                     }
                     Err(e) => {
-                        let until = match self.note_damage(&path, &e) {
-                            true => " until the indexer builds their index again",
-                            false => "",
-                        };
-                        log::warn!("index part {path} unusable, its files are read{until}: {e}");
+                        let left = self.note_damage(&path, &e);
+                        log::warn!("index part {path} unusable ({e}), its files are read{left}");
                     }
                 }
             }

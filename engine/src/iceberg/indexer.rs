@@ -175,7 +175,8 @@ pub async fn update(
 /// Merges the small parts of `def` and removes those without a live file ([`merges`]) and
 /// those found damaged before `indexed_from` (the view [`update`] indexed the files no part
 /// covers from) was listed, counted in `updated`: such a part was in no view, so its files
-/// have just been indexed again. One found damaged since is removed by the next pass. A merge writes its new parts before it removes the old: meanwhile a
+/// have just been indexed again. One found damaged since is removed by the next pass.
+/// A merge writes its new parts before it removes the old: meanwhile a
 /// file is in two parts, and lookups use the larger (`Loaded`); a lookup that still holds a
 /// removed part fails to read it and reads its row groups whole. Which files are live is
 /// asked of a scan taken after the parts are listed: each listed part was built from a scan

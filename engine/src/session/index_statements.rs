@@ -66,47 +66,48 @@ pub(super) async fn run(session: &Session, statement: IndexStatement) -> Result<
     }
 }
 
-/// Whether `parts` name a table of an attached catalog (or one of a catalog not attached,
-/// `nocat.ns.t`, which [`resolve`] refuses as such), not one of Sieve's own.
+/// Whether `parts` name a table of an attached catalog, or of a catalog not attached
+/// (`nocat.ns.t`, which [`resolve`] refuses as such), not one of Sieve's own.
 pub(super) fn names_attached(session: &Session, parts: &[String]) -> bool {
-    match parts {
-        [catalog, _, _] => !catalog.eq_ignore_ascii_case(CATALOG_NAME),
-        [database, _] => namespace_named(&session.iceberg, database).is_some(),
-        [_] => namespace_named(&session.iceberg, &session.database()).is_some(),
-        _ => false,
-    }
+    !matches!(attached_name(session, parts), Ok(None))
+}
+
+/// The attached catalog, namespace and table `parts` name: `lake.ns.t`; `` `lake.ns`.t `` as
+/// tools quote back the database SHOW DATABASES lists; `t` after `USE lake.ns`. None for a
+/// table of Sieve's own; an error for a catalog not attached.
+fn attached_name(
+    session: &Session,
+    parts: &[String],
+) -> Result<Option<(Arc<IcebergCatalog>, String, String)>> {
+    let in_database = |database: &str, table: &String| {
+        namespace_named(&session.iceberg, database)
+            .map(|(c, namespace)| (c.clone(), namespace.to_string(), table.clone()))
+    };
+    Ok(match parts {
+        [catalog, namespace, table] if !catalog.eq_ignore_ascii_case(CATALOG_NAME) => {
+            let Some(catalog) = named(&session.iceberg, catalog) else {
+                let names: Vec<&str> = session.iceberg.iter().map(|c| c.name()).collect();
+                let refusal = IndexRefusal::NoCatalog(catalog.clone(), names.join(", "));
+                return Err(external(refusal));
+            };
+            Some((catalog.clone(), namespace.clone(), table.clone()))
+        }
+        [database, table] => in_database(database, table),
+        [table] => in_database(&session.database(), table),
+        _ => None,
+    })
 }
 
 async fn resolve(session: &Session, parts: &[String], command: &str) -> Result<Attached> {
-    let database = session.database();
-    // `lake.ns.t`; `` `lake.ns`.t `` as tools quote back the database SHOW DATABASES lists;
-    // `t` after `USE lake.ns`.
-    let attached = match parts {
-        [catalog, namespace, table] => {
-            named(&session.iceberg, catalog).map(|c| (c.clone(), namespace.as_str(), table))
-        }
-        [database, table] => namespace_named(&session.iceberg, database)
-            .map(|(c, namespace)| (c.clone(), namespace, table)),
-        [table] => namespace_named(&session.iceberg, &database)
-            .map(|(c, namespace)| (c.clone(), namespace, table)),
-        _ => None,
-    };
-    let Some((catalog, namespace, table)) = attached else {
-        if let [catalog, _, _] = parts
-            && !catalog.eq_ignore_ascii_case(CATALOG_NAME)
-        {
-            let names: Vec<&str> = session.iceberg.iter().map(|c| c.name()).collect();
-            let refusal = IndexRefusal::NoCatalog(catalog.clone(), names.join(", "));
-            return Err(external(refusal));
-        }
+    let Some((catalog, namespace, table)) = attached_name(session, parts)? else {
         return not_impl_err!(
             "{command} works on attached Iceberg tables (catalog.namespace.table); a Sieve \
              table indexes the columns its index_columns option names (CREATE TABLE … WITH \
              (index_columns = '…'))"
         );
     };
-    session.require_all_for(command, &object(catalog.name(), namespace, table))?;
-    let scan = (catalog.scan(namespace, table).await)
+    session.require_all_for(command, &object(catalog.name(), &namespace, &table))?;
+    let scan = (catalog.scan(&namespace, &table).await)
         .map_err(external)?
         .ok_or_else(|| {
             to_df(StorageError::UnknownTable(
@@ -123,8 +124,8 @@ async fn resolve(session: &Session, parts: &[String], command: &str) -> Result<A
     };
     Ok(Attached {
         catalog,
-        namespace: namespace.to_string(),
-        table: table.clone(),
+        namespace,
+        table,
         scan,
         table_uuid,
     })
@@ -255,14 +256,10 @@ pub(super) async fn optimize(session: &Session, table: &[String]) -> Result<Quer
         }
     }
     if let Some((name, e)) = failed {
-        let others = match (defs.len() - failures, failures) {
-            (0, 1) => String::new(),
-            (0, _) => format!(", nor were the table's {} others", failures - 1),
+        let others = match (defs.len(), failures) {
+            (1, _) => String::new(),
             (_, 1) => " (the table's other indexes were brought up to date)".into(),
-            (done, _) => format!(
-                " (nor were {} others, logged; {done} were brought up to date)",
-                failures - 1
-            ),
+            (n, f) => format!(" ({f} of the table's {n} indexes were not, each logged)"),
         };
         return Err(e.context(format!("index {name} was not brought up to date{others}")));
     }
